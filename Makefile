@@ -1,0 +1,50 @@
+# uploadedfile -- build, generate, verify, test.
+#
+#   make test       verify, then every test with the race detector (the CI command)
+#   make generate   regenerate gen/ from db/queries and api/openapi.yaml
+#   make verify     generated code fresh, go vet, staticcheck, gofmt
+#
+# Tools are pinned in tools/go.mod and run with `go tool -modfile=tools/go.mod`.
+
+GO       ?= go
+TOOL     := $(GO) tool -modfile=tools/go.mod
+GOFILES   = $(shell git ls-files '*.go' | grep -v '^gen/')
+
+.PHONY: all generate verify verify-generated vet staticcheck fmt-check test test-only postgres tools
+
+all: verify
+
+## tools: build the pinned tools once (cached by the Go build cache).
+tools:
+	$(TOOL) -n sqlc >/dev/null
+	$(TOOL) -n staticcheck >/dev/null
+
+## generate: typed SQL (gen/db) from db/queries against db/migrations.
+generate:
+	$(TOOL) sqlc generate
+
+## verify-generated: fail when gen/ differs from what the generators produce.
+verify-generated:
+	$(TOOL) sqlc diff
+
+vet:
+	$(GO) vet ./...
+
+staticcheck:
+	$(TOOL) staticcheck ./...
+
+fmt-check:
+	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+verify: verify-generated vet staticcheck fmt-check
+
+## postgres: start the local PostgreSQL cluster when it is not running.
+postgres:
+	@pg_isready -q -h 127.0.0.1 -p 5432 || pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql) main start
+	@for i in $$(seq 1 30); do pg_isready -q -h 127.0.0.1 -p 5432 && exit 0; sleep 1; done; echo "PostgreSQL did not start"; exit 1
+
+## test: the full check, as CI runs it.
+test: verify postgres test-only
+
+test-only:
+	$(GO) test -race -count=1 ./...

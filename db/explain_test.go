@@ -1,0 +1,365 @@
+package db_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/gen/db"
+)
+
+// explainRows is the size of the table the plans are checked on.
+const explainRows = 100_000
+
+// explainer is a db.DBTX that runs EXPLAIN of every statement it is given,
+// with the real arguments, instead of the statement itself.
+type explainer struct {
+	t     *testing.T
+	conn  *pgx.Conn
+	mu    sync.Mutex
+	plans map[string]string // query name -> JSON plan
+}
+
+var queryName = regexp.MustCompile(`^-- name: (\w+) :`)
+
+func (e *explainer) explain(ctx context.Context, sql string, args []any) {
+	e.t.Helper()
+	m := queryName.FindStringSubmatch(sql)
+	require.NotNil(e.t, m, "statement without a sqlc name: %s", sql)
+	var plan string
+	require.NoError(e.t, e.conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+sql, args...).Scan(&plan), m[1])
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.plans[m[1]] = plan
+}
+
+func (e *explainer) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	e.explain(ctx, sql, args)
+	return pgconn.CommandTag{}, nil
+}
+
+func (e *explainer) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	e.explain(ctx, sql, args)
+	return e.conn.Query(ctx, "SELECT 1 WHERE false")
+}
+
+func (e *explainer) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	e.explain(ctx, sql, args)
+	return e.conn.QueryRow(ctx, "SELECT 1 WHERE false")
+}
+
+// populate fills uploaded_file with explainRows rows in a realistic mix of
+// states: mostly active files over many tenants and owners, and a few of
+// every in-flight, temporary and deleted kind.
+func populate(t *testing.T, b *bundle) {
+	t.Helper()
+	b.exec(t, `
+INSERT INTO uploaded_file (
+    id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type,
+    visibility, is_temporary, status, upload_pending_at, deletion_pending_at, deleted_at, expired_at,
+    completed_at, used_at, module, entity, entity_id, pending_key, upload_expires_at,
+    completion_lease_until, staging_cleanup_at, created_at, updated_at)
+SELECT
+    gen_random_uuid(),
+    'tenant-' || (i % 500),
+    CASE WHEN i % 3 = 0 THEN 'dept-' || (i % 7) END,
+    'user-' || (i % 5000),
+    'core/tenant-' || (i % 500) || '/' || i || '.pdf',
+    'uploaded-file/' || i,
+    'file-' || i || '.pdf',
+    1000 + i,
+    'application/pdf',
+    'private',
+    kind = 'temporary',
+    CASE kind WHEN 'hidden' THEN 'pending' WHEN 'pending' THEN 'pending' WHEN 'completing' THEN 'completing' ELSE 'ready' END,
+    CASE WHEN kind IN ('hidden', 'pending', 'completing') THEN $1::timestamptz + ((i % 200) - 100) * interval '1 minute' END,
+    CASE WHEN kind = 'claimed' THEN $1::timestamptz + ((i % 200) - 100) * interval '1 minute' END,
+    CASE WHEN kind = 'deleted' THEN $1::timestamptz - interval '1 day' END,
+    CASE WHEN kind = 'temporary' THEN $1::timestamptz + ((i % 48) - 4) * interval '1 hour' END,
+    CASE WHEN kind NOT IN ('hidden', 'pending', 'completing') THEN $1::timestamptz - interval '30 days' END,
+    CASE WHEN kind = 'used' THEN $1::timestamptz - interval '20 days' END,
+    CASE WHEN kind = 'used' THEN 'crm' END,
+    CASE WHEN kind = 'used' THEN 'invoice' END,
+    CASE WHEN kind = 'used' THEN 'entity-' || i END,
+    CASE WHEN kind IN ('pending', 'completing', 'staging') THEN 'core/tenant-' || (i % 500) || '/staging/' || i END,
+    CASE WHEN kind IN ('pending', 'completing', 'staging') THEN $1::timestamptz + ((i % 200) - 100) * interval '1 minute' END,
+    CASE WHEN kind = 'completing' THEN $1::timestamptz + ((i % 200) - 100) * interval '1 minute' END,
+    CASE WHEN kind = 'staging' THEN $1::timestamptz + ((i % 200) - 100) * interval '1 minute' END,
+    $1::timestamptz - (i % 1000) * interval '1 hour',
+    $1::timestamptz
+FROM (
+    SELECT i, CASE
+        WHEN i % 100 < 70 THEN 'used'
+        WHEN i % 100 < 85 THEN 'active'
+        WHEN i % 100 < 90 THEN 'temporary'
+        WHEN i % 100 < 92 THEN 'hidden'
+        WHEN i % 100 < 94 THEN 'pending'
+        WHEN i % 100 < 95 THEN 'completing'
+        WHEN i % 100 < 96 THEN 'staging'
+        WHEN i % 100 < 98 THEN 'claimed'
+        ELSE 'deleted' END AS kind
+    FROM generate_series(1, $2::integer) AS i
+) AS s`, t0, explainRows)
+	b.exec(t, "ANALYZE uploaded_file")
+}
+
+// TestQueryPlansUseIndexes: on a table of 100k rows, no query -- lookup,
+// transition or sweep -- scans uploaded_file sequentially. Every query in
+// db/queries must be explained here; a new query without a case fails.
+func TestQueryPlansUseIndexes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	populate(t, b)
+
+	conn, err := b.pool.Acquire(b.ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	e := &explainer{t: t, conn: conn.Conn(), plans: map[string]string{}}
+
+	var sample db.UploadedFile
+	rows, err := b.pool.Query(b.ctx, "SELECT * FROM uploaded_file WHERE used_at IS NOT NULL LIMIT 1")
+	require.NoError(t, err)
+	sample, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[db.UploadedFile])
+	require.NoError(t, err)
+
+	var (
+		q     = b.q
+		ctx   = b.ctx
+		now   = at(0)
+		id    = sample.ID
+		ten   = sample.TenantCode
+		user  = &sample.UserID
+		dept  = ptr("dept-1")
+		ids   = []uuid.UUID{id, uuid.New(), uuid.New()}
+		refs  = []string{sample.Key, "uploaded-file/17", "core/tenant-3/3.pdf"}
+		lease = t0.Add(time.Minute)
+	)
+	calls := []func() error{
+		func() error {
+			_, err := q.FileMarkUsedByIDs(ctx, e, db.FileMarkUsedByIDsParams{IDs: ids, TenantCode: ten, OwnerUserID: user, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileMarkUsedByReferences(ctx, e, db.FileMarkUsedByReferencesParams{Refs: refs, TenantCode: ten, DepartmentCode: dept, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileMergeExtraData(ctx, e, db.FileMergeExtraDataParams{ID: id, TenantCode: ten, Patch: []byte(`{}`)})
+			return err
+		},
+		func() error {
+			_, err := q.FileInsertHidden(ctx, e, db.FileInsertHiddenParams{ID: uuid.New(), TenantCode: ten, UserID: "u", Key: "k", ExtraData: []byte(`{}`), Visibility: "private", Disposition: "inline", ActivationLease: time.Minute})
+			return err
+		},
+		func() error {
+			_, err := q.FileActivateUpload(ctx, e, db.FileActivateUploadParams{ID: id, UploadMarker: lease, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileSettleFailedUpload(ctx, e, db.FileSettleFailedUploadParams{ID: id, UploadMarker: lease, DeletionLease: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileRestoreUploadForCleanup(ctx, e, db.FileRestoreUploadForCleanupParams{ID: id, UploadMarker: &lease, DeletionLease: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileClaimDeletion(ctx, e, db.FileClaimDeletionParams{ID: id, TenantCode: ten, OwnerUserID: user, DeletionLease: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileClaimDeletionByReferences(ctx, e, db.FileClaimDeletionByReferencesParams{Refs: refs, TenantCode: ten, DeletionLease: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileClaimAbort(ctx, e, db.FileClaimAbortParams{ID: id, TenantCode: ten, DeletionLease: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileReleaseDeletion(ctx, e, db.FileReleaseDeletionParams{ID: id, Claim: lease, Backoff: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileSettleDeletion(ctx, e, db.FileSettleDeletionParams{ID: id, Claim: lease, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileRescheduleTombstone(ctx, e, db.FileRescheduleTombstoneParams{ID: id, Claim: lease, UploadMarker: lease, Backoff: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileInsertPending(ctx, e, db.FileInsertPendingParams{ID: uuid.New(), TenantCode: ten, UserID: "u", Key: "k", PendingKey: ptr("s"), Visibility: "private", Disposition: "inline", UploadTTL: time.Minute, CleanupLease: time.Hour})
+			return err
+		},
+		func() error {
+			_, err := q.FileClaimCompletion(ctx, e, db.FileClaimCompletionParams{ID: id, TenantCode: ten, CompletionLease: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileTakeOverCompletion(ctx, e, db.FileTakeOverCompletionParams{ID: id, TenantCode: ten, ExpiredLease: lease, CompletionLease: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileFinalizeCompletion(ctx, e, db.FileFinalizeCompletionParams{ID: id, Lease: lease, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileFailCompletion(ctx, e, db.FileFailCompletionParams{ID: id, Lease: lease, DeletionLease: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileGetVisible(ctx, e, db.FileGetVisibleParams{ID: id, TenantCode: ten, DepartmentCode: dept, OwnerUserID: user, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileGetVisibleByReference(ctx, e, db.FileGetVisibleByReferenceParams{Reference: sample.Key, TenantCode: ten, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileGetAttached(ctx, e, db.FileGetAttachedParams{ID: id, TenantCode: ten, Module: "crm", Entity: "invoice", EntityID: *sample.EntityID, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileGetDirect(ctx, e, db.FileGetDirectParams{ID: id, TenantCode: ten, OwnerUserID: user, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileLockVisibleByIDs(ctx, e, db.FileLockVisibleByIDsParams{IDs: ids, TenantCode: ten})
+			return err
+		},
+		func() error {
+			_, err := q.FileLockVisibleByReferences(ctx, e, db.FileLockVisibleByReferencesParams{Refs: refs, TenantCode: ten, OwnerUserID: user})
+			return err
+		},
+		func() error {
+			_, err := q.FileGetUploadState(ctx, e, db.FileGetUploadStateParams{ID: id, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.DeletionClaimElapsed(ctx, e, db.DeletionClaimElapsedParams{Max: 100, DeletionLease: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.DeletionClaimExpiredTombstones(ctx, e, db.DeletionClaimExpiredTombstonesParams{Max: 100, DeletionLease: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileClaimExpiredDirectUploads(ctx, e, db.FileClaimExpiredDirectUploadsParams{Max: 100, DeletionLease: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileClaimExpiredTemporary(ctx, e, db.FileClaimExpiredTemporaryParams{Max: 100, DeletionLease: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileClaimUnusedBefore(ctx, e, db.FileClaimUnusedBeforeParams{Cutoff: t0.Add(-30 * 24 * time.Hour), Max: 100, DeletionLease: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.StagingClaimCompleted(ctx, e, db.StagingClaimCompletedParams{Max: 100, StagingLease: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.StagingSettle(ctx, e, db.StagingSettleParams{ID: id, Claim: lease, PendingKey: "s", Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.StagingRelease(ctx, e, db.StagingReleaseParams{ID: id, Claim: lease, Backoff: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileRetireTombstone(ctx, e, db.FileRetireTombstoneParams{ID: id, Now: now})
+			return err
+		},
+	}
+	for _, call := range calls {
+		if err := call(); err != nil {
+			require.ErrorIs(t, err, pgx.ErrNoRows)
+		}
+	}
+
+	// Every query in db/queries was explained.
+	require.ElementsMatch(t, declaredQueries(t), keys(e.plans), "a query in db/queries has no EXPLAIN case")
+
+	for name, plan := range e.plans {
+		var nodes []any
+		require.NoError(t, json.Unmarshal([]byte(plan), &nodes))
+		for _, scan := range seqScans(nodes) {
+			require.NotEqual(t, "uploaded_file", scan, "%s scans uploaded_file sequentially:\n%s", name, plan)
+		}
+	}
+	if testing.Verbose() {
+		for _, name := range keys(e.plans) {
+			t.Logf("%s: %s", name, strings.Join(indexesUsed(e.plans[name]), ", "))
+		}
+	}
+}
+
+// declaredQueries lists the names declared in db/queries/*.sql.
+func declaredQueries(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("queries/*.sql")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	var names []string
+	re := regexp.MustCompile(`(?m)^-- name: (\w+) :`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+			names = append(names, m[1])
+		}
+	}
+	return names
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// seqScans returns the relation of every Seq Scan node in a JSON plan.
+func seqScans(v any) []string {
+	var out []string
+	switch n := v.(type) {
+	case []any:
+		for _, c := range n {
+			out = append(out, seqScans(c)...)
+		}
+	case map[string]any:
+		if n["Node Type"] == "Seq Scan" {
+			rel, _ := n["Relation Name"].(string)
+			out = append(out, rel)
+		}
+		for _, c := range n {
+			out = append(out, seqScans(c)...)
+		}
+	}
+	return out
+}
+
+var indexName = regexp.MustCompile(`"Index Name": "(\w+)"`)
+
+func indexesUsed(plan string) []string {
+	var out []string
+	for _, m := range indexName.FindAllStringSubmatch(plan, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}

@@ -1,0 +1,123 @@
+package db_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/golang-migrate/migrate/v4"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/db/migrations"
+	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+)
+
+// schemaShape describes what the migrations built: columns, constraints and
+// indexes of uploaded_file, and whether every column is commented.
+func schemaShape(t *testing.T, url string) (columns, constraints, indexes []string, uncommented []string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	collect := func(sql string) []string {
+		rows, err := conn.Query(ctx, sql)
+		require.NoError(t, err)
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return out
+	}
+	columns = collect(`SELECT column_name::text FROM information_schema.columns WHERE table_name = 'uploaded_file' ORDER BY column_name`)
+	constraints = collect(`SELECT conname::text FROM pg_constraint WHERE conrelid = 'uploaded_file'::regclass ORDER BY conname`)
+	indexes = collect(`SELECT indexname::text FROM pg_indexes WHERE tablename = 'uploaded_file' ORDER BY indexname`)
+	uncommented = collect(`
+SELECT a.attname::text FROM pg_attribute a
+WHERE a.attrelid = 'uploaded_file'::regclass AND a.attnum > 0 AND NOT a.attisdropped
+    AND col_description(a.attrelid, a.attnum) IS NULL`)
+	return
+}
+
+func tableExists(t *testing.T, url string) bool {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var exists bool
+	require.NoError(t, conn.QueryRow(ctx, "SELECT to_regclass('uploaded_file') IS NOT NULL").Scan(&exists))
+	return exists
+}
+
+// TestMigrationsUpDownUp: on an empty database the migrations go up, down
+// step by step, and up again to the identical schema.
+func TestMigrationsUpDownUp(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewEmptyDatabase(t)
+
+	m, err := migrations.Open(url)
+	require.NoError(t, err)
+	defer m.Close()
+
+	require.NoError(t, m.Up())
+	cols, cons, idx, uncommented := schemaShape(t, url)
+	require.Empty(t, uncommented, "every column has a COMMENT")
+	require.Contains(t, cols, "status")
+	require.Contains(t, cons, "uploaded_file_status_check")
+	require.Contains(t, idx, "uploaded_file_direct_pending_idx")
+	version, dirty, err := m.Version()
+	require.NoError(t, err)
+	require.False(t, dirty)
+	require.EqualValues(t, 20261122000000, version)
+
+	// One step down: the legacy shape, with its own index back.
+	require.NoError(t, m.Steps(-1))
+	legacyCols, _, legacyIdx, uncommented := schemaShape(t, url)
+	require.Empty(t, uncommented)
+	require.NotContains(t, legacyCols, "status")
+	require.NotContains(t, legacyCols, "pending_key")
+	require.Contains(t, legacyIdx, "uploaded_file_owner_idx")
+
+	require.NoError(t, m.Down())
+	require.False(t, tableExists(t, url))
+	_, _, err = m.Version()
+	require.ErrorIs(t, err, migrate.ErrNilVersion)
+
+	require.NoError(t, m.Up())
+	cols2, cons2, idx2, _ := schemaShape(t, url)
+	require.Equal(t, cols, cols2)
+	require.Equal(t, cons, cons2)
+	require.Equal(t, idx, idx2)
+
+	err = m.Up()
+	require.True(t, errors.Is(err, migrate.ErrNoChange), "up again is a no-op")
+}
+
+// TestDirectLifecycleMigrationIsAdditive: rows written by the legacy shape
+// survive the additive migration; a hidden legacy row becomes pending, an
+// active one ready.
+func TestDirectLifecycleMigrationIsAdditive(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewEmptyDatabase(t)
+	m, err := migrations.Open(url)
+	require.NoError(t, err)
+	defer m.Close()
+	require.NoError(t, m.Steps(1))
+
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `
+INSERT INTO uploaded_file (id, tenant_code, user_id, key, original_name, size_bytes, content_type, upload_pending_at)
+VALUES ('00000000-0000-4000-8000-000000000001', 'acme', 'alice', 'k1', 'a.pdf', 1, 'application/pdf', NULL),
+       ('00000000-0000-4000-8000-000000000002', 'acme', 'alice', 'k2', 'b.pdf', 1, 'application/pdf', now() + interval '15 minutes')`)
+	require.NoError(t, err)
+
+	require.NoError(t, m.Up())
+	rows, err := conn.Query(ctx, "SELECT status || '/' || disposition FROM uploaded_file ORDER BY id")
+	require.NoError(t, err)
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"ready/attachment", "pending/attachment"}, got)
+}

@@ -1,0 +1,120 @@
+-- Durable deletion: claim, then storage I/O, then settle.
+--
+--   claim       deletion_pending_at = now + lease, before any storage I/O
+--   release     deletion_pending_at = now + backoff (one minute): a retry marker
+--   settle      deleted_at = now, deletion_pending_at = NULL, upload marker cleared
+--   reschedule  deleted_at = now, deletion_pending_at = now + backoff, upload
+--               marker kept: an upload tombstone whose writer may still write
+--
+-- release, settle and reschedule name the exact claim (@claim) the worker
+-- set: a worker whose claim was taken over matches zero rows and must treat
+-- its storage work as done by someone else. Storage deletes are idempotent,
+-- so two workers deleting the same object is harmless; what the claim
+-- prevents is metadata coming back, or disappearing, without its bytes.
+
+-- name: FileClaimDeletion :one
+-- visible -> claimed for deletion, by id within the scope (deleteById of a
+-- ready file). Zero rows: missing, out of scope, hidden or already deleted.
+UPDATE uploaded_file
+SET
+    deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE id = @id
+    AND tenant_code = @tenant_code
+    AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
+    AND (sqlc.narg('owner_user_id')::text IS NULL OR user_id = sqlc.narg('owner_user_id')::text)
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+RETURNING *;
+
+-- name: FileClaimDeletionByReferences :many
+-- visible -> claimed for deletion, for every exact reference (key or cdn) in
+-- @references within the scope (delete, changeFiles). Run in a transaction
+-- after FileLockVisibleByReferences has confirmed every reference, so a batch
+-- is claimed whole or not at all.
+UPDATE uploaded_file
+SET
+    deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE (key = any(@refs::text[]) OR cdn = any(@refs::text[]))
+    AND tenant_code = @tenant_code
+    AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
+    AND (sqlc.narg('owner_user_id')::text IS NULL OR user_id = sqlc.narg('owner_user_id')::text)
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+RETURNING *;
+
+-- name: FileClaimAbort :one
+-- A direct upload not yet completing (pending, or failed before its claim was
+-- set) -> claimed for deletion, by id within the scope (abortUpload, or
+-- deleteById of a pending file). The upload marker is kept: while the target
+-- is valid the client may still write the staging object, so after the bytes
+-- are deleted the row is rescheduled as a tombstone until the window closes.
+-- Zero rows: missing, out of scope, completing or finished.
+UPDATE uploaded_file
+SET
+    deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE id = @id
+    AND tenant_code = @tenant_code
+    AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
+    AND (sqlc.narg('owner_user_id')::text IS NULL OR user_id = sqlc.narg('owner_user_id')::text)
+    AND upload_expires_at IS NOT NULL
+    AND status = 'pending'
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+RETURNING *;
+
+-- name: FileReleaseDeletion :one
+-- claimed -> retry marker @backoff ahead (one minute), after a storage or
+-- finalization failure. The backoff moves the row out of the eligible window
+-- so a bounded sweep moves on to later rows instead of failing on the same
+-- object again. Zero rows: the claim was taken over; nothing to release.
+UPDATE uploaded_file
+SET
+    deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @backoff::interval,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE id = @id
+    AND deletion_pending_at = @claim::timestamptz
+RETURNING *;
+
+-- name: FileSettleDeletion :one
+-- claimed -> deleted, once every object of the row is gone: soft-delete (the
+-- first soft-delete time is kept) and clear the claim and the upload marker
+-- (@upload_marker, as claimed, possibly NULL). Zero rows: the claim was taken
+-- over by another worker, which settles it instead.
+UPDATE uploaded_file
+SET
+    deleted_at = coalesce(deleted_at, coalesce(sqlc.narg('now')::timestamptz, now())),
+    deletion_pending_at = NULL,
+    upload_pending_at = NULL,
+    completion_lease_until = NULL,
+    status = CASE WHEN status = 'completing' THEN 'failed' ELSE status END,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE id = @id
+    AND deletion_pending_at = @claim::timestamptz
+    AND upload_pending_at IS NOT DISTINCT FROM sqlc.narg('upload_marker')::timestamptz
+RETURNING *;
+
+-- name: FileRescheduleTombstone :one
+-- claimed upload tombstone -> soft-deleted tombstone with a future deletion
+-- claim (@backoff ahead) and the same upload marker, after its objects were
+-- deleted while a writer could still write one (a buffer upload whose writer
+-- never reported back, or a direct upload whose target is still valid). A
+-- later sweep claims it again, restores it to hidden pending, deletes and
+-- reschedules. Zero rows: the claim was taken over (the writer came back).
+UPDATE uploaded_file
+SET
+    deleted_at = coalesce(deleted_at, coalesce(sqlc.narg('now')::timestamptz, now())),
+    deletion_pending_at = greatest(
+        coalesce(sqlc.narg('now')::timestamptz, now()) + @backoff::interval,
+        sqlc.narg('not_before')::timestamptz),
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE id = @id
+    AND deletion_pending_at = @claim::timestamptz
+    AND upload_pending_at = @upload_marker::timestamptz
+RETURNING *;

@@ -1,0 +1,161 @@
+-- The direct upload lifecycle: initiate -> the client writes the staging
+-- object -> complete verifies, promotes and finalizes.
+--
+--   FileInsertPending        (none)              -> pending
+--   FileClaimCompletion      pending             -> completing (lease)
+--   FileTakeOverCompletion   completing, expired -> completing (new lease)
+--   FileFinalizeCompletion   completing (lease)  -> ready
+--   FileFailCompletion       completing (lease)  -> failed, claimed for deletion
+--   FileClaimAbort           pending             -> claimed for deletion (in file_deletion.sql)
+--
+-- A direct row keeps upload_pending_at set until it is ready: it is the
+-- in-flight cleanup lease after which the pending sweep may reclaim it, and it
+-- keeps the row out of every visible lookup. The completion lease is matched
+-- by its exact value, so a completer whose lease was taken over can no longer
+-- finalize or fail the row.
+
+-- name: FileInsertPending :one
+-- Persists a direct upload before its target is returned: status pending, a
+-- private staging key distinct from the generated final key, the exact
+-- expected size and type, the declared checksum, the upload expiry
+-- (now + @upload_ttl) and the in-flight cleanup lease (now + @cleanup_lease,
+-- which the service makes longer than the upload TTL: room for a write that
+-- started before the expiry to land). Fails on a duplicate id, key or pending
+-- key, and on a cleanup lease shorter than the TTL.
+INSERT INTO uploaded_file (
+    id,
+    tenant_code,
+    department_code,
+    user_id,
+    key,
+    pending_key,
+    original_name,
+    size_bytes,
+    content_type,
+    visibility,
+    disposition,
+    is_temporary,
+    checksum,
+    status,
+    upload_expires_at,
+    upload_pending_at,
+    created_at,
+    updated_at
+) VALUES (
+    @id,
+    @tenant_code,
+    sqlc.narg('department_code'),
+    @user_id,
+    @key,
+    @pending_key,
+    @original_name,
+    @size_bytes,
+    @content_type,
+    @visibility,
+    @disposition,
+    @is_temporary,
+    @checksum,
+    'pending',
+    coalesce(sqlc.narg('now')::timestamptz, now()) + @upload_ttl::interval,
+    coalesce(sqlc.narg('now')::timestamptz, now()) + @cleanup_lease::interval,
+    coalesce(sqlc.narg('now')::timestamptz, now()),
+    coalesce(sqlc.narg('now')::timestamptz, now())
+)
+RETURNING *;
+
+-- name: FileClaimCompletion :one
+-- pending -> completing. Guard: still pending, the upload target not yet
+-- expired, no deletion claim, not soft-deleted. Records the staging version
+-- (@etag) that was verified and takes a completion lease; the cleanup lease
+-- is pushed past the completion lease so the pending sweep cannot reclaim a
+-- row while its completer is live. Zero rows: another instance claimed it,
+-- the upload expired or was aborted; the caller reads the row to tell which.
+UPDATE uploaded_file
+SET
+    status = 'completing',
+    etag = @etag,
+    completion_lease_until = coalesce(sqlc.narg('now')::timestamptz, now()) + @completion_lease::interval,
+    upload_pending_at = greatest(upload_pending_at, coalesce(sqlc.narg('now')::timestamptz, now()) + @completion_lease::interval),
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE id = @id
+    AND tenant_code = @tenant_code
+    AND status = 'pending'
+    AND upload_expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+RETURNING *;
+
+-- name: FileTakeOverCompletion :one
+-- completing -> completing held by this instance, when the previous holder's
+-- lease (@expired_lease, as read) has passed: its completer died or stalled.
+-- The upload expiry is not checked again: the staging object was verified by
+-- the first claim, and the new holder verifies it again before promoting.
+-- Zero rows: the lease is still live (core.file.upload-completing), or another
+-- instance took it over first, or the row was finalized or claimed for
+-- deletion meanwhile.
+UPDATE uploaded_file
+SET
+    etag = @etag,
+    completion_lease_until = coalesce(sqlc.narg('now')::timestamptz, now()) + @completion_lease::interval,
+    upload_pending_at = greatest(upload_pending_at, coalesce(sqlc.narg('now')::timestamptz, now()) + @completion_lease::interval),
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE id = @id
+    AND tenant_code = @tenant_code
+    AND status = 'completing'
+    AND completion_lease_until = @expired_lease::timestamptz
+    AND completion_lease_until <= coalesce(sqlc.narg('now')::timestamptz, now())
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+RETURNING *;
+
+-- name: FileFinalizeCompletion :one
+-- completing -> ready, by the holder of exactly @lease, after the promoted
+-- final object was verified. Sets completed_at; a temporary file expires 24
+-- elapsed hours later. @retain_staging: the staging object is still in the
+-- store (S3: promotion is a copy) and the staging sweep removes it from now
+-- on; otherwise (local: a hard link, the staging name already unlinked)
+-- pending_key is cleared. Zero rows: the lease was lost; the caller must not
+-- report success and must not delete the final object (the new holder owns it).
+UPDATE uploaded_file
+SET
+    status = 'ready',
+    etag = @final_etag,
+    completion_lease_until = NULL,
+    upload_pending_at = NULL,
+    pending_key = CASE WHEN @retain_staging::boolean THEN pending_key ELSE NULL END,
+    staging_cleanup_at = CASE WHEN @retain_staging::boolean
+        THEN coalesce(sqlc.narg('now')::timestamptz, now())
+        ELSE NULL END,
+    completed_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+    expired_at = CASE WHEN is_temporary
+        THEN coalesce(sqlc.narg('now')::timestamptz, now()) + interval '24 hours'
+        ELSE NULL END,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE id = @id
+    AND status = 'completing'
+    AND completion_lease_until = @lease::timestamptz
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+RETURNING *;
+
+-- name: FileFailCompletion :one
+-- completing -> failed, by the holder of exactly @lease, when the staging or
+-- final object does not match what was declared. The row is failed durably
+-- and, in the same statement, claimed for deletion (a future deletion lease),
+-- so its objects are removed by this caller or, should it die, by the
+-- deletion-retry sweep. upload_pending_at is kept: while the upload target is
+-- still valid the client could write the staging object again, so the row
+-- stays a tombstone until that window has closed. Zero rows: the lease was
+-- lost to another instance.
+UPDATE uploaded_file
+SET
+    status = 'failed',
+    completion_lease_until = NULL,
+    deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE id = @id
+    AND status = 'completing'
+    AND completion_lease_until = @lease::timestamptz
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+RETURNING *;

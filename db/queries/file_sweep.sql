@@ -1,0 +1,223 @@
+-- Background sweeps. These bypass the tenant/owner scope on purpose: they are
+-- run by trusted maintenance code only (the cron tracks and the operator
+-- commands), never over HTTP.
+--
+-- Every sweep claims its batch in one statement: the candidate rows are
+-- selected in eligibility order with FOR UPDATE SKIP LOCKED (two replicas
+-- sweeping at once take disjoint rows instead of waiting on each other), and
+-- the same statement moves each into a claimed state with a future lease
+-- before any storage I/O. The candidate predicate is repeated in the UPDATE
+-- so the claim is a compare-and-swap on the state that was selected. A
+-- replica that dies after claiming leaves the lease to run out; the row then
+-- becomes eligible again.
+
+-- name: DeletionClaimElapsed :many
+-- Settled deletion claims whose lease or retry marker has elapsed (a worker
+-- died, or its storage call failed and was released) -> claimed again by
+-- this worker. Rows with an upload marker are tombstones, handled by
+-- DeletionClaimExpiredTombstones.
+WITH candidate AS (
+    SELECT id, deletion_pending_at
+    FROM uploaded_file
+    WHERE deletion_pending_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+        AND upload_pending_at IS NULL
+    ORDER BY deletion_pending_at, id
+    LIMIT @max::integer
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE uploaded_file
+SET
+    deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+FROM candidate
+WHERE uploaded_file.id = candidate.id
+    AND uploaded_file.deletion_pending_at = candidate.deletion_pending_at
+    AND uploaded_file.upload_pending_at IS NULL
+RETURNING uploaded_file.*;
+
+-- name: DeletionClaimExpiredTombstones :many
+-- Uploads whose upload marker has expired -> restored to hidden pending
+-- (deleted_at cleared) and claimed for deletion by this worker. Covers a
+-- buffer upload whose writer never came back (no deletion claim yet), an
+-- upload tombstone whose rescheduled claim has elapsed, and a direct upload
+-- that was aborted or failed once its upload window has closed. The claim
+-- matches the exact upload marker, deletion marker and soft-delete state that
+-- were selected; a completing row is taken only once its completion lease
+-- has run out too.
+WITH candidate AS (
+    SELECT id, upload_pending_at, deletion_pending_at, deleted_at
+    FROM uploaded_file
+    WHERE upload_pending_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+        AND (deletion_pending_at IS NULL OR deletion_pending_at <= coalesce(sqlc.narg('now')::timestamptz, now()))
+        AND (completion_lease_until IS NULL OR completion_lease_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
+    ORDER BY upload_pending_at, id
+    LIMIT @max::integer
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE uploaded_file
+SET
+    deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
+    deleted_at = NULL,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+FROM candidate
+WHERE uploaded_file.id = candidate.id
+    AND uploaded_file.upload_pending_at = candidate.upload_pending_at
+    AND uploaded_file.deletion_pending_at IS NOT DISTINCT FROM candidate.deletion_pending_at
+    AND uploaded_file.deleted_at IS NOT DISTINCT FROM candidate.deleted_at
+RETURNING uploaded_file.*;
+
+-- name: FileClaimExpiredDirectUploads :many
+-- Direct uploads still pending or completing whose in-flight cleanup lease
+-- has expired (never completed; or the completer died and nobody took it
+-- over) -> claimed for deletion. The upload marker stays, so the claim is
+-- settled by FileSettleDeletion naming it once the staging and final objects
+-- are gone.
+WITH candidate AS (
+    SELECT id, upload_pending_at
+    FROM uploaded_file
+    WHERE pending_key IS NOT NULL
+        AND status IN ('pending', 'completing')
+        AND upload_pending_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+        AND deletion_pending_at IS NULL
+        AND deleted_at IS NULL
+        AND (completion_lease_until IS NULL OR completion_lease_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
+    ORDER BY upload_pending_at, id
+    LIMIT @max::integer
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE uploaded_file
+SET
+    deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+FROM candidate
+WHERE uploaded_file.id = candidate.id
+    AND uploaded_file.upload_pending_at = candidate.upload_pending_at
+    AND uploaded_file.deletion_pending_at IS NULL
+    AND uploaded_file.deleted_at IS NULL
+RETURNING uploaded_file.*;
+
+-- name: FileClaimExpiredTemporary :many
+-- Ready temporary files expired exactly by their expired_at (expired_at <=
+-- @now, the database clock when @now is NULL) -> claimed for deletion. The
+-- claim re-checks the very expired_at that was selected. Reads are refused
+-- from expired_at on whether or not this sweep has run.
+WITH candidate AS (
+    SELECT id, expired_at
+    FROM uploaded_file
+    WHERE is_temporary
+        AND expired_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+        AND deletion_pending_at IS NULL
+        AND deleted_at IS NULL
+        AND upload_pending_at IS NULL
+        AND status = 'ready'
+    ORDER BY expired_at, id
+    LIMIT @max::integer
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE uploaded_file
+SET
+    deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+FROM candidate
+WHERE uploaded_file.id = candidate.id
+    AND uploaded_file.expired_at = candidate.expired_at
+    AND uploaded_file.deletion_pending_at IS NULL
+    AND uploaded_file.deleted_at IS NULL
+RETURNING uploaded_file.*;
+
+-- name: FileClaimUnusedBefore :many
+-- Active permanent files never marked used and created before @cutoff -> 
+-- claimed for deletion (the legacy age purge; cleanupAfterDays). Temporary
+-- files are left to their own 24-hour expiry.
+WITH candidate AS (
+    SELECT id
+    FROM uploaded_file
+    WHERE used_at IS NULL
+        AND created_at < @cutoff::timestamptz
+        AND deleted_at IS NULL
+        AND deletion_pending_at IS NULL
+        AND upload_pending_at IS NULL
+        AND NOT is_temporary
+    ORDER BY created_at, id
+    LIMIT @max::integer
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE uploaded_file
+SET
+    deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+FROM candidate
+WHERE uploaded_file.id = candidate.id
+    AND uploaded_file.used_at IS NULL
+    AND uploaded_file.status = 'ready'
+    AND uploaded_file.deletion_pending_at IS NULL
+    AND uploaded_file.deleted_at IS NULL
+RETURNING uploaded_file.*;
+
+-- name: StagingClaimCompleted :many
+-- Ready S3 direct uploads whose retained staging object is due for removal
+-- -> staging cleanup claimed (staging_cleanup_at = now + lease). Rows being
+-- deleted are skipped: the deletion removes the staging object itself.
+WITH candidate AS (
+    SELECT id, staging_cleanup_at
+    FROM uploaded_file
+    WHERE staging_cleanup_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+        AND deletion_pending_at IS NULL
+        AND deleted_at IS NULL
+    ORDER BY staging_cleanup_at, id
+    LIMIT @max::integer
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE uploaded_file
+SET
+    staging_cleanup_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @staging_lease::interval,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+FROM candidate
+WHERE uploaded_file.id = candidate.id
+    AND uploaded_file.staging_cleanup_at = candidate.staging_cleanup_at
+RETURNING uploaded_file.*;
+
+-- name: StagingSettle :one
+-- staging claimed -> done, once the staging object @pending_key is deleted:
+-- pending_key and the claim are cleared. Zero rows: the claim was taken over.
+UPDATE uploaded_file
+SET
+    pending_key = NULL,
+    staging_cleanup_at = NULL,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE id = @id
+    AND staging_cleanup_at = @claim::timestamptz
+    AND pending_key = @pending_key::text
+RETURNING *;
+
+-- name: StagingRelease :one
+-- staging claimed -> retry @backoff ahead, after the storage delete failed,
+-- so the rest of the batch advances. Zero rows: the claim was taken over.
+UPDATE uploaded_file
+SET
+    staging_cleanup_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @backoff::interval,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE id = @id
+    AND staging_cleanup_at = @claim::timestamptz
+RETURNING *;
+
+-- name: FileRetireTombstone :one
+-- An operator retires an abandoned upload tombstone (after every producer is
+-- stopped and drained, so no writer can still write its object): the expired
+-- upload marker is cleared and the row becomes an ordinary elapsed deletion
+-- retry (deletion_pending_at = now), which DeletionClaimElapsed settles for
+-- good. Refuses a live upload lease (upload_pending_at in the future) and a
+-- live deletion lease (deletion_pending_at in the future). Zero rows: no such
+-- row, not a tombstone, or a lease is still live.
+UPDATE uploaded_file
+SET
+    upload_pending_at = NULL,
+    completion_lease_until = NULL,
+    status = CASE WHEN status = 'completing' THEN 'failed' ELSE status END,
+    deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE id = @id
+    AND upload_pending_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+    AND (deletion_pending_at IS NULL OR deletion_pending_at <= coalesce(sqlc.narg('now')::timestamptz, now()))
+    AND (completion_lease_until IS NULL OR completion_lease_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
+RETURNING *;

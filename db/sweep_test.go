@@ -1,0 +1,229 @@
+package db_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/gen/db"
+)
+
+func ids(rows []db.UploadedFile) []uuid.UUID {
+	out := make([]uuid.UUID, len(rows))
+	for i, r := range rows {
+		out[i] = r.ID
+	}
+	return out
+}
+
+func TestDeletionClaimElapsed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	claim := func(f db.UploadedFile) db.UploadedFile {
+		row, err := b.q.FileClaimDeletion(b.ctx, b.pool, db.FileClaimDeletionParams{ID: f.ID, TenantCode: f.TenantCode, DeletionLease: deletionLease, Now: at(0)})
+		require.NoError(t, err)
+		return row
+	}
+	elapsed := claim(b.ready(t, fileOpts{})) // claim lease runs out at t0+5m
+	otherTenant := claim(b.ready(t, fileOpts{Owner: owner{Tenant: "globex", User: "bob"}}))
+	b.ready(t, fileOpts{}) // active: never eligible
+	live := b.ready(t, fileOpts{})
+	_, err := b.q.FileClaimDeletion(b.ctx, b.pool, db.FileClaimDeletionParams{ID: live.ID, TenantCode: "acme", DeletionLease: time.Hour, Now: at(0)})
+	require.NoError(t, err)
+	b.hidden(t, fileOpts{Now: t0.Add(-time.Hour)}) // expired tombstone: the other sweep's
+
+	rows, err := b.q.DeletionClaimElapsed(b.ctx, b.pool, db.DeletionClaimElapsedParams{Max: 1, DeletionLease: deletionLease, Now: at(deletionLease)})
+	require.NoError(t, err)
+	require.Len(t, rows, 1, "bounded by max")
+	rows2, err := b.q.DeletionClaimElapsed(b.ctx, b.pool, db.DeletionClaimElapsedParams{Max: 10, DeletionLease: deletionLease, Now: at(deletionLease)})
+	require.NoError(t, err)
+	require.Len(t, rows2, 1, "the row claimed first is out of the window; the other tenant's row comes next")
+	require.ElementsMatch(t, []uuid.UUID{elapsed.ID, otherTenant.ID}, append(ids(rows), ids(rows2)...), "cross-tenant maintenance")
+	for _, r := range append(rows, rows2...) {
+		require.Equal(t, t0.Add(2*deletionLease), r.DeletionPendingAt.UTC(), "claimed again with a fresh lease")
+	}
+}
+
+func TestDeletionClaimExpiredTombstones(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := activationLease + time.Minute
+
+	writerDied := b.hidden(t, fileOpts{})                         // lease expired at t0+15m
+	b.hidden(t, fileOpts{Now: t0.Add(2 * time.Minute)})           // lease live until t0+17m
+	rescheduled := b.hidden(t, fileOpts{Now: t0.Add(-time.Hour)}) // tombstone, retry elapsed
+	b.exec(t, "UPDATE uploaded_file SET deleted_at = $2, deletion_pending_at = $3 WHERE id = $1", rescheduled.ID, t0, t0.Add(now-time.Second))
+	liveClaim := b.hidden(t, fileOpts{Now: t0.Add(-time.Hour)}) // tombstone, retry in the future
+	b.exec(t, "UPDATE uploaded_file SET deleted_at = $2, deletion_pending_at = $3 WHERE id = $1", liveClaim.ID, t0, t0.Add(now+time.Second))
+	b.ready(t, fileOpts{})
+	staleCompleting := b.completing(t, fileOpts{Now: t0.Add(-2 * cleanupLease)}) // completer died long ago
+	b.completing(t, fileOpts{})                                                  // live completer
+
+	rows, err := b.q.DeletionClaimExpiredTombstones(b.ctx, b.pool, db.DeletionClaimExpiredTombstonesParams{Max: 10, DeletionLease: deletionLease, Now: at(now)})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []uuid.UUID{writerDied.ID, rescheduled.ID, staleCompleting.ID}, ids(rows))
+	for _, r := range rows {
+		require.Nil(t, r.DeletedAt, "restored to hidden pending while claimed")
+		require.Equal(t, t0.Add(now+deletionLease), r.DeletionPendingAt.UTC())
+		require.NotNil(t, r.UploadPendingAt, "the upload marker stays until the claim settles")
+	}
+
+	again, err := b.q.DeletionClaimExpiredTombstones(b.ctx, b.pool, db.DeletionClaimExpiredTombstonesParams{Max: 10, DeletionLease: deletionLease, Now: at(now)})
+	require.NoError(t, err)
+	require.Empty(t, again, "a claimed tombstone is not claimed twice")
+
+	// A buffer tombstone is rescheduled with its marker; the completing row
+	// settles as failed.
+	tomb, err := b.q.FileRescheduleTombstone(b.ctx, b.pool, db.FileRescheduleTombstoneParams{
+		ID: writerDied.ID, Claim: t0.Add(now + deletionLease), UploadMarker: *writerDied.UploadPendingAt, Backoff: retryBackoff, Now: at(now),
+	})
+	require.NoError(t, err)
+	require.Equal(t, t0.Add(now+retryBackoff), tomb.DeletionPendingAt.UTC())
+	require.Equal(t, t0.Add(now), tomb.DeletedAt.UTC())
+	require.Equal(t, *writerDied.UploadPendingAt, *tomb.UploadPendingAt)
+
+	var completingRow db.UploadedFile
+	for _, r := range rows {
+		if r.ID == staleCompleting.ID {
+			completingRow = r
+		}
+	}
+	done, err := b.q.FileSettleDeletion(b.ctx, b.pool, db.FileSettleDeletionParams{ID: staleCompleting.ID, Claim: *completingRow.DeletionPendingAt, UploadMarker: completingRow.UploadPendingAt, Now: at(now)})
+	require.NoError(t, err)
+	require.Equal(t, "failed", done.Status)
+	require.Nil(t, done.CompletionLeaseUntil)
+}
+
+func TestFileClaimExpiredDirectUploads(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	expired := b.pending(t, fileOpts{Now: t0.Add(-cleanupLease)})
+	deadCompleter := b.completing(t, fileOpts{Now: t0.Add(-cleanupLease - completionLease)})
+	b.pending(t, fileOpts{})                                            // in flight
+	b.completing(t, fileOpts{Now: t0.Add(-cleanupLease + time.Second)}) // lease pushed the cleanup lease out
+	b.hidden(t, fileOpts{Now: t0.Add(-time.Hour)})                      // buffer upload: the tombstone sweep's
+	aborted := b.pending(t, fileOpts{Now: t0.Add(-cleanupLease)})
+	_, err := b.q.FileClaimAbort(b.ctx, b.pool, db.FileClaimAbortParams{ID: aborted.ID, TenantCode: "acme", DeletionLease: deletionLease, Now: at(0)})
+	require.NoError(t, err)
+
+	rows, err := b.q.FileClaimExpiredDirectUploads(b.ctx, b.pool, db.FileClaimExpiredDirectUploadsParams{Max: 10, DeletionLease: deletionLease, Now: at(0)})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []uuid.UUID{expired.ID, deadCompleter.ID}, ids(rows))
+	for _, r := range rows {
+		require.Equal(t, t0.Add(deletionLease), r.DeletionPendingAt.UTC())
+	}
+}
+
+func TestFileClaimExpiredTemporary(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	exact := b.ready(t, fileOpts{Temporary: true, Now: t0.Add(-24 * time.Hour)})
+	older := b.ready(t, fileOpts{Temporary: true, Now: t0.Add(-48 * time.Hour)})
+	b.ready(t, fileOpts{Temporary: true, Now: t0.Add(-24*time.Hour + time.Microsecond)}) // one microsecond short
+	b.ready(t, fileOpts{Now: t0.Add(-48 * time.Hour)})                                   // permanent
+	b.hidden(t, fileOpts{Temporary: true, Now: t0.Add(-48 * time.Hour)})                 // never activated
+
+	rows, err := b.q.FileClaimExpiredTemporary(b.ctx, b.pool, db.FileClaimExpiredTemporaryParams{Max: 1, DeletionLease: deletionLease, Now: at(0)})
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{older.ID}, ids(rows), "oldest expiry first, bounded by max")
+	rows, err = b.q.FileClaimExpiredTemporary(b.ctx, b.pool, db.FileClaimExpiredTemporaryParams{Max: 10, DeletionLease: deletionLease, Now: at(0)})
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{exact.ID}, ids(rows), "expired exactly at its expired_at")
+}
+
+func TestFileClaimUnusedBefore(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	old := b.ready(t, fileOpts{Now: t0.Add(-10 * 24 * time.Hour)})
+	used := b.ready(t, fileOpts{Now: t0.Add(-10 * 24 * time.Hour)})
+	_, err := b.q.FileMarkUsedByIDs(b.ctx, b.pool, db.FileMarkUsedByIDsParams{IDs: []uuid.UUID{used.ID}, TenantCode: "acme", Now: at(0)})
+	require.NoError(t, err)
+	b.ready(t, fileOpts{Now: t0.Add(-time.Hour)})                            // young
+	b.ready(t, fileOpts{Temporary: true, Now: t0.Add(-10 * 24 * time.Hour)}) // temporary: its own sweep
+	b.hidden(t, fileOpts{Now: t0.Add(-10 * 24 * time.Hour)})                 // never activated
+
+	rows, err := b.q.FileClaimUnusedBefore(b.ctx, b.pool, db.FileClaimUnusedBeforeParams{Cutoff: t0.Add(-7 * 24 * time.Hour), Max: 10, DeletionLease: deletionLease, Now: at(0)})
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{old.ID}, ids(rows))
+}
+
+func TestStagingClaimSettleRelease(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	finalize := func(retain bool) db.UploadedFile {
+		c := b.completing(t, fileOpts{})
+		row, err := b.q.FileFinalizeCompletion(b.ctx, b.pool, db.FileFinalizeCompletionParams{ID: c.ID, Lease: *c.CompletionLeaseUntil, RetainStaging: retain, Now: at(0)})
+		require.NoError(t, err)
+		return row
+	}
+	s3a, s3b := finalize(true), finalize(true)
+	finalize(false) // local: nothing retained
+	deleting := finalize(true)
+	_, err := b.q.FileClaimDeletion(b.ctx, b.pool, db.FileClaimDeletionParams{ID: deleting.ID, TenantCode: "acme", DeletionLease: deletionLease, Now: at(0)})
+	require.NoError(t, err)
+
+	rows, err := b.q.StagingClaimCompleted(b.ctx, b.pool, db.StagingClaimCompletedParams{Max: 10, StagingLease: deletionLease, Now: at(time.Second)})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []uuid.UUID{s3a.ID, s3b.ID}, ids(rows), "a row being deleted is left to its deletion")
+	again, err := b.q.StagingClaimCompleted(b.ctx, b.pool, db.StagingClaimCompletedParams{Max: 10, StagingLease: deletionLease, Now: at(time.Second)})
+	require.NoError(t, err)
+	require.Empty(t, again)
+
+	claimOf := func(id uuid.UUID) time.Time {
+		for _, r := range rows {
+			if r.ID == id {
+				return *r.StagingCleanupAt
+			}
+		}
+		t.Fatalf("no claim for %s", id)
+		return time.Time{}
+	}
+	_, err = b.q.StagingSettle(b.ctx, b.pool, db.StagingSettleParams{ID: s3a.ID, Claim: claimOf(s3a.ID), PendingKey: "wrong", Now: at(2 * time.Second)})
+	requireNoRows(t, err, "settles only the staging key it deleted")
+	settled, err := b.q.StagingSettle(b.ctx, b.pool, db.StagingSettleParams{ID: s3a.ID, Claim: claimOf(s3a.ID), PendingKey: *s3a.PendingKey, Now: at(2 * time.Second)})
+	require.NoError(t, err)
+	require.Nil(t, settled.PendingKey)
+	require.Nil(t, settled.StagingCleanupAt)
+
+	released, err := b.q.StagingRelease(b.ctx, b.pool, db.StagingReleaseParams{ID: s3b.ID, Claim: claimOf(s3b.ID), Backoff: retryBackoff, Now: at(2 * time.Second)})
+	require.NoError(t, err)
+	require.Equal(t, t0.Add(2*time.Second+retryBackoff), released.StagingCleanupAt.UTC())
+	_, err = b.q.StagingSettle(b.ctx, b.pool, db.StagingSettleParams{ID: s3b.ID, Claim: claimOf(s3b.ID), PendingKey: *s3b.PendingKey, Now: at(3 * time.Second)})
+	requireNoRows(t, err, "a released claim no longer settles")
+}
+
+func TestFileRetireTombstone(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	retire := func(id uuid.UUID, now time.Duration) (db.UploadedFile, error) {
+		return b.q.FileRetireTombstone(b.ctx, b.pool, db.FileRetireTombstoneParams{ID: id, Now: at(now)})
+	}
+
+	live := b.hidden(t, fileOpts{})
+	_, err := retire(live.ID, activationLease-time.Second)
+	requireNoRows(t, err, "refuses a live upload lease")
+
+	_, err = retire(b.ready(t, fileOpts{}).ID, time.Hour)
+	requireNoRows(t, err, "an active file is not a tombstone")
+
+	tomb := b.hidden(t, fileOpts{})
+	b.exec(t, "UPDATE uploaded_file SET deleted_at = $2, deletion_pending_at = $3 WHERE id = $1", tomb.ID, t0.Add(activationLease), t0.Add(activationLease+time.Minute))
+	_, err = retire(tomb.ID, activationLease+time.Second)
+	requireNoRows(t, err, "refuses to take over a live deletion lease")
+
+	row, err := retire(tomb.ID, activationLease+time.Minute)
+	require.NoError(t, err)
+	require.Nil(t, row.UploadPendingAt)
+	require.Equal(t, t0.Add(activationLease+time.Minute), row.DeletionPendingAt.UTC(), "ordinary elapsed deletion-retry state")
+
+	_, err = retire(tomb.ID, activationLease+2*time.Minute)
+	requireNoRows(t, err, "no longer a tombstone")
+
+	rows, err := b.q.DeletionClaimElapsed(b.ctx, b.pool, db.DeletionClaimElapsedParams{Max: 10, DeletionLease: deletionLease, Now: at(activationLease + time.Minute)})
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{tomb.ID}, ids(rows), "the retry sweep settles it for good")
+	_, err = retire(uuid.New(), time.Hour)
+	requireNoRows(t, err, "unknown id")
+}

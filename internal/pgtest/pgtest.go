@@ -1,0 +1,201 @@
+// Package pgtest gives each test a throw-away PostgreSQL database with the
+// uploaded_file schema migrated.
+//
+// The schema is migrated once into a template database whose name carries a
+// hash of the migration files, so a changed migration builds a new template
+// and an unchanged one is reused across test runs and test binaries. Each
+// test then gets a fresh database cloned from that template (CREATE DATABASE
+// ... TEMPLATE, a file-level copy that costs tens of milliseconds), dropped
+// when the test ends.
+//
+// The server is TEST_DATABASE_URL, by default
+// postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable. A test that
+// needs the database fails, never skips, when it cannot be reached.
+package pgtest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/db/migrations"
+)
+
+// DefaultURL is the server used when TEST_DATABASE_URL is not set.
+const DefaultURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// templateLockKey serializes template builds across concurrently running
+// test binaries (go test runs packages in parallel processes).
+const templateLockKey = 0x75706c6f6164 // "upload"
+
+var (
+	templateOnce sync.Once
+	templateName string
+	templateErr  error
+	databaseSeq  atomic.Int64
+)
+
+// ServerURL returns TEST_DATABASE_URL or DefaultURL.
+func ServerURL() string {
+	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return DefaultURL
+}
+
+// NewDatabase creates a fresh, migrated database for t, drops it when t ends,
+// and returns its URL.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	templateOnce.Do(func() { templateName, templateErr = ensureTemplate(ctx) })
+	require.NoError(t, templateErr, "pgtest: build the template database on %s", redact(ServerURL()))
+	return createDatabase(t, templateName)
+}
+
+// NewEmptyDatabase creates a database with no schema at all (for migration
+// tests), drops it when t ends, and returns its URL.
+func NewEmptyDatabase(t testing.TB) string {
+	t.Helper()
+	return createDatabase(t, "template0")
+}
+
+func createDatabase(t testing.TB, template string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	name := fmt.Sprintf("uploadedfile_test_%d_%d", os.Getpid(), databaseSeq.Add(1))
+	admin, err := pgx.Connect(ctx, ServerURL())
+	require.NoError(t, err, "pgtest: connect to %s", redact(ServerURL()))
+	defer admin.Close(ctx)
+	_, err = admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{template}.Sanitize())
+	require.NoError(t, err, "pgtest: create database %s", name)
+
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		admin, err := pgx.Connect(ctx, ServerURL())
+		if err != nil {
+			t.Errorf("pgtest: connect to drop %s: %v", name, err)
+			return
+		}
+		defer admin.Close(ctx)
+		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			t.Errorf("pgtest: drop database %s: %v", name, err)
+		}
+	})
+	return withDatabase(ServerURL(), name)
+}
+
+// New creates a fresh, migrated database for t and returns a pool connected
+// to it. The pool is closed and the database dropped when t ends.
+func New(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(NewDatabase(t))
+	require.NoError(t, err)
+	// Enough connections for concurrency tests to hold one per goroutine.
+	cfg.MaxConns = 16
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	// Registered after NewDatabase's cleanup, so it runs first: the pool is
+	// closed before the database is dropped.
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// ensureTemplate returns the name of the template database for the current
+// migrations, building it if no test binary has yet.
+func ensureTemplate(ctx context.Context) (string, error) {
+	sum, err := migrationsHash()
+	if err != nil {
+		return "", err
+	}
+	name := "uploadedfile_tmpl_" + sum[:16]
+
+	admin, err := pgx.Connect(ctx, ServerURL())
+	if err != nil {
+		return "", fmt.Errorf("connect: %w", err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock($1)", templateLockKey); err != nil {
+		return "", err
+	}
+	defer admin.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", templateLockKey) //nolint:errcheck
+
+	var exists bool
+	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return "", err
+	}
+	if exists {
+		return name, nil
+	}
+
+	// Build under a temporary name and rename when complete, so a build that
+	// dies half way never leaves a half-migrated template behind.
+	building := name + "_build"
+	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{building}.Sanitize()+" WITH (FORCE)"); err != nil {
+		return "", err
+	}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{building}.Sanitize()); err != nil {
+		return "", err
+	}
+	if err := migrations.Up(withDatabase(ServerURL(), building)); err != nil {
+		return "", err
+	}
+	if _, err := admin.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{building}.Sanitize()+" RENAME TO "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// migrationsHash is the SHA-256 of every migration file name and content.
+func migrationsHash() (string, error) {
+	names, err := fs.Glob(migrations.Files, "*.sql")
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	for _, n := range names {
+		b, err := fs.ReadFile(migrations.Files, n)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", n, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// withDatabase returns serverURL with its database name replaced.
+func withDatabase(serverURL, name string) string {
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		panic("pgtest: TEST_DATABASE_URL is not a URL")
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// redact drops the password of a URL for messages.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}

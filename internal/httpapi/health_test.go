@@ -1,0 +1,49 @@
+package httpapi_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/internal/httpapi"
+)
+
+type pinger func(context.Context) error
+
+func (p pinger) Ping(ctx context.Context) error { return p(ctx) }
+
+func get(t *testing.T, h http.Handler, path string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	body, _ := io.ReadAll(rec.Body)
+	return rec.Code, string(body)
+}
+
+func TestHealth(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	var dbErr error
+	httpapi.Health{Dependencies: map[string]httpapi.Pinger{
+		"database": pinger(func(context.Context) error { return dbErr }),
+	}}.Register(mux)
+
+	code, body := get(t, mux, "/healthz")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "ok\n", body)
+	code, body = get(t, mux, "/readyz")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "ready\n", body)
+
+	dbErr = errors.New("dial tcp 10.0.0.7:5432: password authentication failed for user app")
+	code, body = get(t, mux, "/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Equal(t, "database unavailable\n", body, "the dependency is named, its error text is not")
+	code, _ = get(t, mux, "/healthz")
+	require.Equal(t, http.StatusOK, code, "liveness does not depend on the database")
+}

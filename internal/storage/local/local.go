@@ -1,0 +1,369 @@
+// Package local is the local-disk storage driver.
+//
+// Every key is opened through an os.Root on the canonical localRoot, so no
+// key -- nor a symlink planted inside the root -- can reach a file outside
+// it. Put writes a temporary file in the target directory, fsyncs it, hard
+// links it to the key (a link never overwrites) and fsyncs the directory:
+// after Put returns the object survives a crash, and a crash during Put
+// leaves no object. The SHA-256 and content type of each object are kept in
+// extended attributes of its inode, so hard links (Promote) share them.
+//
+// Presigned requests are HMAC-signed URLs served by Handler, mounted at
+// Config.PresignBaseURL.
+package local
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/uploadedfile/uploadedfile/internal/storage"
+)
+
+const (
+	xattrSHA256      = "user.uploadedfile.sha256"
+	xattrContentType = "user.uploadedfile.content-type"
+	tempPrefix       = ".uploadedfile-tmp-"
+	dirPerm          = 0o750
+	filePerm         = 0o640
+)
+
+// Config configures the local driver.
+type Config struct {
+	// Root is the directory objects live under; made absolute and
+	// canonical (symlinks resolved) and created when missing.
+	Root string
+	// PresignBaseURL is the absolute URL Handler is served at; empty
+	// disables presigning (ErrUnsupported).
+	PresignBaseURL string
+	// PresignSecret signs presigned URLs; at least 32 bytes when
+	// PresignBaseURL is set.
+	PresignSecret []byte
+}
+
+// Store is the local-disk driver.
+type Store struct {
+	root     *os.Root
+	rootPath string
+	cfg      Config
+}
+
+var _ storage.Store = (*Store)(nil)
+
+// New opens (creating when missing) the root directory.
+func New(cfg Config) (*Store, error) {
+	if cfg.Root == "" {
+		return nil, errors.New("local storage: localRoot is empty")
+	}
+	abs, err := filepath.Abs(cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("local storage: localRoot: %w", err)
+	}
+	if err := os.MkdirAll(abs, dirPerm); err != nil {
+		return nil, fmt.Errorf("local storage: create localRoot: %w", err)
+	}
+	canonical, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("local storage: localRoot: %w", err)
+	}
+	if cfg.PresignBaseURL != "" && len(cfg.PresignSecret) < 32 {
+		return nil, errors.New("local storage: the presign secret must be at least 32 bytes")
+	}
+	root, err := os.OpenRoot(canonical)
+	if err != nil {
+		return nil, fmt.Errorf("local storage: open localRoot: %w", err)
+	}
+	return &Store{root: root, rootPath: canonical, cfg: cfg}, nil
+}
+
+// Root returns the canonical absolute root directory.
+func (s *Store) Root() string { return s.rootPath }
+
+// Close releases the root directory.
+func (s *Store) Close() error { return s.root.Close() }
+
+// Kind implements storage.Store.
+func (s *Store) Kind() storage.Kind { return storage.KindLocal }
+
+// Put implements storage.Store.
+func (s *Store) Put(ctx context.Context, key string, body io.Reader, opts storage.PutOptions) (storage.ObjectInfo, error) {
+	if err := storage.ValidateKey(key); err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	if opts.Size < 0 {
+		return storage.ObjectInfo{}, fmt.Errorf("%w: negative size", storage.ErrInvalidArgument)
+	}
+	dir := path.Dir(key)
+	if err := s.root.MkdirAll(dir, dirPerm); err != nil {
+		return storage.ObjectInfo{}, mapError(err)
+	}
+	tmp, err := s.writeTemp(ctx, dir, body, opts)
+	if err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	defer s.root.Remove(tmp) //nolint:errcheck // the temp name is gone once linked; removing it is best effort
+	if err := s.root.Link(tmp, key); err != nil {
+		return storage.ObjectInfo{}, mapError(err)
+	}
+	if err := s.syncDir(dir); err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	return s.Stat(ctx, key)
+}
+
+// writeTemp streams body into a new temporary file in dir, checking its size
+// and checksum, records the metadata and fsyncs it. It returns the temporary
+// name, or removes the file and returns an error.
+func (s *Store) writeTemp(ctx context.Context, dir string, body io.Reader, opts storage.PutOptions) (_ string, err error) {
+	var rnd [16]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := path.Join(dir, tempPrefix+hex.EncodeToString(rnd[:]))
+	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	if err != nil {
+		return "", mapError(err)
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = mapError(cerr)
+		}
+		if err != nil {
+			_ = s.root.Remove(tmp)
+		}
+	}()
+
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(contextReader{ctx, body}, opts.Size+1))
+	if err != nil {
+		return "", fmt.Errorf("local storage: write: %w", err)
+	}
+	if n != opts.Size {
+		return "", fmt.Errorf("%w: %d bytes written, %d declared", storage.ErrPrecondition, n, opts.Size)
+	}
+	sum := h.Sum(nil)
+	if opts.SHA256 != nil && !bytes.Equal(sum, opts.SHA256) {
+		return "", fmt.Errorf("%w: SHA-256 does not match the declared checksum", storage.ErrPrecondition)
+	}
+	if err := unix.Fsetxattr(int(f.Fd()), xattrSHA256, sum, 0); err != nil {
+		return "", fmt.Errorf("local storage: localRoot must support extended attributes: %w", err)
+	}
+	if err := unix.Fsetxattr(int(f.Fd()), xattrContentType, []byte(opts.ContentType), 0); err != nil {
+		return "", fmt.Errorf("local storage: localRoot must support extended attributes: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return "", mapError(err)
+	}
+	return tmp, nil
+}
+
+// Stat implements storage.Store.
+func (s *Store) Stat(_ context.Context, key string) (storage.ObjectInfo, error) {
+	if err := storage.ValidateKey(key); err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	f, err := s.root.Open(key)
+	if err != nil {
+		return storage.ObjectInfo{}, mapError(err)
+	}
+	defer f.Close()
+	return info(key, f)
+}
+
+func info(key string, f *os.File) (storage.ObjectInfo, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return storage.ObjectInfo{}, mapError(err)
+	}
+	if !fi.Mode().IsRegular() {
+		return storage.ObjectInfo{}, storage.ErrNotFound
+	}
+	sum, err := getxattr(f, xattrSHA256)
+	if err != nil || len(sum) != sha256.Size {
+		return storage.ObjectInfo{}, fmt.Errorf("local storage: %s has no checksum attribute; it was not written by this driver", key)
+	}
+	ct, _ := getxattr(f, xattrContentType)
+	return storage.ObjectInfo{
+		Key:          key,
+		Size:         fi.Size(),
+		ETag:         `"` + hex.EncodeToString(sum[:16]) + `"`,
+		ContentType:  string(ct),
+		SHA256:       sum,
+		LastModified: fi.ModTime(),
+	}, nil
+}
+
+func getxattr(f *os.File, name string) ([]byte, error) {
+	buf := make([]byte, 256)
+	n, err := unix.Fgetxattr(int(f.Fd()), name, buf)
+	if err != nil {
+		return nil, err
+	}
+	return buf[:n], nil
+}
+
+// Open implements storage.Store.
+func (s *Store) Open(_ context.Context, key string, rng *storage.Range) (io.ReadCloser, error) {
+	f, _, err := s.OpenFile(key)
+	if err != nil {
+		return nil, err
+	}
+	if rng == nil {
+		return f, nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, mapError(err)
+	}
+	if rng.Offset < 0 || rng.Offset >= fi.Size() {
+		f.Close()
+		return nil, fmt.Errorf("%w: range offset %d outside an object of %d bytes", storage.ErrInvalidArgument, rng.Offset, fi.Size())
+	}
+	if _, err := f.Seek(rng.Offset, io.SeekStart); err != nil {
+		f.Close()
+		return nil, mapError(err)
+	}
+	if rng.Length < 0 {
+		return f, nil
+	}
+	return readCloser{io.LimitReader(f, rng.Length), f}, nil
+}
+
+// OpenFile opens the object for reading with seeking (for http.ServeContent)
+// and returns its metadata. The caller closes the file.
+func (s *Store) OpenFile(key string) (*os.File, storage.ObjectInfo, error) {
+	if err := storage.ValidateKey(key); err != nil {
+		return nil, storage.ObjectInfo{}, err
+	}
+	f, err := s.root.Open(key)
+	if err != nil {
+		return nil, storage.ObjectInfo{}, mapError(err)
+	}
+	oi, err := info(key, f)
+	if err != nil {
+		f.Close()
+		return nil, storage.ObjectInfo{}, err
+	}
+	return f, oi, nil
+}
+
+// Promote implements storage.Store: a hard link, after checking the source
+// version; the link is verified afterwards too, so a source replaced between
+// the check and the link is refused and the link removed.
+func (s *Store) Promote(ctx context.Context, src, dst, srcETag string) (storage.ObjectInfo, error) {
+	if err := storage.ValidateKey(dst); err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	oi, err := s.Stat(ctx, src)
+	if err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	if oi.ETag != srcETag {
+		return storage.ObjectInfo{}, fmt.Errorf("%w: source version changed", storage.ErrPrecondition)
+	}
+	dir := path.Dir(dst)
+	if err := s.root.MkdirAll(dir, dirPerm); err != nil {
+		return storage.ObjectInfo{}, mapError(err)
+	}
+	if err := s.root.Link(src, dst); err != nil {
+		return storage.ObjectInfo{}, mapError(err)
+	}
+	if err := s.syncDir(dir); err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	linked, err := s.Stat(ctx, dst)
+	if err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	if linked.ETag != srcETag {
+		_ = s.root.Remove(dst)
+		return storage.ObjectInfo{}, fmt.Errorf("%w: source version changed", storage.ErrPrecondition)
+	}
+	return linked, nil
+}
+
+// Delete implements storage.Store.
+func (s *Store) Delete(_ context.Context, key string) error {
+	if err := storage.ValidateKey(key); err != nil {
+		return err
+	}
+	if fi, err := s.root.Lstat(key); err == nil && fi.IsDir() {
+		return fmt.Errorf("%w: %s is a directory", storage.ErrInvalidKey, key)
+	}
+	err := s.root.Remove(key)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return mapError(err)
+	}
+	return s.syncDir(path.Dir(key))
+}
+
+func (s *Store) syncDir(dir string) error {
+	d, err := s.root.Open(dir)
+	if err != nil {
+		return mapError(err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return mapError(err)
+	}
+	return nil
+}
+
+// mapError is the one place OS errors become storage errors.
+func mapError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case isEscape(err):
+		return fmt.Errorf("%w: outside localRoot", storage.ErrInvalidKey)
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return storage.ErrNotFound
+	case errors.Is(err, fs.ErrExist):
+		return storage.ErrExists
+	default:
+		return fmt.Errorf("local storage: %w", err)
+	}
+}
+
+// isEscape reports an os.Root refusal of a path leaving the root, wherever
+// it sits in the chain (os.Root nests it inside PathErrors).
+func isEscape(err error) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if err.Error() == "path escapes from parent" {
+			return true
+		}
+	}
+	return false
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// contextReader stops a copy when the context ends.
+type contextReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c contextReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

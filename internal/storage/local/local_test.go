@@ -1,0 +1,154 @@
+package local_test
+
+import (
+	"context"
+	"crypto/rand"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/internal/storage"
+	"github.com/uploadedfile/uploadedfile/internal/storage/local"
+	"github.com/uploadedfile/uploadedfile/internal/storage/storagetest"
+)
+
+// newStore returns a local store on a temp root whose presigned URLs are
+// served by a loopback test server.
+func newStore(t *testing.T) *local.Store {
+	t.Helper()
+	var h http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	t.Cleanup(srv.Close)
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	s, err := local.New(local.Config{Root: t.TempDir(), PresignBaseURL: srv.URL + "/_storage", PresignSecret: secret})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	h = http.StripPrefix("/_storage", s.Handler())
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	storagetest.Run(t, func(t *testing.T) storage.Store { return newStore(t) })
+}
+
+func TestSymlinksCannotEscapeRoot(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	outside := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("secret"), 0o600))
+
+	// A directory symlink planted inside the root, pointing outside it.
+	require.NoError(t, os.Symlink(outside, filepath.Join(s.Root(), "core")))
+	_, err := s.Put(ctx, "core/new.txt", strings.NewReader("x"), storage.PutOptions{Size: 1})
+	require.ErrorIs(t, err, storage.ErrInvalidKey)
+	_, err = os.Stat(filepath.Join(outside, "new.txt"))
+	require.ErrorIs(t, err, os.ErrNotExist, "nothing was written outside the root")
+	_, err = s.Stat(ctx, "core/secret")
+	require.ErrorIs(t, err, storage.ErrInvalidKey)
+	_, err = s.Open(ctx, "core/secret", nil)
+	require.ErrorIs(t, err, storage.ErrInvalidKey)
+	require.ErrorIs(t, s.Delete(ctx, "core/secret"), storage.ErrInvalidKey)
+	_, err = os.Stat(filepath.Join(outside, "secret"))
+	require.NoError(t, err, "the outside file survives")
+
+	// A file symlink pointing outside.
+	require.NoError(t, os.MkdirAll(filepath.Join(s.Root(), "a"), 0o750))
+	require.NoError(t, os.Symlink(filepath.Join(outside, "secret"), filepath.Join(s.Root(), "a", "link")))
+	_, err = s.Open(ctx, "a/link", nil)
+	require.ErrorIs(t, err, storage.ErrInvalidKey)
+
+	// Promotion onto or from an escaping path.
+	oi := putString(t, s, "b/src.txt", "src")
+	_, err = s.Promote(ctx, "b/src.txt", "core/dst.txt", oi.ETag)
+	require.ErrorIs(t, err, storage.ErrInvalidKey)
+}
+
+func TestRootIsCanonical(t *testing.T) {
+	t.Parallel()
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	require.NoError(t, os.Symlink(real, link))
+	s, err := local.New(local.Config{Root: filepath.Join(link, "upload")})
+	require.NoError(t, err)
+	defer s.Close()
+	want, err := filepath.EvalSymlinks(real)
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(want, "upload"), s.Root(), "absolute, symlinks resolved, created")
+	fi, err := os.Stat(s.Root())
+	require.NoError(t, err)
+	require.True(t, fi.IsDir())
+
+	_, err = local.New(local.Config{})
+	require.ErrorContains(t, err, "localRoot is empty")
+	_, err = local.New(local.Config{Root: t.TempDir(), PresignBaseURL: "http://x", PresignSecret: []byte("short")})
+	require.ErrorContains(t, err, "at least 32 bytes")
+
+	unsigned, err := local.New(local.Config{Root: t.TempDir()})
+	require.NoError(t, err)
+	defer unsigned.Close()
+	_, err = unsigned.PresignGet(ctx, "a/b", storage.PresignGetOptions{Expires: time.Minute})
+	require.ErrorIs(t, err, storage.ErrUnsupported)
+}
+
+// TestNoTemporaryFilesRemain: failed and successful writes leave only the
+// objects themselves in the root.
+func TestNoTemporaryFilesRemain(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	putString(t, s, "d/ok.txt", "fine")
+	_, err := s.Put(ctx, "d/short.txt", strings.NewReader("abc"), storage.PutOptions{Size: 10})
+	require.ErrorIs(t, err, storage.ErrPrecondition)
+	_, err = s.Put(ctx, "d/ok.txt", strings.NewReader("dup"), storage.PutOptions{Size: 3})
+	require.ErrorIs(t, err, storage.ErrExists)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = s.Put(cctx, "d/cancelled.txt", strings.NewReader("abc"), storage.PutOptions{Size: 3})
+	require.ErrorIs(t, err, context.Canceled)
+
+	var files []string
+	require.NoError(t, filepath.WalkDir(s.Root(), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(s.Root(), p)
+			files = append(files, rel)
+		}
+		return err
+	}))
+	require.Equal(t, []string{"d/ok.txt"}, files)
+}
+
+// TestPromoteIsAHardLink: local promotion shares the inode, so no byte is
+// copied, and deleting the staging name keeps the final object.
+func TestPromoteIsAHardLink(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	oi := putString(t, s, "s/staging.bin", "linked")
+	_, err := s.Promote(ctx, "s/staging.bin", "f/final.bin", oi.ETag)
+	require.NoError(t, err)
+	a, err := os.Stat(filepath.Join(s.Root(), "s/staging.bin"))
+	require.NoError(t, err)
+	b, err := os.Stat(filepath.Join(s.Root(), "f/final.bin"))
+	require.NoError(t, err)
+	require.True(t, os.SameFile(a, b))
+	require.NoError(t, s.Delete(ctx, "s/staging.bin"))
+	st, err := s.Stat(ctx, "f/final.bin")
+	require.NoError(t, err)
+	require.Equal(t, oi.ETag, st.ETag)
+}
+
+var ctx = context.Background()
+
+func putString(t *testing.T, s *local.Store, key, body string) storage.ObjectInfo {
+	t.Helper()
+	oi, err := s.Put(ctx, key, strings.NewReader(body), storage.PutOptions{ContentType: "text/plain", Size: int64(len(body))})
+	require.NoError(t, err)
+	return oi
+}

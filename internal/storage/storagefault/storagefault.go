@@ -1,0 +1,180 @@
+// Package storagefault wraps a storage.Store with injected faults, for the
+// service and maintenance tests that prove nothing is lost when storage
+// fails at any step. Test code only.
+//
+// A fault names an operation, which call of it to hit (the Nth matching
+// call, or every one), an optional key filter, and what happens:
+//
+//   - Before: the call fails without touching storage;
+//   - After: the call is performed, then reports failure (the write
+//     happened but the caller never learns it: a lost response);
+//   - Hang: the call blocks until its context ends, then fails with the
+//     context's error.
+package storagefault
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/uploadedfile/uploadedfile/internal/storage"
+)
+
+// Op names a Store operation.
+type Op string
+
+// The operations a fault can target.
+const (
+	OpPut        Op = "put"
+	OpStat       Op = "stat"
+	OpOpen       Op = "open"
+	OpPromote    Op = "promote"
+	OpDelete     Op = "delete"
+	OpPresignPut Op = "presign-put"
+	OpPresignGet Op = "presign-get"
+)
+
+// Mode is what an injected fault does.
+type Mode int
+
+// The fault modes.
+const (
+	Before Mode = iota // fail without performing the call
+	After              // perform the call, then fail
+	Hang               // block until the context ends
+)
+
+// ErrInjected is the error an injected fault returns unless the fault
+// names another.
+var ErrInjected = errors.New("storagefault: injected failure")
+
+// Fault is one injected failure.
+type Fault struct {
+	Op   Op
+	Mode Mode
+	// Nth is the matching call (1-based) that fails; 0 means every
+	// matching call.
+	Nth int
+	// Key, when set, restricts the fault to calls whose key (for Promote:
+	// the destination) it accepts.
+	Key func(key string) bool
+	// Err is returned instead of ErrInjected when set.
+	Err error
+
+	seen int
+}
+
+// Store is a storage.Store with faults.
+type Store struct {
+	storage.Store
+	mu     sync.Mutex
+	faults []*Fault
+	calls  map[Op]int
+}
+
+var _ storage.Store = (*Store)(nil)
+
+// Wrap returns s with no faults yet.
+func Wrap(s storage.Store) *Store { return &Store{Store: s, calls: map[Op]int{}} }
+
+// Inject adds a fault.
+func (s *Store) Inject(f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, &f)
+}
+
+// Reset removes every fault (the call counts stay).
+func (s *Store) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
+}
+
+// Calls returns how many times op was called.
+func (s *Store) Calls(op Op) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[op]
+}
+
+// match counts the call and returns the fault it triggers, if any.
+func (s *Store) match(op Op, key string) *Fault {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls[op]++
+	for _, f := range s.faults {
+		if f.Op != op || (f.Key != nil && !f.Key(key)) {
+			continue
+		}
+		f.seen++
+		if f.Nth == 0 || f.Nth == f.seen {
+			return f
+		}
+	}
+	return nil
+}
+
+func (f *Fault) err() error {
+	if f.Err != nil {
+		return f.Err
+	}
+	return ErrInjected
+}
+
+// run applies the fault around the real call.
+func run[T any](ctx context.Context, s *Store, op Op, key string, call func() (T, error)) (T, error) {
+	var zero T
+	f := s.match(op, key)
+	switch {
+	case f == nil:
+		return call()
+	case f.Mode == Hang:
+		<-ctx.Done()
+		return zero, ctx.Err()
+	case f.Mode == After:
+		if _, err := call(); err != nil {
+			return zero, err
+		}
+		return zero, f.err()
+	default:
+		return zero, f.err()
+	}
+}
+
+// Put implements storage.Store.
+func (s *Store) Put(ctx context.Context, key string, body io.Reader, opts storage.PutOptions) (storage.ObjectInfo, error) {
+	return run(ctx, s, OpPut, key, func() (storage.ObjectInfo, error) { return s.Store.Put(ctx, key, body, opts) })
+}
+
+// Stat implements storage.Store.
+func (s *Store) Stat(ctx context.Context, key string) (storage.ObjectInfo, error) {
+	return run(ctx, s, OpStat, key, func() (storage.ObjectInfo, error) { return s.Store.Stat(ctx, key) })
+}
+
+// Open implements storage.Store.
+func (s *Store) Open(ctx context.Context, key string, rng *storage.Range) (io.ReadCloser, error) {
+	return run(ctx, s, OpOpen, key, func() (io.ReadCloser, error) { return s.Store.Open(ctx, key, rng) })
+}
+
+// Promote implements storage.Store; a key filter sees the destination.
+func (s *Store) Promote(ctx context.Context, src, dst, srcETag string) (storage.ObjectInfo, error) {
+	return run(ctx, s, OpPromote, dst, func() (storage.ObjectInfo, error) { return s.Store.Promote(ctx, src, dst, srcETag) })
+}
+
+// Delete implements storage.Store.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	_, err := run(ctx, s, OpDelete, key, func() (struct{}, error) { return struct{}{}, s.Store.Delete(ctx, key) })
+	return err
+}
+
+// PresignPut implements storage.Store.
+func (s *Store) PresignPut(ctx context.Context, key string, opts storage.PresignPutOptions) (storage.Presigned, error) {
+	return run(ctx, s, OpPresignPut, key, func() (storage.Presigned, error) { return s.Store.PresignPut(ctx, key, opts) })
+}
+
+// PresignGet implements storage.Store.
+func (s *Store) PresignGet(ctx context.Context, key string, opts storage.PresignGetOptions) (storage.Presigned, error) {
+	return run(ctx, s, OpPresignGet, key, func() (storage.Presigned, error) { return s.Store.PresignGet(ctx, key, opts) })
+}

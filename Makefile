@@ -3,6 +3,7 @@
 #   make test       verify, then every test with the race detector (the CI command)
 #   make generate   regenerate gen/ from db/queries and api/openapi.yaml
 #   make verify     generated code fresh, go vet, staticcheck, gofmt
+#   make fuzz       every fuzz target for FUZZTIME each (default 60s)
 #
 # Tools are pinned in tools/go.mod and run with `go tool -modfile=tools/go.mod`.
 
@@ -10,7 +11,9 @@ GO       ?= go
 TOOL     := $(GO) tool -modfile=tools/go.mod
 GOFILES   = $(shell git ls-files '*.go' | grep -v '^gen/')
 
-.PHONY: all generate verify verify-generated vet staticcheck fmt-check test test-only postgres tools
+FUZZTIME ?= 60s
+
+.PHONY: all generate verify verify-generated vet staticcheck fmt-check test test-only postgres tools fuzz
 
 all: verify
 
@@ -48,3 +51,13 @@ test: verify postgres test-only
 
 test-only:
 	$(GO) test -race -count=1 ./...
+
+## fuzz: run every Fuzz* target of every package for FUZZTIME each. Their
+## seed corpora also run in every `go test`.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$f ($$pkg, $(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done

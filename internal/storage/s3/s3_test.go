@@ -8,7 +8,6 @@ import (
 	"sync"
 	"testing"
 
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/internal/storage"

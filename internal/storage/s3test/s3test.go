@@ -111,7 +111,9 @@ func (s *Server) Client() *awss3.Client {
 		Region:       Region,
 		BaseEndpoint: aws.String(s.Endpoint),
 		UsePathStyle: true,
-		Credentials:  aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) { return aws.Credentials{AccessKeyID: s.AccessKey, SecretAccessKey: s.SecretKey}, nil }),
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: s.AccessKey, SecretAccessKey: s.SecretKey}, nil
+		}),
 	})
 }
 

@@ -75,6 +75,11 @@ func TestOOXMLRules(t *testing.T) {
 		{"entries on another disk", with(func(z *rawZip) { z.diskEntries = u16(1) }), docxMain, filecheck.RuleZipMultiDisk},
 		{"entry starting on another disk", with(func(z *rawZip) { z.entries[0].cdDiskStart = 2 }), docxMain, filecheck.RuleZipMultiDisk},
 		{"too many entries", manyEntries.bytes(), docxMain, filecheck.RuleZipTooManyEntries},
+		{"central directory over 4 MiB", with(func(z *rawZip) {
+			for i := range 70 { // 70 entries with 64 KiB comments each
+				z.entries = append(z.entries, rawEntry{name: fmt.Sprintf("c/%d", i), data: []byte("x"), cdComment: bytes.Repeat([]byte{'c'}, 0xffff)})
+			}
+		}), docxMain, filecheck.RuleZipDirectorySize},
 		{"directory offset plus size misses the end record", with(func(z *rawZip) { z.dirOffsetDelta = -1 }), docxMain, filecheck.RuleZipOffsets},
 		{"entry count exceeds the directory", with(func(z *rawZip) { z.totalEntries, z.diskEntries = u16(3), u16(3) }), docxMain, filecheck.RuleZipOffsets},
 		{"entry outside the file", with(func(z *rawZip) { z.entries[1].cdOffset = u32(1 << 30) }), docxMain, filecheck.RuleZipOffsets},

@@ -21,6 +21,7 @@ type rawEntry struct {
 	cdCompSize, cdUncompSize *uint32 // directory sizes; default len(data)
 	cdOffset                 *uint32 // directory local-header offset; default actual
 	cdExtra                  []byte
+	cdComment                []byte
 	cdDiskStart              uint16
 	localName                *string
 	localFlags, localMethod  *uint16
@@ -96,13 +97,14 @@ func (z rawZip) bytes() []byte {
 		le(uncomp)
 		le(uint16(len(e.name)))
 		le(uint16(len(e.cdExtra)))
-		le(uint16(0)) // comment
+		le(uint16(len(e.cdComment)))
 		le(e.cdDiskStart)
 		le(uint16(0))
 		le(uint32(0))
 		le(off)
 		buf.WriteString(e.name)
 		buf.Write(e.cdExtra)
+		buf.Write(e.cdComment)
 	}
 	dirSize := uint32(buf.Len() - dirStart)
 	if z.dirSizeOverride != nil {

@@ -9,7 +9,9 @@
 //   - After: the call is performed, then reports failure (the write
 //     happened but the caller never learns it: a lost response);
 //   - Hang: the call blocks until its context ends, then fails with the
-//     context's error.
+//     context's error;
+//   - Delay: the call waits until Release is closed (or its context
+//     ends), then is performed: a slow storage call.
 package storagefault
 
 import (
@@ -43,6 +45,7 @@ const (
 	Before Mode = iota // fail without performing the call
 	After              // perform the call, then fail
 	Hang               // block until the context ends
+	Delay              // wait for Release, then perform the call
 )
 
 // ErrInjected is the error an injected fault returns unless the fault
@@ -61,6 +64,8 @@ type Fault struct {
 	Key func(key string) bool
 	// Err is returned instead of ErrInjected when set.
 	Err error
+	// Release ends a Delay.
+	Release <-chan struct{}
 
 	seen int
 }
@@ -133,6 +138,13 @@ func run[T any](ctx context.Context, s *Store, op Op, key string, call func() (T
 	case f.Mode == Hang:
 		<-ctx.Done()
 		return zero, ctx.Err()
+	case f.Mode == Delay:
+		select {
+		case <-f.Release:
+			return call()
+		case <-ctx.Done():
+			return zero, ctx.Err()
+		}
 	case f.Mode == After:
 		if _, err := call(); err != nil {
 			return zero, err

@@ -1,0 +1,385 @@
+package service
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/uploadedfile/uploadedfile/internal/filecheck"
+	"github.com/uploadedfile/uploadedfile/internal/objectkey"
+)
+
+// Visibility is 'public' or 'private' (UploadedFileVisibility).
+type Visibility string
+
+// The visibilities.
+const (
+	Public  Visibility = "public"
+	Private Visibility = "private"
+)
+
+// Disposition is 'inline' or 'attachment' (UploadedFileDisposition).
+type Disposition string
+
+// The dispositions.
+const (
+	Inline     Disposition = "inline"
+	AttachDisp Disposition = "attachment"
+)
+
+// Drivers.
+const (
+	DriverLocal = "local"
+	DriverS3    = "s3"
+)
+
+// Limits and defaults of the spec's Limits table.
+const (
+	MaxURLLifetime                      = time.Hour
+	DefaultUploadURLTTLSeconds          = 600
+	DefaultPrivateDownloadURLTTLSeconds = 900
+	DefaultMaxPrivateDownloadURLTTL     = 3600
+	DefaultPendingCleanupInterval       = "0 3 * * *"
+	DefaultTemporaryCleanupInterval     = "*/15 * * * *"
+	MaxCleanupBatchSize                 = 100
+	DefaultDownloadPath                 = "uploaded-file"
+	TemporaryLifetime                   = 24 * time.Hour
+	ActivationLease                     = 15 * time.Minute
+	DeletionRetryBackoff                = time.Minute
+	deletionLease                       = 5 * time.Minute
+	completionLease                     = 2 * time.Minute
+	directCleanupGrace                  = time.Hour
+	defaultRemoteCloneTimeout           = 5 * time.Second
+	defaultRemoteCloneRedirects         = 3
+	maxRemoteCloneRedirects             = 5
+	PublicAccessModeExternal            = "external"
+	PublicAccessModeObjectACL           = "object-acl"
+	maxMetaLength                       = 255
+	maxExtraDataBytes                   = 64 << 10
+)
+
+// RemoteCloneConfig controls cloneFromUrl (UploadedFileRemoteCloneConfig).
+type RemoteCloneConfig struct {
+	Enabled bool
+	// Timeout of the whole exchange; default 5 s.
+	Timeout time.Duration
+	// MaxBytes; default and ceiling: the service's file size limit.
+	MaxBytes int64
+	// MaxRedirects; default 3, at most 5.
+	MaxRedirects *int
+	// AllowedHosts is an optional exact host name allowlist.
+	AllowedHosts []string
+	// AllowedPorts adds ports to 80 and 443.
+	AllowedPorts []int
+}
+
+// Config is UploadedFileConfig: every option of the spec's Limits table.
+// Zero values mean the spec's default.
+type Config struct {
+	// Driver is "local" or "s3"; empty: s3 when a complete AccessID +
+	// AccessKey pair is given, local otherwise.
+	Driver string
+	// AccessID and AccessKey: optional, only together, nonblank.
+	AccessID  string
+	AccessKey string
+	// Region: empty uses the SDK's provider chain.
+	Region string
+	// Endpoint: optional S3-compatible origin.
+	Endpoint string
+	// ForcePathStyle: path-style bucket addressing.
+	ForcePathStyle bool
+	// Bucket: required for s3.
+	Bucket string
+	// Folder: key prefix, default "core"; normalized, traversal refused.
+	Folder string
+	// LocalRoot: default <cwd>/upload; made canonical and absolute.
+	LocalRoot string
+	// Host: base URL for authenticated private URLs (e.g. https://files.example.com).
+	Host string
+	// CDNBaseURL: stable public read base; never the presigned PUT origin.
+	CDNBaseURL string
+	// DefaultVisibility of managed uploads; default private.
+	DefaultVisibility Visibility
+	// AllowPublicUploads must be true before callers may ask for public.
+	AllowPublicUploads bool
+	// PublicAccessMode: "external" (default) or "object-acl".
+	PublicAccessMode string
+	// PublicFiles is the deprecated compatibility switch: true makes
+	// permanent uploads public by default and allows public uploads; it
+	// never makes a temporary file public.
+	PublicFiles *bool
+	// UploadURLTTLSeconds: default 600, at most 3600.
+	UploadURLTTLSeconds int
+	// PrivateDownloadURLTTLSeconds: default 900, at most the maximum below.
+	PrivateDownloadURLTTLSeconds int
+	// MaxPrivateDownloadURLTTLSeconds: default 3600, at most 3600.
+	MaxPrivateDownloadURLTTLSeconds int
+	// PendingCleanupInterval: cron, default "0 3 * * *".
+	PendingCleanupInterval string
+	// TemporaryCleanupInterval: cron, default "*/15 * * * *".
+	TemporaryCleanupInterval string
+	// CleanupBatchSize: default 100, capped at 100.
+	CleanupBatchSize int
+	// DownloadPath: default "uploaded-file".
+	DownloadPath string
+	// MaxFileSizeBytes: default 10 MiB, clamped to 25 MiB.
+	MaxFileSizeBytes int64
+	// AllowedMIMETypes: default the spec's twelve types.
+	AllowedMIMETypes []string
+	// ValidateMagicBytes: default true.
+	ValidateMagicBytes *bool
+	// RemoteClone: disabled by default.
+	RemoteClone RemoteCloneConfig
+	// CleanupAfterDays: legacy unused-row age purge; 0 disables it.
+	CleanupAfterDays int
+
+	// ResolveScope: default DefaultResolveScope.
+	ResolveScope func(RequestContext) (Scope, error)
+	// AuthorizationPolicy: nil is owner-only.
+	AuthorizationPolicy AuthorizationPolicy
+	// AttachedReadPolicy: nil denies every attached read.
+	AttachedReadPolicy AttachedReadPolicy
+
+	// SpoolDir holds uploads while they are checked (default os.TempDir()).
+	SpoolDir string
+}
+
+// resolved is a validated Config with its derived values.
+type resolved struct {
+	Config
+	policy              filecheck.Policy
+	uploadURLTTL        time.Duration
+	privateDownloadTTL  time.Duration
+	remoteCloneMaxBytes int64
+	remoteRedirects     int
+}
+
+// configError names the option at fault.
+func configError(option, format string, args ...any) error {
+	return fmt.Errorf("uploadedfile config: %s: %s", option, fmt.Sprintf(format, args...))
+}
+
+// resolve validates and normalizes c (the spec's rules and bounds).
+func resolve(c Config) (resolved, error) {
+	r := resolved{Config: c}
+	if err := r.resolveStorage(); err != nil {
+		return resolved{}, err
+	}
+	if err := r.resolveVisibility(); err != nil {
+		return resolved{}, err
+	}
+	if err := r.resolveTTLs(); err != nil {
+		return resolved{}, err
+	}
+	if err := r.resolveSweeps(); err != nil {
+		return resolved{}, err
+	}
+	if err := r.resolveURLs(); err != nil {
+		return resolved{}, err
+	}
+	validate := true
+	if c.ValidateMagicBytes != nil {
+		validate = *c.ValidateMagicBytes
+	}
+	policy, err := filecheck.NewPolicy(c.AllowedMIMETypes, c.MaxFileSizeBytes, validate)
+	if err != nil {
+		return resolved{}, configError("allowedMimeTypes/maxFileSizeBytes", "%v", err)
+	}
+	r.policy = policy
+	r.MaxFileSizeBytes = policy.MaxFileSizeBytes
+	if err := r.resolveRemoteClone(); err != nil {
+		return resolved{}, err
+	}
+	if r.ResolveScope == nil {
+		r.ResolveScope = DefaultResolveScope
+	}
+	if r.SpoolDir == "" {
+		r.SpoolDir = os.TempDir()
+	}
+	return r, nil
+}
+
+func (r *resolved) resolveStorage() error {
+	if (r.AccessID == "") != (r.AccessKey == "") {
+		return configError("accessId/accessKey", "must be given together")
+	}
+	if r.AccessID != "" && (strings.TrimSpace(r.AccessID) == "" || strings.TrimSpace(r.AccessKey) == "") {
+		return configError("accessId/accessKey", "must not be blank")
+	}
+	switch r.Driver {
+	case "":
+		r.Driver = DriverLocal
+		if r.AccessID != "" {
+			r.Driver = DriverS3
+		}
+	case DriverLocal, DriverS3:
+	default:
+		return configError("driver", "%q: want local or s3", r.Driver)
+	}
+	if r.Driver == DriverS3 && strings.TrimSpace(r.Bucket) == "" {
+		return configError("bucket", "required for the s3 driver")
+	}
+	switch r.PublicAccessMode {
+	case "":
+		r.PublicAccessMode = PublicAccessModeExternal
+	case PublicAccessModeExternal, PublicAccessModeObjectACL:
+	default:
+		return configError("publicAccessMode", "%q: want external or object-acl", r.PublicAccessMode)
+	}
+	folder, err := objectkey.NormalizeFolder(r.Folder)
+	if err != nil {
+		return configError("folder", "%v", err)
+	}
+	r.Folder = folder
+	if r.Driver == DriverLocal {
+		root := r.LocalRoot
+		if root == "" {
+			wd, err := os.Getwd()
+			if err != nil {
+				return configError("localRoot", "no working directory: %v", err)
+			}
+			root = filepath.Join(wd, "upload")
+		}
+		abs, err := filepath.Abs(root)
+		if err != nil {
+			return configError("localRoot", "%v", err)
+		}
+		r.LocalRoot = abs
+	}
+	return nil
+}
+
+func (r *resolved) resolveVisibility() error {
+	if r.PublicFiles != nil && *r.PublicFiles {
+		// Deprecated compatibility: permanent uploads public by default and
+		// allowed; temporary files stay private whatever this says.
+		r.AllowPublicUploads = true
+		if r.DefaultVisibility == "" {
+			r.DefaultVisibility = Public
+		}
+	}
+	switch r.DefaultVisibility {
+	case "":
+		r.DefaultVisibility = Private
+	case Private:
+	case Public:
+		if !r.AllowPublicUploads {
+			return configError("defaultVisibility", "public needs allowPublicUploads")
+		}
+	default:
+		return configError("defaultVisibility", "%q: want public or private", r.DefaultVisibility)
+	}
+	return nil
+}
+
+func (r *resolved) resolveTTLs() error {
+	seconds := func(option string, v, def, max int) (int, error) {
+		switch {
+		case v == 0:
+			return def, nil
+		case v < 0:
+			return 0, configError(option, "must be a positive number of seconds")
+		case v > max:
+			return max, nil
+		}
+		return v, nil
+	}
+	var err error
+	if r.UploadURLTTLSeconds, err = seconds("uploadUrlTtlSeconds", r.UploadURLTTLSeconds, DefaultUploadURLTTLSeconds, 3600); err != nil {
+		return err
+	}
+	if r.MaxPrivateDownloadURLTTLSeconds, err = seconds("maxPrivateDownloadUrlTtlSeconds", r.MaxPrivateDownloadURLTTLSeconds, DefaultMaxPrivateDownloadURLTTL, 3600); err != nil {
+		return err
+	}
+	def := min(DefaultPrivateDownloadURLTTLSeconds, r.MaxPrivateDownloadURLTTLSeconds)
+	if r.PrivateDownloadURLTTLSeconds, err = seconds("privateDownloadUrlTtlSeconds", r.PrivateDownloadURLTTLSeconds, def, r.MaxPrivateDownloadURLTTLSeconds); err != nil {
+		return err
+	}
+	r.uploadURLTTL = time.Duration(r.UploadURLTTLSeconds) * time.Second
+	r.privateDownloadTTL = time.Duration(r.PrivateDownloadURLTTLSeconds) * time.Second
+	return nil
+}
+
+func (r *resolved) resolveSweeps() error {
+	parser := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+	if r.PendingCleanupInterval == "" {
+		r.PendingCleanupInterval = DefaultPendingCleanupInterval
+	}
+	if _, err := parser.Parse(r.PendingCleanupInterval); err != nil {
+		return configError("pendingCleanupInterval", "%q is not a cron expression: %v", r.PendingCleanupInterval, err)
+	}
+	if r.TemporaryCleanupInterval == "" {
+		r.TemporaryCleanupInterval = DefaultTemporaryCleanupInterval
+	}
+	if _, err := parser.Parse(r.TemporaryCleanupInterval); err != nil {
+		return configError("temporaryCleanupInterval", "%q is not a cron expression: %v", r.TemporaryCleanupInterval, err)
+	}
+	switch {
+	case r.CleanupBatchSize == 0:
+		r.CleanupBatchSize = MaxCleanupBatchSize
+	case r.CleanupBatchSize < 0:
+		return configError("cleanupBatchSize", "must be positive")
+	case r.CleanupBatchSize > MaxCleanupBatchSize:
+		r.CleanupBatchSize = MaxCleanupBatchSize
+	}
+	if r.CleanupAfterDays < 0 {
+		return configError("cleanupAfterDays", "must not be negative")
+	}
+	return nil
+}
+
+func (r *resolved) resolveURLs() error {
+	r.DownloadPath = strings.Trim(r.DownloadPath, "/")
+	if r.DownloadPath == "" {
+		r.DownloadPath = DefaultDownloadPath
+	}
+	if strings.ContainsAny(r.DownloadPath, "?#\\ ") || strings.Contains(r.DownloadPath, "..") {
+		return configError("downloadPath", "%q is not a plain URL path", r.DownloadPath)
+	}
+	for option, v := range map[string]*string{"host": &r.Host, "cdnBaseUrl": &r.CDNBaseURL} {
+		if *v == "" {
+			continue
+		}
+		u, err := url.Parse(*v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return configError(option, "%q is not an absolute http(s) base URL", *v)
+		}
+		*v = strings.TrimRight(*v, "/")
+	}
+	return nil
+}
+
+func (r *resolved) resolveRemoteClone() error {
+	rc := &r.RemoteClone
+	if rc.Timeout < 0 {
+		return configError("remoteClone.timeout", "must be positive")
+	}
+	if rc.Timeout == 0 {
+		rc.Timeout = defaultRemoteCloneTimeout
+	}
+	r.remoteCloneMaxBytes = r.MaxFileSizeBytes
+	if rc.MaxBytes < 0 {
+		return configError("remoteClone.maxBytes", "must be positive")
+	}
+	if rc.MaxBytes > 0 && rc.MaxBytes < r.remoteCloneMaxBytes {
+		r.remoteCloneMaxBytes = rc.MaxBytes
+	}
+	r.remoteRedirects = defaultRemoteCloneRedirects
+	if rc.MaxRedirects != nil {
+		if *rc.MaxRedirects < 0 || *rc.MaxRedirects > maxRemoteCloneRedirects {
+			return configError("remoteClone.maxRedirects", "must be between 0 and %d", maxRemoteCloneRedirects)
+		}
+		r.remoteRedirects = *rc.MaxRedirects
+	}
+	for _, h := range rc.AllowedHosts {
+		if h == "" || strings.ContainsAny(h, "*/:@ ") {
+			return configError("remoteClone.allowedHosts", "%q is not an exact host name", h)
+		}
+	}
+	return nil
+}

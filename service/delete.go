@@ -1,0 +1,200 @@
+package service
+
+import (
+	"context"
+	"slices"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/uploadedfile/uploadedfile/gen/db"
+)
+
+// DeleteByID aborts a pending direct upload or deletes a ready file. The
+// deletion claim is committed before any storage I/O; if the storage then
+// fails, the claim is released to a retry marker and the deletion-retry
+// sweep finishes it -- the file is gone for every reader either way, so the
+// call succeeds. ErrDeleteFailed means the claim itself could not be
+// recorded and nothing changed.
+func (s *Service) DeleteByID(ctx context.Context, id string) error {
+	uid, err := parseID(id)
+	if err != nil {
+		return err
+	}
+	a, err := s.authorize(ctx, OpDelete, []uuid.UUID{uid}, nil)
+	if err != nil {
+		return err
+	}
+	row, err := s.q.FileClaimDeletion(ctx, s.db, db.FileClaimDeletionParams{
+		ID: uid, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(),
+		DeletionLease: deletionLease, Now: s.now(),
+	})
+	if isNoRows(err) {
+		row, err = s.q.FileClaimAbort(ctx, s.db, db.FileClaimAbortParams{
+			ID: uid, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(),
+			DeletionLease: deletionLease, Now: s.now(),
+		})
+	}
+	switch {
+	case isNoRows(err):
+		return ErrNotFound
+	case err != nil:
+		return s.internalError(ctx, ErrDeleteFailed, "claim deletion", err, "file_id", uid)
+	}
+	cctx, cancel := detached(ctx)
+	defer cancel()
+	s.finishDeletion(cctx, row)
+	return nil
+}
+
+// Delete deletes the files with the given exact references (key or cdn)
+// durably. The batch is claimed whole or not at all: a reference that
+// matches no visible file in scope refuses it with ErrNotFound.
+func (s *Service) Delete(ctx context.Context, refs []string) error {
+	refs, err := checkRefs(refs)
+	if err != nil {
+		return err
+	}
+	a, err := s.authorize(ctx, OpDelete, nil, refs)
+	if err != nil {
+		return err
+	}
+	var claimed []db.UploadedFile
+	err = s.inTx(ctx, nil, func(tx pgx.Tx) error {
+		var err error
+		claimed, err = s.claimByRefs(ctx, tx, a, refs)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	s.finishDeletions(ctx, claimed)
+	return nil
+}
+
+// claimByRefs locks the files refs name (all of them must exist in scope),
+// then claims them for deletion, in tx.
+func (s *Service) claimByRefs(ctx context.Context, tx pgx.Tx, a access, refs []string) ([]db.UploadedFile, error) {
+	if err := s.lockRefs(ctx, tx, a, refs); err != nil {
+		return nil, err
+	}
+	claimed, err := s.q.FileClaimDeletionByReferences(ctx, tx, db.FileClaimDeletionByReferencesParams{
+		Refs: refs, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(),
+		DeletionLease: deletionLease, Now: s.now(),
+	})
+	if err != nil {
+		return nil, s.internalError(ctx, ErrDeleteFailed, "claim deletion by references", err)
+	}
+	return claimed, nil
+}
+
+// lockRefs locks the visible files refs name and checks that every
+// reference matched one.
+func (s *Service) lockRefs(ctx context.Context, tx pgx.Tx, a access, refs []string) error {
+	rows, err := s.q.FileLockVisibleByReferences(ctx, tx, db.FileLockVisibleByReferencesParams{
+		Refs: refs, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(),
+	})
+	if err != nil {
+		return s.internalError(ctx, ErrDeleteFailed, "lock references", err)
+	}
+	known := make(map[string]bool, 2*len(rows))
+	for _, r := range rows {
+		known[r.Key] = true
+		if r.CDN != nil {
+			known[*r.CDN] = true
+		}
+	}
+	for _, ref := range refs {
+		if !known[ref] {
+			return ErrNotFound
+		}
+	}
+	return nil
+}
+
+// finishDeletions finishes each claimed row, after the claims committed.
+func (s *Service) finishDeletions(ctx context.Context, rows []db.UploadedFile) {
+	cctx, cancel := detached(ctx)
+	defer cancel()
+	for _, r := range rows {
+		s.finishDeletion(cctx, r)
+	}
+}
+
+// finishDeletion deletes the objects of a row this worker claimed (its
+// claim is row.DeletionPendingAt), then settles the claim. A storage
+// failure releases the claim to a retry marker one minute ahead and is
+// reported false; the sweeps retry. A row whose writer may still write its
+// object (an upload tombstone) is rescheduled instead of settled.
+func (s *Service) finishDeletion(ctx context.Context, row db.UploadedFile) bool {
+	claim := *row.DeletionPendingAt
+	for _, key := range objectKeys(row) {
+		if err := s.store.Delete(ctx, key); err != nil {
+			s.log.WarnContext(ctx, "delete object failed; released for retry", "file_id", row.ID, "error", err.Error())
+			if _, rerr := s.q.FileReleaseDeletion(ctx, s.db, db.FileReleaseDeletionParams{ID: row.ID, Claim: claim, Backoff: DeletionRetryBackoff, Now: s.now()}); rerr != nil && !isNoRows(rerr) {
+				s.log.ErrorContext(ctx, "release deletion claim", "file_id", row.ID, "error", rerr.Error())
+			}
+			return false
+		}
+	}
+	var err error
+	if row.UploadPendingAt != nil && writerMayStillWrite(row) {
+		var notBefore = row.UploadPendingAt
+		if row.UploadExpiresAt == nil {
+			notBefore = nil
+		}
+		_, err = s.q.FileRescheduleTombstone(ctx, s.db, db.FileRescheduleTombstoneParams{
+			ID: row.ID, Claim: claim, UploadMarker: *row.UploadPendingAt, Backoff: DeletionRetryBackoff, NotBefore: notBefore, Now: s.now(),
+		})
+	} else {
+		_, err = s.q.FileSettleDeletion(ctx, s.db, db.FileSettleDeletionParams{ID: row.ID, Claim: claim, UploadMarker: row.UploadPendingAt, Now: s.now()})
+	}
+	if err != nil && !isNoRows(err) {
+		s.log.ErrorContext(ctx, "settle deletion", "file_id", row.ID, "error", err.Error())
+		return false
+	}
+	// Zero rows: the claim was taken over; its new holder settles it.
+	return err == nil
+}
+
+// writerMayStillWrite: a buffer upload's writer never reports back once it
+// is a tombstone, so it may always still write; a direct upload's target
+// can be written until its cleanup lease (upload_pending_at) has passed.
+// updated_at is the database time of the claim.
+func writerMayStillWrite(row db.UploadedFile) bool {
+	if row.UploadExpiresAt == nil {
+		return true
+	}
+	return row.UploadPendingAt.After(row.UpdatedAt)
+}
+
+// objectKeys lists every object a row may have: the final key and, for a
+// direct upload, its staging key.
+func objectKeys(row db.UploadedFile) []string {
+	keys := []string{row.Key}
+	if row.PendingKey != nil && !slices.Contains(keys, *row.PendingKey) {
+		keys = append(keys, *row.PendingKey)
+	}
+	return keys
+}
+
+// inTx runs fn in tx when given (the caller's: no transaction is opened),
+// otherwise in exactly one transaction of its own, committed when fn
+// succeeds.
+func (s *Service) inTx(ctx context.Context, tx pgx.Tx, fn func(pgx.Tx) error) error {
+	if tx != nil {
+		return fn(tx)
+	}
+	own, err := s.db.Begin(ctx)
+	if err != nil {
+		return s.internalError(ctx, ErrUploadFailed, "begin transaction", err)
+	}
+	defer own.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit this is a no-op
+	if err := fn(own); err != nil {
+		return err
+	}
+	if err := own.Commit(ctx); err != nil {
+		return s.internalError(ctx, ErrUploadFailed, "commit transaction", err)
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package service
+
+import "errors"
+
+// Error is a service failure with one of the spec's stable codes. Compare
+// with errors.Is against the sentinels below; the message is the code and
+// never carries storage, policy or database details (those are logged).
+type Error struct {
+	Code string
+}
+
+func (e *Error) Error() string { return e.Code }
+
+// Is matches two errors with the same code.
+func (e *Error) Is(target error) bool {
+	var t *Error
+	return errors.As(target, &t) && t.Code == e.Code
+}
+
+// The spec's error codes.
+var (
+	// ErrNotFound: missing, malformed id, denied, cross-scope, hidden or
+	// deleted -- deliberately indistinguishable.
+	ErrNotFound = &Error{Code: "core.file.not-found"}
+	// ErrInvalidUpload: the name, type, size or content is refused.
+	ErrInvalidUpload = &Error{Code: "core.file.invalid-upload"}
+	// ErrInvalidMeta: provenance, extra data, options or a batch are invalid.
+	ErrInvalidMeta = &Error{Code: "core.file.invalid-meta"}
+	// ErrRemoteDisabled: remote cloning is not enabled.
+	ErrRemoteDisabled = &Error{Code: "core.file.remote-disabled"}
+	// ErrRemoteFetchFailed: the remote URL could not be fetched safely.
+	ErrRemoteFetchFailed = &Error{Code: "core.file.remote-fetch-failed"}
+	// ErrUploadExpired: the direct upload target has expired.
+	ErrUploadExpired = &Error{Code: "core.file.upload-expired"}
+	// ErrUploadCompleting: another instance holds a live completion lease.
+	ErrUploadCompleting = &Error{Code: "core.file.upload-completing"}
+	// ErrUploadVerificationFailed: the uploaded object is not what was declared.
+	ErrUploadVerificationFailed = &Error{Code: "core.file.upload-verification-failed"}
+	// ErrPublicUploadDisabled: a public upload without allowPublicUploads.
+	ErrPublicUploadDisabled = &Error{Code: "core.file.public-upload-disabled"}
+	// ErrExpired: a temporary file read at or after its expiry.
+	ErrExpired = &Error{Code: "core.file.expired"}
+	// ErrUploadFailed: storing the bytes or the metadata failed.
+	ErrUploadFailed = &Error{Code: "core.file.upload-failed"}
+	// ErrDeleteFailed: the deletion could not be recorded.
+	ErrDeleteFailed = &Error{Code: "core.file.delete-failed"}
+	// ErrCleanupFailed: a maintenance sweep failed.
+	ErrCleanupFailed = &Error{Code: "core.file.cleanup-failed"}
+)
+
+// invalidUpload carries the file check's rule for logs while reporting the
+// one code (errors.Is(err, ErrInvalidUpload)).
+type invalidUpload struct {
+	rule     string
+	sizeOnly bool
+}
+
+func (e *invalidUpload) Error() string { return ErrInvalidUpload.Code }
+func (e *invalidUpload) Is(target error) bool {
+	return target == ErrInvalidUpload || errors.Is(ErrInvalidUpload, target)
+}
+
+// Rule returns the file-check rule an invalid upload broke (for logs and
+// tests), or "".
+func Rule(err error) string {
+	var e *invalidUpload
+	if errors.As(err, &e) {
+		return e.rule
+	}
+	return ""
+}
+
+// SizeOnly reports an invalid upload refused only for its size (HTTP 413).
+func SizeOnly(err error) bool {
+	var e *invalidUpload
+	return errors.As(err, &e) && e.sizeOnly
+}

@@ -1,0 +1,152 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/uploadedfile/uploadedfile/gen/db"
+)
+
+// The maintenance operations below bypass the tenant/owner scope and the
+// authorization policy: they act across all tenants. They are for trusted
+// background code only -- the cron tracks and the operator commands -- and
+// are never served over HTTP. Each claims its rows by CAS before any storage
+// I/O and returns how many rows it finished.
+
+// batch returns limit bounded to (0, cleanupBatchSize]; 0 means the
+// configured batch size.
+func (s *Service) batch(limit int) int {
+	if limit <= 0 || limit > s.cfg.CleanupBatchSize {
+		return s.cfg.CleanupBatchSize
+	}
+	return limit
+}
+
+// finishAll finishes claimed rows and counts those settled or rescheduled.
+func (s *Service) finishAll(ctx context.Context, rows []db.UploadedFile) int {
+	n := 0
+	for _, r := range rows {
+		if s.finishDeletion(ctx, r) {
+			n++
+		}
+	}
+	return n
+}
+
+// UnsafeSystemRetryPendingDeletions retries deletions: settled deletion
+// claims whose lease or retry marker elapsed first, then, with the capacity
+// left, expired upload tombstones. A row whose storage delete fails again
+// is released one minute ahead, so the next batch moves on. Cross-tenant;
+// trusted maintenance only.
+func (s *Service) UnsafeSystemRetryPendingDeletions(ctx context.Context, limit int) (int, error) {
+	max := s.batch(limit)
+	rows, err := s.q.DeletionClaimElapsed(ctx, s.db, db.DeletionClaimElapsedParams{Max: int32(max), DeletionLease: deletionLease, Now: s.now()})
+	if err != nil {
+		return 0, s.internalError(ctx, ErrCleanupFailed, "claim elapsed deletions", err)
+	}
+	done := s.finishAll(ctx, rows)
+	if rest := max - len(rows); rest > 0 {
+		tombs, err := s.q.DeletionClaimExpiredTombstones(ctx, s.db, db.DeletionClaimExpiredTombstonesParams{Max: int32(rest), DeletionLease: deletionLease, Now: s.now()})
+		if err != nil {
+			return done, s.internalError(ctx, ErrCleanupFailed, "claim expired tombstones", err)
+		}
+		done += s.finishAll(ctx, tombs)
+	}
+	return done, nil
+}
+
+// UnsafeSystemRetireUploadTombstone turns the expired upload tombstone id
+// into an ordinary elapsed deletion retry, which the next retry sweep
+// settles for good. It refuses (false) a live upload lease and a live
+// deletion lease. Use it only after every producer is stopped and drained,
+// when nothing can still write the object. Cross-tenant; operators only.
+func (s *Service) UnsafeSystemRetireUploadTombstone(ctx context.Context, id uuid.UUID) (bool, error) {
+	_, err := s.q.FileRetireTombstone(ctx, s.db, db.FileRetireTombstoneParams{ID: id, Now: s.now()})
+	switch {
+	case isNoRows(err):
+		return false, nil
+	case err != nil:
+		return false, s.internalError(ctx, ErrCleanupFailed, "retire tombstone", err, "file_id", id)
+	}
+	return true, nil
+}
+
+// UnsafeSystemPurgeUnusedBefore deletes, durably, active permanent files
+// never marked used and created before cutoff (the legacy age purge), up to
+// ten batches. Cross-tenant; trusted maintenance only.
+func (s *Service) UnsafeSystemPurgeUnusedBefore(ctx context.Context, cutoff time.Time) (int, error) {
+	done := 0
+	for range 10 {
+		rows, err := s.q.FileClaimUnusedBefore(ctx, s.db, db.FileClaimUnusedBeforeParams{Cutoff: cutoff, Max: int32(s.cfg.CleanupBatchSize), DeletionLease: deletionLease, Now: s.now()})
+		if err != nil {
+			return done, s.internalError(ctx, ErrCleanupFailed, "claim unused files", err)
+		}
+		done += s.finishAll(ctx, rows)
+		if len(rows) < s.cfg.CleanupBatchSize {
+			break
+		}
+	}
+	return done, nil
+}
+
+// CleanupPendingUploads is the pending sweep of one batch: direct uploads
+// whose upload window and cleanup lease passed without completion are
+// deleted (staging and final objects), then deletion retries run with the
+// capacity left, then retained S3 staging objects are removed.
+// Cross-tenant; trusted maintenance only.
+func (s *Service) CleanupPendingUploads(ctx context.Context, limit int) (int, error) {
+	max := s.batch(limit)
+	rows, err := s.q.FileClaimExpiredDirectUploads(ctx, s.db, db.FileClaimExpiredDirectUploadsParams{Max: int32(max), DeletionLease: deletionLease, Now: s.now()})
+	if err != nil {
+		return 0, s.internalError(ctx, ErrCleanupFailed, "claim expired direct uploads", err)
+	}
+	done := s.finishAll(ctx, rows)
+	if rest := max - len(rows); rest > 0 {
+		n, err := s.UnsafeSystemRetryPendingDeletions(ctx, rest)
+		done += n
+		if err != nil {
+			return done, err
+		}
+	}
+	n, err := s.UnsafeSystemCleanupCompletedStaging(ctx, max)
+	return done + n, err
+}
+
+// CleanupExpiredTemporaryFiles deletes ready temporary files expired
+// exactly by their expired_at at now (nil: the database clock), one batch.
+// Cross-tenant; trusted maintenance only.
+func (s *Service) CleanupExpiredTemporaryFiles(ctx context.Context, now *time.Time, limit int) (int, error) {
+	if now == nil {
+		now = s.now()
+	}
+	rows, err := s.q.FileClaimExpiredTemporary(ctx, s.db, db.FileClaimExpiredTemporaryParams{Max: int32(s.batch(limit)), DeletionLease: deletionLease, Now: now})
+	if err != nil {
+		return 0, s.internalError(ctx, ErrCleanupFailed, "claim expired temporary files", err)
+	}
+	return s.finishAll(ctx, rows), nil
+}
+
+// UnsafeSystemCleanupCompletedStaging removes the staging objects S3 direct
+// uploads keep after completion, one batch. Cross-tenant; trusted
+// maintenance only.
+func (s *Service) UnsafeSystemCleanupCompletedStaging(ctx context.Context, limit int) (int, error) {
+	rows, err := s.q.StagingClaimCompleted(ctx, s.db, db.StagingClaimCompletedParams{Max: int32(s.batch(limit)), StagingLease: deletionLease, Now: s.now()})
+	if err != nil {
+		return 0, s.internalError(ctx, ErrCleanupFailed, "claim completed staging", err)
+	}
+	done := 0
+	for _, r := range rows {
+		claim := *r.StagingCleanupAt
+		if err := s.store.Delete(ctx, *r.PendingKey); err != nil {
+			s.log.WarnContext(ctx, "delete staging object failed; released for retry", "file_id", r.ID, "error", err.Error())
+			_, _ = s.q.StagingRelease(ctx, s.db, db.StagingReleaseParams{ID: r.ID, Claim: claim, Backoff: DeletionRetryBackoff, Now: s.now()})
+			continue
+		}
+		if _, err := s.q.StagingSettle(ctx, s.db, db.StagingSettleParams{ID: r.ID, Claim: claim, PendingKey: *r.PendingKey, Now: s.now()}); err == nil {
+			done++
+		}
+	}
+	return done, nil
+}

@@ -1,0 +1,231 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/internal/filecheck"
+	"github.com/uploadedfile/uploadedfile/internal/storage"
+	"github.com/uploadedfile/uploadedfile/internal/storage/local"
+)
+
+// Download is a file's bytes and what to serve them with.
+type Download struct {
+	// Body is the content; the caller closes it. On the local driver it is
+	// also an io.ReadSeeker (for Range and conditional requests).
+	Body         io.ReadCloser
+	FileName     string
+	ContentType  string
+	Disposition  Disposition
+	Size         int64
+	ETag         string
+	LastModified time.Time
+}
+
+// Find returns a visible file with a URL to read it.
+func (s *Service) Find(ctx context.Context, id string) (*Result, error) {
+	row, _, err := s.visible(ctx, OpRead, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.result(ctx, row.UploadedFile, &row.DBNow)
+}
+
+// FindByID returns a visible file with its extra data decoded as T.
+func FindByID[T any](ctx context.Context, s *Service, id string) (*File[T], error) {
+	row, _, err := s.visible(ctx, OpRead, id)
+	if err != nil {
+		return nil, err
+	}
+	var extra T
+	if err := json.Unmarshal(row.UploadedFile.ExtraData, &extra); err != nil {
+		return nil, ErrInvalidMeta
+	}
+	return fileFromRow(row.UploadedFile, extra), nil
+}
+
+// ResolveURL returns a URL to read a visible file and the URL's expiry: a
+// stable URL (nil expiry) for a public file, a freshly presigned GET for a
+// private file on S3 (at most privateDownloadUrlTtlSeconds, never past a
+// temporary file's expiry), the authenticated download route on the local
+// driver. The signed URL is neither persisted nor logged.
+func (s *Service) ResolveURL(ctx context.Context, id string) (*URL, error) {
+	row, _, err := s.visible(ctx, OpResolveURL, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.urlFor(ctx, row.UploadedFile, row.DBNow)
+}
+
+// Download returns a visible file's bytes.
+func (s *Service) Download(ctx context.Context, id string) (*Download, error) {
+	row, _, err := s.visible(ctx, OpDownload, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.open(ctx, row.UploadedFile)
+}
+
+// DownloadAttached returns the bytes of a file attached exactly to
+// attachment. The attached-read policy must approve first (absent: denied;
+// only exactly true approves); then the tenant (and department) scope and
+// an exact match on the active, used attachment are enforced. The uploader
+// is deliberately not part of the lookup.
+func (s *Service) DownloadAttached(ctx context.Context, id string, att Attachment) (*Download, error) {
+	uid, err := parseID(id)
+	if err != nil {
+		return nil, err
+	}
+	rc, ok := RequestContextFrom(ctx)
+	if !ok {
+		return nil, ErrNotFound
+	}
+	scope, err := s.resolveScope(rc)
+	if err != nil || scope.TenantCode == "" {
+		return nil, ErrNotFound
+	}
+	if att.Module == "" || att.Entity == "" || att.EntityID == "" || validMeta(&Meta{Module: att.Module, Entity: att.Entity, EntityID: att.EntityID}) != nil {
+		return nil, ErrNotFound
+	}
+	if !s.approveAttachedRead(ctx, AttachedReadRequest{Context: rc, Scope: scope, ID: uid, Attachment: att}) {
+		return nil, ErrNotFound
+	}
+	row, err := s.q.FileGetAttached(ctx, s.db, db.FileGetAttachedParams{
+		ID: uid, TenantCode: scope.TenantCode, DepartmentCode: scope.DepartmentCode,
+		Module: att.Module, Entity: att.Entity, EntityID: att.EntityID, Now: s.now(),
+	})
+	if err != nil {
+		return nil, s.lookupError(ctx, err)
+	}
+	if row.Expired {
+		return nil, ErrExpired
+	}
+	return s.open(ctx, row.UploadedFile)
+}
+
+// GetContent is the spec's getContent: the allowlisted content type of a
+// file name's extension and an attachment disposition, or empty values.
+func (s *Service) GetContent(fileName string) filecheck.Content {
+	return filecheck.GetContent(fileName)
+}
+
+// visible authorizes op on id and loads the visible file; an expired
+// temporary file is ErrExpired.
+func (s *Service) visible(ctx context.Context, op Operation, id string) (db.FileGetVisibleRow, access, error) {
+	uid, err := parseID(id)
+	if err != nil {
+		return db.FileGetVisibleRow{}, access{}, err
+	}
+	a, err := s.authorize(ctx, op, []uuid.UUID{uid}, nil)
+	if err != nil {
+		return db.FileGetVisibleRow{}, access{}, err
+	}
+	row, err := s.q.FileGetVisible(ctx, s.db, db.FileGetVisibleParams{
+		ID: uid, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(), Now: s.now(),
+	})
+	if err != nil {
+		return db.FileGetVisibleRow{}, access{}, s.lookupError(ctx, err)
+	}
+	if row.Expired {
+		return db.FileGetVisibleRow{}, access{}, ErrExpired
+	}
+	return row, a, nil
+}
+
+// lookupError: zero rows is ErrNotFound; anything else is logged and
+// reported as ErrNotFound too, so a failing lookup reveals nothing.
+func (s *Service) lookupError(ctx context.Context, err error) error {
+	if isNoRows(err) {
+		return ErrNotFound
+	}
+	return s.internalError(ctx, ErrNotFound, "file lookup failed", err)
+}
+
+func (s *Service) open(ctx context.Context, row db.UploadedFile) (*Download, error) {
+	d := &Download{FileName: row.OriginalName, ContentType: row.ContentType, Disposition: Disposition(row.Disposition)}
+	if ls, ok := s.store.(*local.Store); ok {
+		f, oi, err := ls.OpenFile(row.Key)
+		if err != nil {
+			return nil, s.internalError(ctx, ErrNotFound, "open stored object", err, "file_id", row.ID)
+		}
+		d.Body, d.Size, d.ETag, d.LastModified = f, oi.Size, oi.ETag, oi.LastModified
+		return d, nil
+	}
+	oi, err := s.store.Stat(ctx, row.Key)
+	if err != nil {
+		return nil, s.internalError(ctx, ErrNotFound, "stat stored object", err, "file_id", row.ID)
+	}
+	body, err := s.store.Open(ctx, row.Key, nil)
+	if err != nil {
+		return nil, s.internalError(ctx, ErrNotFound, "open stored object", err, "file_id", row.ID)
+	}
+	d.Body, d.Size, d.ETag, d.LastModified = body, oi.Size, oi.ETag, oi.LastModified
+	return d, nil
+}
+
+// result builds the URL-aware result of a row; dbNow is the database time
+// of the read (nil: the row's completion time, just written).
+func (s *Service) result(ctx context.Context, row db.UploadedFile, dbNow *time.Time) (*Result, error) {
+	now := time.Now()
+	if dbNow != nil {
+		now = *dbNow
+	} else if row.CompletedAt != nil && row.CompletedAt.After(now) {
+		now = *row.CompletedAt
+	}
+	u, err := s.urlFor(ctx, row, now)
+	if err != nil {
+		return nil, err
+	}
+	return resultFromRow(row, *u), nil
+}
+
+// urlFor resolves the URL of a ready row at database time now.
+func (s *Service) urlFor(ctx context.Context, row db.UploadedFile, now time.Time) (*URL, error) {
+	if Visibility(row.Visibility) == Public && !row.IsTemporary {
+		if s.cfg.CDNBaseURL != "" {
+			return &URL{URL: s.cfg.CDNBaseURL + "/" + escapeKey(row.Key)}, nil
+		}
+		return &URL{URL: s.downloadURL(row.ID)}, nil
+	}
+	if s.store.Kind() != storage.KindS3 {
+		return &URL{URL: s.downloadURL(row.ID), URLExpiredAt: row.ExpiredAt}, nil
+	}
+	ttl := s.cfg.privateDownloadTTL
+	if row.ExpiredAt != nil && row.ExpiredAt.Sub(now) < ttl {
+		ttl = row.ExpiredAt.Sub(now).Truncate(time.Second)
+		if ttl < time.Second {
+			return nil, ErrExpired
+		}
+	}
+	disp := filecheck.AttachmentDisposition(row.OriginalName)
+	if Disposition(row.Disposition) == Inline {
+		disp = filecheck.InlineDisposition(row.OriginalName)
+	}
+	p, err := s.store.PresignGet(ctx, row.Key, storage.PresignGetOptions{Expires: ttl, ContentDisposition: disp, ContentType: row.ContentType})
+	if err != nil {
+		return nil, s.internalError(ctx, ErrNotFound, "presign download", err, "file_id", row.ID)
+	}
+	exp := now.Add(ttl)
+	return &URL{URL: p.URL, URLExpiredAt: &exp}, nil
+}
+
+// downloadURL is the authenticated download route of a file.
+func (s *Service) downloadURL(id uuid.UUID) string {
+	return s.cfg.Host + "/" + s.cfg.DownloadPath + "/" + id.String() + "/download"
+}
+
+// escapeKey escapes each segment of a key for a URL path.
+func escapeKey(key string) string {
+	segs := strings.Split(key, "/")
+	for i, seg := range segs {
+		segs[i] = url.PathEscape(seg)
+	}
+	return strings.Join(segs, "/")
+}

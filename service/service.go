@@ -1,0 +1,142 @@
+// Package service is the Go API of uploadedfile: the spec's
+// UploadedFileService and its configuration and types, for Go hosts that
+// embed the service instead of calling it over HTTP.
+//
+// Every normal operation resolves a trusted scope from the RequestContext
+// in its context.Context (WithRequestContext), asks the authorization
+// policy, and then acts with the tenant (and department, and for the owner
+// decision the owner) in every query. Missing, malformed, denied,
+// cross-scope, in-flight and deleted resources all fail with the same
+// ErrNotFound. Methods named UnsafeSystem* bypass that scope for trusted
+// background maintenance only.
+//
+// Bytes are stored by a local-disk or S3 driver; metadata in PostgreSQL
+// through the typed queries of db/queries. Deletion is durable: a claim is
+// written before any storage I/O, and the sweeps finish what a crash or a
+// storage failure left.
+package service
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/internal/storage"
+	"github.com/uploadedfile/uploadedfile/internal/storage/local"
+	s3store "github.com/uploadedfile/uploadedfile/internal/storage/s3"
+)
+
+// DB is what the service needs of PostgreSQL: queries, and transactions
+// for batch operations. *pgxpool.Pool satisfies it.
+type DB interface {
+	db.DBTX
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Service is UploadedFileService.
+type Service struct {
+	cfg   resolved
+	db    DB
+	q     *db.Queries
+	store storage.Store
+	log   *slog.Logger
+	now   func() *time.Time // nil result: the database clock
+}
+
+// Option adjusts a Service beyond its Config.
+type Option func(*Service)
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
+
+// WithStore replaces the storage driver the Config describes (tests inject
+// fault-injecting stores through it).
+func WithStore(st storage.Store) Option { return func(s *Service) { s.store = st } }
+
+// WithClock pins the time every query uses (tests); by default the
+// database clock is used.
+func WithClock(now func() time.Time) Option {
+	return func(s *Service) {
+		s.now = func() *time.Time { t := now(); return &t }
+	}
+}
+
+// New validates cfg, opens the storage driver and returns the service. The
+// caller owns database and closes the service.
+func New(ctx context.Context, cfg Config, database DB, opts ...Option) (*Service, error) {
+	r, err := resolve(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if database == nil {
+		return nil, errors.New("uploadedfile: a database is required")
+	}
+	s := &Service{cfg: r, db: database, q: db.New(), log: slog.Default(), now: func() *time.Time { return nil }}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.store == nil {
+		if s.store, err = openStore(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func openStore(ctx context.Context, r resolved) (storage.Store, error) {
+	switch r.Driver {
+	case DriverS3:
+		st, err := s3store.New(ctx, s3store.Config{
+			Bucket: r.Bucket, Region: r.Region, Endpoint: r.Endpoint, ForcePathStyle: r.ForcePathStyle,
+			AccessID: r.AccessID, AccessKey: r.AccessKey, PublicAccessMode: r.PublicAccessMode,
+		})
+		if err != nil {
+			return nil, configError("s3", "%v", err)
+		}
+		return st, nil
+	default:
+		st, err := local.New(local.Config{Root: r.LocalRoot})
+		if err != nil {
+			return nil, configError("localRoot", "%v", err)
+		}
+		return st, nil
+	}
+}
+
+// Close releases the storage driver.
+func (s *Service) Close() error {
+	if c, ok := s.store.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// Driver returns the storage driver in use: "local" or "s3".
+func (s *Service) Driver() string { return string(s.store.Kind()) }
+
+// Ping checks that the storage is reachable (for readiness).
+func (s *Service) Ping(ctx context.Context) error {
+	if p, ok := s.store.(interface{ Ping(context.Context) error }); ok {
+		return p.Ping(ctx)
+	}
+	return nil
+}
+
+// detached returns a context for cleanup that must finish even when the
+// request's context was cancelled (a client disconnecting must not leave a
+// claimed row unsettled), bounded in time.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+}
+
+// internalError logs err and returns the public code: details stay in the log.
+func (s *Service) internalError(ctx context.Context, code *Error, msg string, err error, attrs ...any) error {
+	s.log.ErrorContext(ctx, msg, append(attrs, slog.String("error", err.Error()))...)
+	return code
+}
+
+func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }

@@ -1,0 +1,266 @@
+package service_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/storage"
+	"github.com/uploadedfile/uploadedfile/internal/storage/local"
+	s3store "github.com/uploadedfile/uploadedfile/internal/storage/s3"
+	"github.com/uploadedfile/uploadedfile/internal/storage/s3test"
+	"github.com/uploadedfile/uploadedfile/internal/storage/storagefault"
+	"github.com/uploadedfile/uploadedfile/service"
+)
+
+func TestMain(m *testing.M) { os.Exit(s3test.Main(m)) }
+
+var drivers = []string{service.DriverLocal, service.DriverS3}
+
+// clock is the pinned time every query of a test service uses.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *clock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
+
+// wrappedDB counts transactions and can lose the response of one query
+// after it committed.
+type wrappedDB struct {
+	*pgxpool.Pool
+	begins   atomic.Int32
+	loseNext atomic.Value // query name whose next response is lost
+}
+
+func (w *wrappedDB) Begin(ctx context.Context) (pgx.Tx, error) {
+	w.begins.Add(1)
+	return w.Pool.Begin(ctx)
+}
+
+func (w *wrappedDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if name, _ := w.loseNext.Load().(string); name != "" && strings.HasPrefix(sql, "-- name: "+name+" ") {
+		w.loseNext.Store("")
+		rows, err := w.Pool.Query(ctx, sql, args...)
+		if err == nil {
+			rows.Close() // the statement ran and committed
+		}
+		return errRow{errors.New("connection reset by peer")}
+	}
+	return w.Pool.QueryRow(ctx, sql, args...)
+}
+
+type errRow struct{ err error }
+
+func (e errRow) Scan(...any) error { return e.err }
+
+// bundle is one test's service and what it runs on.
+type bundle struct {
+	t      *testing.T
+	driver string
+	svc    *service.Service
+	db     *wrappedDB
+	q      *db.Queries
+	store  *storagefault.Store
+	inner  storage.Store
+	clock  *clock
+	root   string // local driver root
+	bucket string // s3 bucket
+}
+
+func setup(t *testing.T, driver string, mods ...func(*service.Config)) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	b := &bundle{t: t, driver: driver, db: &wrappedDB{Pool: pgtest.New(t)}, q: db.New(),
+		clock: &clock{now: time.Now().UTC().Truncate(time.Microsecond)}}
+	cfg := service.Config{Driver: driver, Host: "https://files.example.test"}
+	switch driver {
+	case service.DriverLocal:
+		ls, err := local.New(local.Config{Root: t.TempDir()})
+		require.NoError(t, err)
+		t.Cleanup(func() { ls.Close() })
+		b.inner, b.root = ls, ls.Root()
+		cfg.LocalRoot = ls.Root()
+	case service.DriverS3:
+		s3cfg := s3test.New(t)
+		st, err := s3store.New(ctx, s3cfg)
+		require.NoError(t, err)
+		b.inner, b.bucket = st, s3cfg.Bucket
+		cfg.Bucket = s3cfg.Bucket
+	}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	b.store = storagefault.Wrap(b.inner)
+	svc, err := service.New(ctx, cfg, b.db, service.WithStore(b.store), service.WithClock(b.clock.Now))
+	require.NoError(t, err)
+	b.svc = svc
+	return b
+}
+
+// as returns a context acting as user in tenant (and department).
+func as(tenant, user string, dept ...string) context.Context {
+	rc := service.RequestContext{Tenant: tenant, UserID: user}
+	if len(dept) > 0 {
+		rc.Custom = map[string]any{"departmentCode": dept[0]}
+	}
+	return service.WithRequestContext(context.Background(), rc)
+}
+
+var alice = as("acme", "alice", "sales")
+
+const pdf = "%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"
+
+// upload stores a small PDF as ctx's user and returns it.
+func (b *bundle) upload(ctx context.Context, opts ...func(*service.UploadOptions)) *service.Result {
+	b.t.Helper()
+	o := &service.UploadOptions{}
+	for _, f := range opts {
+		f(o)
+	}
+	r, err := b.svc.Upload(ctx, strings.NewReader(pdf), "report.pdf", o)
+	require.NoError(b.t, err)
+	return r
+}
+
+// row reads a file's raw state.
+func (b *bundle) row(id uuid.UUID) db.UploadedFile {
+	b.t.Helper()
+	rows, err := b.db.Pool.Query(context.Background(), "SELECT * FROM uploaded_file WHERE id = $1", id)
+	require.NoError(b.t, err)
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[db.UploadedFile])
+	require.NoError(b.t, err)
+	return r
+}
+
+func (b *bundle) rowCount() int {
+	b.t.Helper()
+	var n int
+	require.NoError(b.t, b.db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM uploaded_file").Scan(&n))
+	return n
+}
+
+// objects lists every object key in the store.
+func (b *bundle) objects() []string {
+	b.t.Helper()
+	var keys []string
+	switch b.driver {
+	case service.DriverLocal:
+		require.NoError(b.t, filepath.WalkDir(b.root, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				rel, _ := filepath.Rel(b.root, p)
+				keys = append(keys, filepath.ToSlash(rel))
+			}
+			return err
+		}))
+	case service.DriverS3:
+		out, err := s3test.Shared(b.t).Client().ListObjectsV2(context.Background(), &awss3.ListObjectsV2Input{Bucket: aws.String(b.bucket)})
+		require.NoError(b.t, err)
+		for _, o := range out.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func (b *bundle) hasObject(key string) bool {
+	b.t.Helper()
+	_, err := b.inner.Stat(context.Background(), key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return false
+	}
+	require.NoError(b.t, err)
+	return true
+}
+
+func (b *bundle) readObject(key string) string {
+	b.t.Helper()
+	rc, err := b.inner.Open(context.Background(), key, nil)
+	require.NoError(b.t, err)
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	require.NoError(b.t, err)
+	return string(data)
+}
+
+// settle runs the sweeps, moving the clock past every lease and backoff,
+// until a round does nothing.
+func (b *bundle) settle() {
+	b.t.Helper()
+	ctx := context.Background()
+	for range 20 {
+		b.clock.Advance(2 * time.Hour)
+		n1, err := b.svc.CleanupPendingUploads(ctx, 100)
+		require.NoError(b.t, err)
+		n2, err := b.svc.UnsafeSystemRetryPendingDeletions(ctx, 100)
+		require.NoError(b.t, err)
+		if n1+n2 == 0 {
+			return
+		}
+	}
+}
+
+// checkInvariants: no visible row without its object; no object without a
+// row that is not settled-deleted (or a tombstone that still holds a claim).
+func (b *bundle) checkInvariants() {
+	b.t.Helper()
+	ctx := context.Background()
+	rows, err := b.db.Pool.Query(ctx, "SELECT * FROM uploaded_file")
+	require.NoError(b.t, err)
+	all, err := pgx.CollectRows(rows, pgx.RowToStructByPos[db.UploadedFile])
+	require.NoError(b.t, err)
+	owned := map[string]bool{}
+	for _, r := range all {
+		visible := r.Status == "ready" && r.UploadPendingAt == nil && r.DeletionPendingAt == nil && r.DeletedAt == nil
+		if visible {
+			require.True(b.t, b.hasObject(r.Key), "visible row %s has no object", r.ID)
+		}
+		settledDeleted := r.DeletedAt != nil && r.DeletionPendingAt == nil
+		if !settledDeleted {
+			owned[r.Key] = true
+			if r.PendingKey != nil {
+				owned[*r.PendingKey] = true
+			}
+		}
+	}
+	for _, k := range b.objects() {
+		require.True(b.t, owned[k], "object %s has no row or pending claim", k)
+	}
+}
+
+func requireNotFound(t *testing.T, err error, msgAndArgs ...any) {
+	t.Helper()
+	require.ErrorIs(t, err, service.ErrNotFound, msgAndArgs...)
+	require.Equal(t, "core.file.not-found", err.Error(), msgAndArgs...)
+}
+
+func bytesOf(s string) *bytes.Reader { return bytes.NewReader([]byte(s)) }
+
+func uuidOf(t *testing.T, s string) uuid.UUID {
+	t.Helper()
+	id, err := uuid.Parse(s)
+	require.NoError(t, err)
+	return id
+}

@@ -1,0 +1,191 @@
+package service
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/uploadedfile/uploadedfile/gen/db"
+)
+
+// Status is a direct-lifecycle state (UploadedFileStatus).
+type Status string
+
+// The states.
+const (
+	StatusPending    Status = "pending"
+	StatusCompleting Status = "completing"
+	StatusReady      Status = "ready"
+	StatusFailed     Status = "failed"
+)
+
+// Meta is optional provenance (UploadedFileMeta): not an authorization
+// decision.
+type Meta struct {
+	Module   string
+	Entity   string
+	EntityID string
+	Type     string
+}
+
+// UploadOptions narrow one upload (UploadedFileUploadOptions).
+type UploadOptions struct {
+	// ContentType is the declared type; it must agree with the extension.
+	ContentType string
+	// AllowedMIMETypes narrows the configured allowlist (never widens).
+	AllowedMIMETypes []string
+	// MaxFileSizeBytes lowers the configured limit (never raises).
+	MaxFileSizeBytes int64
+	// Visibility: public needs allowPublicUploads; default the configured
+	// defaultVisibility. Refused for temporary uploads.
+	Visibility Visibility
+	// Disposition of downloads; default attachment.
+	Disposition Disposition
+}
+
+// TemporaryUploadOptions narrow a managed temporary upload
+// (UploadedFileTemporaryUploadOptions): no visibility and no lifetime can
+// be given -- a temporary file is always private and lives 24 hours.
+type TemporaryUploadOptions struct {
+	ContentType      string
+	AllowedMIMETypes []string
+	MaxFileSizeBytes int64
+	Disposition      Disposition
+}
+
+// File is the stored entity (UploadedFile<TExtraData>), with its extra
+// data typed as T.
+type File[T any] struct {
+	ID             uuid.UUID
+	TenantCode     string
+	DepartmentCode *string
+	UserID         string
+	// Key and CDN are the legacy storage references; never serialized in
+	// end-user HTTP responses.
+	Key          string
+	CDN          *string
+	PendingKey   *string
+	OriginalName string
+	SizeBytes    int64
+	ContentType  string
+	Visibility   Visibility
+	Status       Status
+	IsTemporary  bool
+	Disposition  Disposition
+	Checksum     *string
+	ETag         *string
+	ExtraData    T
+	Module       *string
+	Entity       *string
+	EntityID     *string
+	Type         *string
+	UsedAt       *time.Time
+	CompletedAt  *time.Time
+	ExpiredAt    *time.Time
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// Result is UploadedFileResult: the file plus a URL to read it and that
+// URL's expiry (nil: stable). Key and CDN are kept for legacy Go callers;
+// HTTPResult drops them.
+type Result struct {
+	ID           uuid.UUID
+	Key          string
+	CDN          *string
+	OriginalName string
+	SizeBytes    int64
+	ContentType  string
+	Visibility   Visibility
+	Status       Status
+	IsTemporary  bool
+	Disposition  Disposition
+	Checksum     *string
+	ExtraData    json.RawMessage
+	Module       *string
+	Entity       *string
+	EntityID     *string
+	Type         *string
+	CreatedAt    time.Time
+	CompletedAt  *time.Time
+	ExpiredAt    *time.Time
+	URL          string
+	URLExpiredAt *time.Time
+}
+
+// LegacyTemporaryResult is what the legacy uploadTemporary returns.
+type LegacyTemporaryResult struct {
+	Key string
+	CDN string
+}
+
+// URL is what resolveUrl returns.
+type URL struct {
+	URL          string
+	URLExpiredAt *time.Time
+}
+
+func fileFromRow[T any](r db.UploadedFile, extra T) *File[T] {
+	return &File[T]{
+		ID: r.ID, TenantCode: r.TenantCode, DepartmentCode: r.DepartmentCode, UserID: r.UserID,
+		Key: r.Key, CDN: r.CDN, PendingKey: r.PendingKey, OriginalName: r.OriginalName, SizeBytes: r.SizeBytes,
+		ContentType: r.ContentType, Visibility: Visibility(r.Visibility), Status: Status(r.Status),
+		IsTemporary: r.IsTemporary, Disposition: Disposition(r.Disposition), Checksum: r.Checksum, ETag: r.ETag,
+		ExtraData: extra, Module: r.Module, Entity: r.Entity, EntityID: r.EntityID, Type: r.Type, UsedAt: r.UsedAt,
+		CompletedAt: r.CompletedAt, ExpiredAt: r.ExpiredAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+}
+
+func resultFromRow(r db.UploadedFile, u URL) *Result {
+	return &Result{
+		ID: r.ID, Key: r.Key, CDN: r.CDN, OriginalName: r.OriginalName, SizeBytes: r.SizeBytes,
+		ContentType: r.ContentType, Visibility: Visibility(r.Visibility), Status: Status(r.Status),
+		IsTemporary: r.IsTemporary, Disposition: Disposition(r.Disposition), Checksum: r.Checksum,
+		ExtraData: r.ExtraData, Module: r.Module, Entity: r.Entity, EntityID: r.EntityID, Type: r.Type,
+		CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, ExpiredAt: r.ExpiredAt,
+		URL: u.URL, URLExpiredAt: u.URLExpiredAt,
+	}
+}
+
+// validMeta checks provenance: each field at most 255 characters, no
+// control characters.
+func validMeta(m *Meta) error {
+	if m == nil {
+		return nil
+	}
+	for _, v := range []string{m.Module, m.Entity, m.EntityID, m.Type} {
+		if len([]rune(v)) > maxMetaLength || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return ErrInvalidMeta
+		}
+	}
+	return nil
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// extraDataJSON marshals caller data to a JSON object of bounded size; nil
+// is the empty object. Anything else is ErrInvalidMeta.
+func extraDataJSON(v any) (json.RawMessage, error) {
+	if v == nil {
+		return json.RawMessage(`{}`), nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil || len(b) > maxExtraDataBytes {
+		return nil, ErrInvalidMeta
+	}
+	if string(b) == "null" {
+		return json.RawMessage(`{}`), nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return nil, ErrInvalidMeta
+	}
+	return b, nil
+}

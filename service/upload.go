@@ -1,0 +1,329 @@
+package service
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"hash"
+	"io"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/internal/filecheck"
+	"github.com/uploadedfile/uploadedfile/internal/objectkey"
+	"github.com/uploadedfile/uploadedfile/internal/storage"
+)
+
+// bufferUpload is one server-side upload, whatever its API flavour.
+type bufferUpload struct {
+	op          Operation
+	src         io.Reader
+	name        string
+	declared    string
+	allowed     []string
+	maxSize     int64
+	visibility  Visibility
+	disposition Disposition
+	temporary   bool
+	meta        *Meta
+	extra       any
+}
+
+// UploadLegacy is the legacy buffer upload: it stores src under fileName
+// with optional provenance and extra data and returns the entity, with its
+// key and cdn.
+func (s *Service) UploadLegacy(ctx context.Context, src io.Reader, fileName string, meta *Meta, extraData any, opts *UploadOptions) (*File[json.RawMessage], error) {
+	o := derefOptions(opts)
+	row, err := s.upload(ctx, bufferUpload{
+		op: OpLegacy, src: src, name: fileName, declared: o.ContentType, allowed: o.AllowedMIMETypes, maxSize: o.MaxFileSizeBytes,
+		visibility: o.Visibility, disposition: o.Disposition, meta: meta, extra: extraData,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return fileFromRow(row, row.ExtraData), nil
+}
+
+// Upload is the managed buffer upload: it stores src under originalName
+// and returns the result with a URL to read it.
+func (s *Service) Upload(ctx context.Context, src io.Reader, originalName string, opts *UploadOptions) (*Result, error) {
+	o := derefOptions(opts)
+	row, err := s.upload(ctx, bufferUpload{
+		op: OpCreate, src: src, name: originalName, declared: o.ContentType, allowed: o.AllowedMIMETypes, maxSize: o.MaxFileSizeBytes,
+		visibility: o.Visibility, disposition: o.Disposition,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.result(ctx, row, nil)
+}
+
+// UploadTemporaryLegacy is the legacy temporary upload: private, expiring
+// 24 hours after it completes; it returns the key and cdn. Options that set
+// a visibility are refused with ErrInvalidMeta.
+func (s *Service) UploadTemporaryLegacy(ctx context.Context, src io.Reader, fileName string, opts *UploadOptions) (*LegacyTemporaryResult, error) {
+	o := derefOptions(opts)
+	if o.Visibility != "" {
+		return nil, ErrInvalidMeta
+	}
+	row, err := s.upload(ctx, bufferUpload{
+		op: OpLegacy, src: src, name: fileName, declared: o.ContentType, allowed: o.AllowedMIMETypes, maxSize: o.MaxFileSizeBytes,
+		disposition: o.Disposition, temporary: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &LegacyTemporaryResult{Key: row.Key, CDN: deref(row.CDN)}, nil
+}
+
+// UploadTemporary is the managed temporary upload: private, expiring 24
+// hours after it completes.
+func (s *Service) UploadTemporary(ctx context.Context, src io.Reader, originalName string, opts *TemporaryUploadOptions) (*Result, error) {
+	var o TemporaryUploadOptions
+	if opts != nil {
+		o = *opts
+	}
+	row, err := s.upload(ctx, bufferUpload{
+		op: OpCreate, src: src, name: originalName, declared: o.ContentType, allowed: o.AllowedMIMETypes, maxSize: o.MaxFileSizeBytes,
+		disposition: o.Disposition, temporary: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.result(ctx, row, nil)
+}
+
+func derefOptions(o *UploadOptions) UploadOptions {
+	if o == nil {
+		return UploadOptions{}
+	}
+	return *o
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// upload runs a buffer upload: authorize, validate everything before any
+// write, spool and check the bytes, persist the hidden row, write, activate;
+// on any failure after the row exists, the settled cleanup.
+func (s *Service) upload(ctx context.Context, u bufferUpload) (db.UploadedFile, error) {
+	a, err := s.authorize(ctx, u.op, nil, nil)
+	if err != nil {
+		return db.UploadedFile{}, err
+	}
+	vis, disp, err := s.uploadModes(u.visibility, u.disposition, u.temporary)
+	if err != nil {
+		return db.UploadedFile{}, err
+	}
+	if err := validMeta(u.meta); err != nil {
+		return db.UploadedFile{}, err
+	}
+	extra, err := extraDataJSON(u.extra)
+	if err != nil {
+		return db.UploadedFile{}, err
+	}
+	policy := s.cfg.policy.Narrow(u.allowed, u.maxSize)
+	sp, err := s.spool(u.src, policy.MaxFileSizeBytes)
+	if err != nil {
+		return db.UploadedFile{}, err
+	}
+	defer sp.Close()
+	checked, _, err := policy.Check(filecheck.Meta{Name: u.name, DeclaredType: u.declared, Size: sp.size}, sp.file)
+	if err != nil {
+		return db.UploadedFile{}, s.checkError(ctx, err)
+	}
+	row, err := s.insertHidden(ctx, a, checked, sp, vis, disp, u, extra)
+	if err != nil {
+		return db.UploadedFile{}, err
+	}
+	return s.writeAndActivate(ctx, a, row, sp, vis)
+}
+
+// uploadModes resolves visibility and disposition: temporary files are
+// private; public needs allowPublicUploads.
+func (s *Service) uploadModes(v Visibility, d Disposition, temporary bool) (Visibility, Disposition, error) {
+	switch d {
+	case "":
+		d = AttachDisp
+	case Inline, AttachDisp:
+	default:
+		return "", "", ErrInvalidMeta
+	}
+	if temporary {
+		return Private, d, nil
+	}
+	switch v {
+	case "":
+		return s.cfg.DefaultVisibility, d, nil
+	case Private:
+		return Private, d, nil
+	case Public:
+		if !s.cfg.AllowPublicUploads {
+			return "", "", ErrPublicUploadDisabled
+		}
+		return Public, d, nil
+	default:
+		return "", "", ErrInvalidMeta
+	}
+}
+
+// checkError maps a file-check refusal to ErrInvalidUpload, keeping its rule.
+func (s *Service) checkError(ctx context.Context, err error) error {
+	var fe *filecheck.Error
+	if errors.As(err, &fe) {
+		s.log.InfoContext(ctx, "upload refused", "rule", fe.Rule)
+		return &invalidUpload{rule: fe.Rule, sizeOnly: fe.SizeOnly()}
+	}
+	return s.internalError(ctx, ErrUploadFailed, "upload check failed", err)
+}
+
+func (s *Service) insertHidden(ctx context.Context, a access, c filecheck.Result, sp *spooled, vis Visibility, disp Disposition, u bufferUpload, extra json.RawMessage) (db.UploadedFile, error) {
+	id := uuid.New()
+	key, err := objectkey.Key{Folder: s.cfg.Folder, Tenant: a.scope.TenantCode, Department: a.scope.DepartmentCode, ID: id, Ext: c.Extension}.String()
+	if err != nil {
+		return db.UploadedFile{}, ErrInvalidMeta // a tenant or department too long for a key
+	}
+	m := u.meta
+	if m == nil {
+		m = &Meta{}
+	}
+	row, err := s.q.FileInsertHidden(ctx, s.db, db.FileInsertHiddenParams{
+		ID: id, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, UserID: a.scope.UserID,
+		Key: key, CDN: s.persistedCDN(id, key, vis), OriginalName: c.Name, SizeBytes: sp.size, ContentType: c.ContentType,
+		Visibility: string(vis), Disposition: string(disp), IsTemporary: u.temporary, Checksum: ptr(sp.checksum()),
+		ExtraData: extra, Module: optional(m.Module), Entity: optional(m.Entity), EntityID: optional(m.EntityID), Type: optional(m.Type),
+		ActivationLease: ActivationLease, Now: s.now(),
+	})
+	if err != nil {
+		return db.UploadedFile{}, s.internalError(ctx, ErrUploadFailed, "insert hidden upload", err)
+	}
+	return row, nil
+}
+
+// writeAndActivate writes the bytes and activates the row with the exact
+// marker it was inserted with (rules 1-2); any failure goes to the settled
+// cleanup (rules 3-5).
+func (s *Service) writeAndActivate(ctx context.Context, a access, row db.UploadedFile, sp *spooled, vis Visibility) (db.UploadedFile, error) {
+	marker := *row.UploadPendingAt
+	oi, err := s.store.Put(ctx, row.Key, io.NewSectionReader(sp.file, 0, sp.size), storage.PutOptions{
+		ContentType: row.ContentType, Size: sp.size, SHA256: sp.sum, Public: vis == Public,
+	})
+	if err == nil {
+		var active db.UploadedFile
+		active, err = s.q.FileActivateUpload(ctx, s.db, db.FileActivateUploadParams{
+			ID: row.ID, UploadMarker: marker, SizeBytes: sp.size, Checksum: ptr(sp.checksum()), ETag: optional(oi.ETag), Now: s.now(),
+		})
+		if err == nil {
+			return active, nil
+		}
+	}
+	s.log.WarnContext(ctx, "upload write or activation failed; cleaning up", "file_id", row.ID, "error", err.Error())
+	return s.settleFailedUpload(ctx, a, row.ID, marker)
+}
+
+// settleFailedUpload is the settled cleanup of a buffer upload whose write
+// or activation failed. It claims the row for deletion with the exact
+// upload marker before touching storage (rule 3); when that CAS misses it
+// reads the current state: an activation that committed is a success
+// (rule 4); a row maintenance took over is restored to hidden pending with
+// this writer's claim, from its exact state (rule 5). Then the object is
+// deleted and the claim settled, or released for the sweeps (rule 6).
+func (s *Service) settleFailedUpload(ctx context.Context, a access, id uuid.UUID, marker time.Time) (db.UploadedFile, error) {
+	cctx, cancel := detached(ctx)
+	defer cancel()
+	claimed, err := s.q.FileSettleFailedUpload(cctx, s.db, db.FileSettleFailedUploadParams{ID: id, UploadMarker: marker, DeletionLease: deletionLease, Now: s.now()})
+	if err == nil {
+		s.finishDeletion(cctx, claimed)
+		return db.UploadedFile{}, ErrUploadFailed
+	}
+	if !isNoRows(err) {
+		// The row keeps its upload marker: once the lease expires the
+		// deletion-retry sweep removes it and its object.
+		return db.UploadedFile{}, s.internalError(ctx, ErrUploadFailed, "settle failed upload", err, "file_id", id)
+	}
+	for range 3 {
+		st, err := s.q.FileGetUploadState(cctx, s.db, db.FileGetUploadStateParams{ID: id, Now: s.now()})
+		if err != nil {
+			return db.UploadedFile{}, ErrUploadFailed
+		}
+		if st.Status == string(StatusReady) && st.UploadPendingAt == nil && st.DeletionPendingAt == nil && st.DeletedAt == nil {
+			// The activation committed; only its response was lost.
+			row, err := s.q.FileGetVisible(cctx, s.db, db.FileGetVisibleParams{ID: id, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, Now: s.now()})
+			if err != nil {
+				return db.UploadedFile{}, ErrUploadFailed
+			}
+			return row.UploadedFile, nil
+		}
+		restored, err := s.q.FileRestoreUploadForCleanup(cctx, s.db, db.FileRestoreUploadForCleanupParams{
+			ID: id, UploadMarker: st.UploadPendingAt, DeletionMarker: st.DeletionPendingAt, DeletedMarker: st.DeletedAt,
+			DeletionLease: deletionLease, Now: s.now(),
+		})
+		if err == nil {
+			s.finishDeletion(cctx, restored)
+			return db.UploadedFile{}, ErrUploadFailed
+		}
+		if !isNoRows(err) {
+			break
+		}
+	}
+	return db.UploadedFile{}, ErrUploadFailed
+}
+
+// persistedCDN is the legacy cdn reference stored with the row: the public
+// URL of a public file when a CDN base is configured, otherwise the
+// download route of the file.
+func (s *Service) persistedCDN(id uuid.UUID, key string, vis Visibility) *string {
+	if vis == Public && s.cfg.CDNBaseURL != "" {
+		return ptr(s.cfg.CDNBaseURL + "/" + escapeKey(key))
+	}
+	return ptr("/" + s.cfg.DownloadPath + "/" + id.String())
+}
+
+// spooled is an upload written to an anonymous temporary file while it was
+// hashed: the checks read it at random offsets without holding it in memory.
+type spooled struct {
+	file *os.File
+	size int64
+	sum  []byte
+}
+
+func (sp *spooled) checksum() string { return "sha256:" + base64.StdEncoding.EncodeToString(sp.sum) }
+
+// Close releases the spool file (already unlinked).
+func (sp *spooled) Close() error { return sp.file.Close() }
+
+// spool copies src to an unlinked temporary file, hashing it, reading at
+// most max+1 bytes: a larger source is refused without reading the rest.
+func (s *Service) spool(src io.Reader, max int64) (*spooled, error) {
+	if src == nil {
+		return nil, &invalidUpload{rule: filecheck.RuleSizeEmpty}
+	}
+	f, err := os.CreateTemp(s.cfg.SpoolDir, "uploadedfile-spool-*")
+	if err != nil {
+		return nil, s.internalError(context.Background(), ErrUploadFailed, "create spool file", err)
+	}
+	// Unlinked at once: nothing is left behind, whatever happens next.
+	_ = os.Remove(f.Name())
+	var h hash.Hash = sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(src, max+1))
+	if err != nil {
+		f.Close()
+		return nil, ErrUploadFailed
+	}
+	if n > max {
+		f.Close()
+		return nil, &invalidUpload{rule: filecheck.RuleSizeTooLarge, sizeOnly: true}
+	}
+	return &spooled{file: f, size: n, sum: h.Sum(nil)}, nil
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -28,8 +28,8 @@ type Disposition string
 
 // The dispositions.
 const (
-	Inline     Disposition = "inline"
-	AttachDisp Disposition = "attachment"
+	DispositionInline     Disposition = "inline"
+	DispositionAttachment Disposition = "attachment"
 )
 
 // Drivers.
@@ -188,7 +188,7 @@ func resolve(c Config) (resolved, error) {
 	}
 	policy, err := filecheck.NewPolicy(c.AllowedMIMETypes, c.MaxFileSizeBytes, validate)
 	if err != nil {
-		return resolved{}, configError("allowedMimeTypes/maxFileSizeBytes", "%v", err)
+		return resolved{}, fmt.Errorf("uploadedfile config: %w", err) // names allowedMimeTypes or maxFileSizeBytes
 	}
 	r.policy = policy
 	r.MaxFileSizeBytes = policy.MaxFileSizeBytes

@@ -205,7 +205,7 @@ func (s *Service) urlFor(ctx context.Context, row db.UploadedFile, now time.Time
 		}
 	}
 	disp := filecheck.AttachmentDisposition(row.OriginalName)
-	if Disposition(row.Disposition) == Inline {
+	if Disposition(row.Disposition) == DispositionInline {
 		disp = filecheck.InlineDisposition(row.OriginalName)
 	}
 	p, err := s.store.PresignGet(ctx, row.Key, storage.PresignGetOptions{Expires: ttl, ContentDisposition: disp, ContentType: row.ContentType})

@@ -140,3 +140,14 @@ func (s *Service) internalError(ctx context.Context, code *Error, msg string, er
 }
 
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+
+// EffectiveConfig returns the configuration in force after defaults and
+// bounds were applied, with the access key redacted (for operators and
+// start-up logs).
+func (s *Service) EffectiveConfig() Config {
+	c := s.cfg.Config
+	if c.AccessKey != "" {
+		c.AccessKey = "REDACTED"
+	}
+	return c
+}

@@ -1,11 +1,11 @@
 package service_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -87,6 +87,7 @@ type bundle struct {
 	clock  *clock
 	root   string // local driver root
 	bucket string // s3 bucket
+	cfg    service.Config
 }
 
 func setup(t *testing.T, driver string, mods ...func(*service.Config)) *bundle {
@@ -113,10 +114,24 @@ func setup(t *testing.T, driver string, mods ...func(*service.Config)) *bundle {
 		m(&cfg)
 	}
 	b.store = storagefault.Wrap(b.inner)
-	svc, err := service.New(ctx, cfg, b.db, service.WithStore(b.store), service.WithClock(b.clock.Now))
-	require.NoError(t, err)
-	b.svc = svc
+	b.cfg = cfg
+	b.svc = b.another()
 	return b
+}
+
+// another returns a second service on the same database, storage and
+// clock, with mods applied to the configuration (another replica, or the
+// same data under another policy).
+func (b *bundle) another(mods ...func(*service.Config)) *service.Service {
+	b.t.Helper()
+	cfg := b.cfg
+	for _, m := range mods {
+		m(&cfg)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc, err := service.New(context.Background(), cfg, b.db, service.WithStore(b.store), service.WithClock(b.clock.Now), service.WithLogger(quiet))
+	require.NoError(b.t, err)
+	return svc
 }
 
 // as returns a context acting as user in tenant (and department).
@@ -256,11 +271,16 @@ func requireNotFound(t *testing.T, err error, msgAndArgs ...any) {
 	require.Equal(t, "core.file.not-found", err.Error(), msgAndArgs...)
 }
 
-func bytesOf(s string) *bytes.Reader { return bytes.NewReader([]byte(s)) }
-
 func uuidOf(t *testing.T, s string) uuid.UUID {
 	t.Helper()
 	id, err := uuid.Parse(s)
 	require.NoError(t, err)
 	return id
+}
+
+// exec runs raw SQL to put a row in a state no operation produces directly.
+func (b *bundle) exec(sql string, args ...any) {
+	b.t.Helper()
+	_, err := b.db.Pool.Exec(context.Background(), sql, args...)
+	require.NoError(b.t, err)
 }

@@ -153,8 +153,8 @@ func (s *Service) upload(ctx context.Context, u bufferUpload) (db.UploadedFile, 
 func (s *Service) uploadModes(v Visibility, d Disposition, temporary bool) (Visibility, Disposition, error) {
 	switch d {
 	case "":
-		d = AttachDisp
-	case Inline, AttachDisp:
+		d = DispositionAttachment
+	case DispositionInline, DispositionAttachment:
 	default:
 		return "", "", ErrInvalidMeta
 	}

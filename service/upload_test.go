@@ -315,7 +315,9 @@ func TestRules8To10TombstoneSweepAndRetire(t *testing.T) {
 	crashed.checkInvariants()
 }
 
-func putOpts(n int) storage.PutOptions { return storage.PutOptions{ContentType: "application/pdf", Size: int64(n)} }
+func putOpts(n int) storage.PutOptions {
+	return storage.PutOptions{ContentType: "application/pdf", Size: int64(n)}
+}
 
 // TestUploadStreamsFromAReader: a source that is only an io.Reader (no
 // length, no seeking) is stored intact, hashed while it was read.

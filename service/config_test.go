@@ -1,0 +1,119 @@
+package service_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/service"
+)
+
+func TestConfigRefusals(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		cfg    service.Config
+		option string
+	}{
+		{service.Config{AccessID: "id"}, "accessId/accessKey"},
+		{service.Config{AccessKey: "key"}, "accessId/accessKey"},
+		{service.Config{AccessID: " ", AccessKey: "\t"}, "accessId/accessKey"},
+		{service.Config{AccessID: "id", AccessKey: "key"}, "bucket"}, // a complete pair selects s3
+		{service.Config{Driver: "s3"}, "bucket"},
+		{service.Config{Driver: "gcs"}, "driver"},
+		{service.Config{PublicAccessMode: "public"}, "publicAccessMode"},
+		{service.Config{Folder: "a/../b"}, "folder"},
+		{service.Config{UploadURLTTLSeconds: -1}, "uploadUrlTtlSeconds"},
+		{service.Config{PrivateDownloadURLTTLSeconds: -5}, "privateDownloadUrlTtlSeconds"},
+		{service.Config{CleanupBatchSize: -1}, "cleanupBatchSize"},
+		{service.Config{CleanupAfterDays: -1}, "cleanupAfterDays"},
+		{service.Config{PendingCleanupInterval: "every day"}, "pendingCleanupInterval"},
+		{service.Config{TemporaryCleanupInterval: "* * *"}, "temporaryCleanupInterval"},
+		{service.Config{DefaultVisibility: service.Public}, "defaultVisibility"},
+		{service.Config{DefaultVisibility: "hidden"}, "defaultVisibility"},
+		{service.Config{Host: "files.example.com"}, "host"},
+		{service.Config{CDNBaseURL: "ftp://cdn"}, "cdnBaseUrl"},
+		{service.Config{DownloadPath: "a/../b"}, "downloadPath"},
+		{service.Config{AllowedMIMETypes: []string{"application/x-msdownload"}}, "allowedMimeTypes"},
+		{service.Config{MaxFileSizeBytes: -1}, "maxFileSizeBytes"},
+		{service.Config{RemoteClone: service.RemoteCloneConfig{MaxRedirects: ptr(6)}}, "remoteClone.maxRedirects"},
+		{service.Config{RemoteClone: service.RemoteCloneConfig{AllowedHosts: []string{"*.example.com"}}}, "remoteClone.allowedHosts"},
+	} {
+		c.cfg.LocalRoot = t.TempDir()
+		_, err := service.New(ctx, c.cfg, pool)
+		require.ErrorContains(t, err, "uploadedfile config: "+c.option, "%+v", c.cfg)
+	}
+}
+
+func TestConfigDefaultsAndBounds(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	ctx := context.Background()
+	eff := func(c service.Config) service.Config {
+		t.Helper()
+		if c.LocalRoot == "" && c.Driver != service.DriverS3 && c.AccessID == "" {
+			c.LocalRoot = t.TempDir()
+		}
+		s, err := service.New(ctx, c, pool)
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s.EffectiveConfig()
+	}
+
+	d := eff(service.Config{})
+	require.Equal(t, service.DriverLocal, d.Driver)
+	require.Equal(t, "core", d.Folder)
+	require.Equal(t, service.Private, d.DefaultVisibility)
+	require.False(t, d.AllowPublicUploads)
+	require.Equal(t, "external", d.PublicAccessMode)
+	require.Equal(t, 600, d.UploadURLTTLSeconds)
+	require.Equal(t, 900, d.PrivateDownloadURLTTLSeconds)
+	require.Equal(t, 3600, d.MaxPrivateDownloadURLTTLSeconds)
+	require.Equal(t, "0 3 * * *", d.PendingCleanupInterval)
+	require.Equal(t, "*/15 * * * *", d.TemporaryCleanupInterval)
+	require.Equal(t, 100, d.CleanupBatchSize)
+	require.Equal(t, "uploaded-file", d.DownloadPath)
+	require.EqualValues(t, 10<<20, d.MaxFileSizeBytes)
+	require.False(t, d.RemoteClone.Enabled, "remote cloning is disabled by default")
+
+	b := eff(service.Config{
+		UploadURLTTLSeconds: 7200, PrivateDownloadURLTTLSeconds: 5000, MaxPrivateDownloadURLTTLSeconds: 1800,
+		CleanupBatchSize: 500, MaxFileSizeBytes: 100 << 20, Folder: "/tenant-files//v2/", DownloadPath: "/files/",
+	})
+	require.Equal(t, 3600, b.UploadURLTTLSeconds, "at most one hour")
+	require.Equal(t, 1800, b.MaxPrivateDownloadURLTTLSeconds)
+	require.Equal(t, 1800, b.PrivateDownloadURLTTLSeconds, "never above the configured maximum")
+	require.Equal(t, 100, b.CleanupBatchSize, "capped at 100")
+	require.EqualValues(t, 25<<20, b.MaxFileSizeBytes, "clamped to the absolute 25 MiB ceiling")
+	require.Equal(t, "tenant-files/v2", b.Folder)
+	require.Equal(t, "files", b.DownloadPath)
+
+	legacy := eff(service.Config{PublicFiles: ptr(true)})
+	require.True(t, legacy.AllowPublicUploads)
+	require.Equal(t, service.Public, legacy.DefaultVisibility)
+
+	s3 := eff(service.Config{AccessID: "id", AccessKey: "secret", Bucket: "b", Endpoint: "http://127.0.0.1:1"})
+	require.Equal(t, service.DriverS3, s3.Driver, "a complete pair selects s3")
+	require.Equal(t, "REDACTED", s3.AccessKey, "the secret is not shown")
+	explicit := eff(service.Config{Driver: service.DriverS3, Bucket: "b", Endpoint: "http://127.0.0.1:1"})
+	require.Equal(t, service.DriverS3, explicit.Driver, "explicit s3 without a pair: the default credential chain")
+}
+
+// TestConfigLocalRootDefault: <cwd>/upload, absolute. Not parallel: it
+// changes the working directory.
+func TestConfigLocalRootDefault(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	s, err := service.New(context.Background(), service.Config{}, pgtest.New(t))
+	require.NoError(t, err)
+	defer s.Close()
+	want, _ := filepath.EvalSymlinks(dir)
+	require.Equal(t, filepath.Join(want, "upload"), s.EffectiveConfig().LocalRoot)
+	_, err = os.Stat(filepath.Join(dir, "upload"))
+	require.NoError(t, err, "created")
+}

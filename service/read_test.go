@@ -1,0 +1,136 @@
+package service_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/service"
+)
+
+type invoiceData struct {
+	Pages  int    `json:"pages"`
+	Source string `json:"source,omitempty"`
+}
+
+func TestReads(t *testing.T) {
+	t.Parallel()
+	for _, driver := range drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, driver)
+			f, err := b.svc.UploadLegacy(alice, strings.NewReader(pdf), "Résumé.pdf", nil, invoiceData{Pages: 3}, nil)
+			require.NoError(t, err)
+			id := f.ID.String()
+
+			r, err := b.svc.Find(alice, id)
+			require.NoError(t, err)
+			require.Equal(t, "Résumé.pdf", r.OriginalName)
+
+			typed, err := service.FindByID[invoiceData](alice, b.svc, id)
+			require.NoError(t, err)
+			require.Equal(t, invoiceData{Pages: 3}, typed.ExtraData)
+
+			d, err := b.svc.Download(alice, id)
+			require.NoError(t, err)
+			body, _ := io.ReadAll(d.Body)
+			d.Body.Close()
+			require.Equal(t, pdf, string(body))
+			require.Equal(t, "Résumé.pdf", d.FileName)
+			require.Equal(t, "application/pdf", d.ContentType)
+			require.EqualValues(t, len(pdf), d.Size)
+			if driver == service.DriverLocal {
+				_, seekable := d.Body.(io.Seeker)
+				require.True(t, seekable, "local downloads can serve ranges")
+			}
+
+			u, err := b.svc.ResolveURL(alice, id)
+			require.NoError(t, err)
+			switch driver {
+			case service.DriverLocal:
+				require.Equal(t, "https://files.example.test/uploaded-file/"+id+"/download", u.URL, "the authenticated download route")
+				require.Nil(t, u.URLExpiredAt)
+			case service.DriverS3:
+				require.Equal(t, b.clock.Now().Add(15*time.Minute), u.URLExpiredAt.UTC(), "privateDownloadUrlTtlSeconds")
+				resp, err := http.Get(u.URL)
+				require.NoError(t, err)
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				require.Equal(t, http.StatusOK, resp.StatusCode)
+				require.Equal(t, pdf, string(got), "a working presigned GET")
+				require.Contains(t, resp.Header.Get("Content-Disposition"), "filename*=UTF-8''R%C3%A9sum%C3%A9.pdf")
+				var n int
+				require.NoError(t, b.db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM uploaded_file WHERE cdn LIKE '%X-Amz%' OR key LIKE '%X-Amz%'").Scan(&n))
+				require.Zero(t, n, "the signed URL is never persisted")
+			}
+
+			c := b.svc.GetContent("photo.JPG")
+			require.Equal(t, "image/jpeg", c.ContentType)
+		})
+	}
+}
+
+func TestDownloadPathMovesURLs(t *testing.T) {
+	t.Parallel()
+	b := setup(t, service.DriverLocal, func(c *service.Config) { c.DownloadPath = "/files/v1/" })
+	r := b.upload(alice)
+	require.Equal(t, "https://files.example.test/files/v1/"+r.ID.String()+"/download", r.URL)
+	require.Equal(t, "/files/v1/"+r.ID.String(), *r.CDN)
+}
+
+func TestTemporaryExpiryRefusesReads(t *testing.T) {
+	t.Parallel()
+	for _, driver := range drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, driver)
+			r, err := b.svc.UploadTemporary(alice, strings.NewReader(pdf), "report.pdf", nil)
+			require.NoError(t, err)
+			id := r.ID.String()
+
+			b.clock.Advance(24*time.Hour - 5*time.Minute)
+			u, err := b.svc.ResolveURL(alice, id)
+			require.NoError(t, err)
+			require.Equal(t, *r.ExpiredAt, *u.URLExpiredAt, "the signed URL is clamped to expiredAt")
+
+			b.clock.Advance(5 * time.Minute) // exactly expiredAt
+			_, err = b.svc.Find(alice, id)
+			require.ErrorIs(t, err, service.ErrExpired)
+			_, err = b.svc.ResolveURL(alice, id)
+			require.ErrorIs(t, err, service.ErrExpired)
+			_, err = b.svc.Download(alice, id)
+			require.ErrorIs(t, err, service.ErrExpired)
+			_, err = service.FindByID[map[string]any](alice, b.svc, id)
+			require.ErrorIs(t, err, service.ErrExpired)
+			require.True(t, b.hasObject(r.Key), "refusal is independent of cleanup: the bytes are still stored")
+
+			n, err := b.svc.CleanupExpiredTemporaryFiles(context.Background(), nil, 0)
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			require.False(t, b.hasObject(r.Key))
+			_, err = b.svc.Find(alice, id)
+			requireNotFound(t, err)
+		})
+	}
+}
+
+func TestSetExtraData(t *testing.T) {
+	t.Parallel()
+	b := setup(t, service.DriverLocal)
+	f, err := b.svc.UploadLegacy(alice, strings.NewReader(pdf), "report.pdf", nil, invoiceData{Pages: 3}, nil)
+	require.NoError(t, err)
+	id := f.ID.String()
+	require.NoError(t, service.SetExtraData(alice, b.svc, id, map[string]any{"source": "scanner"}))
+	got, err := service.FindByID[invoiceData](alice, b.svc, id)
+	require.NoError(t, err)
+	require.Equal(t, invoiceData{Pages: 3, Source: "scanner"}, got.ExtraData, "a merge, not a replace")
+
+	require.ErrorIs(t, service.SetExtraData(alice, b.svc, id, []string{"x"}), service.ErrInvalidMeta)
+	require.ErrorIs(t, service.SetExtraData(alice, b.svc, id, map[string]any{"big": strings.Repeat("x", 70_000)}), service.ErrInvalidMeta)
+	requireNotFound(t, service.SetExtraData(as("globex", "alice"), b.svc, id, map[string]any{"a": 1}))
+}

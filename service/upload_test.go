@@ -331,3 +331,34 @@ func TestUploadStreamsFromAReader(t *testing.T) {
 	require.Equal(t, body, b.readObject(r.Key))
 	require.Regexp(t, `^sha256:[A-Za-z0-9+/]{43}=$`, *r.Checksum)
 }
+
+// Rule 8: the retry sweep handles settled deletion claims first and gives
+// only the capacity left to expired upload tombstones.
+func TestRule8SettledClaimsBeforeTombstones(t *testing.T) {
+	t.Parallel()
+	b := setup(t, service.DriverLocal)
+	ctx := context.Background()
+	// An expired buffer upload (its writer died) ...
+	dead, err := b.q.FileInsertHidden(ctx, b.db.Pool, db.FileInsertHiddenParams{
+		ID: uuidOf(t, "1f0e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"), TenantCode: "acme", UserID: "alice", Key: "core/t-x/1f0e2d3c-4b5a-4978-8695-a4b3c2d1e0f9.pdf",
+		OriginalName: "r.pdf", ContentType: "application/pdf", Visibility: "private", Disposition: "attachment",
+		ExtraData: json.RawMessage(`{}`), ActivationLease: 15 * time.Minute, Now: ptr(b.clock.Now().Add(-time.Hour)),
+	})
+	require.NoError(t, err)
+	// ... and a deletion whose storage call failed (released to a retry).
+	f := b.upload(alice)
+	b.store.Inject(storagefault.Fault{Op: storagefault.OpDelete, Mode: storagefault.Before, Nth: 1})
+	require.NoError(t, b.svc.DeleteByID(alice, f.ID.String()))
+	b.clock.Advance(time.Minute)
+
+	n, err := b.svc.UnsafeSystemRetryPendingDeletions(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Nil(t, b.row(f.ID).DeletionPendingAt, "the settled claim went first")
+	require.Nil(t, b.row(dead.ID).DeletedAt, "the tombstone waits for capacity")
+
+	n, err = b.svc.UnsafeSystemRetryPendingDeletions(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.NotNil(t, b.row(dead.ID).DeletedAt, "then the tombstone")
+}

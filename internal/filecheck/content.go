@@ -15,7 +15,7 @@ const headSize = 3072
 // textChunk is the read size of the streaming UTF-8 check.
 const textChunk = 64 << 10
 
-func (p Policy) checkContent(r Result, size int64, ra io.ReaderAt) error {
+func (p Policy) checkContent(r Result, size int64, ra io.ReaderAt, bounded bool) error {
 	t, _ := typeByMIME(r.ContentType)
 	if t.kind == kindOOXML {
 		if p.ValidateMagicBytes {
@@ -48,6 +48,9 @@ func (p Policy) checkContent(r Result, size int64, ra io.ReaderAt) error {
 			if ot, _ := typeByMIME(other); ot.kind == kindBinary || ot.kind == kindOOXML {
 				return invalid(RuleContentOtherType, "the content is %s, not %s", other, t.mime)
 			}
+		}
+		if bounded && size > int64(len(head)) {
+			return checkTextHead(head, t.kind == kindJSON)
 		}
 		if err := checkUTF8(io.NewSectionReader(ra, 0, size)); err != nil {
 			return err
@@ -133,4 +136,23 @@ func lastCompleteBoundary(b []byte) int {
 		}
 	}
 	return len(b)
+}
+
+// checkTextHead checks the leading bytes of a larger text: no NUL, valid
+// UTF-8 up to the last complete character, and for JSON a first character
+// that can start a value.
+func checkTextHead(head []byte, isJSON bool) error {
+	if bytes.IndexByte(head, 0) >= 0 {
+		return invalid(RuleContentNUL, "text contains a NUL byte")
+	}
+	if !utf8.Valid(head[:lastCompleteBoundary(head)]) {
+		return invalid(RuleContentUTF8, "text is not valid UTF-8")
+	}
+	if isJSON {
+		trimmed := bytes.TrimLeft(head, " \t\r\n")
+		if len(trimmed) > 0 && !bytes.ContainsRune([]byte(`{["tfn-0123456789`), rune(trimmed[0])) {
+			return invalid(RuleContentJSON, "not valid JSON")
+		}
+	}
+	return nil
 }

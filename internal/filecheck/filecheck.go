@@ -213,7 +213,23 @@ func (p Policy) Check(m Meta, content io.ReaderAt) (Result, int64, error) {
 		return Result{}, 0, err
 	}
 	cr := &CountingReaderAt{R: content}
-	err = p.checkContent(r, m.Size, cr)
+	err = p.checkContent(r, m.Size, cr, false)
+	return r, cr.N, err
+}
+
+// CheckStored is Check for an object already in storage, read through
+// ranged reads: the same rules, but text, CSV and JSON are checked on their
+// leading bytes only (UTF-8, no NUL, a JSON value's first character), so
+// the bytes read stay bounded whatever the size. Binary signatures always
+// needed only the leading bytes, and the OOXML check reads the central
+// directory and local headers.
+func (p Policy) CheckStored(m Meta, content io.ReaderAt) (Result, int64, error) {
+	r, err := p.CheckMeta(m)
+	if err != nil {
+		return Result{}, 0, err
+	}
+	cr := &CountingReaderAt{R: content}
+	err = p.checkContent(r, m.Size, cr, true)
 	return r, cr.N, err
 }
 

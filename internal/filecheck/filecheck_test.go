@@ -253,3 +253,26 @@ func TestGetContent(t *testing.T) {
 
 	require.Equal(t, filecheck.Content{}, filecheck.GetContent(""))
 }
+
+// TestCheckStoredReadsABoundedHead: on a large text the stored-object check
+// reads the leading bytes only, and still refuses a bad head.
+func TestCheckStoredReadsABoundedHead(t *testing.T) {
+	t.Parallel()
+	p := filecheck.DefaultPolicy()
+	big := bytes.Repeat([]byte("ok text ✓\n"), 100_000)
+	_, n, err := p.CheckStored(filecheck.Meta{Name: "a.txt", Size: int64(len(big))}, bytes.NewReader(big))
+	require.NoError(t, err)
+	require.LessOrEqual(t, n, int64(3072))
+	_, n, err = p.Check(filecheck.Meta{Name: "a.txt", Size: int64(len(big))}, bytes.NewReader(big))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, n, int64(len(big)), "the buffer-upload check reads everything")
+
+	bad := append([]byte("bad\x00"), big...)
+	_, _, err = p.CheckStored(filecheck.Meta{Name: "a.txt", Size: int64(len(bad))}, bytes.NewReader(bad))
+	require.Equal(t, filecheck.RuleContentNUL, filecheck.RuleOf(err))
+	js := append([]byte("  <html>"), big...)
+	_, _, err = p.CheckStored(filecheck.Meta{Name: "a.json", Size: int64(len(js))}, bytes.NewReader(js))
+	require.Equal(t, filecheck.RuleContentJSON, filecheck.RuleOf(err))
+	_, _, err = p.CheckStored(filecheck.Meta{Name: "d.docx", Size: int64(len(docx(t)))}, bytes.NewReader(docx(t)))
+	require.NoError(t, err, "OOXML packages get the same structure check")
+}

@@ -1,0 +1,442 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/internal/filecheck"
+	"github.com/uploadedfile/uploadedfile/internal/objectkey"
+	"github.com/uploadedfile/uploadedfile/internal/storage"
+)
+
+// InitiateInput is InitiateUploadedFileInput: the four parts a direct
+// upload declares up front.
+type InitiateInput struct {
+	OriginalName string
+	ContentType  string
+	SizeBytes    int64
+	// Checksum is "sha256:<base64 of the 32-byte digest>".
+	Checksum string
+}
+
+// UploadTarget is a provider-neutral, one-object upload instruction: send
+// the bytes with Method to URL with exactly Headers before ExpiresAt. On
+// the local driver the target is the service's own content route, which
+// also needs the caller's bearer token.
+type UploadTarget struct {
+	Method    string
+	URL       string
+	Headers   map[string]string
+	ExpiresAt time.Time
+}
+
+// InitiateResult is InitiateUploadedFileResult: the new file's id, its
+// upload target, and its private pending metadata.
+type InitiateResult struct {
+	ID     uuid.UUID
+	Upload UploadTarget
+	File   *Result
+}
+
+// InitiateUpload starts a direct upload: the declared name, type and size
+// are checked like a buffer upload's, the row is persisted (pending, with a
+// private staging key, a distinct final key, the upload expiry and the
+// in-flight cleanup lease) and only then is the target returned.
+func (s *Service) InitiateUpload(ctx context.Context, in InitiateInput, opts *UploadOptions) (*InitiateResult, error) {
+	o := derefOptions(opts)
+	return s.initiate(ctx, in, o, false)
+}
+
+// InitiateTemporaryUpload is InitiateUpload for a temporary file: always
+// private, expiring 24 hours after completion; it takes no visibility or
+// lifetime.
+func (s *Service) InitiateTemporaryUpload(ctx context.Context, in InitiateInput, opts *TemporaryUploadOptions) (*InitiateResult, error) {
+	var o UploadOptions
+	if opts != nil {
+		o = UploadOptions{ContentType: opts.ContentType, AllowedMIMETypes: opts.AllowedMIMETypes, MaxFileSizeBytes: opts.MaxFileSizeBytes, Disposition: opts.Disposition}
+	}
+	return s.initiate(ctx, in, o, true)
+}
+
+// parseChecksum reads "sha256:<base64>"; any other form or algorithm is
+// ErrInvalidMeta.
+func parseChecksum(c string) ([]byte, error) {
+	algo, value, ok := strings.Cut(c, ":")
+	if !ok || algo != "sha256" {
+		return nil, ErrInvalidMeta
+	}
+	sum, err := base64.StdEncoding.DecodeString(value)
+	if err != nil || len(sum) != 32 {
+		return nil, ErrInvalidMeta
+	}
+	return sum, nil
+}
+
+func (s *Service) initiate(ctx context.Context, in InitiateInput, o UploadOptions, temporary bool) (*InitiateResult, error) {
+	a, err := s.authorize(ctx, OpCreate, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	if in.ContentType == "" {
+		return nil, ErrInvalidMeta
+	}
+	sum, err := parseChecksum(in.Checksum)
+	if err != nil {
+		return nil, err
+	}
+	vis, disp, err := s.uploadModes(o.Visibility, o.Disposition, temporary)
+	if err != nil {
+		return nil, err
+	}
+	checked, err := s.cfg.policy.Narrow(o.AllowedMIMETypes, o.MaxFileSizeBytes).CheckMeta(filecheck.Meta{Name: in.OriginalName, DeclaredType: in.ContentType, Size: in.SizeBytes})
+	if err != nil {
+		return nil, s.checkError(ctx, err)
+	}
+	id := uuid.New()
+	final, staging, err := objectkey.Pair(s.cfg.Folder, a.scope.TenantCode, a.scope.DepartmentCode, id, checked.Extension)
+	if err != nil {
+		return nil, ErrInvalidMeta
+	}
+	row, err := s.q.FileInsertPending(ctx, s.db, db.FileInsertPendingParams{
+		ID: id, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, UserID: a.scope.UserID,
+		Key: final, PendingKey: &staging, OriginalName: checked.Name, SizeBytes: in.SizeBytes, ContentType: checked.ContentType,
+		Visibility: string(vis), Disposition: string(disp), IsTemporary: temporary, Checksum: &in.Checksum,
+		UploadTTL: s.cfg.uploadURLTTL, CleanupLease: s.cfg.uploadURLTTL + completionLease + directCleanupGrace, Now: s.now(),
+	})
+	if err != nil {
+		return nil, s.internalError(ctx, ErrUploadFailed, "insert pending upload", err)
+	}
+	target, err := s.target(ctx, row, sum)
+	if err != nil {
+		// The row exists but no target was handed out: abort it durably.
+		if claimed, cerr := s.q.FileClaimAbort(ctx, s.db, db.FileClaimAbortParams{
+			ID: id, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, DeletionLease: deletionLease, Now: s.now(),
+		}); cerr == nil {
+			cctx, cancel := detached(ctx)
+			defer cancel()
+			s.finishDeletion(cctx, claimed)
+		}
+		return nil, s.internalError(ctx, ErrUploadFailed, "create upload target", err, "file_id", id)
+	}
+	return &InitiateResult{ID: id, Upload: target, File: resultFromRow(row, URL{})}, nil
+}
+
+// target builds the upload instructions: a presigned PUT of the staging key
+// (S3), or the authenticated content route (local).
+func (s *Service) target(ctx context.Context, row db.UploadedFile, sum []byte) (UploadTarget, error) {
+	expires := *row.UploadExpiresAt
+	if s.store.Kind() != storage.KindS3 {
+		return UploadTarget{
+			Method: http.MethodPut,
+			URL:    s.cfg.Host + "/" + s.cfg.DownloadPath + "/" + row.ID.String() + "/content",
+			Headers: map[string]string{
+				"Content-Type":   row.ContentType,
+				"Content-Length": strconv.FormatInt(row.SizeBytes, 10),
+			},
+			ExpiresAt: expires,
+		}, nil
+	}
+	p, err := s.store.PresignPut(ctx, *row.PendingKey, storage.PresignPutOptions{
+		ContentType: row.ContentType, Size: row.SizeBytes, SHA256: sum, Expires: s.cfg.uploadURLTTL,
+	})
+	if err != nil {
+		return UploadTarget{}, err
+	}
+	h := make(map[string]string, len(p.Header))
+	for k, v := range p.Header {
+		h[k] = strings.Join(v, ",")
+	}
+	return UploadTarget{Method: p.Method, URL: p.URL, Headers: h, ExpiresAt: expires}, nil
+}
+
+// PutUploadContent writes the staging object of a pending direct upload
+// from r (the local driver's target; on S3 the client writes to the
+// presigned URL instead and this is ErrNotFound). The bytes must be exactly
+// the declared size and checksum, and the staging object is written once.
+func (s *Service) PutUploadContent(ctx context.Context, id string, r io.Reader) (*Result, error) {
+	if s.store.Kind() == storage.KindS3 {
+		return nil, ErrNotFound
+	}
+	row, dbNow, _, err := s.direct(ctx, OpPutContent, id)
+	if err != nil {
+		return nil, err
+	}
+	if Status(row.Status) != StatusPending {
+		return nil, ErrUploadCompleting
+	}
+	if !dbNow.Before(*row.UploadExpiresAt) {
+		return nil, ErrUploadExpired
+	}
+	sum, err := parseChecksum(deref(row.Checksum))
+	if err != nil {
+		return nil, ErrUploadVerificationFailed
+	}
+	_, err = s.store.Put(ctx, *row.PendingKey, r, storage.PutOptions{ContentType: row.ContentType, Size: row.SizeBytes, SHA256: sum})
+	switch {
+	case errors.Is(err, storage.ErrPrecondition):
+		return nil, ErrUploadVerificationFailed
+	case errors.Is(err, storage.ErrExists):
+		return nil, &invalidUpload{rule: "content.already-written"}
+	case err != nil:
+		return nil, s.internalError(ctx, ErrUploadFailed, "write staging object", err, "file_id", row.ID)
+	}
+	return resultFromRow(row, URL{}), nil
+}
+
+// direct authorizes op and loads the direct upload id within the scope.
+func (s *Service) direct(ctx context.Context, op Operation, id string) (db.UploadedFile, time.Time, access, error) {
+	uid, err := parseID(id)
+	if err != nil {
+		return db.UploadedFile{}, time.Time{}, access{}, err
+	}
+	a, err := s.authorize(ctx, op, []uuid.UUID{uid}, nil)
+	if err != nil {
+		return db.UploadedFile{}, time.Time{}, access{}, err
+	}
+	row, err := s.q.FileGetDirect(ctx, s.db, db.FileGetDirectParams{
+		ID: uid, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(), Now: s.now(),
+	})
+	if err != nil {
+		return db.UploadedFile{}, time.Time{}, access{}, s.lookupError(ctx, err)
+	}
+	return row.UploadedFile, row.DBNow, a, nil
+}
+
+// CompleteUpload verifies the staging object with metadata and bounded
+// ranged reads (size, type, checksum, version; signatures from the leading
+// bytes; the OOXML structure over the central directory), claims the
+// completion (pending -> completing, with a lease), promotes the object to
+// its final key without streaming it through the service, verifies the
+// final object and finalizes (completing -> ready). Completing a ready file
+// returns it again. Wrong bytes fail the upload durably
+// (ErrUploadVerificationFailed); an expired target is ErrUploadExpired;
+// another live completer is ErrUploadCompleting; an expired completion
+// lease is taken over.
+func (s *Service) CompleteUpload(ctx context.Context, id string) (*Result, error) {
+	row, dbNow, a, err := s.direct(ctx, OpComplete, id)
+	if err != nil {
+		return nil, err
+	}
+	switch Status(row.Status) {
+	case StatusReady:
+		return s.result(ctx, row, &dbNow)
+	case StatusCompleting:
+		if row.CompletionLeaseUntil.After(dbNow) {
+			return nil, ErrUploadCompleting
+		}
+		staging, err := s.stagingVersion(ctx, row)
+		if err != nil {
+			return nil, err
+		}
+		taken, err := s.q.FileTakeOverCompletion(ctx, s.db, db.FileTakeOverCompletionParams{
+			ID: row.ID, TenantCode: a.scope.TenantCode, ETag: staging, ExpiredLease: *row.CompletionLeaseUntil,
+			CompletionLease: completionLease, Now: s.now(),
+		})
+		if err != nil {
+			return nil, s.claimLost(ctx, err)
+		}
+		return s.completeClaimed(ctx, taken)
+	case StatusPending:
+		if !dbNow.Before(*row.UploadExpiresAt) {
+			return nil, ErrUploadExpired
+		}
+		staging, err := s.stagingVersion(ctx, row)
+		if err != nil {
+			return nil, err
+		}
+		claimed, err := s.q.FileClaimCompletion(ctx, s.db, db.FileClaimCompletionParams{
+			ID: row.ID, TenantCode: a.scope.TenantCode, ETag: staging, CompletionLease: completionLease, Now: s.now(),
+		})
+		if err != nil {
+			return nil, s.claimLost(ctx, err)
+		}
+		return s.completeClaimed(ctx, claimed)
+	default:
+		return nil, ErrNotFound
+	}
+}
+
+// stagingVersion returns the ETag of the staging object, or of the final
+// object when a previous completer already promoted and unlinked the
+// staging name. No object at all: nothing was uploaded yet.
+func (s *Service) stagingVersion(ctx context.Context, row db.UploadedFile) (*string, error) {
+	oi, err := s.store.Stat(ctx, *row.PendingKey)
+	if errors.Is(err, storage.ErrNotFound) {
+		oi, err = s.store.Stat(ctx, row.Key)
+	}
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return nil, ErrUploadVerificationFailed
+	case err != nil:
+		return nil, s.internalError(ctx, ErrUploadFailed, "stat staging object", err, "file_id", row.ID)
+	}
+	return &oi.ETag, nil
+}
+
+// claimLost maps a completion claim that matched no row.
+func (s *Service) claimLost(ctx context.Context, err error) error {
+	if isNoRows(err) {
+		return ErrUploadCompleting
+	}
+	return s.internalError(ctx, ErrUploadFailed, "claim completion", err)
+}
+
+// completeClaimed runs the completion while holding the lease in row.
+func (s *Service) completeClaimed(ctx context.Context, row db.UploadedFile) (*Result, error) {
+	sum, err := parseChecksum(deref(row.Checksum))
+	if err != nil {
+		return nil, s.failUpload(ctx, row, "bad declared checksum")
+	}
+	final, err := s.store.Stat(ctx, row.Key)
+	if errors.Is(err, storage.ErrNotFound) {
+		if err := s.verifyStaging(ctx, row, sum); err != nil {
+			return nil, err
+		}
+		final, err = s.store.Promote(ctx, *row.PendingKey, row.Key, deref(row.ETag))
+		switch {
+		case errors.Is(err, storage.ErrExists):
+			final, err = s.store.Stat(ctx, row.Key)
+		case errors.Is(err, storage.ErrPrecondition), errors.Is(err, storage.ErrNotFound):
+			return nil, s.failUpload(ctx, row, "staging object changed after verification")
+		}
+	}
+	if err != nil {
+		return nil, s.internalError(ctx, ErrUploadFailed, "promote upload", err, "file_id", row.ID)
+	}
+	if final.Size != row.SizeBytes || !bytes.Equal(final.SHA256, sum) {
+		return nil, s.failUpload(ctx, row, "final object does not match the declaration")
+	}
+	retain := s.store.Kind() == storage.KindS3
+	if !retain {
+		// Local: the final name is a hard link; drop the staging name now.
+		if err := s.store.Delete(ctx, *row.PendingKey); err != nil {
+			return nil, s.internalError(ctx, ErrUploadFailed, "unlink staging name", err, "file_id", row.ID)
+		}
+	}
+	ready, err := s.q.FileFinalizeCompletion(ctx, s.db, db.FileFinalizeCompletionParams{
+		ID: row.ID, Lease: *row.CompletionLeaseUntil, FinalETag: optional(final.ETag), RetainStaging: retain, Now: s.now(),
+	})
+	if err != nil {
+		// The lease was lost: the instance that took it over finishes.
+		return nil, s.claimLost(ctx, err)
+	}
+	return s.result(ctx, ready, nil)
+}
+
+// verifyStaging checks the staging object against the declaration with
+// metadata and bounded ranged reads; wrong bytes fail the upload durably.
+func (s *Service) verifyStaging(ctx context.Context, row db.UploadedFile, sum []byte) error {
+	oi, err := s.store.Stat(ctx, *row.PendingKey)
+	if err != nil {
+		return s.internalError(ctx, ErrUploadFailed, "stat staging object", err, "file_id", row.ID)
+	}
+	switch {
+	case oi.ETag != deref(row.ETag):
+		return s.failUpload(ctx, row, "staging object changed after the claim")
+	case oi.Size != row.SizeBytes:
+		return s.failUpload(ctx, row, "size differs from the declaration")
+	case !bytes.Equal(oi.SHA256, sum):
+		return s.failUpload(ctx, row, "checksum differs from the declaration")
+	case oi.ContentType != "" && oi.ContentType != row.ContentType:
+		return s.failUpload(ctx, row, "content type differs from the declaration")
+	}
+	ra := &objectReaderAt{ctx: ctx, store: s.store, key: *row.PendingKey}
+	_, _, err = s.cfg.policy.CheckStored(filecheck.Meta{Name: row.OriginalName, DeclaredType: row.ContentType, Size: row.SizeBytes}, ra)
+	if ra.err != nil {
+		return s.internalError(ctx, ErrUploadFailed, "read staging object", ra.err, "file_id", row.ID)
+	}
+	if err != nil {
+		return s.failUpload(ctx, row, "content check: "+filecheck.RuleOf(err))
+	}
+	return nil
+}
+
+// failUpload fails a completing upload durably (with a deletion claim in
+// the same statement), deletes its objects and reports the verification
+// failure.
+func (s *Service) failUpload(ctx context.Context, row db.UploadedFile, reason string) error {
+	s.log.InfoContext(ctx, "direct upload refused", "file_id", row.ID, "reason", reason)
+	failed, err := s.q.FileFailCompletion(ctx, s.db, db.FileFailCompletionParams{
+		ID: row.ID, Lease: *row.CompletionLeaseUntil, DeletionLease: deletionLease, Now: s.now(),
+	})
+	if err != nil {
+		return s.claimLost(ctx, err)
+	}
+	cctx, cancel := detached(ctx)
+	defer cancel()
+	s.finishDeletion(cctx, failed)
+	return ErrUploadVerificationFailed
+}
+
+// AbortUpload aborts a pending direct upload durably: a deletion claim,
+// then its objects, then the soft delete (kept as a tombstone until the
+// upload target can no longer be written). A completing upload is
+// ErrUploadCompleting.
+func (s *Service) AbortUpload(ctx context.Context, id string) error {
+	row, _, a, err := s.direct(ctx, OpAbort, id)
+	if err != nil {
+		return err
+	}
+	if Status(row.Status) != StatusPending {
+		if Status(row.Status) == StatusCompleting {
+			return ErrUploadCompleting
+		}
+		return ErrNotFound
+	}
+	claimed, err := s.q.FileClaimAbort(ctx, s.db, db.FileClaimAbortParams{
+		ID: row.ID, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(),
+		DeletionLease: deletionLease, Now: s.now(),
+	})
+	switch {
+	case isNoRows(err):
+		return ErrUploadCompleting // claimed by a completer meanwhile
+	case err != nil:
+		return s.internalError(ctx, ErrDeleteFailed, "claim abort", err, "file_id", row.ID)
+	}
+	cctx, cancel := detached(ctx)
+	defer cancel()
+	s.finishDeletion(cctx, claimed)
+	return nil
+}
+
+// objectReaderAt reads an object through ranged reads, remembering the
+// first storage error (so a storage failure is not mistaken for bad bytes).
+type objectReaderAt struct {
+	ctx   context.Context
+	store storage.Store
+	key   string
+	err   error
+}
+
+func (o *objectReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	rc, err := o.store.Open(o.ctx, o.key, &storage.Range{Offset: off, Length: int64(len(p))})
+	if err != nil {
+		if errors.Is(err, storage.ErrInvalidArgument) {
+			return 0, io.EOF
+		}
+		o.err = err
+		return 0, err
+	}
+	defer rc.Close()
+	n, err := io.ReadFull(rc, p)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return n, io.EOF
+	}
+	if err != nil {
+		o.err = err
+	}
+	return n, err
+}

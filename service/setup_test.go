@@ -284,3 +284,5 @@ func (b *bundle) exec(sql string, args ...any) {
 	_, err := b.db.Pool.Exec(context.Background(), sql, args...)
 	require.NoError(b.t, err)
 }
+
+func bytesReader(s string) *strings.Reader { return strings.NewReader(s) }

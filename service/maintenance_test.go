@@ -1,0 +1,108 @@
+package service_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/internal/storage/storagefault"
+	"github.com/uploadedfile/uploadedfile/service"
+)
+
+func TestPurgeUnusedBefore(t *testing.T) {
+	t.Parallel()
+	b := setup(t, service.DriverLocal)
+	ctx := context.Background()
+	old, used := b.upload(alice), b.upload(alice)
+	require.NoError(t, b.svc.MarkUsed(alice, []string{used.ID.String()}, nil, nil))
+	b.clock.Advance(31 * 24 * time.Hour)
+	young := b.upload(as("globex", "bob"))
+
+	n, err := b.svc.UnsafeSystemPurgeUnusedBefore(ctx, b.clock.Now().Add(-30*24*time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.False(t, b.hasObject(old.Key), "unused and old: purged")
+	require.True(t, b.hasObject(used.Key), "used files stay")
+	require.True(t, b.hasObject(young.Key), "young files stay")
+	b.checkInvariants()
+}
+
+// TestSweepFaults: a storage failure inside each sweep releases the row to a
+// retry one minute ahead; the rest of the batch still advances, and the next
+// run finishes it.
+func TestSweepFaults(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, c := range map[string]struct {
+		prepare func(b *bundle) int // returns how many rows the sweep should finish
+		sweep   func(b *bundle) (int, error)
+		retry   func(b *bundle) (int, error) // what finishes a released row; default sweep
+	}{
+		"temporary": {
+			prepare: func(b *bundle) int {
+				for range 3 {
+					_, err := b.svc.UploadTemporary(alice, bytesReader(pdf), "r.pdf", nil)
+					require.NoError(b.t, err)
+				}
+				b.clock.Advance(24 * time.Hour)
+				return 3
+			},
+			sweep: func(b *bundle) (int, error) { return b.svc.CleanupExpiredTemporaryFiles(ctx, nil, 0) },
+			// A claimed temporary file is no longer the temporary sweep's:
+			// its released claim is the deletion-retry sweep's.
+			retry: func(b *bundle) (int, error) { return b.svc.UnsafeSystemRetryPendingDeletions(ctx, 0) },
+		},
+		"staging": {
+			prepare: func(b *bundle) int {
+				body := realDOCX(b.t)
+				for range 3 {
+					init, err := b.svc.InitiateUpload(alice, input("plan.docx", docxType, body), nil)
+					require.NoError(b.t, err)
+					b.write(alice, init, body)
+					_, err = b.svc.CompleteUpload(alice, init.ID.String())
+					require.NoError(b.t, err)
+				}
+				return 3
+			},
+			sweep: func(b *bundle) (int, error) { return b.svc.UnsafeSystemCleanupCompletedStaging(ctx, 0) },
+		},
+		"pending": {
+			prepare: func(b *bundle) int {
+				body := realDOCX(b.t)
+				for range 3 {
+					init, err := b.svc.InitiateUpload(alice, input("plan.docx", docxType, body), nil)
+					require.NoError(b.t, err)
+					b.write(alice, init, body)
+				}
+				b.clock.Advance(2 * time.Hour)
+				return 3
+			},
+			sweep: func(b *bundle) (int, error) { return b.svc.CleanupPendingUploads(ctx, 0) },
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, service.DriverS3)
+			want := c.prepare(b)
+			b.store.Inject(storagefault.Fault{Op: storagefault.OpDelete, Mode: storagefault.Before, Nth: 1})
+			n, err := c.sweep(b)
+			require.NoError(t, err)
+			require.Equal(t, want-1, n, "the failing row does not stop the others")
+			b.checkInvariants()
+			retry := c.retry
+			if retry == nil {
+				retry = c.sweep
+			}
+			n, err = retry(b)
+			require.NoError(t, err)
+			require.Zero(t, n, "the failed row waits for its retry marker")
+			b.clock.Advance(time.Minute)
+			n, err = retry(b)
+			require.NoError(t, err)
+			require.Equal(t, 1, n, "and is finished after it")
+			b.checkInvariants()
+		})
+	}
+}

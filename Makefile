@@ -22,13 +22,24 @@ tools:
 	$(TOOL) -n sqlc >/dev/null
 	$(TOOL) -n staticcheck >/dev/null
 
-## generate: typed SQL (gen/db) from db/queries against db/migrations.
+## generate: typed SQL (gen/db) from db/queries against db/migrations; the
+## strict server (gen/api) and the Go client (gen/client) from api/openapi.yaml.
 generate:
 	$(TOOL) sqlc generate
+	$(TOOL) oapi-codegen -config api/server.cfg.yaml api/openapi.yaml
+	$(TOOL) oapi-codegen -config api/client.cfg.yaml api/openapi.yaml
 
-## verify-generated: fail when gen/ differs from what the generators produce.
+## verify-generated: fail when gen/ differs from what the generators produce
+## (regenerated into a temporary directory; the working tree is not touched).
 verify-generated:
 	$(TOOL) sqlc diff
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	sed "s#^output: .*#output: $$tmp/api.gen.go#" api/server.cfg.yaml > $$tmp/server.cfg.yaml && \
+	sed "s#^output: .*#output: $$tmp/client.gen.go#" api/client.cfg.yaml > $$tmp/client.cfg.yaml && \
+	$(TOOL) oapi-codegen -config $$tmp/server.cfg.yaml api/openapi.yaml && \
+	$(TOOL) oapi-codegen -config $$tmp/client.cfg.yaml api/openapi.yaml && \
+	diff -u gen/api/api.gen.go $$tmp/api.gen.go >/dev/null && diff -u gen/client/client.gen.go $$tmp/client.gen.go >/dev/null || \
+	{ echo "gen/api or gen/client is stale: run make generate"; exit 1; }
 
 vet:
 	$(GO) vet ./...

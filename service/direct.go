@@ -109,7 +109,7 @@ func (s *Service) initiate(ctx context.Context, in InitiateInput, o UploadOption
 	}
 	row, err := s.q.FileInsertPending(ctx, s.db, db.FileInsertPendingParams{
 		ID: id, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, UserID: a.scope.UserID,
-		Key: final, PendingKey: &staging, OriginalName: checked.Name, SizeBytes: in.SizeBytes, ContentType: checked.ContentType,
+		Key: final, CDN: s.persistedCDN(id, final, vis), PendingKey: &staging, OriginalName: checked.Name, SizeBytes: in.SizeBytes, ContentType: checked.ContentType,
 		Visibility: string(vis), Disposition: string(disp), IsTemporary: temporary, Checksum: &in.Checksum,
 		UploadTTL: s.cfg.uploadURLTTL, CleanupLease: s.cfg.uploadURLTTL + completionLease + directCleanupGrace, Now: s.now(),
 	})

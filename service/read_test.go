@@ -80,7 +80,7 @@ func TestDownloadPathMovesURLs(t *testing.T) {
 	b := setup(t, service.DriverLocal, func(c *service.Config) { c.DownloadPath = "/files/v1/" })
 	r := b.upload(alice)
 	require.Equal(t, "https://files.example.test/files/v1/"+r.ID.String()+"/download", r.URL)
-	require.Equal(t, "/files/v1/"+r.ID.String(), *r.CDN)
+	require.Equal(t, "urn:uploadedfile:"+r.ID.String(), *r.CDN, "a private file's persisted reference is not a URL")
 }
 
 func TestTemporaryExpiryRefusesReads(t *testing.T) {

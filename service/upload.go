@@ -279,13 +279,14 @@ func (s *Service) settleFailedUpload(ctx context.Context, a access, id uuid.UUID
 }
 
 // persistedCDN is the legacy cdn reference stored with the row: the public
-// URL of a public file when a CDN base is configured, otherwise the
-// download route of the file.
+// URL of a public file when a CDN base is configured (legacy callers read
+// it as such); otherwise an opaque, stable reference, urn:uploadedfile:<id>,
+// that exact-reference operations accept and no response ever carries.
 func (s *Service) persistedCDN(id uuid.UUID, key string, vis Visibility) *string {
 	if vis == Public && s.cfg.CDNBaseURL != "" {
 		return ptr(s.cfg.CDNBaseURL + "/" + escapeKey(key))
 	}
-	return ptr("/" + s.cfg.DownloadPath + "/" + id.String())
+	return ptr("urn:uploadedfile:" + id.String())
 }
 
 // spooled is an upload written to an anonymous temporary file while it was

@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,12 +64,11 @@ func TestMigrateCommand(t *testing.T) {
 	require.ErrorContains(t, err, "unsupported database URL scheme")
 }
 
-// TestServeDevCreatesDatabaseAndAnswersHealth: --dev creates a missing
-// database, migrates it, serves /healthz and /readyz, and shuts down on
-// cancel.
-func TestServeDevCreatesDatabaseAndAnswersHealth(t *testing.T) {
+// TestServeDev follows the README as a new user would: `serve --dev`
+// creates the database, prints a token and curl lines; with them a file is
+// uploaded, read, downloaded and deleted; the server stops on cancel.
+func TestServeDev(t *testing.T) {
 	t.Parallel()
-	// A database that does not exist yet, on the test server.
 	u, err := url.Parse(pgtest.ServerURL())
 	require.NoError(t, err)
 	name := fmt.Sprintf("uploadedfile_devtest_%d_%d", os.Getpid(), time.Now().UnixNano())
@@ -78,26 +81,34 @@ func TestServeDevCreatesDatabaseAndAnswersHealth(t *testing.T) {
 		_, err = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 		require.NoError(t, err)
 	})
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+"\n"), 0o600))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
 		cmd := newRootCommand(pw, io.Discard)
-		cmd.SetArgs([]string{"--database-url", missing, "serve", "--dev", "--listen", "127.0.0.1:0"})
+		cmd.SetArgs([]string{"--database-url", missing, "serve", "--dev", "--listen", "127.0.0.1:0", "--config", cfgFile})
 		done <- cmd.ExecuteContext(ctx)
 		pw.Close()
 	}()
 
-	line := make([]byte, 256)
-	n, err := pr.Read(line)
-	require.NoError(t, err)
-	addr := regexp.MustCompile(`http://[0-9.:]+`).FindString(string(line[:n]))
-	require.NotEmpty(t, addr, "the server prints where it listens: %q", line[:n])
+	var out strings.Builder
+	buf := make([]byte, 4096)
+	tokenRE := regexp.MustCompile(`export TOKEN=(\S+)`)
+	for !strings.Contains(out.String(), "DELETE") {
+		n, err := pr.Read(buf)
+		require.NoError(t, err, "output so far: %s", out.String())
+		out.Write(buf[:n])
+	}
 	go io.Copy(io.Discard, pr) //nolint:errcheck
+	base := regexp.MustCompile(`listening on (http://[0-9.:]+)`).FindStringSubmatch(out.String())[1]
+	token := tokenRE.FindStringSubmatch(out.String())[1]
+	require.Contains(t, out.String(), "curl -s -H \"Authorization: Bearer $TOKEN\" -F file=@hello.txt "+base+"/uploaded-file")
 
 	for path, want := range map[string]string{"/healthz": "ok\n", "/readyz": "ready\n"} {
-		resp, err := http.Get(addr + path)
+		resp, err := http.Get(base + path)
 		require.NoError(t, err)
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
@@ -105,9 +116,47 @@ func TestServeDevCreatesDatabaseAndAnswersHealth(t *testing.T) {
 		require.Equal(t, want, string(body), path)
 	}
 
-	out, err := run(t, context.Background(), missing, "migrate", "version")
+	// The printed curl lines, done with net/http.
+	do := func(method, path string, body io.Reader, contentType string) (int, []byte) {
+		req, err := http.NewRequest(method, base+path, body)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	var form bytes.Buffer
+	mw := multipart.NewWriter(&form)
+	part, err := mw.CreateFormFile("file", "hello.txt")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261122000000\n", out, "serve migrated the new database")
+	_, _ = part.Write([]byte("hello, uploadedfile\n"))
+	require.NoError(t, mw.Close())
+	status, body := do(http.MethodPost, "/uploaded-file", &form, mw.FormDataContentType())
+	require.Equal(t, http.StatusCreated, status, "%s", body)
+	var created struct {
+		ID string `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal(body, &created))
+
+	status, body = do(http.MethodGet, "/uploaded-file/"+created.ID, nil, "")
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	require.Contains(t, string(body), `"originalName":"hello.txt"`)
+	status, body = do(http.MethodGet, "/uploaded-file/"+created.ID+"/download", nil, "")
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "hello, uploadedfile\n", string(body))
+	status, _ = do(http.MethodDelete, "/uploaded-file/"+created.ID, nil, "")
+	require.Equal(t, http.StatusNoContent, status)
+	status, _ = do(http.MethodGet, "/uploaded-file/"+created.ID, nil, "")
+	require.Equal(t, http.StatusNotFound, status)
+
+	out2, err := run(t, context.Background(), missing, "migrate", "version")
+	require.NoError(t, err)
+	require.Equal(t, "version: 20261122000000\n", out2, "serve migrated the new database")
 
 	cancel()
 	select {
@@ -116,4 +165,38 @@ func TestServeDevCreatesDatabaseAndAnswersHealth(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop after cancel")
 	}
+}
+
+func TestServeRefusesBadConfig(t *testing.T) {
+	t.Parallel()
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte("driver: local\nlocalRoot: "+t.TempDir()+"\nuploadUrlTtlSecs: 5\n"), 0o600))
+	_, err := run(t, context.Background(), pgtest.NewEmptyDatabase(t), "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
+	require.ErrorContains(t, err, "uploadUrlTtlSecs", "an unknown option is named")
+
+	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+"\nauth:\n  hmacSecret: "+strings.Repeat("s", 40)+"\npendingCleanupInterval: sometimes\n"), 0o600))
+	_, err = run(t, context.Background(), pgtest.NewEmptyDatabase(t), "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
+	require.ErrorContains(t, err, "pendingCleanupInterval")
+
+	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+"\n"), 0o600))
+	_, err = run(t, context.Background(), pgtest.NewEmptyDatabase(t), "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
+	require.ErrorContains(t, err, "auth", "no key source outside --dev")
+}
+
+func TestEnvKeys(t *testing.T) {
+	t.Parallel()
+	env := func() []string {
+		return []string{"UPLOADEDFILE_LOCAL_ROOT=/srv/files", "UPLOADEDFILE_UPLOAD_URL_TTL_SECONDS=120", "UPLOADEDFILE_CDN_BASE_URL=https://cdn.example.com",
+			"UPLOADEDFILE_ALLOWED_MIME_TYPES=image/png,application/pdf", "UPLOADEDFILE_REMOTE_CLONE__ALLOWED_HOSTS=a.example.com,b.example.com",
+			"UPLOADEDFILE_AUTH__HMAC_SECRET=s3cr3t", "DATABASE_URL=postgres://db/x", "OTHER=1"}
+	}
+	c, err := loadConfig("", env)
+	require.NoError(t, err)
+	require.Equal(t, "/srv/files", c.LocalRoot)
+	require.Equal(t, 120, c.UploadURLTTLSeconds)
+	require.Equal(t, "https://cdn.example.com", c.CDNBaseURL)
+	require.Equal(t, []string{"image/png", "application/pdf"}, c.AllowedMIMETypes)
+	require.Equal(t, []string{"a.example.com", "b.example.com"}, c.RemoteClone.AllowedHosts)
+	require.Equal(t, "s3cr3t", c.Auth.HMACSecret)
+	require.Equal(t, "postgres://db/x", c.DatabaseURL)
 }

@@ -2,14 +2,19 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -17,10 +22,12 @@ import (
 
 	"github.com/uploadedfile/uploadedfile/db/migrations"
 	"github.com/uploadedfile/uploadedfile/internal/httpapi"
+	"github.com/uploadedfile/uploadedfile/service"
 )
 
 // serveOptions are the flags of `serve`.
 type serveOptions struct {
+	config    string
 	listen    string
 	dev       bool
 	noMigrate bool
@@ -32,23 +39,46 @@ func newServeCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the HTTP server",
-		Long: `Run the HTTP server. Migrations are applied at start unless --no-migrate.
+		Long: `Run the HTTP server. Configuration: --config FILE (YAML, the spec's option
+names) and UPLOADEDFILE_<OPTION> environment variables; the database is
+DATABASE_URL. Migrations are applied at start unless --no-migrate.
 
---dev is for a first local run: the database named in DATABASE_URL is created
-when it does not exist yet.`,
+--dev is for a first local run: the database is created when missing, files
+go to ./upload, a random HMAC secret signs a ready-to-use token, and the
+token and curl lines to try the API are printed.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context(), g, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(o.config, os.Environ)
+			if err != nil {
+				return err
+			}
+			if cfg.DatabaseURL != "" && !cmd.Flags().Changed("database-url") && os.Getenv("DATABASE_URL") == "" {
+				g.databaseURL = cfg.DatabaseURL
+			}
+			if cfg.Listen != "" && !cmd.Flags().Changed("listen") {
+				o.listen = cfg.Listen
+			}
+			return serve(cmd.Context(), g, o, cfg)
+		},
 	}
+	cmd.Flags().StringVar(&o.config, "config", os.Getenv("UPLOADEDFILE_CONFIG"), "YAML configuration file (env UPLOADEDFILE_CONFIG)")
 	cmd.Flags().StringVar(&o.listen, "listen", envOr("UPLOADEDFILE_LISTEN", "127.0.0.1:8080"), "address to listen on (env UPLOADEDFILE_LISTEN)")
-	cmd.Flags().BoolVar(&o.dev, "dev", false, "development mode: create the database if it is missing")
+	cmd.Flags().BoolVar(&o.dev, "dev", false, "development mode: local files, a random signing secret, a printed token")
 	cmd.Flags().BoolVar(&o.noMigrate, "no-migrate", false, "do not apply migrations at start")
 	cmd.Flags().DurationVar(&o.drain, "shutdown-timeout", 30*time.Second, "how long in-flight requests may take to finish on shutdown")
 	return cmd
 }
 
-func serve(ctx context.Context, g *globals, o serveOptions) error {
+func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) error {
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("serve: listen: %w", err)
+	}
+	defer ln.Close()
+	base := "http://" + ln.Addr().String()
+	var devSecret []byte
 	if o.dev {
-		if err := ensureDatabase(ctx, g.databaseURL); err != nil {
+		if devSecret, err = devDefaults(ctx, g, &cfg, base); err != nil {
 			return err
 		}
 	}
@@ -62,18 +92,31 @@ func serve(ctx context.Context, g *globals, o serveOptions) error {
 		return errors.New("serve: the database URL is invalid")
 	}
 	defer pool.Close()
-
-	mux := http.NewServeMux()
-	httpapi.Health{Dependencies: map[string]httpapi.Pinger{"database": pool}}.Register(mux)
-
-	ln, err := net.Listen("tcp", o.listen)
+	svc, err := service.New(ctx, cfg.serviceConfig(), pool, service.WithLogger(g.logger))
 	if err != nil {
-		return fmt.Errorf("serve: listen: %w", err)
+		return err
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	g.logger.Info("listening", "addr", ln.Addr().String())
-	fmt.Fprintf(g.stdout, "uploadedfile listening on http://%s\n", ln.Addr())
+	defer svc.Close()
+	auth, err := cfg.authConfig()
+	if err != nil {
+		return err
+	}
+	guard, err := httpapi.NewGuard(ctx, auth)
+	if err != nil {
+		return err
+	}
+	defer guard.Close()
+	handler := httpapi.New(httpapi.Options{
+		Service: svc, Guard: guard, Logger: g.logger,
+		Health: httpapi.Health{Dependencies: map[string]httpapi.Pinger{"database": pool, "storage": svc}},
+	})
 
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	g.logger.Info("listening", "addr", ln.Addr().String(), "driver", svc.Driver())
+	fmt.Fprintf(g.stdout, "uploadedfile listening on %s\n", base)
+	if o.dev {
+		printDevHelp(g, base, devSecret)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -85,6 +128,58 @@ func serve(ctx context.Context, g *globals, o serveOptions) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), o.drain)
 	defer cancel()
 	return srv.Shutdown(shutdownCtx)
+}
+
+// devDefaults fills in a first local run: the database created, local
+// files under ./upload, this server as host, and a random HMAC secret
+// unless one is configured.
+func devDefaults(ctx context.Context, g *globals, cfg *fileConfig, base string) ([]byte, error) {
+	if err := ensureDatabase(ctx, g.databaseURL); err != nil {
+		return nil, err
+	}
+	if cfg.Driver == "" && cfg.AccessID == "" {
+		cfg.Driver = service.DriverLocal
+	}
+	if cfg.LocalRoot == "" {
+		abs, err := filepath.Abs("upload")
+		if err != nil {
+			return nil, err
+		}
+		cfg.LocalRoot = abs
+	}
+	if cfg.Host == "" {
+		cfg.Host = base
+	}
+	if cfg.Auth.HMACSecret == "" && cfg.Auth.JWKSFile == "" && cfg.Auth.JWKSURL == "" {
+		secret := make([]byte, 32)
+		_, _ = rand.Read(secret)
+		cfg.Auth.HMACSecret = hex.EncodeToString(secret)
+	}
+	return []byte(cfg.Auth.HMACSecret), nil
+}
+
+// printDevHelp prints a token for the dev user and curl lines to try the API.
+func printDevHelp(g *globals, base string, secret []byte) {
+	claims := jwt.MapClaims{"sub": "dev-user", "tenant": "dev", "scope": httpapi.HostScope, "exp": time.Now().Add(12 * time.Hour).Unix(), "iat": time.Now().Unix()}
+	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(secret)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(g.stdout, `
+Development mode: files under ./upload, a random signing secret for this run.
+A token for user "dev-user" of tenant "dev", valid 12 hours:
+
+  export TOKEN=%s
+
+Try it:
+
+  printf 'hello, uploadedfile\n' > hello.txt
+  curl -s -H "Authorization: Bearer $TOKEN" -F file=@hello.txt %s/uploaded-file
+  curl -s -H "Authorization: Bearer $TOKEN" %s/uploaded-file/<id>
+  curl -s -H "Authorization: Bearer $TOKEN" %s/uploaded-file/<id>/download
+  curl -s -X DELETE -H "Authorization: Bearer $TOKEN" %s/uploaded-file/<id>
+
+`, token, base, base, base, base)
 }
 
 // ensureDatabase creates the database named in databaseURL when it does not

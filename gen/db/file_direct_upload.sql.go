@@ -257,6 +257,7 @@ INSERT INTO uploaded_file (
     department_code,
     user_id,
     key,
+    cdn,
     pending_key,
     original_name,
     size_bytes,
@@ -284,11 +285,12 @@ INSERT INTO uploaded_file (
     $11,
     $12,
     $13,
+    $14,
     'pending',
-    coalesce($14::timestamptz, now()) + $15::interval,
-    coalesce($14::timestamptz, now()) + $16::interval,
-    coalesce($14::timestamptz, now()),
-    coalesce($14::timestamptz, now())
+    coalesce($15::timestamptz, now()) + $16::interval,
+    coalesce($15::timestamptz, now()) + $17::interval,
+    coalesce($15::timestamptz, now()),
+    coalesce($15::timestamptz, now())
 )
 RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
 `
@@ -299,6 +301,7 @@ type FileInsertPendingParams struct {
 	DepartmentCode *string
 	UserID         string
 	Key            string
+	CDN            *string
 	PendingKey     *string
 	OriginalName   string
 	SizeBytes      int64
@@ -341,6 +344,7 @@ func (q *Queries) FileInsertPending(ctx context.Context, db DBTX, arg FileInsert
 		arg.DepartmentCode,
 		arg.UserID,
 		arg.Key,
+		arg.CDN,
 		arg.PendingKey,
 		arg.OriginalName,
 		arg.SizeBytes,

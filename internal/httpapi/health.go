@@ -23,25 +23,31 @@ type Health struct {
 	Dependencies map[string]Pinger
 }
 
-// Register adds the two routes to mux.
+// Register adds the two routes to mux (for a mux without the API).
 func (h Health) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("GET /readyz", h.ready)
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		msg, ok := h.check(r.Context())
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_, _ = w.Write([]byte(msg))
+	})
 }
 
-func (h Health) ready(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+// check pings every dependency within a second; it names the first that
+// fails, never its error text.
+func (h Health) check(ctx context.Context) (string, bool) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	for name, p := range h.Dependencies {
 		if err := p.Ping(ctx); err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte(name + " unavailable\n"))
-			return
+			return name + " unavailable\n", false
 		}
 	}
-	_, _ = w.Write([]byte("ready\n"))
+	return "ready\n", true
 }

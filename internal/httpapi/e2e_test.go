@@ -1,0 +1,399 @@
+//lint:file-ignore SA1019 the deprecated compatibility routes are still served, so they are tested
+
+package httpapi_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/gen/client"
+	"github.com/uploadedfile/uploadedfile/internal/httpapi"
+	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/storage/s3test"
+	"github.com/uploadedfile/uploadedfile/service"
+)
+
+func TestMain(m *testing.M) { os.Exit(s3test.Main(m)) }
+
+// server is a real server on a loopback port, with what it stores.
+type server struct {
+	t      *testing.T
+	url    string
+	secret []byte
+	svc    *service.Service
+	pool   *pgxpool.Pool
+}
+
+func start(t *testing.T, driver string) *server {
+	t.Helper()
+	ctx := context.Background()
+	pool := pgtest.New(t)
+	cfg := service.Config{Driver: driver}
+	if driver == service.DriverS3 {
+		s3cfg := s3test.New(t)
+		cfg.Bucket, cfg.Endpoint, cfg.Region, cfg.ForcePathStyle = s3cfg.Bucket, s3cfg.Endpoint, s3cfg.Region, true
+		cfg.AccessID, cfg.AccessKey = s3cfg.AccessID, s3cfg.AccessKey
+	} else {
+		cfg.LocalRoot = t.TempDir()
+	}
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	guard, err := httpapi.NewGuard(ctx, httpapi.AuthConfig{HMACSecret: secret, Issuer: "test-issuer", Audience: "uploadedfile"})
+	require.NoError(t, err)
+
+	var handler http.Handler
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	t.Cleanup(ts.Close)
+	cfg.Host = ts.URL
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc, err := service.New(ctx, cfg, pool, service.WithLogger(quiet))
+	require.NoError(t, err)
+	handler = httpapi.New(httpapi.Options{Service: svc, Guard: guard, Logger: quiet,
+		Health: httpapi.Health{Dependencies: map[string]httpapi.Pinger{"database": pool, "storage": svc}}})
+	return &server{t: t, url: ts.URL, secret: secret, svc: svc, pool: pool}
+}
+
+// token signs a token for user of tenant; extra claims are merged in.
+func (s *server) token(tenant, user string, extra jwt.MapClaims) string {
+	s.t.Helper()
+	claims := jwt.MapClaims{"sub": user, "tenant": tenant, "iss": "test-issuer", "aud": "uploadedfile", "exp": time.Now().Add(time.Hour).Unix()}
+	for k, v := range extra {
+		claims[k] = v
+	}
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(s.secret)
+	require.NoError(s.t, err)
+	return tok
+}
+
+func (s *server) client(token string) *client.ClientWithResponses {
+	s.t.Helper()
+	c, err := client.NewClientWithResponses(s.url, client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		return nil
+	}))
+	require.NoError(s.t, err)
+	return c
+}
+
+func docx(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	for name, content := range map[string]string{
+		"[Content_Types].xml": `<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>`,
+		"word/document.xml":   `<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body/></w:document>`,
+	} {
+		f, err := w.Create(name)
+		require.NoError(t, err)
+		_, _ = f.Write([]byte(content))
+	}
+	require.NoError(t, w.Close())
+	return buf.Bytes()
+}
+
+func checksum(b []byte) string {
+	s := sha256.Sum256(b)
+	return "sha256:" + base64.StdEncoding.EncodeToString(s[:])
+}
+
+const docxType = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+// noStorageRefs asserts a raw end-user response body names neither the
+// file's storage key nor its persisted cdn reference anywhere but inside a
+// URL the client is meant to follow: an S3 presigned URL names its object
+// in its path by construction.
+func noStorageRefs(t *testing.T, s *server, body []byte, id string) {
+	t.Helper()
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(body, &doc))
+	stripURLs(doc)
+	rest, err := json.Marshal(doc)
+	require.NoError(t, err)
+	require.NotContains(t, string(rest), `"key"`)
+	require.NotContains(t, string(rest), `"cdn"`)
+	var key, cdn string
+	require.NoError(t, s.pool.QueryRow(context.Background(), "SELECT key, coalesce(cdn, '') FROM uploaded_file WHERE id = $1", id).Scan(&key, &cdn))
+	require.NotEmpty(t, key)
+	require.NotEmpty(t, cdn)
+	require.NotContains(t, string(rest), key)
+	require.NotContains(t, string(rest), cdn)
+	require.NotContains(t, string(body), cdn, "the persisted reference appears nowhere, URLs included")
+}
+
+// stripURLs removes the "url" values of a response document.
+func stripURLs(v any) {
+	if m, ok := v.(map[string]any); ok {
+		delete(m, "url")
+		for _, c := range m {
+			stripURLs(c)
+		}
+	}
+}
+
+func TestDirectLifecycleOverHTTP(t *testing.T) {
+	t.Parallel()
+	for _, driver := range []string{service.DriverLocal, service.DriverS3} {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			s := start(t, driver)
+			c := s.client(s.token("acme", "alice", nil))
+			ctx := context.Background()
+			body := docx(t)
+
+			init, err := c.InitiateUploadWithResponse(ctx, client.InitiateUploadJSONRequestBody{
+				OriginalName: "Plan.docx", ContentType: docxType, SizeBytes: int64(len(body)), Checksum: checksum(body),
+			})
+			require.NoError(t, err)
+			require.Equal(t, http.StatusCreated, init.StatusCode(), "%s", init.Body)
+			id := init.JSON201.Id.String()
+			noStorageRefs(t, s, init.Body, id)
+
+			switch driver {
+			case service.DriverLocal:
+				put, err := c.PutUploadContentWithBodyWithResponse(ctx, id, "application/octet-stream", bytes.NewReader(body))
+				require.NoError(t, err)
+				require.Equal(t, http.StatusOK, put.StatusCode(), "%s", put.Body)
+				noStorageRefs(t, s, put.Body, id)
+			case service.DriverS3:
+				// As a browser would: plain net/http, exactly the given headers.
+				req, err := http.NewRequest(init.JSON201.Upload.Method, init.JSON201.Upload.Url, bytes.NewReader(body))
+				require.NoError(t, err)
+				for k, v := range init.JSON201.Upload.Headers {
+					if k != "Content-Length" {
+						req.Header.Set(k, v)
+					}
+				}
+				resp, err := http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+				require.Equal(t, http.StatusOK, resp.StatusCode)
+			}
+
+			done, err := c.CompleteUploadWithResponse(ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, done.StatusCode(), "%s", done.Body)
+			require.Equal(t, client.StatusReady, done.JSON200.Status)
+			noStorageRefs(t, s, done.Body, id)
+
+			got, err := c.GetFileWithResponse(ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, got.StatusCode())
+			require.NotNil(t, got.JSON200.Url)
+			noStorageRefs(t, s, got.Body, id)
+
+			dl, err := c.DownloadFileWithResponse(ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, dl.StatusCode())
+			require.Equal(t, body, dl.Body)
+			require.Equal(t, docxType, dl.HTTPResponse.Header.Get("Content-Type"))
+
+			del, err := c.DeleteFileWithResponse(ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusNoContent, del.StatusCode())
+			gone, err := c.GetFileWithResponse(ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusNotFound, gone.StatusCode())
+		})
+	}
+}
+
+// multipartBody builds a multipart form with the given files.
+func multipartBody(t *testing.T, files map[string][]byte) (string, *bytes.Buffer) {
+	t.Helper()
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	for name, content := range files {
+		part, err := w.CreateFormFile("file", name)
+		require.NoError(t, err)
+		_, _ = part.Write(content)
+	}
+	require.NoError(t, w.Close())
+	return w.FormDataContentType(), &buf
+}
+
+const pdf = "%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"
+
+func TestMultipartAndDownloadHeaders(t *testing.T) {
+	t.Parallel()
+	s := start(t, service.DriverLocal)
+	c := s.client(s.token("acme", "alice", nil))
+	ctx := context.Background()
+
+	ct, body := multipartBody(t, map[string][]byte{"Résumé 2026.pdf": []byte(pdf)})
+	up, err := c.UploadFileWithBodyWithResponse(ctx, ct, body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, up.StatusCode(), "%s", up.Body)
+	id := up.JSON201.Id.String()
+	noStorageRefs(t, s, up.Body, id)
+
+	dl, err := c.DownloadFileWithResponse(ctx, id)
+	require.NoError(t, err)
+	h := dl.HTTPResponse.Header
+	require.Equal(t, "application/pdf", h.Get("Content-Type"))
+	require.Equal(t, "nosniff", h.Get("X-Content-Type-Options"))
+	require.Equal(t, `attachment; filename="R_sum_ 2026.pdf"; filename*=UTF-8''R%C3%A9sum%C3%A9%202026.pdf`, h.Get("Content-Disposition"))
+	require.Equal(t, pdf, string(dl.Body))
+	etag := h.Get("ETag")
+	require.NotEmpty(t, etag)
+
+	ranged, err := c.DownloadFileWithResponse(ctx, id, func(_ context.Context, r *http.Request) error {
+		r.Header.Set("Range", "bytes=0-4")
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusPartialContent, ranged.StatusCode())
+	require.Equal(t, "%PDF-", string(ranged.Body))
+
+	cond, err := c.DownloadFileWithResponse(ctx, id, func(_ context.Context, r *http.Request) error {
+		r.Header.Set("If-None-Match", etag)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusNotModified, cond.StatusCode())
+
+	ct, body = multipartBody(t, map[string][]byte{"a.pdf": []byte(pdf), "b.pdf": []byte(pdf)})
+	two, err := c.UploadFileWithBodyWithResponse(ctx, ct, body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusUnprocessableEntity, two.StatusCode(), "more than one file")
+	require.Contains(t, string(two.Body), "core.file.invalid-upload")
+
+	big := bytes.Repeat([]byte("x"), 26<<20)
+	ct, body = multipartBody(t, map[string][]byte{"big.txt": big})
+	tooBig, err := c.UploadFileWithBodyWithResponse(ctx, ct, body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusRequestEntityTooLarge, tooBig.StatusCode(), "over the 25 MiB ceiling")
+
+	ct, body = multipartBody(t, map[string][]byte{"notes.txt": bytes.Repeat([]byte("y"), 11<<20)})
+	overConfig, err := c.UploadFileWithBodyWithResponse(ctx, ct, body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusRequestEntityTooLarge, overConfig.StatusCode(), "over the configured 10 MiB")
+}
+
+// TestCrossTenantLooksMissing: a cross-tenant id and a missing id give
+// byte-identical 404 responses (status, body, headers but Date).
+func TestCrossTenantLooksMissing(t *testing.T) {
+	t.Parallel()
+	s := start(t, service.DriverLocal)
+	ctx := context.Background()
+	alice := s.client(s.token("acme", "alice", nil))
+	ct, body := multipartBody(t, map[string][]byte{"r.pdf": []byte(pdf)})
+	up, err := alice.UploadFileWithBodyWithResponse(ctx, ct, body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, up.StatusCode())
+
+	mallory := s.client(s.token("globex", "mallory", nil))
+	for name, call := range map[string]func(id string) (*http.Response, []byte){
+		"get": func(id string) (*http.Response, []byte) {
+			r, err := mallory.GetFileWithResponse(ctx, id)
+			require.NoError(t, err)
+			return r.HTTPResponse, r.Body
+		},
+		"download": func(id string) (*http.Response, []byte) {
+			r, err := mallory.DownloadFileWithResponse(ctx, id)
+			require.NoError(t, err)
+			return r.HTTPResponse, r.Body
+		},
+		"delete": func(id string) (*http.Response, []byte) {
+			r, err := mallory.DeleteFileWithResponse(ctx, id)
+			require.NoError(t, err)
+			return r.HTTPResponse, r.Body
+		},
+		"complete": func(id string) (*http.Response, []byte) {
+			r, err := mallory.CompleteUploadWithResponse(ctx, id)
+			require.NoError(t, err)
+			return r.HTTPResponse, r.Body
+		},
+	} {
+		cross, crossBody := call(up.JSON201.Id.String())
+		missing, missingBody := call("6f1c2b9e-3d4a-4b5c-8d7e-9f0a1b2c3d4e")
+		malformed, malformedBody := call("not-a-uuid")
+		for _, r := range []*http.Response{cross, missing, malformed} {
+			require.Equal(t, http.StatusNotFound, r.StatusCode, name)
+			r.Header.Del("Date")
+		}
+		require.Equal(t, missingBody, crossBody, name)
+		require.Equal(t, missingBody, malformedBody, name)
+		require.Equal(t, missing.Header, cross.Header, name)
+		require.Equal(t, missing.Header, malformed.Header, name)
+		require.Contains(t, string(crossBody), `"code":"core.file.not-found"`)
+	}
+	// The file is intact for its owner.
+	got, err := alice.GetFileWithResponse(ctx, up.JSON201.Id.String())
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, got.StatusCode())
+}
+
+func TestGuard(t *testing.T) {
+	t.Parallel()
+	s := start(t, service.DriverLocal)
+	ctx := context.Background()
+	other := make([]byte, 32)
+	wrongKey, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "a", "tenant": "t", "iss": "test-issuer", "aud": "uploadedfile", "exp": time.Now().Add(time.Hour).Unix()}).SignedString(other)
+	require.NoError(t, err)
+	for name, tok := range map[string]string{
+		"no token":       "",
+		"garbage":        "not-a-jwt",
+		"wrong key":      wrongKey,
+		"expired":        s.token("acme", "alice", jwt.MapClaims{"exp": time.Now().Add(-time.Hour).Unix()}),
+		"not yet valid":  s.token("acme", "alice", jwt.MapClaims{"nbf": time.Now().Add(time.Hour).Unix()}),
+		"wrong issuer":   s.token("acme", "alice", jwt.MapClaims{"iss": "someone-else"}),
+		"wrong audience": s.token("acme", "alice", jwt.MapClaims{"aud": "another-service"}),
+		"no tenant":      s.token("", "alice", nil),
+	} {
+		r, err := s.client(tok).GetFileWithResponse(ctx, "6f1c2b9e-3d4a-4b5c-8d7e-9f0a1b2c3d4e")
+		require.NoError(t, err)
+		require.Equal(t, http.StatusUnauthorized, r.StatusCode(), name)
+		require.Contains(t, r.HTTPResponse.Header.Get("WWW-Authenticate"), "Bearer", name)
+		require.Equal(t, httpapi.ProblemContentType, r.HTTPResponse.Header.Get("Content-Type"), name)
+	}
+
+	// Host routes need the host scope.
+	user := s.client(s.token("acme", "alice", nil))
+	host := s.client(s.token("acme", "alice", jwt.MapClaims{"scope": "openid " + httpapi.HostScope}))
+	ct, body := multipartBody(t, map[string][]byte{"r.pdf": []byte(pdf)})
+	up, err := user.UploadFileWithBodyWithResponse(ctx, ct, body)
+	require.NoError(t, err)
+	id := up.JSON201.Id.String()
+	denied, err := user.HostGetFileWithResponse(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusNotFound, denied.StatusCode(), "no host scope: the host routes do not exist for this token")
+	allowed, err := host.HostGetFileWithResponse(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, allowed.StatusCode(), "%s", allowed.Body)
+	require.NotEmpty(t, allowed.JSON200.Key, "host routes do carry the storage references")
+
+	mark, err := host.HostMarkUsedWithResponse(ctx, client.HostMarkUsedJSONRequestBody{Ids: []string{id}, Entity: ptr("invoice"), EntityId: ptr("42")})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusNoContent, mark.StatusCode(), "%s", mark.Body)
+	bad, err := host.HostMarkUsedWithBodyWithResponse(ctx, "application/json", strings.NewReader(`{"ids": "not a list"}`))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusBadRequest, bad.StatusCode())
+	require.Contains(t, string(bad.Body), "core.file.invalid-meta")
+	require.NotContains(t, string(bad.Body), "unmarshal", "the parser's message is not echoed")
+
+	health, err := s.client("").ReadyzWithResponse(ctx)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, health.StatusCode(), "health needs no token")
+}
+
+func ptr[T any](v T) *T { return &v }

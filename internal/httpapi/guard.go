@@ -1,0 +1,197 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/MicahParks/keyfunc/v3"
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/uploadedfile/uploadedfile/service"
+)
+
+// HostScope is the scope a token needs for the host routes.
+const HostScope = "uploaded-file:host"
+
+// ClaimNames names the token claims the guard reads.
+type ClaimNames struct {
+	Tenant      string // default "tenant"
+	Department  string // default "department"
+	User        string // default "sub"
+	Roles       string // default "roles"
+	Permissions string // default "permissions"
+	Scope       string // default "scope" (space-separated) -- "scp" (a list) is read too
+}
+
+// AuthConfig configures the bearer-token guard. Exactly one key source:
+// an HMAC secret (development), a JWKS file, or a JWKS URL.
+type AuthConfig struct {
+	HMACSecret []byte
+	JWKSFile   string
+	JWKSURL    string
+	Issuer     string
+	Audience   string
+	Claims     ClaimNames
+	// Leeway tolerated on exp/nbf; default 30 s.
+	Leeway time.Duration
+}
+
+// Guard verifies bearer tokens and puts the trusted RequestContext in the
+// request's context.
+type Guard struct {
+	cfg     AuthConfig
+	keyfunc jwt.Keyfunc
+	parser  *jwt.Parser
+	close   func()
+}
+
+// NewGuard validates cfg and loads its keys. A JWKS URL is refreshed in the
+// background until Close.
+func NewGuard(ctx context.Context, cfg AuthConfig) (*Guard, error) {
+	c := &cfg.Claims
+	for p, def := range map[*string]string{&c.Tenant: "tenant", &c.Department: "department", &c.User: "sub", &c.Roles: "roles", &c.Permissions: "permissions", &c.Scope: "scope"} {
+		if *p == "" {
+			*p = def
+		}
+	}
+	if cfg.Leeway == 0 {
+		cfg.Leeway = 30 * time.Second
+	}
+	g := &Guard{cfg: cfg, close: func() {}}
+	opts := []jwt.ParserOption{jwt.WithLeeway(cfg.Leeway), jwt.WithExpirationRequired()}
+	if cfg.Issuer != "" {
+		opts = append(opts, jwt.WithIssuer(cfg.Issuer))
+	}
+	if cfg.Audience != "" {
+		opts = append(opts, jwt.WithAudience(cfg.Audience))
+	}
+	sources := 0
+	for _, set := range []bool{len(cfg.HMACSecret) > 0, cfg.JWKSFile != "", cfg.JWKSURL != ""} {
+		if set {
+			sources++
+		}
+	}
+	if sources != 1 {
+		return nil, errors.New("auth: configure exactly one of auth.hmacSecret, auth.jwksFile, auth.jwksUrl")
+	}
+	switch {
+	case len(cfg.HMACSecret) > 0:
+		if len(cfg.HMACSecret) < 32 {
+			return nil, errors.New("auth.hmacSecret: at least 32 bytes")
+		}
+		secret := cfg.HMACSecret
+		g.keyfunc = func(*jwt.Token) (any, error) { return secret, nil }
+		opts = append(opts, jwt.WithValidMethods([]string{"HS256", "HS384", "HS512"}))
+	case cfg.JWKSFile != "":
+		raw, err := os.ReadFile(cfg.JWKSFile)
+		if err != nil {
+			return nil, fmt.Errorf("auth.jwksFile: %w", err)
+		}
+		kf, err := keyfunc.NewJWKSetJSON(raw)
+		if err != nil {
+			return nil, fmt.Errorf("auth.jwksFile: %w", err)
+		}
+		g.keyfunc = kf.Keyfunc
+		opts = append(opts, jwt.WithValidMethods([]string{"RS256", "ES256", "EdDSA"}))
+	default:
+		kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		kf, err := keyfunc.NewDefaultCtx(kctx, []string{cfg.JWKSURL})
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("auth.jwksUrl: %w", err)
+		}
+		g.keyfunc, g.close = kf.Keyfunc, cancel
+		opts = append(opts, jwt.WithValidMethods([]string{"RS256", "ES256", "EdDSA"}))
+	}
+	g.parser = jwt.NewParser(opts...)
+	return g, nil
+}
+
+// Close stops a JWKS refresh.
+func (g *Guard) Close() { g.close() }
+
+// identity is a verified token's trusted context and its host scope.
+type identity struct {
+	rc   service.RequestContext
+	host bool
+}
+
+// verify parses and checks a bearer token.
+func (g *Guard) verify(raw string) (identity, error) {
+	claims := jwt.MapClaims{}
+	if _, err := g.parser.ParseWithClaims(raw, claims, g.keyfunc); err != nil {
+		return identity{}, err
+	}
+	c := g.cfg.Claims
+	rc := service.RequestContext{
+		Tenant:      str(claims[c.Tenant]),
+		UserID:      str(claims[c.User]),
+		Roles:       strs(claims[c.Roles]),
+		Permissions: strs(claims[c.Permissions]),
+		Custom:      map[string]any{},
+	}
+	if rc.Tenant == "" || rc.UserID == "" {
+		return identity{}, errors.New("token has no tenant or user claim")
+	}
+	for k, v := range claims {
+		if !slices.Contains([]string{c.Tenant, c.User, c.Roles, c.Permissions}, k) {
+			rc.Custom[k] = v
+		}
+	}
+	if d := str(claims[c.Department]); d != "" {
+		rc.Custom["departmentCode"] = d
+	}
+	scopes := append(strings.Fields(str(claims[c.Scope])), strs(claims["scp"])...)
+	return identity{rc: rc, host: slices.Contains(scopes, HostScope)}, nil
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func strs(v any) []string {
+	switch t := v.(type) {
+	case []any:
+		out := make([]string, 0, len(t))
+		for _, e := range t {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	case string:
+		return strings.Fields(t)
+	}
+	return nil
+}
+
+// Middleware protects every route but the health checks: a missing or
+// invalid token is 401 with WWW-Authenticate; a host route without the host
+// scope is 404 like any unreachable resource.
+func (g *Guard) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		id, err := g.verify(strings.TrimSpace(raw))
+		if !ok || err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="uploadedfile", error="invalid_token"`)
+			writeProblem(w, http.StatusUnauthorized, codeUnauthorized)
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, "/internal/") && !id.host {
+			writeProblem(w, http.StatusNotFound, service.ErrNotFound.Code)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(service.WithRequestContext(r.Context(), id.rc)))
+	})
+}

@@ -1,0 +1,90 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/uploadedfile/uploadedfile/service"
+)
+
+// ProblemContentType is RFC 9457's media type.
+const ProblemContentType = "application/problem+json"
+
+// problem is an RFC 9457 body: a type URI, a title, the status and the
+// stable code -- nothing about storage, policy or the database.
+type problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Code   string `json:"code"`
+}
+
+// statusOf maps a service code to its HTTP status (DESIGN.md section 5).
+var statusOf = map[string]int{
+	service.ErrNotFound.Code:                 http.StatusNotFound,
+	service.ErrInvalidUpload.Code:            http.StatusUnprocessableEntity,
+	service.ErrInvalidMeta.Code:              http.StatusBadRequest,
+	service.ErrRemoteDisabled.Code:           http.StatusForbidden,
+	service.ErrRemoteFetchFailed.Code:        http.StatusBadGateway,
+	service.ErrUploadExpired.Code:            http.StatusGone,
+	service.ErrUploadCompleting.Code:         http.StatusConflict,
+	service.ErrUploadVerificationFailed.Code: http.StatusUnprocessableEntity,
+	service.ErrPublicUploadDisabled.Code:     http.StatusForbidden,
+	service.ErrExpired.Code:                  http.StatusGone,
+	service.ErrUploadFailed.Code:             http.StatusServiceUnavailable,
+	service.ErrDeleteFailed.Code:             http.StatusServiceUnavailable,
+	service.ErrCleanupFailed.Code:            http.StatusServiceUnavailable,
+}
+
+// Codes of the HTTP layer itself.
+const (
+	codeUnauthorized = "core.auth.unauthorized"
+	codeInternal     = "core.internal"
+)
+
+func writeProblem(w http.ResponseWriter, status int, code string) {
+	h := w.Header()
+	h.Set("Content-Type", ProblemContentType)
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if code == service.ErrUploadCompleting.Code {
+		h.Set("Retry-After", "5")
+	}
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(problem{
+		Type:   "urn:uploadedfile:problem:" + strings.TrimPrefix(code, "core."),
+		Title:  http.StatusText(status),
+		Status: status,
+		Code:   code,
+	})
+}
+
+// errorWriter is the one place errors become responses: service codes map
+// to their status, everything else is logged with the request id and
+// answered with a generic 500 that says nothing.
+type errorWriter struct{ log *slog.Logger }
+
+func (e errorWriter) response(w http.ResponseWriter, r *http.Request, err error) {
+	var se *service.Error
+	switch {
+	case service.SizeOnly(err):
+		writeProblem(w, http.StatusRequestEntityTooLarge, service.ErrInvalidUpload.Code)
+	case errors.Is(err, service.ErrInvalidUpload):
+		writeProblem(w, http.StatusUnprocessableEntity, service.ErrInvalidUpload.Code)
+	case errors.As(err, &se) && statusOf[se.Code] != 0:
+		writeProblem(w, statusOf[se.Code], se.Code)
+	default:
+		e.log.ErrorContext(r.Context(), "unexpected handler error", "request_id", requestID(r), "route", r.Pattern, "error", err.Error())
+		writeProblem(w, http.StatusInternalServerError, codeInternal)
+	}
+}
+
+// request answers a request the generated code could not decode (bad JSON,
+// bad parameters): invalid meta, without echoing the parser's message.
+func (e errorWriter) request(w http.ResponseWriter, r *http.Request, err error) {
+	e.log.InfoContext(r.Context(), "bad request", "request_id", requestID(r), "route", r.Pattern, "error", err.Error())
+	writeProblem(w, http.StatusBadRequest, service.ErrInvalidMeta.Code)
+}

@@ -1,0 +1,432 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	api "github.com/uploadedfile/uploadedfile/gen/api"
+	"github.com/uploadedfile/uploadedfile/internal/filecheck"
+	"github.com/uploadedfile/uploadedfile/service"
+)
+
+// MultipartCeiling is the absolute size of a multipart upload body: the
+// 25 MiB file ceiling plus room for the form's headers and fields.
+const MultipartCeiling = filecheck.AbsoluteMaxFileSize + 64<<10
+
+// jsonBodyLimit bounds every JSON request body.
+const jsonBodyLimit = 64 << 10
+
+// Server implements the generated strict server over a service.Service.
+type Server struct {
+	svc    *service.Service
+	log    *slog.Logger
+	health Health
+}
+
+var _ api.StrictServerInterface = (*Server)(nil)
+
+// Options configure the HTTP handler.
+type Options struct {
+	Service *service.Service
+	Guard   *Guard
+	Health  Health
+	Logger  *slog.Logger
+}
+
+// New returns the whole HTTP surface: the generated routes behind the
+// guard, with problem responses, request ids and body limits.
+func New(o Options) http.Handler {
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{svc: o.Service, log: log, health: o.Health}
+	ew := errorWriter{log: log}
+	strict := api.NewStrictHandlerWithOptions(s, []api.StrictMiddlewareFunc{withRequest}, api.StrictHTTPServerOptions{
+		RequestErrorHandlerFunc:  ew.request,
+		ResponseErrorHandlerFunc: ew.response,
+	})
+	mux := http.NewServeMux()
+	api.HandlerWithOptions(strict, api.StdHTTPServerOptions{BaseRouter: mux, ErrorHandlerFunc: ew.request})
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { writeProblem(w, http.StatusNotFound, service.ErrNotFound.Code) })
+	var h http.Handler = mux
+	h = o.Guard.Middleware(h)
+	h = limitBodies(h)
+	return withRequestID(h)
+}
+
+type requestKey struct{}
+type requestIDKey struct{}
+
+// withRequest keeps the request in the handler's context, for the
+// responses that need it (http.ServeContent).
+func withRequest(f api.StrictHandlerFunc, _ string) api.StrictHandlerFunc {
+	return func(ctx context.Context, w http.ResponseWriter, r *http.Request, req any) (any, error) {
+		return f(context.WithValue(ctx, requestKey{}, r), w, r, req)
+	}
+}
+
+// withRequestID tags the request with an id for logs (the client's
+// X-Request-Id when sane, else a random one). It is echoed only when the
+// client sent one, so two responses never differ by a header the client
+// did not choose.
+func withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if id != "" && len(id) <= 128 {
+			w.Header().Set("X-Request-Id", id)
+		} else {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
+	})
+}
+
+func requestID(r *http.Request) string {
+	id, _ := r.Context().Value(requestIDKey{}).(string)
+	return id
+}
+
+// limitBodies bounds request bodies before anything reads them: multipart
+// uploads at MultipartCeiling, raw content at the 25 MiB ceiling, JSON at
+// 64 KiB.
+func limitBodies(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch ct := r.Header.Get("Content-Type"); {
+		case r.Body == nil || r.Method == http.MethodGet || r.Method == http.MethodDelete:
+		case len(ct) >= 19 && ct[:19] == "multipart/form-data":
+			r.Body = http.MaxBytesReader(w, r.Body, MultipartCeiling)
+		case r.Method == http.MethodPut:
+			r.Body = http.MaxBytesReader(w, r.Body, filecheck.AbsoluteMaxFileSize)
+		default:
+			r.Body = http.MaxBytesReader(w, r.Body, jsonBodyLimit)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Healthz implements api.StrictServerInterface: the process answers.
+func (s *Server) Healthz(context.Context, api.HealthzRequestObject) (api.HealthzResponseObject, error) {
+	return api.Healthz200TextResponse("ok\n"), nil
+}
+
+// Readyz implements api.StrictServerInterface: every dependency answers.
+func (s *Server) Readyz(ctx context.Context, _ api.ReadyzRequestObject) (api.ReadyzResponseObject, error) {
+	msg, ok := s.health.check(ctx)
+	if !ok {
+		return api.Readyz503TextResponse(msg), nil
+	}
+	return api.Readyz200TextResponse(msg), nil
+}
+
+// InitiateUpload implements api.StrictServerInterface.
+func (s *Server) InitiateUpload(ctx context.Context, req api.InitiateUploadRequestObject) (api.InitiateUploadResponseObject, error) {
+	b := req.Body
+	opts := &service.UploadOptions{}
+	if b.Visibility != nil {
+		opts.Visibility = service.Visibility(*b.Visibility)
+	}
+	if b.Disposition != nil {
+		opts.Disposition = service.Disposition(*b.Disposition)
+	}
+	r, err := s.svc.InitiateUpload(ctx, service.InitiateInput{OriginalName: b.OriginalName, ContentType: b.ContentType, SizeBytes: b.SizeBytes, Checksum: b.Checksum}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return api.InitiateUpload201JSONResponse(initiateResult(r)), nil
+}
+
+// InitiateTemporaryUpload implements api.StrictServerInterface.
+func (s *Server) InitiateTemporaryUpload(ctx context.Context, req api.InitiateTemporaryUploadRequestObject) (api.InitiateTemporaryUploadResponseObject, error) {
+	b := req.Body
+	opts := &service.TemporaryUploadOptions{}
+	if b.Disposition != nil {
+		opts.Disposition = service.Disposition(*b.Disposition)
+	}
+	r, err := s.svc.InitiateTemporaryUpload(ctx, service.InitiateInput{OriginalName: b.OriginalName, ContentType: b.ContentType, SizeBytes: b.SizeBytes, Checksum: b.Checksum}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return api.InitiateTemporaryUpload201JSONResponse(initiateResult(r)), nil
+}
+
+// CompleteUpload implements api.StrictServerInterface.
+func (s *Server) CompleteUpload(ctx context.Context, req api.CompleteUploadRequestObject) (api.CompleteUploadResponseObject, error) {
+	r, err := s.svc.CompleteUpload(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return api.CompleteUpload200JSONResponse(httpResult(r)), nil
+}
+
+// PutUploadContent implements api.StrictServerInterface.
+func (s *Server) PutUploadContent(ctx context.Context, req api.PutUploadContentRequestObject) (api.PutUploadContentResponseObject, error) {
+	r, err := s.svc.PutUploadContent(ctx, req.Id, req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return api.PutUploadContent200JSONResponse(httpResult(r)), nil
+}
+
+// GetFile implements api.StrictServerInterface.
+func (s *Server) GetFile(ctx context.Context, req api.GetFileRequestObject) (api.GetFileResponseObject, error) {
+	r, err := s.svc.Find(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetFile200JSONResponse(httpResult(r)), nil
+}
+
+// DeleteFile implements api.StrictServerInterface.
+func (s *Server) DeleteFile(ctx context.Context, req api.DeleteFileRequestObject) (api.DeleteFileResponseObject, error) {
+	if err := s.svc.DeleteByID(ctx, req.Id); err != nil {
+		return nil, err
+	}
+	return api.DeleteFile204Response{}, nil
+}
+
+// UploadFile implements api.StrictServerInterface: the deprecated
+// multipart route, one file, streamed.
+func (s *Server) UploadFile(ctx context.Context, req api.UploadFileRequestObject) (api.UploadFileResponseObject, error) {
+	form, err := readForm(req.Body, nil)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.svc.Upload(ctx, form.file, form.fileName, &service.UploadOptions{ContentType: form.fileType})
+	if err := form.check(err); err != nil {
+		return nil, err
+	}
+	return api.UploadFile201JSONResponse(httpResult(r)), nil
+}
+
+// DownloadFile implements api.StrictServerInterface.
+func (s *Server) DownloadFile(ctx context.Context, req api.DownloadFileRequestObject) (api.DownloadFileResponseObject, error) {
+	d, err := s.svc.Download(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return bytesResponse{ctx: ctx, d: d}, nil
+}
+
+// bytesResponse serves a download: the allowlisted type, nosniff, an
+// attachment disposition with an RFC 6266 filename*, the ETag, and -- when
+// the body can seek -- Range and conditional requests (http.ServeContent).
+type bytesResponse struct {
+	ctx context.Context
+	d   *service.Download
+}
+
+func (b bytesResponse) visit(w http.ResponseWriter) error {
+	defer b.d.Body.Close()
+	h := w.Header()
+	ct := filecheck.GetContent(b.d.FileName).ContentType
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	h.Set("Content-Type", ct)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Disposition", filecheck.AttachmentDisposition(b.d.FileName))
+	h.Set("Cache-Control", "private, no-store")
+	if b.d.ETag != "" {
+		h.Set("ETag", b.d.ETag)
+	}
+	r, _ := b.ctx.Value(requestKey{}).(*http.Request)
+	if rs, ok := b.d.Body.(io.ReadSeeker); ok && r != nil {
+		http.ServeContent(w, r, "", b.d.LastModified, rs)
+		return nil
+	}
+	h.Set("Content-Length", strconv.FormatInt(b.d.Size, 10))
+	w.WriteHeader(http.StatusOK)
+	_, err := io.Copy(w, b.d.Body)
+	return err
+}
+
+// VisitDownloadFileResponse implements api.DownloadFileResponseObject.
+func (b bytesResponse) VisitDownloadFileResponse(w http.ResponseWriter) error { return b.visit(w) }
+
+// VisitHostDownloadAttachedResponse implements api.HostDownloadAttachedResponseObject.
+func (b bytesResponse) VisitHostDownloadAttachedResponse(w http.ResponseWriter) error {
+	return b.visit(w)
+}
+
+// HostUpload implements api.StrictServerInterface.
+func (s *Server) HostUpload(ctx context.Context, req api.HostUploadRequestObject) (api.HostUploadResponseObject, error) {
+	form, err := readForm(req.Body, []string{"temporary", "visibility", "legacy", "module", "entity", "entityId", "type", "extraData"})
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.hostUpload(ctx, form)
+	if err := form.check(err); err != nil {
+		return nil, err
+	}
+	return api.HostUpload201JSONResponse(res), nil
+}
+
+func (s *Server) hostUpload(ctx context.Context, f *form) (api.HostFile, error) {
+	temporary, legacy := f.fields["temporary"] == "true", f.fields["legacy"] == "true"
+	opts := &service.UploadOptions{ContentType: f.fileType, Visibility: service.Visibility(f.fields["visibility"])}
+	switch {
+	case legacy:
+		var extra map[string]any
+		if raw := f.fields["extraData"]; raw != "" {
+			if err := json.Unmarshal([]byte(raw), &extra); err != nil {
+				return api.HostFile{}, service.ErrInvalidMeta
+			}
+		}
+		meta := &service.Meta{Module: f.fields["module"], Entity: f.fields["entity"], EntityID: f.fields["entityId"], Type: f.fields["type"]}
+		file, err := s.svc.UploadLegacy(ctx, f.file, f.fileName, meta, extra, opts)
+		if err != nil {
+			return api.HostFile{}, err
+		}
+		r, err := s.svc.Find(ctx, file.ID.String())
+		if err != nil {
+			return api.HostFile{}, err
+		}
+		return hostFile(r), nil
+	case temporary:
+		// Legacy or not, the host gets the whole file, key and cdn included.
+		if opts.Visibility != "" {
+			return api.HostFile{}, service.ErrInvalidMeta
+		}
+		r, err := s.svc.UploadTemporary(ctx, f.file, f.fileName, &service.TemporaryUploadOptions{ContentType: f.fileType})
+		if err != nil {
+			return api.HostFile{}, err
+		}
+		return hostFile(r), nil
+	default:
+		r, err := s.svc.Upload(ctx, f.file, f.fileName, opts)
+		if err != nil {
+			return api.HostFile{}, err
+		}
+		return hostFile(r), nil
+	}
+}
+
+// HostGetFile implements api.StrictServerInterface.
+func (s *Server) HostGetFile(ctx context.Context, req api.HostGetFileRequestObject) (api.HostGetFileResponseObject, error) {
+	r, err := s.svc.Find(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return api.HostGetFile200JSONResponse(hostFile(r)), nil
+}
+
+// HostResolveUrl implements api.StrictServerInterface.
+func (s *Server) HostResolveUrl(ctx context.Context, req api.HostResolveUrlRequestObject) (api.HostResolveUrlResponseObject, error) {
+	u, err := s.svc.ResolveURL(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return api.HostResolveUrl200JSONResponse{Url: u.URL, UrlExpiredAt: u.URLExpiredAt}, nil
+}
+
+// HostSetExtraData implements api.StrictServerInterface.
+func (s *Server) HostSetExtraData(ctx context.Context, req api.HostSetExtraDataRequestObject) (api.HostSetExtraDataResponseObject, error) {
+	if err := service.SetExtraData(ctx, s.svc, req.Id, map[string]any(*req.Body)); err != nil {
+		return nil, err
+	}
+	return api.HostSetExtraData204Response{}, nil
+}
+
+// HostDownloadAttached implements api.StrictServerInterface.
+func (s *Server) HostDownloadAttached(ctx context.Context, req api.HostDownloadAttachedRequestObject) (api.HostDownloadAttachedResponseObject, error) {
+	p := req.Params
+	d, err := s.svc.DownloadAttached(ctx, req.Id, service.Attachment{Module: p.Module, Entity: p.Entity, EntityID: p.EntityId})
+	if err != nil {
+		return nil, err
+	}
+	return bytesResponse{ctx: ctx, d: d}, nil
+}
+
+// HostMarkUsed implements api.StrictServerInterface.
+func (s *Server) HostMarkUsed(ctx context.Context, req api.HostMarkUsedRequestObject) (api.HostMarkUsedResponseObject, error) {
+	b := req.Body
+	meta := &service.Meta{Module: deref(b.Module), Entity: deref(b.Entity), EntityID: deref(b.EntityId), Type: deref(b.Type)}
+	if err := s.svc.MarkUsed(ctx, b.Ids, meta, nil); err != nil {
+		return nil, err
+	}
+	return api.HostMarkUsed204Response{}, nil
+}
+
+// HostUseFiles implements api.StrictServerInterface.
+func (s *Server) HostUseFiles(ctx context.Context, req api.HostUseFilesRequestObject) (api.HostUseFilesResponseObject, error) {
+	b := req.Body
+	if err := s.svc.UseFiles(ctx, b.References, deref(b.Entity), deref(b.EntityId)); err != nil {
+		return nil, err
+	}
+	return api.HostUseFiles204Response{}, nil
+}
+
+// HostChangeFiles implements api.StrictServerInterface.
+func (s *Server) HostChangeFiles(ctx context.Context, req api.HostChangeFilesRequestObject) (api.HostChangeFilesResponseObject, error) {
+	b := req.Body
+	if err := s.svc.ChangeFiles(ctx, b.Olds, b.News, deref(b.Entity), deref(b.EntityId)); err != nil {
+		return nil, err
+	}
+	return api.HostChangeFiles204Response{}, nil
+}
+
+// HostDelete implements api.StrictServerInterface.
+func (s *Server) HostDelete(ctx context.Context, req api.HostDeleteRequestObject) (api.HostDeleteResponseObject, error) {
+	if err := s.svc.Delete(ctx, req.Body.References); err != nil {
+		return nil, err
+	}
+	return api.HostDelete204Response{}, nil
+}
+
+// httpResult is UploadedFileHttpResult: the result without key and cdn.
+func httpResult(r *service.Result) api.UploadedFile {
+	return api.UploadedFile{
+		Id: r.ID, OriginalName: r.OriginalName, SizeBytes: r.SizeBytes, ContentType: r.ContentType,
+		Visibility: api.Visibility(r.Visibility), Status: api.Status(r.Status), IsTemporary: r.IsTemporary,
+		Disposition: api.Disposition(r.Disposition), Checksum: r.Checksum, Module: r.Module, Entity: r.Entity,
+		EntityId: r.EntityID, Type: r.Type, CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, ExpiredAt: r.ExpiredAt,
+		Url: optionalString(r.URL), UrlExpiredAt: r.URLExpiredAt,
+	}
+}
+
+// hostFile is the host's view: the HTTP result plus extra data and the
+// storage references.
+func hostFile(r *service.Result) api.HostFile {
+	h := httpResult(r)
+	var extra map[string]any
+	_ = json.Unmarshal(r.ExtraData, &extra)
+	return api.HostFile{
+		Id: h.Id, OriginalName: h.OriginalName, SizeBytes: h.SizeBytes, ContentType: h.ContentType,
+		Visibility: h.Visibility, Status: h.Status, IsTemporary: h.IsTemporary, Disposition: h.Disposition,
+		Checksum: h.Checksum, Module: h.Module, Entity: h.Entity, EntityId: h.EntityId, Type: h.Type,
+		CreatedAt: h.CreatedAt, CompletedAt: h.CompletedAt, ExpiredAt: h.ExpiredAt, Url: h.Url, UrlExpiredAt: h.UrlExpiredAt,
+		Key: r.Key, Cdn: r.CDN, ExtraData: &extra,
+	}
+}
+
+func initiateResult(r *service.InitiateResult) api.InitiateUploadResult {
+	return api.InitiateUploadResult{
+		Id:     r.ID,
+		Upload: api.UploadTarget{Method: r.Upload.Method, Url: r.Upload.URL, Headers: r.Upload.Headers, ExpiresAt: r.Upload.ExpiresAt},
+		File:   httpResult(r.File),
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func optionalString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+

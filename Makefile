@@ -4,6 +4,7 @@
 #   make generate   regenerate gen/ from db/queries and api/openapi.yaml
 #   make verify     generated code fresh, go vet, staticcheck, gofmt
 #   make fuzz       every fuzz target for FUZZTIME each (default 60s)
+#   make ts         install and build the TypeScript client (clients/typescript)
 #
 # Tools are pinned in tools/go.mod and run with `go tool -modfile=tools/go.mod`.
 
@@ -13,7 +14,9 @@ GOFILES   = $(shell git ls-files '*.go' | grep -v '^gen/')
 
 FUZZTIME ?= 60s
 
-.PHONY: all generate verify verify-generated vet staticcheck fmt-check test test-only postgres tools fuzz
+TS := clients/typescript
+
+.PHONY: all generate verify verify-generated vet staticcheck fmt-check test test-only postgres tools fuzz ts lint-openapi
 
 all: verify
 
@@ -28,6 +31,15 @@ generate:
 	$(TOOL) sqlc generate
 	$(TOOL) oapi-codegen -config api/server.cfg.yaml api/openapi.yaml
 	$(TOOL) oapi-codegen -config api/client.cfg.yaml api/openapi.yaml
+	cd $(TS) && npm run --silent generate
+
+## ts: install the TypeScript client's pinned packages and compile it.
+ts:
+	cd $(TS) && npm ci --no-audit --no-fund --loglevel=error && npx tsc -p .
+
+## lint-openapi: lint api/openapi.yaml with Redocly CLI (needs make ts).
+lint-openapi:
+	cd $(TS) && npx redocly lint --config redocly.yaml ../../api/openapi.yaml
 
 ## verify-generated: fail when gen/ differs from what the generators produce
 ## (regenerated into a temporary directory; the working tree is not touched).
@@ -40,6 +52,10 @@ verify-generated:
 	$(TOOL) oapi-codegen -config $$tmp/client.cfg.yaml api/openapi.yaml && \
 	diff -u gen/api/api.gen.go $$tmp/api.gen.go >/dev/null && diff -u gen/client/client.gen.go $$tmp/client.gen.go >/dev/null || \
 	{ echo "gen/api or gen/client is stale: run make generate"; exit 1; }
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	(cd $(TS) && npx openapi-typescript ../../api/openapi.yaml -o $$tmp/schema.d.ts >/dev/null 2>&1) && \
+	diff -u $(TS)/src/schema.d.ts $$tmp/schema.d.ts >/dev/null || \
+	{ echo "$(TS)/src/schema.d.ts is stale: run make generate"; exit 1; }
 
 vet:
 	$(GO) vet ./...
@@ -50,7 +66,7 @@ staticcheck:
 fmt-check:
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-verify: verify-generated vet staticcheck fmt-check
+verify: ts verify-generated lint-openapi vet staticcheck fmt-check
 
 ## postgres: start the local PostgreSQL cluster when it is not running.
 postgres:

@@ -290,7 +290,7 @@ type HostUploadMultipartBody struct {
 	Entity   *string `json:"entity,omitempty"`
 	EntityId *string `json:"entityId,omitempty"`
 
-	// ExtraData A JSON object
+	// ExtraData A JSON object, as text.
 	ExtraData *string            `json:"extraData,omitempty"`
 	File      openapi_types.File `json:"file"`
 

@@ -16,6 +16,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -397,3 +399,24 @@ func TestGuard(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestTypeScriptClient runs the TypeScript client's Node test (a whole
+// direct upload and download) against a real server. `make test` builds
+// the client first (`make ts`); without it this test fails, it does not skip.
+func TestTypeScriptClient(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	require.NoError(t, err)
+	dir := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "clients", "typescript")
+	compiled := filepath.Join(dir, "dist", "test", "direct-upload.test.js")
+	_, err = os.Stat(compiled)
+	require.NoError(t, err, "build the TypeScript client first: make ts")
+
+	s := start(t, service.DriverLocal)
+	cmd := exec.Command("node", "--test", compiled)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "UPLOADEDFILE_URL="+s.url, "UPLOADEDFILE_TOKEN="+s.token("acme", "alice", nil))
+	output, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", output)
+	require.Contains(t, string(output), "# pass 1")
+}

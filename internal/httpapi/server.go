@@ -54,7 +54,9 @@ func New(o Options) http.Handler {
 	})
 	mux := http.NewServeMux()
 	api.HandlerWithOptions(strict, api.StdHTTPServerOptions{BaseRouter: mux, ErrorHandlerFunc: ew.request})
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { writeProblem(w, http.StatusNotFound, service.ErrNotFound.Code) })
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		writeProblem(w, http.StatusNotFound, service.ErrNotFound.Code)
+	})
 	var h http.Handler = mux
 	h = o.Guard.Middleware(h)
 	h = limitBodies(h)
@@ -429,4 +431,3 @@ func optionalString(s string) *string {
 	}
 	return &s
 }
-

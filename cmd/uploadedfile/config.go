@@ -14,6 +14,7 @@ import (
 	"github.com/knadh/koanf/v2"
 
 	"github.com/uploadedfile/uploadedfile/internal/httpapi"
+	"github.com/uploadedfile/uploadedfile/internal/policy"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
@@ -52,7 +53,12 @@ type fileConfig struct {
 	AllowedMIMETypes                []string `koanf:"allowedMimeTypes"`
 	ValidateMagicBytes              *bool    `koanf:"validateMagicBytes"`
 	CleanupAfterDays                int      `koanf:"cleanupAfterDays"`
-	RemoteClone                     struct {
+	// AuthorizationPolicy and AttachedReadPolicy are CEL expressions
+	// (internal/policy): the first evaluates to "owner", "tenant" or "deny",
+	// the second to a bool.
+	AuthorizationPolicy string `koanf:"authorizationPolicy"`
+	AttachedReadPolicy  string `koanf:"attachedReadPolicy"`
+	RemoteClone         struct {
 		Enabled      bool          `koanf:"enabled"`
 		Timeout      time.Duration `koanf:"timeout"`
 		MaxBytes     int64         `koanf:"maxBytes"`
@@ -133,9 +139,10 @@ func lookup(environ func() []string, name string) string {
 	return ""
 }
 
-// serviceConfig maps the file's options onto service.Config.
-func (c fileConfig) serviceConfig() service.Config {
-	return service.Config{
+// serviceConfig maps the file's options onto service.Config, compiling the
+// policy expressions (a bad one is an error naming its option).
+func (c fileConfig) serviceConfig() (service.Config, error) {
+	sc := service.Config{
 		Driver: c.Driver, AccessID: c.AccessID, AccessKey: c.AccessKey, Region: c.Region, Endpoint: c.Endpoint,
 		ForcePathStyle: c.ForcePathStyle, Bucket: c.Bucket, Folder: c.Folder, LocalRoot: c.LocalRoot, Host: c.Host,
 		CDNBaseURL: c.CDNBaseURL, DefaultVisibility: service.Visibility(c.DefaultVisibility), AllowPublicUploads: c.AllowPublicUploads,
@@ -149,6 +156,18 @@ func (c fileConfig) serviceConfig() service.Config {
 			MaxRedirects: c.RemoteClone.MaxRedirects, AllowedHosts: c.RemoteClone.AllowedHosts,
 		},
 	}
+	var err error
+	if c.AuthorizationPolicy != "" {
+		if sc.AuthorizationPolicy, err = policy.Authorization(c.AuthorizationPolicy); err != nil {
+			return service.Config{}, err
+		}
+	}
+	if c.AttachedReadPolicy != "" {
+		if sc.AttachedReadPolicy, err = policy.AttachedRead(c.AttachedReadPolicy); err != nil {
+			return service.Config{}, err
+		}
+	}
+	return sc, nil
 }
 
 // authConfig maps the auth section.

@@ -181,6 +181,10 @@ func TestServeRefusesBadConfig(t *testing.T) {
 	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+"\n"), 0o600))
 	_, err = run(t, context.Background(), pgtest.NewEmptyDatabase(t), "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
 	require.ErrorContains(t, err, "auth", "no key source outside --dev")
+
+	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+"\nauthorizationPolicy: 'context.roles.exists('\n"), 0o600))
+	_, err = run(t, context.Background(), pgtest.NewEmptyDatabase(t), "serve", "--dev", "--config", cfgFile, "--listen", "127.0.0.1:0")
+	require.ErrorContains(t, err, "authorizationPolicy", "a bad CEL expression stops start-up, named")
 }
 
 func TestEnvKeys(t *testing.T) {

@@ -92,7 +92,11 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		return errors.New("serve: the database URL is invalid")
 	}
 	defer pool.Close()
-	svc, err := service.New(ctx, cfg.serviceConfig(), pool, service.WithLogger(g.logger))
+	scfg, err := cfg.serviceConfig()
+	if err != nil {
+		return err
+	}
+	svc, err := service.New(ctx, scfg, pool, service.WithLogger(g.logger))
 	if err != nil {
 		return err
 	}
@@ -107,7 +111,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	}
 	defer guard.Close()
 	handler := httpapi.New(httpapi.Options{
-		Service: svc, Guard: guard, Logger: g.logger,
+		Service: svc, Guard: guard, Logger: g.logger, DownloadPath: svc.EffectiveConfig().DownloadPath,
 		Health: httpapi.Health{Dependencies: map[string]httpapi.Pinger{"database": pool, "storage": svc}},
 	})
 

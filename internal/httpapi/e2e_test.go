@@ -44,11 +44,14 @@ type server struct {
 	pool   *pgxpool.Pool
 }
 
-func start(t *testing.T, driver string) *server {
+func start(t *testing.T, driver string, mods ...func(*service.Config)) *server {
 	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.New(t)
 	cfg := service.Config{Driver: driver}
+	for _, m := range mods {
+		m(&cfg)
+	}
 	if driver == service.DriverS3 {
 		s3cfg := s3test.New(t)
 		cfg.Bucket, cfg.Endpoint, cfg.Region, cfg.ForcePathStyle = s3cfg.Bucket, s3cfg.Endpoint, s3cfg.Region, true
@@ -61,16 +64,19 @@ func start(t *testing.T, driver string) *server {
 	guard, err := httpapi.NewGuard(ctx, httpapi.AuthConfig{HMACSecret: secret, Issuer: "test-issuer", Audience: "uploadedfile"})
 	require.NoError(t, err)
 
-	var handler http.Handler
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	// The listener exists before the handler (whose URLs name it); the
+	// server starts only once the handler is in place.
+	ts := httptest.NewUnstartedServer(nil)
 	t.Cleanup(ts.Close)
-	cfg.Host = ts.URL
+	url := "http://" + ts.Listener.Addr().String()
+	cfg.Host = url
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc, err := service.New(ctx, cfg, pool, service.WithLogger(quiet))
 	require.NoError(t, err)
-	handler = httpapi.New(httpapi.Options{Service: svc, Guard: guard, Logger: quiet,
+	ts.Config.Handler = httpapi.New(httpapi.Options{Service: svc, Guard: guard, Logger: quiet, DownloadPath: svc.EffectiveConfig().DownloadPath,
 		Health: httpapi.Health{Dependencies: map[string]httpapi.Pinger{"database": pool, "storage": svc}}})
-	return &server{t: t, url: ts.URL, secret: secret, svc: svc, pool: pool}
+	ts.Start()
+	return &server{t: t, url: url, secret: secret, svc: svc, pool: pool}
 }
 
 // token signs a token for user of tenant; extra claims are merged in.
@@ -419,4 +425,28 @@ func TestTypeScriptClient(t *testing.T) {
 	output, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", output)
 	require.Contains(t, string(output), "# pass 1")
+}
+
+// TestCustomDownloadPath: a custom downloadPath moves the download routes
+// and the URLs that point at them.
+func TestCustomDownloadPath(t *testing.T) {
+	t.Parallel()
+	s := start(t, service.DriverLocal, func(c *service.Config) { c.DownloadPath = "files/v2" })
+	c := s.client(s.token("acme", "alice", nil))
+	ct, body := multipartBody(t, map[string][]byte{"r.pdf": []byte(pdf)})
+	up, err := c.UploadFileWithBodyWithResponse(context.Background(), ct, body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, up.StatusCode())
+	want := s.url + "/files/v2/" + up.JSON201.Id.String() + "/download"
+	require.Equal(t, want, *up.JSON201.Url)
+
+	req, err := http.NewRequest(http.MethodGet, want, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+s.token("acme", "alice", nil))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, pdf, string(got))
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 
 	api "github.com/uploadedfile/uploadedfile/gen/api"
 	"github.com/uploadedfile/uploadedfile/internal/filecheck"
@@ -33,10 +34,14 @@ var _ api.StrictServerInterface = (*Server)(nil)
 
 // Options configure the HTTP handler.
 type Options struct {
-	Service *service.Service
-	Guard   *Guard
-	Health  Health
-	Logger  *slog.Logger
+	// DownloadPath is the configured downloadPath; when it is not the
+	// default, the file routes answer under it too (and the service's URLs
+	// point there).
+	DownloadPath string
+	Service      *service.Service
+	Guard        *Guard
+	Health       Health
+	Logger       *slog.Logger
 }
 
 // New returns the whole HTTP surface: the generated routes behind the
@@ -60,7 +65,27 @@ func New(o Options) http.Handler {
 	var h http.Handler = mux
 	h = o.Guard.Middleware(h)
 	h = limitBodies(h)
+	h = movedRoutes(o.DownloadPath, h)
 	return withRequestID(h)
+}
+
+// movedRoutes serves /<downloadPath>/... as /uploaded-file/... when a
+// custom downloadPath is configured.
+func movedRoutes(downloadPath string, next http.Handler) http.Handler {
+	prefix := "/" + strings.Trim(downloadPath, "/") + "/"
+	if prefix == "//" || prefix == "/uploaded-file/" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rest, ok := strings.CutPrefix(r.URL.Path, prefix); ok {
+			r2 := r.Clone(r.Context())
+			r2.URL.Path = "/uploaded-file/" + rest
+			r2.URL.RawPath = ""
+			next.ServeHTTP(w, r2)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 type requestKey struct{}

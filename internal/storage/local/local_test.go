@@ -23,15 +23,17 @@ import (
 // served by a loopback test server.
 func newStore(t *testing.T) *local.Store {
 	t.Helper()
-	var h http.Handler
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	// The listener exists before the store (whose URLs name it); the server
+	// starts once its handler is in place.
+	srv := httptest.NewUnstartedServer(nil)
 	t.Cleanup(srv.Close)
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)
-	s, err := local.New(local.Config{Root: t.TempDir(), PresignBaseURL: srv.URL + "/_storage", PresignSecret: secret})
+	s, err := local.New(local.Config{Root: t.TempDir(), PresignBaseURL: "http://" + srv.Listener.Addr().String() + "/_storage", PresignSecret: secret})
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
-	h = http.StripPrefix("/_storage", s.Handler())
+	srv.Config.Handler = http.StripPrefix("/_storage", s.Handler())
+	srv.Start()
 	return s
 }
 

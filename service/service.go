@@ -39,12 +39,13 @@ type DB interface {
 
 // Service is UploadedFileService.
 type Service struct {
-	cfg   resolved
-	db    DB
-	q     *db.Queries
-	store storage.Store
-	log   *slog.Logger
-	now   func() *time.Time // nil result: the database clock
+	cfg     resolved
+	db      DB
+	q       *db.Queries
+	store   storage.Store
+	log     *slog.Logger
+	now     func() *time.Time // nil result: the database clock
+	fetcher Fetcher
 }
 
 // Option adjusts a Service beyond its Config.
@@ -83,6 +84,9 @@ func New(ctx context.Context, cfg Config, database DB, opts ...Option) (*Service
 		if s.store, err = openStore(ctx, r); err != nil {
 			return nil, err
 		}
+	}
+	if s.fetcher == nil {
+		s.fetcher = s.defaultFetcher()
 	}
 	return s, nil
 }

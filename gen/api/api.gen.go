@@ -151,6 +151,17 @@ type ChangeFilesInput struct {
 	Olds     []string `json:"olds"`
 }
 
+// CloneInput defines model for CloneInput.
+type CloneInput struct {
+	Entity    *string                 `json:"entity,omitempty"`
+	EntityId  *string                 `json:"entityId,omitempty"`
+	ExtraData *map[string]interface{} `json:"extraData,omitempty"`
+	FileName  *string                 `json:"fileName,omitempty"`
+	Module    *string                 `json:"module,omitempty"`
+	Type      *string                 `json:"type,omitempty"`
+	Url       string                  `json:"url"`
+}
+
 // DeleteInput defines model for DeleteInput.
 type DeleteInput struct {
 	References []string `json:"references"`
@@ -328,6 +339,9 @@ type UploadFileMultipartBody struct {
 // HostChangeFilesJSONRequestBody defines body for HostChangeFiles for application/json ContentType.
 type HostChangeFilesJSONRequestBody = ChangeFilesInput
 
+// HostCloneFromUrlJSONRequestBody defines body for HostCloneFromUrl for application/json ContentType.
+type HostCloneFromUrlJSONRequestBody = CloneInput
+
 // HostDeleteJSONRequestBody defines body for HostDelete for application/json ContentType.
 type HostDeleteJSONRequestBody = DeleteInput
 
@@ -362,6 +376,9 @@ type ServerInterface interface {
 	// HostChangeFiles Replace a record's files (old ones deleted durably)
 	// (POST /internal/uploaded-file/change-files)
 	HostChangeFiles(w http.ResponseWriter, r *http.Request)
+	// HostCloneFromUrl Store a copy of a remote file (when remote cloning is enabled)
+	// (POST /internal/uploaded-file/clone)
+	HostCloneFromUrl(w http.ResponseWriter, r *http.Request)
 	// HostDelete Delete files by exact reference (all or none)
 	// (POST /internal/uploaded-file/delete)
 	HostDelete(w http.ResponseWriter, r *http.Request)
@@ -447,6 +464,20 @@ func (siw *ServerInterfaceWrapper) HostChangeFiles(w http.ResponseWriter, r *htt
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.HostChangeFiles(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// HostCloneFromUrl operation middleware
+func (siw *ServerInterfaceWrapper) HostCloneFromUrl(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.HostCloneFromUrl(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -973,6 +1004,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/uploaded-file", wrapper.UploadFile)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/uploaded-file/{id}/download", wrapper.DownloadFile)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/internal/uploaded-file/uploads", wrapper.HostUpload)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/internal/uploaded-file/clone", wrapper.HostCloneFromUrl)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/internal/uploaded-file/{id}", wrapper.HostGetFile)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/internal/uploaded-file/{id}/url", wrapper.HostResolveUrl)
 	m.HandleFunc(http.MethodPatch+" "+options.BaseURL+"/internal/uploaded-file/{id}/extra-data", wrapper.HostSetExtraData)
@@ -1098,6 +1130,147 @@ func (response HostChangeFiles404ApplicationProblemPlusJSONResponse) VisitHostCh
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostCloneFromUrlRequestObject struct {
+	Body *HostCloneFromUrlJSONRequestBody
+}
+
+type HostCloneFromUrlResponseObject interface {
+	VisitHostCloneFromUrlResponse(w http.ResponseWriter) error
+}
+
+type HostCloneFromUrl201JSONResponse HostFile
+
+func (response HostCloneFromUrl201JSONResponse) VisitHostCloneFromUrlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostCloneFromUrl400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response HostCloneFromUrl400ApplicationProblemPlusJSONResponse) VisitHostCloneFromUrlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostCloneFromUrl401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response HostCloneFromUrl401ApplicationProblemPlusJSONResponse) VisitHostCloneFromUrlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostCloneFromUrl403ApplicationProblemPlusJSONResponse Problem
+
+func (response HostCloneFromUrl403ApplicationProblemPlusJSONResponse) VisitHostCloneFromUrlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostCloneFromUrl404ApplicationProblemPlusJSONResponse Problem
+
+func (response HostCloneFromUrl404ApplicationProblemPlusJSONResponse) VisitHostCloneFromUrlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostCloneFromUrl413ApplicationProblemPlusJSONResponse Problem
+
+func (response HostCloneFromUrl413ApplicationProblemPlusJSONResponse) VisitHostCloneFromUrlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostCloneFromUrl422ApplicationProblemPlusJSONResponse Problem
+
+func (response HostCloneFromUrl422ApplicationProblemPlusJSONResponse) VisitHostCloneFromUrlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostCloneFromUrl502ApplicationProblemPlusJSONResponse Problem
+
+func (response HostCloneFromUrl502ApplicationProblemPlusJSONResponse) VisitHostCloneFromUrlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(502)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostCloneFromUrl503ApplicationProblemPlusJSONResponse Problem
+
+func (response HostCloneFromUrl503ApplicationProblemPlusJSONResponse) VisitHostCloneFromUrlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2643,6 +2816,9 @@ type StrictServerInterface interface {
 	// HostChangeFiles Replace a record's files (old ones deleted durably)
 	// (POST /internal/uploaded-file/change-files)
 	HostChangeFiles(ctx context.Context, request HostChangeFilesRequestObject) (HostChangeFilesResponseObject, error)
+	// HostCloneFromUrl Store a copy of a remote file (when remote cloning is enabled)
+	// (POST /internal/uploaded-file/clone)
+	HostCloneFromUrl(ctx context.Context, request HostCloneFromUrlRequestObject) (HostCloneFromUrlResponseObject, error)
 	// HostDelete Delete files by exact reference (all or none)
 	// (POST /internal/uploaded-file/delete)
 	HostDelete(ctx context.Context, request HostDeleteRequestObject) (HostDeleteResponseObject, error)
@@ -2787,6 +2963,37 @@ func (sh *strictHandler) HostChangeFiles(w http.ResponseWriter, r *http.Request)
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(HostChangeFilesResponseObject); ok {
 		if err := validResponse.VisitHostChangeFilesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// HostCloneFromUrl operation middleware
+func (sh *strictHandler) HostCloneFromUrl(w http.ResponseWriter, r *http.Request) {
+	var request HostCloneFromUrlRequestObject
+
+	var body HostCloneFromUrlJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.HostCloneFromUrl(ctx, request.(HostCloneFromUrlRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "HostCloneFromUrl")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(HostCloneFromUrlResponseObject); ok {
+		if err := validResponse.VisitHostCloneFromUrlResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -3284,63 +3491,66 @@ func (sh *strictHandler) DownloadFile(w http.ResponseWriter, r *http.Request, id
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Fx5b9u4tv8qhN4DJsWTl6Rp773uX+m085pBp9OXpX1AEyC0eGzzhiI15FESt/B3v+CizZbsOE2CBtP/",
-	"HJEiD3m231mUb1Gi0kxJkGii0bcoo5qmgKDdX79xAYdv7C8GJtE8Q65kNIpOZkAmXMAvhpyeHr7pR3HE",
-	"7fOM4iyKI0lTiEYRZ1Ecafgr5xpYNEKdQxyZZAYptUum9OY9yCnOotHL/TjCeWZfMqi5nEaLxcK+azIl",
-	"DThaXs/R/0iURJBof9IsEzyhlqqBShCwZ1ADTe1YtdFE6ZRiNIrGXFI9j1r36jzg2O5rTzgDysK9/OpJ",
-	"6L3hJlOG+5fqWy5vEEdvT+h005z/7xULn8wz6P3pqDHr37Lv/arSTADaB933k2k1FpD+z7/NMrH/rWES",
-	"jaL/GlSiMPCjZvDRv9V2RwdS4Qw04dIglQkQbkhSUkJwxg3JM6Eoe0U0oJ4TQRH00lUe2ZHewQRBtx6U",
-	"S4Qp6HDSgpxHPSYBrZWOCTXk6Ldfyb/2X/yDhG0IA6RcmH60iKNTSXOcKc2/WnF/PAr/4MbYG1eWF1dU",
-	"cEbGQDVoguoS5NKFf/78uXeQ4wwkWopgk3gtCp31kj+jcgrWLphDmeX+cIw5FaDio1YZaORWUSdUGIij",
-	"rPboW2Q3xXnLRnEYOmStgxKu3fscITVLxmN3uLdqPmI749DP3h0Oy3GqNZ3bYSXYva64qJu6L375QPd5",
-	"OVeN/w0J2rXegACEu1yhhglokAl8J/kpl8WfG85S27H1KE0jCDJP7VtcCi4hiiOKSJNZajXhvIWsd8qg",
-	"lSd3DUL8OYlGX9arwqkzKsDcW4v429IFJUy2C9gNavqGIu2+cO+iVk54CfN2g12/JTtp9XrOuzwLmShN",
-	"KJkpg2RMk0uQLCbXHGeEoyGOVsIoUkIlIwKmNJkTg0rTKZCKIc7uHEqOnCKcQJopTfXcX9BdhCuZQXJp",
-	"8nRFooYtnAv27cQ9b8zfe/GiZT5rCso6Ftdlyiqr5lMuqfjggMVthN3wr1AihhIAcIkv9yMn+zy1p6xE",
-	"v/IzS4pc37p55voucXV1bTpSsOh+ONOUqLPIzOjei5ejs4hMlBDqGhgZzwnOgIypgZf75PjdQW/vxUui",
-	"Jv5pAWn+piyOoytu+JiL4IvWkfmpmvkYonEEJhdONprsnwQLuYVdtPi7fjN57gD5yj16jHa7xU+ongKu",
-	"3IRbOKwTe1rbjvoH1ZenBthjIge+5Oa/wy3GUapY7vmwsgwGFVnvJCw1bTdTw7VLaq8YtMdfBulYgMem",
-	"xE6zCl0430Rp6Fs+9KXC3kTlkjkJLZ4GnNgrebY6lALSxoCGVCH0GDd2Y9Y2NgFMZr0J5cvjfp8e3GTu",
-	"JlqGqsihbfQKNJ8EAN22fpaPBU/CcdpJXLN3y4LM4bO2kUQAlXm2NGSRfz+vBwBhwBodLaloxT4GKeam",
-	"LdqJI+S4QdSW4hRyenRIJE198AVliGKn91uC3qZkojdbfteSstgLYJvIHoFR4grYqRarYpv7h6u2Rou3",
-	"ng8H2DBOjCL0kDtDKnMhLP+W8FgH4XarNvqOy7stlCIDyQr5qgmbBsrm1mx5hrbxqWH8Vg7rJcusOdHK",
-	"grV4rN0GdrK9dsIUcKZY1z1vNkbhfT+7oimuHajtYhtuZkUM66PvEDPv0EivRyRcgYW8BYq9hLkNWZ2o",
-	"gjbcIDCSMBevdmOfFojieLlWojbhmtVxDXTLJe8Ofe7q2mCjJrV4w1tBAm7KWKK281gpa/s2OMJlILcl",
-	"bls1hJWRXHenQd27PXH8oEbpniClY8cSrmwgyQbGrG1Zs9h15jXFsi7XrZptHj+z88OlMz41+Fj6Dgcw",
-	"nGXiVxShxU1YUYUk1xznx5bT/kQ+E1f9+q0Qrt8/n0QhteaUy88rV50hZj7Zx+VErdrZY1QaigQrMJdT",
-	"MCNiUZtLG3BJPiqDUw3H//c+9iEfUZJQIlRCBWHcXPqM4Zmkkhw/dwiMIreg0t+Gs9TQP5Nn8u0V6LnP",
-	"W2iVIxAJwAy5OAh4xwGzEXnt045n+XD4PPn984n7ARd9ElKUMUmpsOoFLD6TDCQH5hIciVbG9BAklUg0",
-	"GJXrBAyhQhAqzTV4N2FoCmR/uF9Am5gYReiZLOoEwcUgCGHI9QxcetqoFJQEAsLAL8afAW64QdMnbyXr",
-	"5Qa0P5Q5kzsXg+JGe3bmxbOwpgbMtaz7LtPqvCwxQbxe+eSOX5rsXAwKKLiyBdVt6aAzSROXSfdDjk57",
-	"V/bq3cYXjXVG9t0LYhKVBZ7ZyMC4xcu09UVXIvrC555oEVZcWNx30T+zRkPwBKRxNjVUdqw10BzQmxhn",
-	"V53AmtFgADfUOuQijhgUb1eQNirodoFiHF3ZC3RCvdsf9ofOiWQgacajUfS8P+w/t3pHceYUajADKnD2",
-	"1f4OcMzaIXcka2Oid2F8qX60NxwuJeURbnCQCco3FG9WSwKCX0G/ofHR6Mt5HJk8TZ3PdBFaplUCxgQJ",
-	"tqYZ6dRYa+KPEJ3bFTrEYpC4TLv77StzyrQdVhms5eRDwQ0MvlZsvqYIsV3xYSXrv2gaVesSFyv3vb9q",
-	"tfxCzKUt9z1D2vYtF6rKHnb+7ub5jRqMe2l/i00WdRYeQSZoAoQSDYnSLBgPQ3aUYERJMMRHiYywXNOx",
-	"mD+rs9iyay2D/cvrWevLBA/E1XoN4q4M9Ws8DYZ6WgMTx3MCNzTBKplOdqy7UZpIJWE7VqZUX1pHwtZz",
-	"s8h/PRA/m+m1u3LUrvJEGGpJDey0l295SglTKeUy6Ox38NT/tcH0nhb5s25+prlAnlGNAwt8eiwUoCqW",
-	"3g+OblS3ljNDvx//+SGAOlfGtp6v3xb4FWnmjS0TceRrUqu7HXmkZAFKKFt5usmO0i7md3iPyQBrsIhV",
-	"HCOf1ai6XbiJ6wPVzmDwXsK1jkz3bTRv997UviygdvSxOBTvA4RahbGjlvhIKv98y032t5u/u+X6e3tb",
-	"zX+xFf1LJkvSqTVV+WQCOoRvThWswgTAb6H+drbK3AooFvH9A/mfZvrg7+d/4vsFFd84W3QHOcrg/4LX",
-	"+7jRtdfRPFFNGYSuvsX5xgjp4YySK6U8Es+sQRjelccHPmPQ1Zmxaka35vHAN8h48NjJ7DfqWto3D4rJ",
-	"d+V6/M33av6Vg3PsIaQPLnZdw+ZKvqt9pYBg7m2lQ7bVWh1SvZ73Pr/6BMTxpGjfIGpCqJfNQn687RFz",
-	"gmoZB28vlE7OS7SaUUxm7YJ5DPi2xJ7fZYru5pG26OS6q0cC/VRyFo5Un53kEpUDFaGPuTJc2wtDqJx0",
-	"GqdQCz51dcQfzxnVS9Ud/uj06P0TcUenR++tgmugrGRv7HyRd08Z9/HaKoddobs7b3rkhx8ubeo26NcA",
-	"9L3kYgmDDCQDmcwJNySX9IpyV6rbnKG12jCmBtz1YYiVrDv3KduujG1DQ+qQm0GmIaFY+aklYpGkyiBR",
-	"suRbeLL3gvzBX5MdRwToK54ASamNnSdKuySkUNegieApRxclN5nnExEBDt5bMuLW6YAfMS5utsNtjI1/",
-	"hr+PEP56npTyT7gklJRCaePglOwUhUiXc/H1s3rk5APd8zi66VX61tNAjW9AMeBUmXENCRYR9g4PbZZx",
-	"8QRdN09cfLICz7y5WHJ/xWtNLa+L0ScqOKMWkbldIRHUipSFsLHrvfJxAv8KcVEqNKFu6NqR3EWcSTvJ",
-	"FxkNofaCeqEI2yC3T45B1oDeDMJLwM5kaOB55R77+SS08lg7E8qF/bK7J5T3moak2Y76QJmCtnboR7YO",
-	"rW23HVaizqnS0zb58tN4PLzxOEZrI2hTs1cNQ4sWl0niW+jze35p7VJdOl6VQMsijNAB4gShUK+9fTJT",
-	"uTaEThB0+Rmckn3yQZEq10yUdeETQJ4CSagkYyBTfuU/0mpXxKWvOh5YI1u/Ifmpmg8UBjwtVfMph2bB",
-	"5lbqV2Qyq4p3U9R9Yfaec5ndxWqyE+r1r4iGlHJpBahA/tdKX1ot14CaA7MIxX9Ik1xOtcole/aIceLw",
-	"X5vn1z7+/T6eH4yV43mhUgXTdWhzcI0QlHXyPW4PK3/kLPVtQoQnlqn+xYRvkouGrnq+gOOt9XVQ4OLu",
-	"klKQvAoqPk0GV0L9Q2v2dpLxqN7iE2g+mcck0ypVARlNuKSCf4U74bUggKUAhHbkpvh9zEP7RfinCQ+f",
-	"fP7OfzGxCUE9rtjXkVPsYJOvK1xrjmgB6U9duIsufNYcofrK1mOmpVxE6MDW/Ao0UbLZOLhBK1ioA9bS",
-	"uJuyjscgsSpgUiHUtQgNy17YXJoiJhft/3+ESGUkn0wunF5TSaoP+knt64I+Oc6zTGk05IjKqbcCiZJF",
-	"dYYEHTOroU5R23wInHDLut/e8OUWs5+3ocsPCkmqGJ/wslj049cS6//k5r4yb7kWxZfmDUTS96aolpCv",
-	"Po/4cm4ZaEBfFWyvuspHg8Hu3j/6w/6wvzv65/CfQ8fsQNQyF5Za+vtVNdlTv4iX33hX67kvu/VdG31r",
-	"h/2z2pKuuLK64sey8ZvVqxO+hlB/3RcVFueL/wQAAP//",
+	"7Fx5b9u4tv8qB3oPmARPXpKmvXPdv9LtNYO205elfUATILR4bHNCkRqSSuIW/u4XXCRLtrylcZBg+l8i",
+	"7jzb7yz0jyiRaSYFCqOj3o8oI4qkaFC5/94xjkdv7F8UdaJYZpgUUS86HSEMGMffNJydHb1pR3HE7PeM",
+	"mFEUR4KkGPUiRqM4Uvh3zhTSqGdUjnGkkxGmxE6ZktsPKIZmFPVeHMSRGWd2kDaKiWE0mUzsWJ1JodHt",
+	"5dXY+D8SKQwKY/8kWcZZQuyuOjIxaFraKCSpbZsuNJAqJSbqRX0miBpHjWstPGDfrmtPOEJCw7289lto",
+	"vWE6k5r5QdUlZxeIo7enZLiqz/+3iolPxxm2/nS70ctH2XGvZZpxNPbD4vvJlOxzTP/nLz272f9WOIh6",
+	"0X91pqzQ8a2689mParqjQyHNCBUwoQ0RCQLTkJQ7ATNiGvKMS0JfgkKjxsCJQTVzlce2pXU4MKgaD8qE",
+	"wSGqcNJiOw96TEClpIqBaDh+9xr+ffD8XxCWAYqGMK7b0SSOzgTJzUgq9t2y+8Pt8CPT2t64tLS4JpxR",
+	"6CNRqMDIKxQzF/7169fWYW5GKIzdEa5ir0khs57zR0QM0eoFfSSy3B+OUicChH9WMkNlmBXUAeEa4yir",
+	"fPoR2UXNuGGhODQd0cZGgTduPDOY6hnlsdfdn1cfse1x5HvvdbtlO1GKjG2z5PReZ5xUVd03P33Y90XZ",
+	"V/b/wsTYuV5zKfAhbxBvjSJviCGL1/MKem6rVg9+chp9rUuSNOfYuAX/oaEhV3xm8v3uwe9xg4asXrEd",
+	"1XS1b5CjudPdKhygQpHgT3JGykTx7wo2qazYeJS6fUGRp3YUE5wJjOKIGEOSUWqVzEXDtt5Lbayoumvg",
+	"/M9B1Pu2XMucOX2N1I2axD9mLiih4p6Z6wrHzbaweku20/z1XCwy2jCQCgiMpDbQJ8kVChrDDTMjYEaD",
+	"2ytQYggQQYHjkCRj0EYqMkSYEsSp9CPBDCMGTzHNpCJq7C/oLsyVjDC50nk6x1HdBsoF03EaJKYqGc+f",
+	"N/SndUZZRuIqT1k9qNiQCcLXl3DNvmMJxkpsxYR5cRA53mepPeWU9acmfEZHVpeun7m6Sjy9uiYZKUh0",
+	"P5Spc9R5pEdk//mL3nkEA8m5vEEK/TGYEUKfaHxxACfvD1v7z1+AHPivBVr8h5I4jq6ZZn3Gg5Fats0v",
+	"054PwRrHqHPueKNO/kHQkBvoRevaVG8mz52vM2/Y3LD1Jj8laohm7ibcxGEeb4sbj/qRqKszjfQhIQWb",
+	"QVA/YRbvghvmLqrZhlZchhmxlxSbXVttSJ+jh/1gu1mBLoxvIhW2LR3aQprWQOaCOg4tvgYI3ippNt+U",
+	"oiG1BoWpNNiiTNuFaVPbAE0yag0Im23367TwNnM30dA0dcqaWq9RsUHwTZrmz/I+Z0k4TvMWl6zdMCF1",
+	"+KypJeFIRJ7NNFmnqp1XfavQYJWOEoQ3Yh9tiMl1kyMZR4aZFaw24wLC2fERCJJ6vxZL7892b0ergKrx",
+	"asuvWu4s9gzYxLLHqCW/RnrmcXGdbQNYbgLRbz0dDk1NOVFisGWYU6Qi59zSbwaPbYiwT8q7LYQiQ0EL",
+	"/qowm0JCx1ZteYI20amm/OYO6zlLLznR3IQVV7dZBy4ke+WEKZqRpMucleU3F8b73tM9xZUDNV1szczM",
+	"sWG19b0xmTdo0GqBwGu0kLdAsVc4Bqk8q6LSTBukkFAXCliMfRogiqPlUo5ahWvm2xWSDae8O/S5u7e8",
+	"SpIarOFakIDp0peorNyX0uq+FYZwFshtiNvmFeFUSS670yDua3jwW1FK9wQpHTlmcGUNSdYwZmXJisau",
+	"Eq/OllW+bpRs/fBBs0cXzvhSo2NpOxzAcJqJXRODDWbCsiomuWJmfGIp7U/kg5zTv94VzPXH19MoRC2d",
+	"cPl+5awjYzIfR2ViIOf17ImRCovYNVIXU9A9sKjNhQ2YgM9Sm6HCk//7EHuXD6QAAlwmhANl+soHY88F",
+	"EXDyzCEwYpgFlf42nKbG9rk4F2+vUY193ELJ3CAIRKrh8jDgHQfMevDKR3TP8273WfLH11P3B162IUR/",
+	"Y0gJt+KFND4XFAVD6gIciZJatwwKIgwo1DJXCWognAMR+ga9mdAkRTjoHhTQJgYtgZyLIgUTTIxBzjXc",
+	"jNBF/rVMUQoE5Bp/0/4MeMu00W14K2gr16j8ofS52LnsFDfasj0vd8OcCk2uRNV26UbjZTcT2OulD+74",
+	"qWHnslNAwbkliGoKB50LkrgkhW9y+7R3Za/eLXxZm6dnx16CTmQWaGY9A+0mLzMCl4ti/Jc+9kQKt+LS",
+	"4r7L9rlVGpwlKLTTqSFpZrWBYmi8inF61TGs7nU6eEusQS78iE4xegppo2LfzlGMo2t7gY6p99rddtcZ",
+	"kQwFyVjUi561u+1nVu6IGTmB6oyQcDP6bv8OcMzqIXckq2Oi96F9JjW33+3O5DsM3ppOxglbkRebz7Zw",
+	"do3tmsRHvW8XcaTzNHU203lomZIJah042KpmQ4baahN/hOjCzrCALTqJS2K4v33SU+qmw0ptKumOkMtE",
+	"bV5JOl6S39ksrzOXUJnUlao1iZO5+z6Y11p+IurClgeeIE3rlhNNM0q2/97q/rX0lht0sMEikyoJjzHj",
+	"JEEgoDCRigbloWFHcgpSoAbvJVKguSJ9Pt6tktiSazmBuRRYpey8j392/AGYBudWI/UienJy/M6ylsHE",
+	"ZV5hx9smIJQq1NqpeT6OweqtsdVHlCmrzRU6gbT2P4a+zIU1GxZcOK1iYc5ubPWKAIe3g2Z2NoCeC86u",
+	"bMdxsDheMzTwoj3UOyXTM+dTbIUZp1mptdhw795WLlMVC5Lx/q4clzwkhz/bcJGDzfrvbTj//v5G/Z93",
+	"N+3/7K4S7TATEEhkNgY5cJKdShMSMjs3lvfDFyuc1vYyDShcMGkz4faaYbne9jnALUlJNcF4V23t53ga",
+	"2trvNWjo/hjwljidF8AY7FgsKRUIKXAzUqZEXVmUSJdTswhub4me9dj5XSlqZ3kiBLVbDeS0l29pSoDK",
+	"lDARDPJP0NT/twJXnRXB8cX0THNuWEaU6VivpkVDdnlK0i3URcyGff84+fNT8Nhc+Y+Fte2mqE6RQ1pZ",
+	"ahZHPuE8v9qxd4Os9xFy0n7fsCOVC+g5Z46K4LOYIhDhCLlb2dV6sSSzPAq1MNJzL7GYBWmsRws5KuUD",
+	"CwoFfuGR7eKLj0SQoVVV+WCAKiBlJwpWYII3b/34zXSVXssLLIJ3W7I/9djgP8/+xPcLKn4wOlkcwZDa",
+	"/C96uY9r1c4LKqOmXTqhGnpysTL8sT2lVHGAtk4zqxC6d6XxoUf+i8qu5tXoxjTu+Oo3Dx4XEvuNvBF2",
+	"5GHR+a5Uj3/4Gve/c3SGPcTrgoldVug+F8xunikgmHub6YhuNNcCrl5Oe588eQLseFrUZnnn1PFmwT9e",
+	"9/AxGDmLgzdnSsfnJVrNiElGzYx5guZtiT1/ShXdzSJtUKZ5V4uE6qkEJN1WfeqBCSMdqAjvP6aKa3Nm",
+	"CGnRhcopFHr4gN7jM0bVOpQF9ujs+MMTMUdnxx+sgCsktCRv7GyRN08Z8/7aPIVdFcvipMixb95eTsQt",
+	"0K4A6HtJtADFDAVFkYyBacgFuSbM5eFXp1+sNPSJDuHt4CtZc+7zMYvSMTUJqYfnM4UJMVM7NbNZA6nU",
+	"BqQo6Ra+7D+Hj+wV7LhNoLpmCUJKrO88kMplGLi8QQWcpcw4L7lOPB+ICHDw3oIRa4cDHqNfXK91/RWO",
+	"fwzur6dJyf/ABBAomdL6wSnsFFUGLubik+NVz8k7uhdxdNuayltLIdG+ukyjE+WQ0goe9g4LNdRx8cW4",
+	"Ur24eOqHu15dzJi/YtjiJNyXkDHTflVMOLEsZSFs7AorvZ/AvmNc1AHoUBTgag3dRZwL28lXEGgg9oJa",
+	"ocKitt02nKCoAL0RhkFIz0WoznvpPvv+EOr0rJ4JtQDtsnTvsilDV68131KkoOmtwwNrh8aa+gVaokqp",
+	"0tLW6fJLeTxEbs7qCFKX7HnF0CDFZZB4DXn+wK6sXqpyx8sSaFmEEcq7HCMU4rV/ACOZKw1kYFCVz4el",
+	"aMMnCdNYM0hrwgdoWIqQEAF9hCG79o9bmwVx5snWliWy8YHYL9HckhvwtETNhxzqCZu1xK+IZE4z3nVW",
+	"94nZe45lLk5Ww04oxnkJClPCXBa/QP43Ul1ZKVdoFENqEYp/JZdcDZXMBd19QD+x++/V/Ss/mvBzND/s",
+	"S0fzQqQKoqtQw+RqIQhdSPe42a18zFHqdVyEJxap/k2H33IoqjWr8QJm1pbXToGLF6eUAudNoeLTJPCU",
+	"qR+1ZG/GGQ9qLb6gYoNxDJmSrjLK2uEBE4S7ysE74LXAgCUDhLcGdfb7nIfyi/BjM9sPPv/kT/OsQlAP",
+	"y/ZV5BQ72OTzCjeKGWMB6S9ZuIssfFXM4PQJvcdMM7GI8LxCsWtUrhJ3d32poCEPWAnjroo6nqAw0wQm",
+	"4Vze8PAawTObC1PEcNn8u00gpBZsMLh0ck0ETH+tAypPh9pwkmeZVEbDMRFDrwUSKYrsDAQZ0/OuTpHb",
+	"3AZOWDPvt999sUHvZ03o8pM0kErKBqxMFj3+XGL1x8HuK/KWK178jEQNkbS9KqoE5Kdvn75dWAJqVNcF",
+	"2adPRnqdzt7+v9rddre91/u9+3vXETtsapYKM+912tNsst/9JJ4d8b7yoKZ8iuPeyDQ+n9mtTOmSK/Mz",
+	"fi5fddBqdsLnEKrDfVJhcjH5TwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -143,6 +143,17 @@ type ChangeFilesInput struct {
 	Olds     []string `json:"olds"`
 }
 
+// CloneInput defines model for CloneInput.
+type CloneInput struct {
+	Entity    *string                 `json:"entity,omitempty"`
+	EntityId  *string                 `json:"entityId,omitempty"`
+	ExtraData *map[string]interface{} `json:"extraData,omitempty"`
+	FileName  *string                 `json:"fileName,omitempty"`
+	Module    *string                 `json:"module,omitempty"`
+	Type      *string                 `json:"type,omitempty"`
+	Url       string                  `json:"url"`
+}
+
 // DeleteInput defines model for DeleteInput.
 type DeleteInput struct {
 	References []string `json:"references"`
@@ -320,6 +331,9 @@ type UploadFileMultipartBody struct {
 // HostChangeFilesJSONRequestBody defines body for HostChangeFiles for application/json ContentType.
 type HostChangeFilesJSONRequestBody = ChangeFilesInput
 
+// HostCloneFromUrlJSONRequestBody defines body for HostCloneFromUrl for application/json ContentType.
+type HostCloneFromUrlJSONRequestBody = CloneInput
+
 // HostDeleteJSONRequestBody defines body for HostDelete for application/json ContentType.
 type HostDeleteJSONRequestBody = DeleteInput
 
@@ -438,6 +452,28 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /internal/uploaded-file/change-files (the `HostChangeFiles` operationId).
 	HostChangeFiles(ctx context.Context, body HostChangeFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HostCloneFromUrlWithBody Store a copy of a remote file (when remote cloning is enabled)
+	//
+	// The URL is fetched with SSRF protections (public addresses only, every
+	// redirect revalidated, bounded size and time), then checked and stored
+	// like any upload.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /internal/uploaded-file/clone (the `HostCloneFromUrl` operationId).
+	HostCloneFromUrlWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HostCloneFromUrl Store a copy of a remote file (when remote cloning is enabled)
+	//
+	// The URL is fetched with SSRF protections (public addresses only, every
+	// redirect revalidated, bounded size and time), then checked and stored
+	// like any upload.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /internal/uploaded-file/clone (the `HostCloneFromUrl` operationId).
+	HostCloneFromUrl(ctx context.Context, body HostCloneFromUrlJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HostDeleteWithBody Delete files by exact reference (all or none)
 	//
@@ -644,6 +680,48 @@ func (c *Client) HostChangeFilesWithBody(ctx context.Context, contentType string
 // Corresponds with POST /internal/uploaded-file/change-files (the `HostChangeFiles` operationId).
 func (c *Client) HostChangeFiles(ctx context.Context, body HostChangeFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewHostChangeFilesRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HostCloneFromUrlWithBody Store a copy of a remote file (when remote cloning is enabled)
+//
+// The URL is fetched with SSRF protections (public addresses only, every
+// redirect revalidated, bounded size and time), then checked and stored
+// like any upload.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /internal/uploaded-file/clone (the `HostCloneFromUrl` operationId).
+func (c *Client) HostCloneFromUrlWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostCloneFromUrlRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HostCloneFromUrl Store a copy of a remote file (when remote cloning is enabled)
+//
+// The URL is fetched with SSRF protections (public addresses only, every
+// redirect revalidated, bounded size and time), then checked and stored
+// like any upload.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /internal/uploaded-file/clone (the `HostCloneFromUrl` operationId).
+func (c *Client) HostCloneFromUrl(ctx context.Context, body HostCloneFromUrlJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostCloneFromUrlRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1095,6 +1173,46 @@ func NewHostChangeFilesRequestWithBody(server string, contentType string, body i
 	}
 
 	operationPath := fmt.Sprintf("/internal/uploaded-file/change-files")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewHostCloneFromUrlRequest calls the generic HostCloneFromUrl builder with application/json body
+func NewHostCloneFromUrlRequest(server string, body HostCloneFromUrlJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewHostCloneFromUrlRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewHostCloneFromUrlRequestWithBody constructs an http.Request for the HostCloneFromUrl method, with any body, and a specified content type
+func NewHostCloneFromUrlRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/internal/uploaded-file/clone")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1824,6 +1942,28 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /internal/uploaded-file/change-files (the `HostChangeFiles` operationId).
 	HostChangeFilesWithResponse(ctx context.Context, body HostChangeFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*HostChangeFilesResponse, error)
 
+	// HostCloneFromUrlWithBodyWithResponse Store a copy of a remote file (when remote cloning is enabled)
+	//
+	// The URL is fetched with SSRF protections (public addresses only, every
+	// redirect revalidated, bounded size and time), then checked and stored
+	// like any upload.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /internal/uploaded-file/clone (the `HostCloneFromUrl` operationId).
+	HostCloneFromUrlWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostCloneFromUrlResponse, error)
+
+	// HostCloneFromUrlWithResponse Store a copy of a remote file (when remote cloning is enabled)
+	//
+	// The URL is fetched with SSRF protections (public addresses only, every
+	// redirect revalidated, bounded size and time), then checked and stored
+	// like any upload.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /internal/uploaded-file/clone (the `HostCloneFromUrl` operationId).
+	HostCloneFromUrlWithResponse(ctx context.Context, body HostCloneFromUrlJSONRequestBody, reqEditors ...RequestEditorFn) (*HostCloneFromUrlResponse, error)
+
 	// HostDeleteWithBodyWithResponse Delete files by exact reference (all or none)
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -2096,6 +2236,110 @@ func (r HostChangeFilesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r HostChangeFilesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// HostCloneFromUrlResponse401Headers the declared response headers of an HTTP 401 response for HostCloneFromUrl
+type HostCloneFromUrlResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type HostCloneFromUrlResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *HostFile
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON502 the response for an HTTP 502 `application/problem+json` response
+	ApplicationproblemJSON502 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *HostCloneFromUrlResponse401Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r HostCloneFromUrlResponse) GetJSON201() *HostFile {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r HostCloneFromUrlResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r HostCloneFromUrlResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r HostCloneFromUrlResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r HostCloneFromUrlResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r HostCloneFromUrlResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r HostCloneFromUrlResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON502 returns the response for an HTTP 502 `application/problem+json` response
+func (r HostCloneFromUrlResponse) GetApplicationproblemJSON502() *Problem {
+	return r.ApplicationproblemJSON502
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r HostCloneFromUrlResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r HostCloneFromUrlResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HostCloneFromUrlResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HostCloneFromUrlResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HostCloneFromUrlResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3432,6 +3676,40 @@ func (c *ClientWithResponses) HostChangeFilesWithResponse(ctx context.Context, b
 	return ParseHostChangeFilesResponse(rsp)
 }
 
+// HostCloneFromUrlWithBodyWithResponse Store a copy of a remote file (when remote cloning is enabled)
+//
+// The URL is fetched with SSRF protections (public addresses only, every
+// redirect revalidated, bounded size and time), then checked and stored
+// like any upload.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /internal/uploaded-file/clone (the `HostCloneFromUrl` operationId).
+func (c *ClientWithResponses) HostCloneFromUrlWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostCloneFromUrlResponse, error) {
+	rsp, err := c.HostCloneFromUrlWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHostCloneFromUrlResponse(rsp)
+}
+
+// HostCloneFromUrlWithResponse Store a copy of a remote file (when remote cloning is enabled)
+//
+// The URL is fetched with SSRF protections (public addresses only, every
+// redirect revalidated, bounded size and time), then checked and stored
+// like any upload.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /internal/uploaded-file/clone (the `HostCloneFromUrl` operationId).
+func (c *ClientWithResponses) HostCloneFromUrlWithResponse(ctx context.Context, body HostCloneFromUrlJSONRequestBody, reqEditors ...RequestEditorFn) (*HostCloneFromUrlResponse, error) {
+	rsp, err := c.HostCloneFromUrl(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHostCloneFromUrlResponse(rsp)
+}
+
 // HostDeleteWithBodyWithResponse Delete files by exact reference (all or none)
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -3810,6 +4088,101 @@ func ParseHostChangeFilesResponse(rsp *http.Response) (*HostChangeFilesResponse,
 	switch {
 	case rsp.StatusCode == 401:
 		var headers HostChangeFilesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseHostCloneFromUrlResponse parses an HTTP response from a HostCloneFromUrlWithResponse call
+func ParseHostCloneFromUrlResponse(rsp *http.Response) (*HostCloneFromUrlResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HostCloneFromUrlResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest HostFile
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON502 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers HostCloneFromUrlResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -450,3 +450,13 @@ func TestCustomDownloadPath(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, pdf, string(got))
 }
+
+func TestCloneRouteDisabledByDefault(t *testing.T) {
+	t.Parallel()
+	s := start(t, service.DriverLocal)
+	host := s.client(s.token("acme", "alice", jwt.MapClaims{"scope": httpapi.HostScope}))
+	r, err := host.HostCloneFromUrlWithResponse(context.Background(), client.HostCloneFromUrlJSONRequestBody{Url: "http://169.254.169.254/latest/meta-data"})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusForbidden, r.StatusCode())
+	require.Contains(t, string(r.Body), "core.file.remote-disabled")
+}

@@ -337,6 +337,25 @@ func (s *Server) hostUpload(ctx context.Context, f *form) (api.HostFile, error) 
 	}
 }
 
+// HostCloneFromUrl implements api.StrictServerInterface.
+func (s *Server) HostCloneFromUrl(ctx context.Context, req api.HostCloneFromUrlRequestObject) (api.HostCloneFromUrlResponseObject, error) {
+	b := req.Body
+	meta := &service.Meta{Module: deref(b.Module), Entity: deref(b.Entity), EntityID: deref(b.EntityId), Type: deref(b.Type)}
+	var extra map[string]any
+	if b.ExtraData != nil {
+		extra = *b.ExtraData
+	}
+	f, err := service.CloneFromURL(ctx, s.svc, b.Url, deref(b.FileName), meta, extra)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.svc.Find(ctx, f.ID.String())
+	if err != nil {
+		return nil, err
+	}
+	return api.HostCloneFromUrl201JSONResponse(hostFile(r)), nil
+}
+
 // HostGetFile implements api.StrictServerInterface.
 func (s *Server) HostGetFile(ctx context.Context, req api.HostGetFileRequestObject) (api.HostGetFileResponseObject, error) {
 	r, err := s.svc.Find(ctx, req.Id)

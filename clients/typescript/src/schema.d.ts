@@ -157,6 +157,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/internal/uploaded-file/clone": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Store a copy of a remote file (when remote cloning is enabled)
+         * @description The URL is fetched with SSRF protections (public addresses only, every
+         *     redirect revalidated, bounded size and time), then checked and stored
+         *     like any upload.
+         */
+        post: operations["hostCloneFromUrl"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/internal/uploaded-file/{id}": {
         parameters: {
             query?: never;
@@ -438,6 +460,17 @@ export interface components {
             news: string[];
             entity?: string;
             entityId?: string;
+        };
+        CloneInput: {
+            url: string;
+            fileName?: string;
+            module?: string;
+            entity?: string;
+            entityId?: string;
+            type?: string;
+            extraData?: {
+                [key: string]: unknown;
+            };
         };
         DeleteInput: {
             references: string[];
@@ -771,6 +804,38 @@ export interface operations {
             404: components["responses"]["Problem"];
             413: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+        };
+    };
+    hostCloneFromUrl: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CloneInput"];
+            };
+        };
+        responses: {
+            /** @description The stored file. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostFile"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            502: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
         };
     };

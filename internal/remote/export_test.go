@@ -27,3 +27,6 @@ var CheckAddr = checkAddr
 func WithTLSConfig(c *tls.Config) Option {
 	return func(f *Fetcher) { f.tlsConfig = c }
 }
+
+// ControlAddress exposes the socket-level re-check to the tests.
+var ControlAddress = controlAddress

@@ -269,3 +269,20 @@ func TestNoProxyFromEnvironment(t *testing.T) {
 	require.Equal(t, "direct", string(body))
 	require.Equal(t, []string{publicIP + ":80"}, h.dials())
 }
+
+// TestDialerControl: the socket-level check refuses the address actually
+// being connected to, whatever the resolver said.
+func TestDialerControl(t *testing.T) {
+	t.Parallel()
+	for _, addr := range []string{"127.0.0.1:80", "[::1]:443", "10.0.0.1:80", "[::ffff:169.254.169.254]:80", "not-an-address"} {
+		require.ErrorIs(t, remote.ControlAddress("tcp", addr, nil), remote.ErrRefused, addr)
+	}
+	require.NoError(t, remote.ControlAddress("tcp", publicIP+":443", nil))
+
+	// And a real socket to loopback is stopped by it before connecting.
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { t.Error("the loopback server was reached") }))
+	t.Cleanup(srv.Close)
+	d := net.Dialer{Control: remote.ControlAddress}
+	_, err := d.DialContext(context.Background(), "tcp", srv.Listener.Addr().String())
+	require.ErrorIs(t, err, remote.ErrRefused)
+}

@@ -32,6 +32,7 @@ func (s *Service) finishAll(ctx context.Context, rows []db.UploadedFile) int {
 			n++
 		}
 	}
+	recordSweep(ctx, len(rows), n)
 	return n
 }
 
@@ -137,6 +138,7 @@ func (s *Service) UnsafeSystemCleanupCompletedStaging(ctx context.Context, limit
 		return 0, s.internalError(ctx, ErrCleanupFailed, "claim completed staging", err)
 	}
 	done := 0
+	defer func() { recordSweep(ctx, len(rows), done) }()
 	for _, r := range rows {
 		claim := *r.StagingCleanupAt
 		if err := s.store.Delete(ctx, *r.PendingKey); err != nil {

@@ -3,6 +3,8 @@
 //
 //	uploadedfile serve [--dev]
 //	uploadedfile migrate up|down|version
+//	uploadedfile maintenance retry-deletions|cleanup-pending|cleanup-temporary|
+//	                         cleanup-staging|purge-unused|retire-tombstone|run-track
 //
 // The database is DATABASE_URL (default
 // postgres://postgres@127.0.0.1:5432/uploadedfile?sslmode=disable).
@@ -52,7 +54,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.databaseURL, "database-url", envOr("DATABASE_URL", defaultDatabaseURL),
 		"PostgreSQL URL (env DATABASE_URL)")
-	root.AddCommand(newMigrateCommand(g), newServeCommand(g))
+	root.AddCommand(newMigrateCommand(g), newServeCommand(g), newMaintenanceCommand(g))
 	return root
 }
 

@@ -18,10 +18,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/uploadedfile/uploadedfile/db/migrations"
 	"github.com/uploadedfile/uploadedfile/internal/httpapi"
+	"github.com/uploadedfile/uploadedfile/internal/maintenance"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
@@ -31,6 +35,7 @@ type serveOptions struct {
 	listen    string
 	dev       bool
 	noMigrate bool
+	noSweeps  bool
 	drain     time.Duration
 }
 
@@ -65,6 +70,7 @@ token and curl lines to try the API are printed.`,
 	cmd.Flags().StringVar(&o.listen, "listen", envOr("UPLOADEDFILE_LISTEN", "127.0.0.1:8080"), "address to listen on (env UPLOADEDFILE_LISTEN)")
 	cmd.Flags().BoolVar(&o.dev, "dev", false, "development mode: local files, a random signing secret, a printed token")
 	cmd.Flags().BoolVar(&o.noMigrate, "no-migrate", false, "do not apply migrations at start")
+	cmd.Flags().BoolVar(&o.noSweeps, "no-maintenance", false, "do not run the maintenance cron tracks in this process")
 	cmd.Flags().DurationVar(&o.drain, "shutdown-timeout", 30*time.Second, "how long in-flight requests may take to finish on shutdown")
 	return cmd
 }
@@ -110,10 +116,26 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		return err
 	}
 	defer guard.Close()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	handler := httpapi.New(httpapi.Options{
 		Service: svc, Guard: guard, Logger: g.logger, DownloadPath: svc.EffectiveConfig().DownloadPath,
-		Health: httpapi.Health{Dependencies: map[string]httpapi.Pinger{"database": pool, "storage": svc}},
+		Health:  httpapi.Health{Dependencies: map[string]httpapi.Pinger{"database": pool, "storage": svc}},
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 	})
+	runner := maintenance.New(svc, pool, g.logger, reg)
+	sweepsDone := make(chan struct{})
+	if o.noSweeps {
+		close(sweepsDone)
+	} else {
+		go func() {
+			defer close(sweepsDone)
+			if err := runner.Schedule(ctx); err != nil {
+				g.logger.Error("maintenance schedule stopped", "error", err.Error())
+			}
+		}()
+	}
+	defer func() { <-sweepsDone }()
 
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	g.logger.Info("listening", "addr", ln.Addr().String(), "driver", svc.Driver())

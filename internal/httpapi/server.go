@@ -42,6 +42,9 @@ type Options struct {
 	Guard        *Guard
 	Health       Health
 	Logger       *slog.Logger
+	// Metrics, when set, is served at /metrics without a token (expose it
+	// only where your metrics scraper can reach it).
+	Metrics http.Handler
 }
 
 // New returns the whole HTTP surface: the generated routes behind the
@@ -66,6 +69,12 @@ func New(o Options) http.Handler {
 	h = o.Guard.Middleware(h)
 	h = limitBodies(h)
 	h = movedRoutes(o.DownloadPath, h)
+	if o.Metrics != nil {
+		outer := http.NewServeMux()
+		outer.Handle("GET /metrics", o.Metrics)
+		outer.Handle("/", h)
+		h = outer
+	}
 	return withRequestID(h)
 }
 

@@ -42,10 +42,11 @@ type Mode int
 
 // The fault modes.
 const (
-	Before Mode = iota // fail without performing the call
-	After              // perform the call, then fail
-	Hang               // block until the context ends
-	Delay              // wait for Release, then perform the call
+	Before     Mode = iota // fail without performing the call
+	After                  // perform the call, then fail
+	Hang                   // block until the context ends
+	Delay                  // wait for Release, then perform the call
+	DelayAfter             // perform the call, then wait for Release before returning
 )
 
 // ErrInjected is the error an injected fault returns unless the fault
@@ -64,8 +65,11 @@ type Fault struct {
 	Key func(key string) bool
 	// Err is returned instead of ErrInjected when set.
 	Err error
-	// Release ends a Delay.
+	// Release ends a Delay or DelayAfter.
 	Release <-chan struct{}
+	// OnHit, when set, is called when the fault triggers: before it acts,
+	// or for DelayAfter once the call has been performed.
+	OnHit func()
 
 	seen int
 }
@@ -132,9 +136,23 @@ func (f *Fault) err() error {
 func run[T any](ctx context.Context, s *Store, op Op, key string, call func() (T, error)) (T, error) {
 	var zero T
 	f := s.match(op, key)
+	if f != nil && f.OnHit != nil && f.Mode != DelayAfter {
+		f.OnHit()
+	}
 	switch {
 	case f == nil:
 		return call()
+	case f.Mode == DelayAfter:
+		v, err := call()
+		if f.OnHit != nil {
+			f.OnHit()
+		}
+		select {
+		case <-f.Release:
+			return v, err
+		case <-ctx.Done():
+			return zero, ctx.Err()
+		}
 	case f.Mode == Hang:
 		<-ctx.Done()
 		return zero, ctx.Err()

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/uploadedfile/uploadedfile/internal/maintenance"
+	"github.com/uploadedfile/uploadedfile/service"
+)
+
+// newMaintenanceCommand is the operators' entry to the sweeps. These are
+// cross-tenant operations: they are commands, never HTTP routes.
+func newMaintenanceCommand(g *globals) *cobra.Command {
+	var configFile string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "maintenance",
+		Short: "Run a maintenance sweep once (cross-tenant; operators only)",
+	}
+	cmd.PersistentFlags().StringVar(&configFile, "config", os.Getenv("UPLOADEDFILE_CONFIG"), "YAML configuration file (env UPLOADEDFILE_CONFIG)")
+	cmd.PersistentFlags().IntVar(&limit, "limit", 0, "rows per batch (default and maximum: cleanupBatchSize)")
+
+	// withService opens the configured service for one command.
+	withService := func(ctx context.Context, fn func(*service.Service, *pgxpool.Pool) error) error {
+		cfg, err := loadConfig(configFile, os.Environ)
+		if err != nil {
+			return err
+		}
+		if cfg.DatabaseURL != "" && os.Getenv("DATABASE_URL") == "" && !cmd.Flags().Changed("database-url") {
+			g.databaseURL = cfg.DatabaseURL
+		}
+		scfg, err := cfg.serviceConfig()
+		if err != nil {
+			return err
+		}
+		pool, err := pgxpool.New(ctx, g.databaseURL)
+		if err != nil {
+			return errors.New("maintenance: the database URL is invalid")
+		}
+		defer pool.Close()
+		svc, err := service.New(ctx, scfg, pool, service.WithLogger(g.logger))
+		if err != nil {
+			return err
+		}
+		defer svc.Close()
+		return fn(svc, pool)
+	}
+	count := func(name string, run func(context.Context, *service.Service) (int, error)) *cobra.Command {
+		return &cobra.Command{
+			Use:  name,
+			Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				return withService(cmd.Context(), func(svc *service.Service, _ *pgxpool.Pool) error {
+					n, err := run(cmd.Context(), svc)
+					fmt.Fprintf(g.stdout, "%s: %d rows done\n", name, n)
+					return err
+				})
+			},
+		}
+	}
+	retry := count("retry-deletions", func(ctx context.Context, s *service.Service) (int, error) {
+		return s.UnsafeSystemRetryPendingDeletions(ctx, limit)
+	})
+	retry.Short = "Retry deletions whose claim or retry marker elapsed, then expired upload tombstones"
+	pending := count("cleanup-pending", func(ctx context.Context, s *service.Service) (int, error) {
+		return s.CleanupPendingUploads(ctx, limit)
+	})
+	pending.Short = "Remove expired direct uploads, retry deletions, remove retained staging objects (one batch)"
+	temporary := count("cleanup-temporary", func(ctx context.Context, s *service.Service) (int, error) {
+		return s.CleanupExpiredTemporaryFiles(ctx, nil, limit)
+	})
+	temporary.Short = "Delete temporary files past their expiry (one batch)"
+	staging := count("cleanup-staging", func(ctx context.Context, s *service.Service) (int, error) {
+		return s.UnsafeSystemCleanupCompletedStaging(ctx, limit)
+	})
+	staging.Short = "Remove staging objects S3 direct uploads kept after completion (one batch)"
+
+	var before string
+	purge := &cobra.Command{
+		Use:   "purge-unused --before <time>",
+		Short: "Delete permanent files never marked used and created before a time (RFC 3339, or an age like 720h)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cutoff, err := parseCutoff(before, time.Now())
+			if err != nil {
+				return err
+			}
+			return withService(cmd.Context(), func(svc *service.Service, _ *pgxpool.Pool) error {
+				n, err := svc.UnsafeSystemPurgeUnusedBefore(cmd.Context(), cutoff)
+				fmt.Fprintf(g.stdout, "purge-unused: %d rows done (created before %s)\n", n, cutoff.Format(time.RFC3339))
+				return err
+			})
+		},
+	}
+	purge.Flags().StringVar(&before, "before", "", "cutoff: an RFC 3339 time or an age (e.g. 720h)")
+
+	var confirm bool
+	retire := &cobra.Command{
+		Use:   "retire-tombstone <id> --confirm",
+		Short: "Turn an abandoned upload tombstone into an ordinary deletion retry",
+		Long: `Turn an expired upload tombstone into an ordinary elapsed deletion retry,
+which the next retry-deletions settles for good.
+
+Only do this after every producer (every serve replica and host process that
+uploads) has been stopped and drained: a tombstone exists because a writer
+never reported back, and while any writer could still write its object, the
+tombstone is what makes sure that object is deleted later. The command
+refuses a live upload lease and a live deletion lease.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := uuid.Parse(args[0])
+			if err != nil {
+				return fmt.Errorf("retire-tombstone: %q is not a file id", args[0])
+			}
+			if !confirm {
+				return errors.New("retire-tombstone: stop and drain every producer first, then run again with --confirm")
+			}
+			return withService(cmd.Context(), func(svc *service.Service, _ *pgxpool.Pool) error {
+				ok, err := svc.UnsafeSystemRetireUploadTombstone(cmd.Context(), id)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return fmt.Errorf("retire-tombstone: %s is not an expired tombstone, or a lease on it is still live", id)
+				}
+				fmt.Fprintf(g.stdout, "retire-tombstone: %s retired; run retry-deletions to settle it\n", id)
+				return nil
+			})
+		},
+	}
+	retire.Flags().BoolVar(&confirm, "confirm", false, "confirm that every producer is stopped and drained")
+
+	track := &cobra.Command{
+		Use:       "run-track pending|temporary",
+		Short:     "Run one cron track now, under its advisory lock, as serve would",
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: []string{maintenance.TrackPending, maintenance.TrackTemporary},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withService(cmd.Context(), func(svc *service.Service, pool *pgxpool.Pool) error {
+				res, err := maintenance.New(svc, pool, g.logger, nil).Run(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if !res.Ran {
+					fmt.Fprintf(g.stdout, "run-track %s: skipped, another replica is running it\n", args[0])
+					return nil
+				}
+				fmt.Fprintf(g.stdout, "run-track %s: %d examined, %d done, %d failed\n", args[0], res.Examined, res.Done, res.Failed)
+				return nil
+			})
+		},
+	}
+	cmd.AddCommand(retry, pending, temporary, staging, purge, retire, track)
+	return cmd
+}
+
+// parseCutoff reads an RFC 3339 time or an age before now.
+func parseCutoff(v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, errors.New("purge-unused: --before is required")
+	}
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return time.Time{}, fmt.Errorf("purge-unused: --before %q is neither an RFC 3339 time nor a positive age", v)
+	}
+	return now.Add(-d), nil
+}

@@ -1,0 +1,194 @@
+// Package maintenance runs the two cron tracks of the spec -- pending and
+// temporary -- so that any number of replicas can run them side by side.
+//
+// Each run of a track takes a PostgreSQL session advisory lock first
+// (pg_try_advisory_lock on one connection held for the run): one replica
+// runs a track at a time, and a replica that dies releases the lock with
+// its session. Within a run the sweeps claim rows by CAS anyway, so even
+// two runs at once would not process a row twice.
+//
+//   - pending (pendingCleanupInterval, default "0 3 * * *"): up to ten
+//     batches of at most cleanupBatchSize rows of expired direct uploads,
+//     deletion retries and retained staging objects, then the age purge of
+//     unused legacy rows when cleanupAfterDays is positive.
+//   - temporary (temporaryCleanupInterval, default "*/15 * * * *"): up to ten
+//     batches of temporary files past their expiry.
+//
+// A row whose storage call fails is released one minute ahead, out of the
+// eligible window, so later rows advance in the same run.
+package maintenance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/robfig/cron/v3"
+
+	"github.com/uploadedfile/uploadedfile/service"
+)
+
+// Track names.
+const (
+	TrackPending   = "pending"
+	TrackTemporary = "temporary"
+)
+
+// maxBatches bounds one run of a track.
+const maxBatches = 10
+
+// lockKeys are the advisory lock keys of the tracks ("uploadedfile" + track).
+var lockKeys = map[string]int64{TrackPending: 0x75664d5f70656e64, TrackTemporary: 0x75664d5f74656d70}
+
+// Sweeper is what a track runs: the service's maintenance operations.
+type Sweeper interface {
+	CleanupPendingUploads(ctx context.Context, limit int) (int, error)
+	CleanupExpiredTemporaryFiles(ctx context.Context, now *time.Time, limit int) (int, error)
+	UnsafeSystemPurgeUnusedBefore(ctx context.Context, cutoff time.Time) (int, error)
+	EffectiveConfig() service.Config
+}
+
+// Runner runs the tracks.
+type Runner struct {
+	svc     Sweeper
+	pool    *pgxpool.Pool
+	log     *slog.Logger
+	metrics *metrics
+	now     func() time.Time
+}
+
+// Result is what one run of a track did.
+type Result struct {
+	Track    string
+	Ran      bool // false: another replica holds the track's lock
+	Examined int64
+	Done     int64
+	Failed   int64
+	Duration time.Duration
+}
+
+// New returns a runner; reg (optional) receives the sweep metrics.
+func New(svc Sweeper, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer) *Runner {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Runner{svc: svc, pool: pool, log: log, metrics: newMetrics(reg), now: time.Now}
+}
+
+// SetClock replaces the wall clock the runner uses for durations and the
+// purge cutoff (tests that pin time).
+func (r *Runner) SetClock(now func() time.Time) { r.now = now }
+
+// Run runs one track once, if no other replica is running it.
+func (r *Runner) Run(ctx context.Context, track string) (Result, error) {
+	key, ok := lockKeys[track]
+	if !ok {
+		return Result{}, fmt.Errorf("maintenance: unknown track %q", track)
+	}
+	res := Result{Track: track}
+	conn, err := r.pool.Acquire(ctx)
+	if err != nil {
+		return res, fmt.Errorf("maintenance: acquire a connection: %w", err)
+	}
+	defer conn.Release()
+	var locked bool
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&locked); err != nil {
+		return res, fmt.Errorf("maintenance: advisory lock: %w", err)
+	}
+	if !locked {
+		r.metrics.run(track, "skipped")
+		r.log.InfoContext(ctx, "sweep skipped: another replica holds the track", "track", track)
+		return res, nil
+	}
+	defer func() {
+		// Unlock on a context that survives cancellation; a dead session
+		// would release it anyway.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(uctx, "SELECT pg_advisory_unlock($1)", key); err != nil {
+			conn.Conn().Close(uctx) //nolint:errcheck // closing the session releases the lock
+		}
+	}()
+
+	res.Ran = true
+	start := r.now()
+	var st service.SweepStats
+	sctx := service.WithSweepStats(ctx, &st)
+	switch track {
+	case TrackPending:
+		err = r.pending(sctx, &st)
+	case TrackTemporary:
+		err = r.temporary(sctx, &st)
+	}
+	res.Duration = r.now().Sub(start)
+	res.Examined, res.Done, res.Failed = st.Examined.Load(), st.Done.Load(), st.Failed.Load()
+	r.metrics.observe(res, err)
+	attrs := []any{"track", track, "examined", res.Examined, "done", res.Done, "failed", res.Failed, "duration", res.Duration.String()}
+	if err != nil {
+		r.log.ErrorContext(ctx, "sweep failed", append(attrs, "error", err.Error())...)
+		return res, err
+	}
+	r.log.InfoContext(ctx, "sweep finished", attrs...)
+	return res, nil
+}
+
+// drain runs batch until a batch claims nothing, at most maxBatches times;
+// st counts what the batches did.
+func drain(ctx context.Context, st *service.SweepStats, batch func(ctx context.Context) error) error {
+	for range maxBatches {
+		before := st.Examined.Load()
+		if err := batch(ctx); err != nil {
+			return err
+		}
+		if st.Examined.Load() == before {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (r *Runner) pending(ctx context.Context, st *service.SweepStats) error {
+	cfg := r.svc.EffectiveConfig()
+	err := drain(ctx, st, func(ctx context.Context) error {
+		_, err := r.svc.CleanupPendingUploads(ctx, cfg.CleanupBatchSize)
+		return err
+	})
+	if err != nil || cfg.CleanupAfterDays <= 0 {
+		return err
+	}
+	_, err = r.svc.UnsafeSystemPurgeUnusedBefore(ctx, r.now().Add(-time.Duration(cfg.CleanupAfterDays)*24*time.Hour))
+	return err
+}
+
+func (r *Runner) temporary(ctx context.Context, st *service.SweepStats) error {
+	cfg := r.svc.EffectiveConfig()
+	return drain(ctx, st, func(ctx context.Context) error {
+		_, err := r.svc.CleanupExpiredTemporaryFiles(ctx, nil, cfg.CleanupBatchSize)
+		return err
+	})
+}
+
+// Schedule runs the tracks on their cron expressions until ctx ends. A run
+// still in progress when its next time comes is not started twice.
+func (r *Runner) Schedule(ctx context.Context) error {
+	cfg := r.svc.EffectiveConfig()
+	parser := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+	c := cron.New(cron.WithParser(parser), cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger)))
+	for track, spec := range map[string]string{TrackPending: cfg.PendingCleanupInterval, TrackTemporary: cfg.TemporaryCleanupInterval} {
+		if _, err := c.AddFunc(spec, func() {
+			if _, err := r.Run(ctx, track); err != nil && !errors.Is(err, context.Canceled) {
+				r.log.ErrorContext(ctx, "track run failed", "track", track, "error", err.Error())
+			}
+		}); err != nil {
+			return fmt.Errorf("maintenance: %s interval %q: %w", track, spec, err)
+		}
+	}
+	c.Start()
+	<-ctx.Done()
+	<-c.Stop().Done()
+	return nil
+}

@@ -1,0 +1,321 @@
+package maintenance_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/internal/maintenance"
+	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/storage"
+	"github.com/uploadedfile/uploadedfile/internal/storage/local"
+	"github.com/uploadedfile/uploadedfile/internal/storage/storagefault"
+	"github.com/uploadedfile/uploadedfile/service"
+)
+
+// t0 is the pinned time of these tests (every process uses it).
+var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("UF_SWEEP_CHILD") != "" {
+		os.Exit(sweepChild())
+	}
+	os.Exit(m.Run())
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// env is one test's database, storage and clock.
+type env struct {
+	t     *testing.T
+	url   string
+	root  string
+	pool  *pgxpool.Pool
+	inner *local.Store
+	store *storagefault.Store
+	now   time.Time
+	mu    sync.Mutex
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	pool, err := pgxpool.New(context.Background(), url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	root := t.TempDir()
+	inner, err := local.New(local.Config{Root: root})
+	require.NoError(t, err)
+	t.Cleanup(func() { inner.Close() })
+	return &env{t: t, url: url, root: root, pool: pool, inner: inner, store: storagefault.Wrap(inner), now: t0}
+}
+
+func (e *env) clock() time.Time { e.mu.Lock(); defer e.mu.Unlock(); return e.now }
+
+func (e *env) advance(d time.Duration) { e.mu.Lock(); defer e.mu.Unlock(); e.now = e.now.Add(d) }
+
+// service returns a service on pool (a replica when pool is its own).
+func (e *env) service(pool *pgxpool.Pool, batch int) *service.Service {
+	e.t.Helper()
+	svc, err := service.New(context.Background(), service.Config{LocalRoot: e.root, CleanupBatchSize: batch}, pool,
+		service.WithStore(e.store), service.WithClock(e.clock), service.WithLogger(quiet))
+	require.NoError(e.t, err)
+	return svc
+}
+
+func (e *env) replicaPool() *pgxpool.Pool {
+	e.t.Helper()
+	pool, err := pgxpool.New(context.Background(), e.url)
+	require.NoError(e.t, err)
+	e.t.Cleanup(pool.Close)
+	return pool
+}
+
+var alice = service.WithRequestContext(context.Background(), service.RequestContext{Tenant: "acme", UserID: "alice"})
+
+const pdf = "%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"
+
+// temporaries stores n temporary files and moves the clock past their expiry.
+func (e *env) temporaries(svc *service.Service, n int) []*service.Result {
+	e.t.Helper()
+	out := make([]*service.Result, n)
+	for i := range out {
+		r, err := svc.UploadTemporary(alice, strings.NewReader(pdf), "r.pdf", nil)
+		require.NoError(e.t, err)
+		out[i] = r
+	}
+	e.advance(24*time.Hour + time.Minute)
+	return out
+}
+
+func (e *env) objects() int {
+	e.t.Helper()
+	n := 0
+	require.NoError(e.t, walk(e.root, func() { n++ }))
+	return n
+}
+
+func TestTrackDrainsUpToTenBatches(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	svc := e.service(e.pool, 5)
+	e.temporaries(svc, 57)
+	reg := prometheus.NewRegistry()
+	r := maintenance.New(svc, e.pool, quiet, reg)
+
+	res, err := r.Run(context.Background(), maintenance.TrackTemporary)
+	require.NoError(t, err)
+	require.True(t, res.Ran)
+	require.EqualValues(t, 50, res.Done, "ten batches of five")
+	require.EqualValues(t, 50, res.Examined)
+	require.Equal(t, 7, e.objects())
+
+	res, err = r.Run(context.Background(), maintenance.TrackTemporary)
+	require.NoError(t, err)
+	require.EqualValues(t, 7, res.Done, "the next run takes the rest, and stops when a batch is empty")
+	require.Zero(t, e.objects())
+	require.Equal(t, 2.0, counter(t, reg, "uploadedfile_sweep_runs_total", map[string]string{"track": "temporary", "outcome": "ok"}))
+	require.Equal(t, 57.0, counter(t, reg, "uploadedfile_sweep_rows_total", map[string]string{"track": "temporary", "result": "done"}))
+}
+
+// counter reads one labelled counter from reg.
+func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			match := true
+			for _, l := range m.GetLabel() {
+				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
+					match = false
+				}
+			}
+			if match {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("metric %s%v not found", name, labels)
+	return 0
+}
+
+// TestOneReplicaRunsATrackAtATime: while one replica's run holds the
+// track, another replica's run is skipped; afterwards it runs.
+func TestOneReplicaRunsATrackAtATime(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	svcA := e.service(e.pool, 100)
+	svcB := e.service(e.replicaPool(), 100)
+	e.temporaries(svcA, 3)
+
+	release := make(chan struct{})
+	hit := make(chan struct{}, 1)
+	e.store.Inject(storagefault.Fault{Op: storagefault.OpDelete, Mode: storagefault.Delay, Nth: 1, Release: release, OnHit: func() { hit <- struct{}{} }})
+	a := maintenance.New(svcA, e.pool, quiet, nil)
+	b := maintenance.New(svcB, e.replicaPool(), quiet, nil)
+	done := make(chan maintenance.Result, 1)
+	go func() { res, _ := a.Run(context.Background(), maintenance.TrackTemporary); done <- res }()
+	<-hit // replica A is inside its run, holding the track
+
+	res, err := b.Run(context.Background(), maintenance.TrackTemporary)
+	require.NoError(t, err)
+	require.False(t, res.Ran, "replica B is skipped while A runs the track")
+	other, err := b.Run(context.Background(), maintenance.TrackPending)
+	require.NoError(t, err)
+	require.True(t, other.Ran, "another track is not blocked")
+
+	close(release)
+	resA := <-done
+	require.True(t, resA.Ran)
+	require.EqualValues(t, 3, resA.Done)
+	res, err = b.Run(context.Background(), maintenance.TrackTemporary)
+	require.NoError(t, err)
+	require.True(t, res.Ran, "once A is done, B runs")
+}
+
+// TestFailingObjectDoesNotStopOthers: a storage that keeps failing one
+// object leaves the others cleaned in the same run.
+func TestFailingObjectDoesNotStopOthers(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	svc := e.service(e.pool, 2)
+	files := e.temporaries(svc, 9)
+	bad := files[0].Key
+	e.store.Inject(storagefault.Fault{Op: storagefault.OpDelete, Key: func(k string) bool { return k == bad }})
+	res, err := maintenance.New(svc, e.pool, quiet, nil).Run(context.Background(), maintenance.TrackTemporary)
+	require.NoError(t, err)
+	require.EqualValues(t, 8, res.Done)
+	require.EqualValues(t, 1, res.Failed)
+	require.Equal(t, 1, e.objects())
+	_, err = e.inner.Stat(context.Background(), bad)
+	require.NoError(t, err, "only the failing object is left")
+}
+
+func TestPurgeOnlyWithRetention(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	for _, days := range []int{0, 30} {
+		svc, err := service.New(context.Background(), service.Config{LocalRoot: e.root, CleanupAfterDays: days}, e.pool,
+			service.WithStore(e.store), service.WithClock(e.clock), service.WithLogger(quiet))
+		require.NoError(t, err)
+		_, err = svc.Upload(alice, strings.NewReader(pdf), "old.pdf", nil)
+		require.NoError(t, err)
+		e.advance(40 * 24 * time.Hour)
+		r := maintenance.New(svc, e.pool, quiet, nil)
+		r.SetClock(e.clock)
+		res, err := r.Run(context.Background(), maintenance.TrackPending)
+		require.NoError(t, err)
+		if days == 0 {
+			require.Zero(t, res.Done, "no age purge without retention")
+		} else {
+			require.EqualValues(t, 2, res.Done, "both old unused files are purged")
+		}
+	}
+}
+
+// sweepChild is a sweep in its own process: it runs the temporary sweep
+// with its storage delete blocked at the point the parent names, tells the
+// parent, and waits to be killed.
+func sweepChild() int {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, os.Getenv("UF_DB"))
+	if err != nil {
+		return 2
+	}
+	inner, err := local.New(local.Config{Root: os.Getenv("UF_ROOT")})
+	if err != nil {
+		return 2
+	}
+	store := storagefault.Wrap(inner)
+	mode := storagefault.Delay // killed between the claim and the storage call
+	if os.Getenv("UF_SWEEP_CHILD") == "after-storage" {
+		mode = storagefault.DelayAfter // killed between the storage call and the settle
+	}
+	store.Inject(storagefault.Fault{Op: storagefault.OpDelete, Mode: mode, Nth: 1, Release: make(chan struct{}), OnHit: func() {
+		fmt.Println("BLOCKED")
+	}})
+	now, _ := time.Parse(time.RFC3339Nano, os.Getenv("UF_NOW"))
+	svc, err := service.New(ctx, service.Config{LocalRoot: os.Getenv("UF_ROOT")}, pool, service.WithStore(store),
+		service.WithClock(func() time.Time { return now }), service.WithLogger(quiet))
+	if err != nil {
+		return 2
+	}
+	_, _ = svc.CleanupExpiredTemporaryFiles(ctx, nil, 0)
+	return 3 // never reached: the parent kills this process
+}
+
+// TestSweepKilledMidway: a sweep process killed with SIGKILL between its
+// claim and its storage call, or between the storage call and the settle,
+// is finished correctly by the next sweep once its lease has run out.
+func TestSweepKilledMidway(t *testing.T) {
+	t.Parallel()
+	for _, point := range []string{"before-storage", "after-storage"} {
+		t.Run(point, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			svc := e.service(e.pool, 100)
+			f := e.temporaries(svc, 1)[0]
+
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "UF_SWEEP_CHILD="+point, "UF_DB="+e.url, "UF_ROOT="+e.root, "UF_KEY="+f.Key,
+				"UF_NOW="+e.clock().Format(time.RFC3339Nano))
+			out, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			line, err := bufio.NewReader(out).ReadString('\n')
+			require.NoError(t, err)
+			require.Equal(t, "BLOCKED\n", line)
+			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+			_ = cmd.Wait()
+
+			// The row is claimed by a dead process.
+			var claimed bool
+			require.NoError(t, e.pool.QueryRow(context.Background(), "SELECT deletion_pending_at IS NOT NULL AND deleted_at IS NULL FROM uploaded_file WHERE id = $1", f.ID).Scan(&claimed))
+			require.True(t, claimed)
+			_, statErr := e.inner.Stat(context.Background(), f.Key)
+			require.Equal(t, point == "before-storage", statErr == nil, "the object is still there only if the kill came before the storage call")
+
+			n, err := svc.UnsafeSystemRetryPendingDeletions(context.Background(), 0)
+			require.NoError(t, err)
+			require.Zero(t, n, "not while the dead process's lease is live")
+			e.advance(6 * time.Minute)
+			n, err = svc.UnsafeSystemRetryPendingDeletions(context.Background(), 0)
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			_, statErr = e.inner.Stat(context.Background(), f.Key)
+			require.ErrorIs(t, statErr, storage.ErrNotFound)
+			var settled bool
+			require.NoError(t, e.pool.QueryRow(context.Background(), "SELECT deletion_pending_at IS NULL AND deleted_at IS NOT NULL FROM uploaded_file WHERE id = $1", f.ID).Scan(&settled))
+			require.True(t, settled)
+		})
+	}
+}
+
+// walk counts the regular files under root.
+func walk(root string, each func()) error {
+	return filepath.WalkDir(root, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			each()
+		}
+		return err
+	})
+}

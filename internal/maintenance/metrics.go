@@ -1,0 +1,45 @@
+package maintenance
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the per-run sweep metrics (no global registry: the caller
+// passes its own).
+type metrics struct {
+	runs     *prometheus.CounterVec
+	rows     *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "uploadedfile_sweep_runs_total", Help: "Runs of a maintenance track by outcome (ok, error, skipped: another replica held the track).",
+		}, []string{"track", "outcome"}),
+		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "uploadedfile_sweep_rows_total", Help: "Rows a maintenance track claimed (examined), finished (done) or released for a retry (failed).",
+		}, []string{"track", "result"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "uploadedfile_sweep_duration_seconds", Help: "Duration of maintenance track runs.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 8),
+		}, []string{"track"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.runs, m.rows, m.duration)
+	}
+	return m
+}
+
+func (m *metrics) run(track, outcome string) { m.runs.WithLabelValues(track, outcome).Inc() }
+
+func (m *metrics) observe(r Result, err error) {
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	m.run(r.Track, outcome)
+	m.rows.WithLabelValues(r.Track, "examined").Add(float64(r.Examined))
+	m.rows.WithLabelValues(r.Track, "done").Add(float64(r.Done))
+	m.rows.WithLabelValues(r.Track, "failed").Add(float64(r.Failed))
+	m.duration.WithLabelValues(r.Track).Observe(r.Duration.Seconds())
+}

@@ -5,6 +5,7 @@
 #   make verify     generated code fresh, go vet, staticcheck, gofmt
 #   make fuzz       every fuzz target for FUZZTIME each (default 60s)
 #   make ts         install and build the TypeScript client (clients/typescript)
+#   make chaos      the chaos test for CHAOS_DURATION (default 2m)
 #
 # Tools are pinned in tools/go.mod and run with `go tool -modfile=tools/go.mod`.
 
@@ -13,10 +14,11 @@ TOOL     := $(GO) tool -modfile=tools/go.mod
 GOFILES   = $(shell git ls-files '*.go' | grep -v '^gen/')
 
 FUZZTIME ?= 60s
+CHAOS_DURATION ?= 2m
 
 TS := clients/typescript
 
-.PHONY: all generate verify verify-generated vet staticcheck fmt-check test test-only postgres tools fuzz ts lint-openapi
+.PHONY: chaos all generate verify verify-generated vet staticcheck fmt-check test test-only postgres tools fuzz ts lint-openapi
 
 all: verify
 
@@ -88,3 +90,9 @@ fuzz:
 	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; \
 	done
+
+## chaos: worker processes with random storage failures and kills, the
+## tracks alongside, then settle and check the invariants (also run for a few
+## seconds by `make test`).
+chaos: postgres
+	$(GO) test -race -count=1 -run '^TestChaos$$' -v ./internal/maintenance/ -args -chaos.duration=$(CHAOS_DURATION)

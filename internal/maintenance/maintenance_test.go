@@ -35,6 +35,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("UF_SWEEP_CHILD") != "" {
 		os.Exit(sweepChild())
 	}
+	if os.Getenv("UF_CHAOS_CHILD") != "" {
+		os.Exit(chaosWorker())
+	}
 	os.Exit(m.Run())
 }
 

@@ -5,7 +5,9 @@
 // it. Put writes a temporary file in the target directory, fsyncs it, hard
 // links it to the key (a link never overwrites) and fsyncs the directory:
 // after Put returns the object survives a crash, and a crash during Put
-// leaves no object. The SHA-256 and content type of each object are kept in
+// leaves nothing (the file is written unnamed, O_TMPFILE, and linked into
+// place; a named temporary file is the fallback where O_TMPFILE is not
+// supported). The SHA-256 and content type of each object are kept in
 // extended attributes of its inode, so hard links (Promote) share them.
 //
 // Presigned requests are HMAC-signed URLs served by Handler, mounted at
@@ -109,62 +111,103 @@ func (s *Store) Put(ctx context.Context, key string, body io.Reader, opts storag
 	if err := s.root.MkdirAll(dir, dirPerm); err != nil {
 		return storage.ObjectInfo{}, mapError(err)
 	}
-	tmp, err := s.writeTemp(ctx, dir, body, opts)
+	d, err := s.root.Open(dir)
+	if err != nil {
+		return storage.ObjectInfo{}, mapError(err)
+	}
+	defer d.Close()
+	err = s.putUnnamed(ctx, d, path.Base(key), body, opts)
+	if errors.Is(err, errNoTmpfile) {
+		err = s.putNamed(ctx, dir, key, body, opts)
+	}
 	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	defer s.root.Remove(tmp) //nolint:errcheck // the temp name is gone once linked; removing it is best effort
-	if err := s.root.Link(tmp, key); err != nil {
+	if err := d.Sync(); err != nil {
 		return storage.ObjectInfo{}, mapError(err)
-	}
-	if err := s.syncDir(dir); err != nil {
-		return storage.ObjectInfo{}, err
 	}
 	return s.Stat(ctx, key)
 }
 
-// writeTemp streams body into a new temporary file in dir, checking its size
-// and checksum, records the metadata and fsyncs it. It returns the temporary
-// name, or removes the file and returns an error.
-func (s *Store) writeTemp(ctx context.Context, dir string, body io.Reader, opts storage.PutOptions) (_ string, err error) {
+// errNoTmpfile: the file system cannot create unnamed files.
+var errNoTmpfile = errors.New("local storage: O_TMPFILE unsupported")
+
+// putUnnamed writes an unnamed file (O_TMPFILE) in the directory d and
+// links it to name: a crash at any point leaves nothing behind, and the
+// link never overwrites.
+func (s *Store) putUnnamed(ctx context.Context, d *os.File, name string, body io.Reader, opts storage.PutOptions) error {
+	fd, err := unix.Openat(int(d.Fd()), ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, filePerm)
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL) {
+		return errNoTmpfile
+	}
+	if err != nil {
+		return mapError(err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	if err := fill(ctx, f, body, opts); err != nil {
+		return err
+	}
+	// Link the open inode by its /proc path: linkat with AT_EMPTY_PATH would
+	// need CAP_DAC_READ_SEARCH. The target is a base name in d, so it cannot
+	// leave the root.
+	err = unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", f.Fd()), int(d.Fd()), name, unix.AT_SYMLINK_FOLLOW)
+	if errors.Is(err, unix.EEXIST) {
+		return storage.ErrExists
+	}
+	if err != nil {
+		return mapError(err)
+	}
+	return nil
+}
+
+// putNamed is the fallback for file systems without O_TMPFILE: a named
+// temporary file in the target directory, linked with no overwrite. A crash
+// between its creation and its removal leaves a .uploadedfile-tmp-* file.
+func (s *Store) putNamed(ctx context.Context, dir, key string, body io.Reader, opts storage.PutOptions) error {
 	var rnd [16]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := path.Join(dir, tempPrefix+hex.EncodeToString(rnd[:]))
 	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 	if err != nil {
-		return "", mapError(err)
+		return mapError(err)
 	}
-	defer func() {
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = mapError(cerr)
-		}
-		if err != nil {
-			_ = s.root.Remove(tmp)
-		}
-	}()
+	defer s.root.Remove(tmp) //nolint:errcheck // gone once linked or on failure; best effort
+	err = fill(ctx, f, body, opts)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = mapError(cerr)
+	}
+	if err != nil {
+		return err
+	}
+	return mapError(s.root.Link(tmp, key))
+}
 
+// fill streams body into f, checking its size and checksum, records the
+// metadata in extended attributes, and fsyncs it.
+func fill(ctx context.Context, f *os.File, body io.Reader, opts storage.PutOptions) error {
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(contextReader{ctx, body}, opts.Size+1))
 	if err != nil {
-		return "", fmt.Errorf("local storage: write: %w", err)
+		return fmt.Errorf("local storage: write: %w", err)
 	}
 	if n != opts.Size {
-		return "", fmt.Errorf("%w: %d bytes written, %d declared", storage.ErrPrecondition, n, opts.Size)
+		return fmt.Errorf("%w: %d bytes written, %d declared", storage.ErrPrecondition, n, opts.Size)
 	}
 	sum := h.Sum(nil)
 	if opts.SHA256 != nil && !bytes.Equal(sum, opts.SHA256) {
-		return "", fmt.Errorf("%w: SHA-256 does not match the declared checksum", storage.ErrPrecondition)
+		return fmt.Errorf("%w: SHA-256 does not match the declared checksum", storage.ErrPrecondition)
 	}
 	if err := unix.Fsetxattr(int(f.Fd()), xattrSHA256, sum, 0); err != nil {
-		return "", fmt.Errorf("local storage: localRoot must support extended attributes: %w", err)
+		return fmt.Errorf("local storage: localRoot must support extended attributes: %w", err)
 	}
 	if err := unix.Fsetxattr(int(f.Fd()), xattrContentType, []byte(opts.ContentType), 0); err != nil {
-		return "", fmt.Errorf("local storage: localRoot must support extended attributes: %w", err)
+		return fmt.Errorf("local storage: localRoot must support extended attributes: %w", err)
 	}
 	if err := f.Sync(); err != nil {
-		return "", mapError(err)
+		return mapError(err)
 	}
-	return tmp, nil
+	return nil
 }
 
 // Stat implements storage.Store.

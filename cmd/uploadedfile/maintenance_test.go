@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+)
+
+// seedExpiredTemporaries inserts n temporary files that expired an hour ago
+// (by the database clock), without objects: deleting an absent object is
+// done.
+func seedExpiredTemporaries(t *testing.T, url string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `
+INSERT INTO uploaded_file (id, tenant_code, user_id, key, cdn, original_name, size_bytes, content_type, is_temporary, status, completed_at, expired_at)
+SELECT gen_random_uuid(), 'acme', 'u', 'core/t-x/' || i || '.pdf', 'urn:seed:' || i, 'r.pdf', 1, 'application/pdf', true, 'ready',
+       now() - interval '25 hours', now() - interval '1 hour'
+FROM generate_series(1, $1::integer) AS i`, n)
+	require.NoError(t, err)
+}
+
+func TestMaintenanceCommands(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+"\ncleanupBatchSize: 10\n"), 0o600))
+	seedExpiredTemporaries(t, url, 25)
+	ctx := context.Background()
+
+	out, err := run(t, ctx, url, "maintenance", "--config", cfgFile, "cleanup-temporary")
+	require.NoError(t, err)
+	require.Equal(t, "cleanup-temporary: 10 rows done\n", out, "one batch")
+	out, err = run(t, ctx, url, "maintenance", "--config", cfgFile, "run-track", "temporary")
+	require.NoError(t, err)
+	require.Equal(t, "run-track temporary: 15 examined, 15 done, 0 failed\n", out, "the track drains the rest")
+	for _, cmd := range []string{"retry-deletions", "cleanup-pending", "cleanup-staging"} {
+		out, err = run(t, ctx, url, "maintenance", "--config", cfgFile, cmd)
+		require.NoError(t, err)
+		require.Equal(t, cmd+": 0 rows done\n", out)
+	}
+	out, err = run(t, ctx, url, "maintenance", "--config", cfgFile, "purge-unused", "--before", "720h")
+	require.NoError(t, err)
+	require.Contains(t, out, "purge-unused: 0 rows done")
+
+	_, err = run(t, ctx, url, "maintenance", "--config", cfgFile, "purge-unused")
+	require.ErrorContains(t, err, "--before is required")
+	_, err = run(t, ctx, url, "maintenance", "--config", cfgFile, "retire-tombstone", uuid.NewString())
+	require.ErrorContains(t, err, "--confirm", "explains that producers must be stopped first")
+	_, err = run(t, ctx, url, "maintenance", "--config", cfgFile, "retire-tombstone", uuid.NewString(), "--confirm")
+	require.ErrorContains(t, err, "not an expired tombstone", "exits non-zero when nothing was retired")
+	_, err = run(t, ctx, url, "maintenance", "--config", cfgFile, "run-track", "weekly")
+	require.ErrorContains(t, err, "unknown track")
+	_, err = run(t, ctx, "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2", "maintenance", "--config", cfgFile, "retry-deletions")
+	require.Error(t, err, "a failure exits non-zero")
+}
+
+// buildBinary builds the uploadedfile binary once per test run.
+var buildOnce = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "uploadedfile-bin-*")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "uploadedfile")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v: %s", err, out)
+	}
+	return bin, nil
+})
+
+// logLine is what the test reads of a serve process's JSON log.
+type logLine struct {
+	Time     time.Time `json:"time"`
+	Msg      string    `json:"msg"`
+	Track    string    `json:"track"`
+	Done     int       `json:"done"`
+	Duration string    `json:"duration"`
+}
+
+// TestTwoServeProcessesShareTracks: two serve processes on one database
+// run the tracks every second; a track never runs in both at once, and
+// together they process every row exactly once.
+func TestTwoServeProcessesShareTracks(t *testing.T) {
+	t.Parallel()
+	bin, err := buildOnce()
+	require.NoError(t, err)
+	url := pgtest.NewDatabase(t)
+	const rows = 2500
+	seedExpiredTemporaries(t, url, rows)
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte(fmt.Sprintf(
+		"localRoot: %s\ntemporaryCleanupInterval: '@every 1s'\npendingCleanupInterval: '@every 1s'\nauth:\n  hmacSecret: %s\n",
+		t.TempDir(), strings.Repeat("k", 40))), 0o600))
+
+	var mu sync.Mutex
+	var lines []struct {
+		proc int
+		l    logLine
+	}
+	var procs []*exec.Cmd
+	for i := range 2 {
+		cmd := exec.Command(bin, "--database-url", url, "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
+		stderr, err := cmd.StderrPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		procs = append(procs, cmd)
+		go func() {
+			sc := bufio.NewScanner(stderr)
+			for sc.Scan() {
+				var l logLine
+				if json.Unmarshal(sc.Bytes(), &l) == nil && strings.HasPrefix(l.Msg, "sweep") {
+					mu.Lock()
+					lines = append(lines, struct {
+						proc int
+						l    logLine
+					}{i, l})
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	t.Cleanup(func() {
+		for _, p := range procs {
+			_ = p.Process.Kill()
+			_ = p.Wait()
+		}
+	})
+
+	done := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, x := range lines {
+			if x.l.Msg == "sweep finished" && x.l.Track == "temporary" {
+				n += x.l.Done
+			}
+		}
+		return n
+	}
+	require.Eventually(t, func() bool { return done() >= rows }, 60*time.Second, 200*time.Millisecond)
+	time.Sleep(1500 * time.Millisecond) // a last round of runs and skips
+	require.Equal(t, rows, done(), "every row exactly once")
+
+	type interval struct {
+		proc       int
+		start, end time.Time
+	}
+	var runs []interval
+	procsThatRan := map[int]bool{}
+	mu.Lock()
+	for _, x := range lines {
+		if x.l.Msg != "sweep finished" || x.l.Track != "temporary" {
+			continue
+		}
+		d, err := time.ParseDuration(x.l.Duration)
+		require.NoError(t, err)
+		runs = append(runs, interval{x.proc, x.l.Time.Add(-d), x.l.Time})
+		procsThatRan[x.proc] = true
+	}
+	mu.Unlock()
+	sort.Slice(runs, func(i, j int) bool { return runs[i].start.Before(runs[j].start) })
+	for i := 1; i < len(runs); i++ {
+		require.False(t, runs[i].start.Before(runs[i-1].end.Add(-time.Millisecond)),
+			"runs of the temporary track overlap: %+v and %+v", runs[i-1], runs[i])
+	}
+	t.Logf("%d runs of the temporary track across %d processes", len(runs), len(procsThatRan))
+}

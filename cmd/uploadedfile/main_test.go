@@ -116,6 +116,13 @@ func TestServeDev(t *testing.T) {
 		require.Equal(t, want, string(body), path)
 	}
 
+	resp, err := http.Get(base + "/metrics")
+	require.NoError(t, err)
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "metrics need no token")
+	require.Contains(t, string(metrics), "go_goroutines")
+
 	// The printed curl lines, done with net/http.
 	do := func(method, path string, body io.Reader, contentType string) (int, []byte) {
 		req, err := http.NewRequest(method, base+path, body)

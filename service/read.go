@@ -3,7 +3,9 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"os"
 	"net/url"
 	"strings"
 	"time"
@@ -13,8 +15,13 @@ import (
 	"github.com/uploadedfile/uploadedfile/gen/db"
 	"github.com/uploadedfile/uploadedfile/internal/filecheck"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
-	"github.com/uploadedfile/uploadedfile/internal/storage/local"
 )
+
+// fileOpener is a store that can open an object as a seekable file (the
+// local driver), so downloads serve Range and conditional requests.
+type fileOpener interface {
+	OpenFile(key string) (*os.File, storage.ObjectInfo, error)
+}
 
 // Download is a file's bytes and what to serve them with.
 type Download struct {
@@ -150,13 +157,15 @@ func (s *Service) lookupError(ctx context.Context, err error) error {
 
 func (s *Service) open(ctx context.Context, row db.UploadedFile) (*Download, error) {
 	d := &Download{FileName: row.OriginalName, ContentType: row.ContentType, Disposition: Disposition(row.Disposition)}
-	if ls, ok := s.store.(*local.Store); ok {
-		f, oi, err := ls.OpenFile(row.Key)
-		if err != nil {
+	if fo, ok := s.store.(fileOpener); ok {
+		f, oi, err := fo.OpenFile(row.Key)
+		switch {
+		case err == nil:
+			d.Body, d.Size, d.ETag, d.LastModified = f, oi.Size, oi.ETag, oi.LastModified
+			return d, nil
+		case !errors.Is(err, storage.ErrUnsupported):
 			return nil, s.internalError(ctx, ErrNotFound, "open stored object", err, "file_id", row.ID)
 		}
-		d.Body, d.Size, d.ETag, d.LastModified = f, oi.Size, oi.ETag, oi.LastModified
-		return d, nil
 	}
 	oi, err := s.store.Stat(ctx, row.Key)
 	if err != nil {

@@ -23,10 +23,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/uploadedfile/uploadedfile/gen/db"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 	"github.com/uploadedfile/uploadedfile/internal/storage/local"
+	"github.com/uploadedfile/uploadedfile/internal/storage/storagemetrics"
 	s3store "github.com/uploadedfile/uploadedfile/internal/storage/s3"
 )
 
@@ -46,6 +48,7 @@ type Service struct {
 	log     *slog.Logger
 	now     func() *time.Time // nil result: the database clock
 	fetcher Fetcher
+	metrics prometheus.Registerer
 }
 
 // Option adjusts a Service beyond its Config.
@@ -57,6 +60,10 @@ func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
 // WithStore replaces the storage driver the Config describes (tests inject
 // fault-injecting stores through it).
 func WithStore(st storage.Store) Option { return func(s *Service) { s.store = st } }
+
+// WithMetrics counts storage requests and the object bytes that pass
+// through the service process into reg.
+func WithMetrics(reg prometheus.Registerer) Option { return func(s *Service) { s.metrics = reg } }
 
 // WithClock pins the time every query uses (tests); by default the
 // database clock is used.
@@ -84,6 +91,9 @@ func New(ctx context.Context, cfg Config, database DB, opts ...Option) (*Service
 		if s.store, err = openStore(ctx, r); err != nil {
 			return nil, err
 		}
+	}
+	if s.metrics != nil {
+		s.store = storagemetrics.Wrap(s.store, s.metrics)
 	}
 	if s.fetcher == nil {
 		s.fetcher = s.defaultFetcher()

@@ -102,7 +102,9 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	if err != nil {
 		return err
 	}
-	svc, err := service.New(ctx, scfg, pool, service.WithLogger(g.logger))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	svc, err := service.New(ctx, scfg, pool, service.WithLogger(g.logger), service.WithMetrics(reg))
 	if err != nil {
 		return err
 	}
@@ -116,8 +118,6 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		return err
 	}
 	defer guard.Close()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	handler := httpapi.New(httpapi.Options{
 		Service: svc, Guard: guard, Logger: g.logger, DownloadPath: svc.EffectiveConfig().DownloadPath,
 		Health:  httpapi.Health{Dependencies: map[string]httpapi.Pinger{"database": pool, "storage": svc}},

@@ -19,7 +19,7 @@ func TestStorageMetrics(t *testing.T) {
 	b := setup(t, service.DriverLocal)
 	reg := prometheus.NewRegistry()
 	cfg := b.cfg
-	svc, err := service.New(t.Context(), cfg, b.db, service.WithStore(b.store), service.WithMetrics(reg))
+	svc, err := service.New(t.Context(), cfg, b.db, service.WithStore(b.inner), service.WithMetrics(reg))
 	require.NoError(t, err)
 	r, err := svc.Upload(alice, strings.NewReader(pdf), "report.pdf", nil)
 	require.NoError(t, err)

@@ -6,6 +6,8 @@
 #   make fuzz       every fuzz target for FUZZTIME each (default 60s)
 #   make ts         install and build the TypeScript client (clients/typescript)
 #   make chaos      the chaos test for CHAOS_DURATION (default 2m)
+#   make bench      the quick benchmark set, side by side with its peers (< 10 min)
+#   make bench-full the whole benchmark matrix
 #
 # Tools are pinned in tools/go.mod and run with `go tool -modfile=tools/go.mod`.
 
@@ -18,7 +20,7 @@ CHAOS_DURATION ?= 2m
 
 TS := clients/typescript
 
-.PHONY: chaos all generate verify verify-generated vet staticcheck fmt-check test test-only postgres tools fuzz ts lint-openapi
+.PHONY: bench bench-full bench-peers chaos all generate verify verify-generated vet staticcheck fmt-check test test-only postgres tools fuzz ts lint-openapi
 
 all: verify
 
@@ -96,3 +98,15 @@ fuzz:
 ## seconds by `make test`).
 chaos: postgres
 	$(GO) test -race -count=1 -run '^TestChaos$$' -v ./internal/maintenance/ -args -chaos.duration=$(CHAOS_DURATION)
+
+## bench-peers: install the tus peer (@tus/server) of the benchmarks.
+bench-peers:
+	cd bench/tus-peer && npm ci --no-audit --no-fund --loglevel=error
+
+## bench: the quick set; prints the table and records it in docs/performance.md.
+bench: postgres bench-peers
+	$(GO) run ./bench -write docs/performance.md
+
+## bench-full: every size and concurrency.
+bench-full: postgres bench-peers
+	$(GO) run ./bench -full -write docs/performance.md

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"os"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 

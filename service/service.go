@@ -28,8 +28,8 @@ import (
 	"github.com/uploadedfile/uploadedfile/gen/db"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 	"github.com/uploadedfile/uploadedfile/internal/storage/local"
-	"github.com/uploadedfile/uploadedfile/internal/storage/storagemetrics"
 	s3store "github.com/uploadedfile/uploadedfile/internal/storage/s3"
+	"github.com/uploadedfile/uploadedfile/internal/storage/storagemetrics"
 )
 
 // DB is what the service needs of PostgreSQL: queries, and transactions

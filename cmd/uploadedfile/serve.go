@@ -93,9 +93,9 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 			return err
 		}
 	}
-	pool, err := pgxpool.New(ctx, g.databaseURL)
+	pool, err := openPool(ctx, g.databaseURL)
 	if err != nil {
-		return errors.New("serve: the database URL is invalid")
+		return err
 	}
 	defer pool.Close()
 	scfg, err := cfg.serviceConfig()
@@ -237,4 +237,18 @@ func ensureDatabase(ctx context.Context, databaseURL string) error {
 		return fmt.Errorf("serve: create database %s: %w", name, err)
 	}
 	return nil
+}
+
+// openPool opens the database pool. pgxpool's default of max(4, CPUs)
+// connections queues an HTTP server's concurrent requests; the server
+// defaults to 32 unless the URL sets pool_max_conns.
+func openPool(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, errors.New("serve: the database URL is invalid")
+	}
+	if !strings.Contains(databaseURL, "pool_max_conns") {
+		cfg.MaxConns = 32
+	}
+	return pgxpool.NewWithConfig(ctx, cfg)
 }

@@ -1,0 +1,593 @@
+// Command bench measures uploadedfile against peers run side by side on
+// loopback, and prints every figure as a ratio with its target:
+//
+//	go run ./bench            the quick set (make bench)
+//	go run ./bench -full      the whole matrix (make bench-full)
+//	go run ./bench -write docs/performance.md
+//
+// Peers: a raw baseline (stream the multipart file to disk, fsync, one
+// INSERT), the tus project's server (@tus/server + @tus/file-store), and the
+// standard library's http.FileServer over the same files. Absolute times on
+// a shared machine are noise; the ratios are the result.
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/storage/s3test"
+)
+
+func main() {
+	if len(os.Args) > 1 && (os.Args[1] == "raw-baseline" || os.Args[1] == "file-server") {
+		fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
+		listen := fs.String("listen", "127.0.0.1:0", "")
+		dsn := fs.String("db", "", "")
+		dir := fs.String("dir", "", "")
+		_ = fs.Parse(os.Args[2:])
+		var err error
+		if os.Args[1] == "raw-baseline" {
+			err = rawBaseline(*listen, *dsn, *dir)
+		} else {
+			err = fileServer(*listen, *dir)
+		}
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	full := flag.Bool("full", false, "run the whole matrix (sizes 64 KiB, 1 MiB, 10 MiB; 1, 8, 32 clients; 1M-row sweep)")
+	write := flag.String("write", "", "also write the report to this Markdown file")
+	flag.Parse()
+	if err := run(*full, *write); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// row is one line of the report.
+type row struct {
+	what, figure, target string
+	pass                 bool
+}
+
+type report struct {
+	mu   sync.Mutex
+	rows []row
+}
+
+func (r *report) add(what, figure, target string, pass bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rows = append(r.rows, row{what, figure, target, pass})
+	status := "pass"
+	if target == "" {
+		status = ""
+	} else if !pass {
+		status = "SHORT"
+	}
+	fmt.Printf("%-62s %-44s %-16s %s\n", what, figure, target, status)
+}
+
+func (r *report) markdown(cmd string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Produced by `%s` on %s.\n\n| measurement | figure | target | status |\n|---|---|---|---|\n", cmd, time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	for _, x := range r.rows {
+		status := ""
+		if x.target != "" {
+			status = "pass"
+			if !x.pass {
+				status = "**short**"
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", x.what, x.figure, x.target, status)
+	}
+	return b.String()
+}
+
+// env is everything the measurements run against.
+type env struct {
+	uf, ufS3, raw, tus, files *proc
+	token                     string
+	dsn, dsnS3                string
+	localRoot                 string
+	pool                      *pgxpool.Pool
+}
+
+func run(full bool, write string) error {
+	ctx := context.Background()
+	tmp, err := os.MkdirTemp("", "uploadedfile-bench-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	bin, err := buildServer(tmp)
+	if err != nil {
+		return err
+	}
+	e := &env{localRoot: filepath.Join(tmp, "files")}
+	var cleanups []func()
+	defer func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}()
+	var drop func()
+	if e.dsn, drop, err = createDatabase(ctx, pgtest.ServerURL()); err != nil {
+		return err
+	}
+	cleanups = append(cleanups, drop)
+	if e.dsnS3, drop, err = createDatabase(ctx, pgtest.ServerURL()); err != nil {
+		return err
+	}
+	cleanups = append(cleanups, drop)
+	if e.pool, err = pgxpool.New(ctx, e.dsn); err != nil {
+		return err
+	}
+	cleanups = append(cleanups, e.pool.Close)
+
+	secret := randomHex(32)
+	e.token, err = jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "bench", "tenant": "bench", "exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte(secret))
+	if err != nil {
+		return err
+	}
+	config := func(name, extra string) (string, error) {
+		p := filepath.Join(tmp, name)
+		return p, os.WriteFile(p, []byte("maxFileSizeBytes: 26214400\nauth:\n  hmacSecret: "+secret+"\n"+extra), 0o600)
+	}
+	localCfg, err := config("local.yaml", "localRoot: "+e.localRoot+"\n")
+	if err != nil {
+		return err
+	}
+	if e.uf, err = startUploadedfile(bin, e.dsn, localCfg); err != nil {
+		return err
+	}
+	cleanups = append(cleanups, e.uf.stop)
+
+	gw, err := s3test.Start()
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, gw.Stop)
+	bucket := "bench"
+	if _, err := gw.Client().CreateBucket(ctx, &s3CreateBucket{Bucket: &bucket}); err != nil {
+		return err
+	}
+	s3Cfg, err := config("s3.yaml", fmt.Sprintf("driver: s3\nbucket: %s\nendpoint: %s\nregion: us-east-1\nforcePathStyle: true\naccessId: %s\naccessKey: %s\n",
+		bucket, gw.Endpoint, gw.AccessKey, gw.SecretKey))
+	if err != nil {
+		return err
+	}
+	if e.ufS3, err = startUploadedfile(bin, e.dsnS3, s3Cfg); err != nil {
+		return err
+	}
+	cleanups = append(cleanups, e.ufS3.stop)
+
+	rawDir := filepath.Join(tmp, "raw")
+	_ = os.MkdirAll(rawDir, 0o750)
+	if e.raw, err = startSelf("raw-baseline", "-db", e.dsn, "-dir", rawDir); err != nil {
+		return err
+	}
+	cleanups = append(cleanups, e.raw.stop)
+	tusDir := filepath.Join(tmp, "tus")
+	_ = os.MkdirAll(tusDir, 0o750)
+	if e.tus, err = startTus(tusDir); err != nil {
+		return err
+	}
+	cleanups = append(cleanups, e.tus.stop)
+	if e.files, err = startSelf("file-server", "-dir", e.localRoot); err != nil {
+		return err
+	}
+	cleanups = append(cleanups, e.files.stop)
+
+	rep := &report{}
+	fmt.Printf("%-62s %-44s %-16s %s\n", "measurement", "figure", "target", "status")
+	sizes, clients := []int{1 << 20}, []int{32}
+	if full {
+		sizes, clients = []int{64 << 10, 1 << 20, 10 << 20}, []int{1, 8, 32}
+	}
+	for _, size := range sizes {
+		for _, c := range clients {
+			if err := benchUploads(e, rep, size, c); err != nil {
+				return err
+			}
+			if err := benchDownload(e, rep, size, c); err != nil {
+				return err
+			}
+		}
+	}
+	if err := benchDirect(e, rep, 1<<20, 8); err != nil {
+		return err
+	}
+	if err := benchLookup(ctx, e, rep); err != nil {
+		return err
+	}
+	if err := benchS3Complete(e, rep); err != nil {
+		return err
+	}
+	if err := benchRSS(e, rep); err != nil {
+		return err
+	}
+	if err := benchSweeps(ctx, rep, full); err != nil {
+		return err
+	}
+	if write != "" {
+		cmd := "make bench"
+		if full {
+			cmd = "make bench-full"
+		}
+		return writeReport(write, rep.markdown(cmd))
+	}
+	return nil
+}
+
+// stats is a load run's outcome.
+type stats struct {
+	n        int
+	errors   int64
+	elapsed  time.Duration
+	p50, p99 time.Duration
+}
+
+func (s stats) rps() float64 { return float64(s.n) / s.elapsed.Seconds() }
+
+// load runs total calls of fn over clients workers and measures them.
+func load(clients, total int, fn func(i int) error) stats {
+	lat := make([]time.Duration, total)
+	var next, errs atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= total {
+					return
+				}
+				t := time.Now()
+				if err := fn(i); err != nil {
+					errs.Add(1)
+				}
+				lat[i] = time.Since(t)
+			}
+		}()
+	}
+	wg.Wait()
+	s := stats{n: total, errors: errs.Load(), elapsed: time.Since(start)}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	s.p50, s.p99 = lat[total/2], lat[min(total-1, total*99/100)]
+	return s
+}
+
+var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}, Timeout: 2 * time.Minute}
+
+func do(req *http.Request, want int) ([]byte, error) {
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != want {
+		return nil, fmt.Errorf("%s %s: %d %s", req.Method, req.URL.Path, resp.StatusCode, b)
+	}
+	return b, nil
+}
+
+func (e *env) authed(method, url string, body io.Reader) *http.Request {
+	req, _ := http.NewRequest(method, url, body)
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	return req
+}
+
+// payload is size bytes of CSV-shaped text (valid for every check).
+func payload(size int) []byte {
+	line := []byte("id,name,amount,note\n")
+	b := bytes.Repeat(line, size/len(line)+1)[:size]
+	b[len(b)-1] = '\n'
+	return b
+}
+
+func count(size int) int {
+	switch {
+	case size >= 10<<20:
+		return 48
+	case size >= 1<<20:
+		return 320
+	default:
+		return 1000
+	}
+}
+
+func human(size int) string {
+	if size >= 1<<20 {
+		return fmt.Sprintf("%d MiB", size>>20)
+	}
+	return fmt.Sprintf("%d KiB", size>>10)
+}
+
+func benchUploads(e *env, rep *report, size, clients int) error {
+	body := payload(size)
+	ct, form := multipartBody("data.csv", body)
+	n := count(size)
+	uf := load(clients, n, func(int) error {
+		req := e.authed(http.MethodPost, e.uf.url+"/uploaded-file", bytes.NewReader(form))
+		req.Header.Set("Content-Type", ct)
+		_, err := do(req, http.StatusCreated)
+		return err
+	})
+	raw := load(clients, n, func(int) error {
+		req, _ := http.NewRequest(http.MethodPost, e.raw.url+"/upload", bytes.NewReader(form))
+		req.Header.Set("Content-Type", ct)
+		_, err := do(req, http.StatusCreated)
+		return err
+	})
+	tus := load(clients, n, func(int) error {
+		req, _ := http.NewRequest(http.MethodPost, e.tus.url+"/files", nil)
+		req.Header.Set("Tus-Resumable", "1.0.0")
+		req.Header.Set("Upload-Length", fmt.Sprint(len(body)))
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		loc := resp.Header.Get("Location")
+		if resp.StatusCode != http.StatusCreated || loc == "" {
+			return fmt.Errorf("tus create: %d", resp.StatusCode)
+		}
+		if strings.HasPrefix(loc, "/") {
+			loc = e.tus.url + loc
+		}
+		patch, _ := http.NewRequest(http.MethodPatch, loc, bytes.NewReader(body))
+		patch.Header.Set("Tus-Resumable", "1.0.0")
+		patch.Header.Set("Upload-Offset", "0")
+		patch.Header.Set("Content-Type", "application/offset+octet-stream")
+		_, err = do(patch, http.StatusNoContent)
+		return err
+	})
+	if uf.errors+raw.errors+tus.errors > 0 {
+		return fmt.Errorf("upload errors: uploadedfile %d, raw %d, tus %d", uf.errors, raw.errors, tus.errors)
+	}
+	label := fmt.Sprintf("buffer upload %s, %d clients", human(size), clients)
+	vsRaw, vsTus := uf.rps()/raw.rps(), uf.rps()/tus.rps()
+	gate := size == 1<<20 && clients == 32
+	rep.add(label+": vs raw baseline", fmt.Sprintf("%.2f× (%.0f vs %.0f req/s; p99 %s vs %s)", vsRaw, uf.rps(), raw.rps(), uf.p99.Round(time.Millisecond), raw.p99.Round(time.Millisecond)), targetIf(gate, "≥ 0.8×"), !gate || vsRaw >= 0.8)
+	rep.add(label+": vs tus", fmt.Sprintf("%.2f× (%.0f vs %.0f req/s; p50 %s vs %s)", vsTus, uf.rps(), tus.rps(), uf.p50.Round(time.Millisecond), tus.p50.Round(time.Millisecond)), targetIf(gate, "≥ 1.0×"), !gate || vsTus >= 1.0)
+	return nil
+}
+
+func targetIf(gate bool, t string) string {
+	if gate {
+		return t
+	}
+	return ""
+}
+
+// upload stores one file through the multipart route and returns its id.
+func (e *env) upload(base string, body []byte) (string, error) {
+	ct, form := multipartBody("data.csv", body)
+	req := e.authed(http.MethodPost, base+"/uploaded-file", bytes.NewReader(form))
+	req.Header.Set("Content-Type", ct)
+	b, err := do(req, http.StatusCreated)
+	if err != nil {
+		return "", err
+	}
+	var r struct {
+		ID string `json:"id"`
+	}
+	return r.ID, json.Unmarshal(b, &r)
+}
+
+func benchDownload(e *env, rep *report, size, clients int) error {
+	id, err := e.upload(e.uf.url, payload(size))
+	if err != nil {
+		return err
+	}
+	var key string
+	if err := e.pool.QueryRow(context.Background(), "SELECT key FROM uploaded_file WHERE id = $1", id).Scan(&key); err != nil {
+		return err
+	}
+	n := count(size) * 2
+	uf := load(clients, n, func(int) error {
+		_, err := do(e.authed(http.MethodGet, e.uf.url+"/uploaded-file/"+id+"/download", nil), http.StatusOK)
+		return err
+	})
+	fs := load(clients, n, func(int) error {
+		req, _ := http.NewRequest(http.MethodGet, e.files.url+"/"+key, nil)
+		_, err := do(req, http.StatusOK)
+		return err
+	})
+	if uf.errors+fs.errors > 0 {
+		return fmt.Errorf("download errors: %d, %d", uf.errors, fs.errors)
+	}
+	ratio := uf.rps() / fs.rps()
+	mbps := func(s stats) float64 { return float64(size) * s.rps() / (1 << 20) }
+	rep.add(fmt.Sprintf("download %s, %d clients: vs http.FileServer", human(size), clients),
+		fmt.Sprintf("%.2f× (%.0f vs %.0f MiB/s; p99 %s vs %s)", ratio, mbps(uf), mbps(fs), uf.p99.Round(time.Millisecond), fs.p99.Round(time.Millisecond)), "≥ 0.9×", ratio >= 0.9)
+	return nil
+}
+
+func benchDirect(e *env, rep *report, size, clients int) error {
+	body := payload(size)
+	sum := sha256.Sum256(body)
+	in, _ := json.Marshal(map[string]any{"originalName": "data.csv", "contentType": "text/csv", "sizeBytes": len(body), "checksum": "sha256:" + base64.StdEncoding.EncodeToString(sum[:])})
+	n := count(size) / 2
+	direct := load(clients, n, func(int) error {
+		req := e.authed(http.MethodPost, e.uf.url+"/uploaded-file/initiate", bytes.NewReader(in))
+		req.Header.Set("Content-Type", "application/json")
+		b, err := do(req, http.StatusCreated)
+		if err != nil {
+			return err
+		}
+		var r struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(b, &r); err != nil {
+			return err
+		}
+		put := e.authed(http.MethodPut, e.uf.url+"/uploaded-file/"+r.ID+"/content", bytes.NewReader(body))
+		put.Header.Set("Content-Type", "application/octet-stream")
+		if _, err := do(put, http.StatusOK); err != nil {
+			return err
+		}
+		_, err = do(e.authed(http.MethodPost, e.uf.url+"/uploaded-file/"+r.ID+"/complete", nil), http.StatusOK)
+		return err
+	})
+	ct, form := multipartBody("data.csv", body)
+	raw := load(clients, n, func(int) error {
+		req, _ := http.NewRequest(http.MethodPost, e.raw.url+"/upload", bytes.NewReader(form))
+		req.Header.Set("Content-Type", ct)
+		_, err := do(req, http.StatusCreated)
+		return err
+	})
+	if direct.errors > 0 {
+		return fmt.Errorf("direct upload errors: %d", direct.errors)
+	}
+	rep.add(fmt.Sprintf("direct upload (initiate+PUT+complete) %s, %d clients", human(size), clients),
+		fmt.Sprintf("%.2f× raw (%.0f vs %.0f uploads/s; p50 %s, p99 %s)", direct.rps()/raw.rps(), direct.rps(), raw.rps(), direct.p50.Round(time.Millisecond), direct.p99.Round(time.Millisecond)), "", true)
+	return nil
+}
+
+func benchLookup(ctx context.Context, e *env, rep *report) error {
+	id, err := e.upload(e.uf.url, payload(4096))
+	if err != nil {
+		return err
+	}
+	var key string
+	if err := e.pool.QueryRow(ctx, "SELECT key FROM uploaded_file WHERE id = $1", id).Scan(&key); err != nil {
+		return err
+	}
+	const n = 3000
+	get := load(8, n, func(int) error {
+		_, err := do(e.authed(http.MethodGet, e.uf.url+"/uploaded-file/"+id, nil), http.StatusOK)
+		return err
+	})
+	sel := load(8, n, func(int) error {
+		var k string
+		return e.pool.QueryRow(ctx, "SELECT key FROM uploaded_file WHERE key = $1", key).Scan(&k)
+	})
+	health := load(8, n, func(int) error {
+		req, _ := http.NewRequest(http.MethodGet, e.uf.url+"/healthz", nil)
+		_, err := do(req, http.StatusOK)
+		return err
+	})
+	rep.add("HTTP floor: GET /healthz, 8 clients (no token, no query)", fmt.Sprintf("p50 %s, p99 %s", health.p50.Round(time.Microsecond), health.p99.Round(time.Microsecond)), "", true)
+	ratio := float64(get.p50) / float64(sel.p50)
+	rep.add("detail lookup GET /uploaded-file/{id}, 8 clients: p50 vs bare SELECT",
+		fmt.Sprintf("%.2f× (p50 %s vs %s; p99 %s vs %s)", ratio, get.p50.Round(time.Microsecond), sel.p50.Round(time.Microsecond), get.p99.Round(time.Microsecond), sel.p99.Round(time.Microsecond)), "≤ 2×", ratio <= 2)
+	return nil
+}
+
+// scrape reads the storage counters of a server's /metrics.
+func scrape(base string) (reads, writes, requests float64, err error) {
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		var v float64
+		switch {
+		case strings.HasPrefix(line, `uploadedfile_storage_bytes_total{direction="read"}`):
+			_, _ = fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &v)
+			reads = v
+		case strings.HasPrefix(line, `uploadedfile_storage_bytes_total{direction="written"}`):
+			_, _ = fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &v)
+			writes = v
+		case strings.HasPrefix(line, "uploadedfile_storage_requests_total{"):
+			_, _ = fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &v)
+			requests += v
+		}
+	}
+	return reads, writes, requests, nil
+}
+
+func benchS3Complete(e *env, rep *report) error {
+	const n, size = 10, 4 << 20
+	body := payload(size)
+	sum := sha256.Sum256(body)
+	in, _ := json.Marshal(map[string]any{"originalName": "data.csv", "contentType": "text/csv", "sizeBytes": len(body), "checksum": "sha256:" + base64.StdEncoding.EncodeToString(sum[:])})
+	ids := make([]string, n)
+	for i := range ids {
+		req := e.authed(http.MethodPost, e.ufS3.url+"/uploaded-file/initiate", bytes.NewReader(in))
+		req.Header.Set("Content-Type", "application/json")
+		b, err := do(req, http.StatusCreated)
+		if err != nil {
+			return err
+		}
+		var r struct {
+			ID     string `json:"id"`
+			Upload struct {
+				Method, URL string
+				Headers     map[string]string
+			} `json:"upload"`
+		}
+		if err := json.Unmarshal(b, &r); err != nil {
+			return err
+		}
+		put, _ := http.NewRequest(r.Upload.Method, r.Upload.URL, bytes.NewReader(body))
+		for k, v := range r.Upload.Headers {
+			if k != "Content-Length" {
+				put.Header.Set(k, v)
+			}
+		}
+		if _, err := do(put, http.StatusOK); err != nil {
+			return err
+		}
+		ids[i] = r.ID
+	}
+	r0, w0, q0, err := scrape(e.ufS3.url)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if _, err := do(e.authed(http.MethodPost, e.ufS3.url+"/uploaded-file/"+id+"/complete", nil), http.StatusOK); err != nil {
+			return err
+		}
+	}
+	r1, w1, q1, err := scrape(e.ufS3.url)
+	if err != nil {
+		return err
+	}
+	readPer, writePer, reqPer := (r1-r0)/n, (w1-w0)/n, (q1-q0)/n
+	rep.add(fmt.Sprintf("complete on S3 (%s CSV): content bytes streamed through the service", human(size)),
+		fmt.Sprintf("%.0f B written; %.0f B read (bounded verification reads)", writePer, readPer), "0 B streamed", writePer == 0 && readPer <= 64<<10)
+	rep.add("complete on S3: storage round trips per complete", fmt.Sprintf("%.1f", reqPer), "", true)
+	return nil
+}
+
+func benchRSS(e *env, rep *report) error {
+	body := payload(25 << 20)
+	load(32, 32, func(int) error {
+		_, err := e.upload(e.uf.url, body)
+		return err
+	})
+	peak, err := e.uf.peakRSS()
+	if err != nil {
+		return err
+	}
+	rep.add("peak RSS of the server, 32 concurrent 25 MiB uploads", fmt.Sprintf("%.0f MiB", float64(peak)/(1<<20)), "≤ 128 MiB", peak <= 128<<20)
+	return nil
+}

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/uploadedfile/uploadedfile/db/migrations"
+)
+
+// proc is a server process the driver started.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	url  string
+}
+
+func (p *proc) stop() {
+	if p.cmd != nil && p.cmd.Process != nil {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = p.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = p.cmd.Process.Kill()
+		}
+	}
+}
+
+// peakRSS is the process's resident-set high-water mark in bytes.
+func (p *proc) peakRSS() (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			_, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb)
+			return kb * 1024, err
+		}
+	}
+	return 0, errors.New("no VmHWM")
+}
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// start runs name with args and waits until url answers.
+func start(name string, cmd *exec.Cmd, probe string) (*proc, error) {
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(probe); err == nil {
+			resp.Body.Close()
+			return &proc{name: name, cmd: cmd}, nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	return nil, fmt.Errorf("%s did not start", name)
+}
+
+// createDatabase makes a fresh, migrated database on the local server.
+func createDatabase(ctx context.Context, server string) (string, func(), error) {
+	name := "uploadedfile_bench_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	admin, err := pgx.Connect(ctx, server)
+	if err != nil {
+		return "", nil, err
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", nil, err
+	}
+	u, _ := url.Parse(server)
+	u.Path = "/" + name
+	dsn := u.String()
+	drop := func() {
+		c, err := pgx.Connect(context.Background(), server)
+		if err == nil {
+			_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			c.Close(context.Background())
+		}
+	}
+	if err := migrations.Up(dsn); err != nil {
+		drop()
+		return "", nil, err
+	}
+	return dsn, drop, nil
+}
+
+// buildServer builds the uploadedfile binary.
+func buildServer(dir string) (string, error) {
+	bin := filepath.Join(dir, "uploadedfile")
+	out, err := exec.Command("go", "build", "-o", bin, "./cmd/uploadedfile").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("build: %v: %s", err, out)
+	}
+	return bin, nil
+}
+
+// startUploadedfile runs `uploadedfile serve` with a config file.
+func startUploadedfile(bin, dsn, config string) (*proc, error) {
+	addr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "--database-url", dsn, "serve", "--config", config, "--listen", addr, "--no-maintenance")
+	p, err := start("uploadedfile", cmd, "http://"+addr+"/readyz")
+	if err != nil {
+		return nil, err
+	}
+	p.url = "http://" + addr
+	return p, nil
+}
+
+// startSelf runs this binary in one of its server modes.
+func startSelf(mode string, args ...string) (*proc, error) {
+	addr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(os.Args[0], append([]string{mode, "-listen", addr}, args...)...)
+	p, err := start(mode, cmd, "http://"+addr+"/healthz")
+	if err != nil {
+		return nil, err
+	}
+	p.url = "http://" + addr
+	return p, nil
+}
+
+// startTus runs the tus peer (Node, @tus/server with its file store).
+func startTus(dir string) (*proc, error) {
+	addr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command("node", "server.mjs", port, dir)
+	cmd.Dir = filepath.Join("bench", "tus-peer")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = io.Discard
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("tus peer: %w", err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.Contains(line, "listening") {
+		_ = cmd.Process.Kill()
+		return nil, fmt.Errorf("tus peer did not start (run npm ci in bench/tus-peer): %q", line)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	return &proc{name: "tus", cmd: cmd, url: "http://" + addr}, nil
+}
+
+// rawBaseline is the floor of a durable buffer upload: stream the
+// multipart file part to a file, fsync it, one INSERT. No validation, no
+// hashing, no hidden row -- what every upload must at least do.
+func rawBaseline(listen, dsn, dir string) error {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	if _, err := pool.Exec(ctx, "CREATE TABLE IF NOT EXISTS raw_upload (id uuid PRIMARY KEY, name text, size bigint)"); err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	mux.HandleFunc("POST /upload", func(w http.ResponseWriter, r *http.Request) {
+		mr, err := r.MultipartReader()
+		if err != nil {
+			http.Error(w, "bad form", http.StatusBadRequest)
+			return
+		}
+		part, err := mr.NextPart()
+		if err != nil {
+			http.Error(w, "no file", http.StatusBadRequest)
+			return
+		}
+		id := uuid.New()
+		f, err := os.Create(filepath.Join(dir, id.String()))
+		if err != nil {
+			http.Error(w, "write", http.StatusInternalServerError)
+			return
+		}
+		n, err := io.Copy(f, part)
+		if err == nil {
+			err = f.Sync()
+		}
+		f.Close()
+		if err == nil {
+			_, err = pool.Exec(r.Context(), "INSERT INTO raw_upload (id, name, size) VALUES ($1, $2, $3)", id, part.FileName(), n)
+		}
+		if err != nil {
+			http.Error(w, "store", http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		_, _ = fmt.Fprintf(w, `{"id":%q}`, id)
+	})
+	return (&http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}).ListenAndServe()
+}
+
+// fileServer serves dir with the standard library's file server.
+func fileServer(listen, dir string) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	mux.Handle("/", http.FileServer(http.Dir(dir)))
+	return (&http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}).ListenAndServe()
+}
+
+// multipartBody returns a multipart form with one file part.
+func multipartBody(name string, content []byte) (string, []byte) {
+	var buf strings.Builder
+	w := multipart.NewWriter(&buf)
+	part, _ := w.CreateFormFile("file", name)
+	_, _ = part.Write(content)
+	_ = w.Close()
+	return w.FormDataContentType(), []byte(buf.String())
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -428,10 +428,17 @@ func benchDownload(e *env, rep *report, size, clients int) error {
 	return nil
 }
 
+// initiateInput is the JSON body that initiates a direct upload of body.
+func initiateInput(body []byte) []byte {
+	sum := sha256.Sum256(body)
+	in, _ := json.Marshal(map[string]any{"originalName": "data.csv", "contentType": "text/csv", "sizeBytes": len(body),
+		"checksum": "sha256:" + base64.StdEncoding.EncodeToString(sum[:])})
+	return in
+}
+
 func benchDirect(e *env, rep *report, size, clients int) error {
 	body := payload(size)
-	sum := sha256.Sum256(body)
-	in, _ := json.Marshal(map[string]any{"originalName": "data.csv", "contentType": "text/csv", "sizeBytes": len(body), "checksum": "sha256:" + base64.StdEncoding.EncodeToString(sum[:])})
+	in := initiateInput(body)
 	n := count(size) / 2
 	direct := load(clients, n, func(int) error {
 		req := e.authed(http.MethodPost, e.uf.url+"/uploaded-file/initiate", bytes.NewReader(in))
@@ -527,8 +534,7 @@ func scrape(base string) (reads, writes, requests float64, err error) {
 func benchS3Complete(e *env, rep *report) error {
 	const n, size = 10, 4 << 20
 	body := payload(size)
-	sum := sha256.Sum256(body)
-	in, _ := json.Marshal(map[string]any{"originalName": "data.csv", "contentType": "text/csv", "sizeBytes": len(body), "checksum": "sha256:" + base64.StdEncoding.EncodeToString(sum[:])})
+	in := initiateInput(body)
 	ids := make([]string, n)
 	for i := range ids {
 		req := e.authed(http.MethodPost, e.ufS3.url+"/uploaded-file/initiate", bytes.NewReader(in))

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -289,6 +290,9 @@ func (s *Service) persistedCDN(id uuid.UUID, key string, vis Visibility) *string
 	return ptr("urn:uploadedfile:" + id.String())
 }
 
+// spoolBuffer is the write buffer of the spool file.
+const spoolBuffer = 256 << 10
+
 // spooled is an upload written to an anonymous temporary file while it was
 // hashed: the checks read it at random offsets without holding it in memory.
 type spooled struct {
@@ -315,7 +319,13 @@ func (s *Service) spool(src io.Reader, max int64) (*spooled, error) {
 	// Unlinked at once: nothing is left behind, whatever happens next.
 	_ = os.Remove(f.Name())
 	var h hash.Hash = sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(src, max+1))
+	// Sources such as a multipart part hand over a few KiB per read; a
+	// buffer turns that into few large writes.
+	bw := bufio.NewWriterSize(f, spoolBuffer)
+	n, err := io.Copy(io.MultiWriter(bw, h), io.LimitReader(src, max+1))
+	if err == nil {
+		err = bw.Flush()
+	}
 	if err != nil {
 		f.Close()
 		return nil, ErrUploadFailed

@@ -187,7 +187,8 @@ func (s *Store) putNamed(ctx context.Context, dir, key string, body io.Reader, o
 // metadata in extended attributes, and fsyncs it.
 func fill(ctx context.Context, f *os.File, body io.Reader, opts storage.PutOptions) error {
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(contextReader{ctx, body}, opts.Size+1))
+	buf := make([]byte, 256<<10)
+	n, err := io.CopyBuffer(io.MultiWriter(f, h), io.LimitReader(contextReader{ctx, body}, opts.Size+1), buf)
 	if err != nil {
 		return fmt.Errorf("local storage: write: %w", err)
 	}

@@ -161,6 +161,14 @@ func TestServeDev(t *testing.T) {
 	status, _ = do(http.MethodGet, "/uploaded-file/"+created.ID, nil, "")
 	require.Equal(t, http.StatusNotFound, status)
 
+	resp, err = http.Get(base + "/metrics")
+	require.NoError(t, err)
+	metrics, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Contains(t, string(metrics), `uploadedfile_http_requests_total{code="201",route="POST /uploaded-file"} 1`)
+	require.Contains(t, string(metrics), `uploadedfile_http_requests_total{code="404",route="GET /uploaded-file/{id}"} 1`)
+	require.Contains(t, string(metrics), `uploadedfile_storage_requests_total{op="put"} 1`)
+
 	out2, err := run(t, context.Background(), missing, "migrate", "version")
 	require.NoError(t, err)
 	require.Equal(t, "version: 20261122000000\n", out2, "serve migrated the new database")

@@ -121,7 +121,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	handler := httpapi.New(httpapi.Options{
 		Service: svc, Guard: guard, Logger: g.logger, DownloadPath: svc.EffectiveConfig().DownloadPath,
 		Health:  httpapi.Health{Dependencies: map[string]httpapi.Pinger{"database": pool, "storage": svc}},
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Registerer: reg,
 	})
 	runner := maintenance.New(svc, pool, g.logger, reg)
 	sweepsDone := make(chan struct{})

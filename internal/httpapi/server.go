@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	api "github.com/uploadedfile/uploadedfile/gen/api"
 	"github.com/uploadedfile/uploadedfile/internal/filecheck"
 	"github.com/uploadedfile/uploadedfile/service"
@@ -45,6 +47,9 @@ type Options struct {
 	// Metrics, when set, is served at /metrics without a token (expose it
 	// only where your metrics scraper can reach it).
 	Metrics http.Handler
+	// Registerer, when set, receives the request metrics (by route pattern
+	// and status, latency, bytes in and out).
+	Registerer prometheus.Registerer
 }
 
 // New returns the whole HTTP surface: the generated routes behind the
@@ -66,6 +71,9 @@ func New(o Options) http.Handler {
 		writeProblem(w, http.StatusNotFound, service.ErrNotFound.Code)
 	})
 	var h http.Handler = mux
+	if o.Registerer != nil {
+		h = newRequestMetrics(o.Registerer).wrap(h)
+	}
 	h = o.Guard.Middleware(h)
 	h = limitBodies(h)
 	h = movedRoutes(o.DownloadPath, h)

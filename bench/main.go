@@ -247,6 +247,27 @@ type stats struct {
 
 func (s stats) rps() float64 { return float64(s.n) / s.elapsed.Seconds() }
 
+// rounds is how many times each throughput figure is measured; the median
+// round is reported (this machine is shared and noisy).
+const rounds = 3
+
+// medianOf runs the loads of one comparison in interleaved rounds and
+// returns, for each, its median round by throughput.
+func medianOf(loads ...func() stats) []stats {
+	all := make([][]stats, len(loads))
+	for range rounds {
+		for i, l := range loads {
+			all[i] = append(all[i], l())
+		}
+	}
+	out := make([]stats, len(loads))
+	for i, rs := range all {
+		sort.Slice(rs, func(a, b int) bool { return rs[a].rps() < rs[b].rps() })
+		out[i] = rs[len(rs)/2]
+	}
+	return out
+}
+
 // load runs total calls of fn over clients workers and measures them.
 func load(clients, total int, fn func(i int) error) stats {
 	lat := make([]time.Duration, total)
@@ -331,41 +352,25 @@ func benchUploads(e *env, rep *report, size, clients int) error {
 	body := payload(size)
 	ct, form := multipartBody("data.csv", body)
 	n := count(size)
-	uf := load(clients, n, func(int) error {
-		req := e.authed(http.MethodPost, e.uf.url+"/uploaded-file", bytes.NewReader(form))
-		req.Header.Set("Content-Type", ct)
-		_, err := do(req, http.StatusCreated)
-		return err
-	})
-	raw := load(clients, n, func(int) error {
-		req, _ := http.NewRequest(http.MethodPost, e.raw.url+"/upload", bytes.NewReader(form))
-		req.Header.Set("Content-Type", ct)
-		_, err := do(req, http.StatusCreated)
-		return err
-	})
-	tus := load(clients, n, func(int) error {
-		req, _ := http.NewRequest(http.MethodPost, e.tus.url+"/files", nil)
-		req.Header.Set("Tus-Resumable", "1.0.0")
-		req.Header.Set("Upload-Length", fmt.Sprint(len(body)))
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		loc := resp.Header.Get("Location")
-		if resp.StatusCode != http.StatusCreated || loc == "" {
-			return fmt.Errorf("tus create: %d", resp.StatusCode)
-		}
-		if strings.HasPrefix(loc, "/") {
-			loc = e.tus.url + loc
-		}
-		patch, _ := http.NewRequest(http.MethodPatch, loc, bytes.NewReader(body))
-		patch.Header.Set("Tus-Resumable", "1.0.0")
-		patch.Header.Set("Upload-Offset", "0")
-		patch.Header.Set("Content-Type", "application/offset+octet-stream")
-		_, err = do(patch, http.StatusNoContent)
-		return err
-	})
+	m := medianOf(
+		func() stats {
+			return load(clients, n, func(int) error {
+				req := e.authed(http.MethodPost, e.uf.url+"/uploaded-file", bytes.NewReader(form))
+				req.Header.Set("Content-Type", ct)
+				_, err := do(req, http.StatusCreated)
+				return err
+			})
+		},
+		func() stats {
+			return load(clients, n, func(int) error {
+				req, _ := http.NewRequest(http.MethodPost, e.raw.url+"/upload", bytes.NewReader(form))
+				req.Header.Set("Content-Type", ct)
+				_, err := do(req, http.StatusCreated)
+				return err
+			})
+		},
+		func() stats { return load(clients, n, func(int) error { return e.tusUpload(body) }) })
+	uf, raw, tus := m[0], m[1], m[2]
 	if uf.errors+raw.errors+tus.errors > 0 {
 		return fmt.Errorf("upload errors: uploadedfile %d, raw %d, tus %d", uf.errors, raw.errors, tus.errors)
 	}
@@ -375,6 +380,31 @@ func benchUploads(e *env, rep *report, size, clients int) error {
 	rep.add(label+": vs raw baseline", fmt.Sprintf("%.2f× (%.0f vs %.0f req/s; p99 %s vs %s)", vsRaw, uf.rps(), raw.rps(), uf.p99.Round(time.Millisecond), raw.p99.Round(time.Millisecond)), targetIf(gate, "≥ 0.8×"), !gate || vsRaw >= 0.8)
 	rep.add(label+": vs tus", fmt.Sprintf("%.2f× (%.0f vs %.0f req/s; p50 %s vs %s)", vsTus, uf.rps(), tus.rps(), uf.p50.Round(time.Millisecond), tus.p50.Round(time.Millisecond)), targetIf(gate, "≥ 1.0×"), !gate || vsTus >= 1.0)
 	return nil
+}
+
+// tusUpload creates a tus upload and sends body in one PATCH.
+func (e *env) tusUpload(body []byte) error {
+	req, _ := http.NewRequest(http.MethodPost, e.tus.url+"/files", nil)
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Length", fmt.Sprint(len(body)))
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusCreated || loc == "" {
+		return fmt.Errorf("tus create: %d", resp.StatusCode)
+	}
+	if strings.HasPrefix(loc, "/") {
+		loc = e.tus.url + loc
+	}
+	patch, _ := http.NewRequest(http.MethodPatch, loc, bytes.NewReader(body))
+	patch.Header.Set("Tus-Resumable", "1.0.0")
+	patch.Header.Set("Upload-Offset", "0")
+	patch.Header.Set("Content-Type", "application/offset+octet-stream")
+	_, err = do(patch, http.StatusNoContent)
+	return err
 }
 
 func targetIf(gate bool, t string) string {
@@ -409,15 +439,21 @@ func benchDownload(e *env, rep *report, size, clients int) error {
 		return err
 	}
 	n := count(size) * 2
-	uf := load(clients, n, func(int) error {
-		_, err := do(e.authed(http.MethodGet, e.uf.url+"/uploaded-file/"+id+"/download", nil), http.StatusOK)
-		return err
-	})
-	fs := load(clients, n, func(int) error {
-		req, _ := http.NewRequest(http.MethodGet, e.files.url+"/"+key, nil)
-		_, err := do(req, http.StatusOK)
-		return err
-	})
+	m := medianOf(
+		func() stats {
+			return load(clients, n, func(int) error {
+				_, err := do(e.authed(http.MethodGet, e.uf.url+"/uploaded-file/"+id+"/download", nil), http.StatusOK)
+				return err
+			})
+		},
+		func() stats {
+			return load(clients, n, func(int) error {
+				req, _ := http.NewRequest(http.MethodGet, e.files.url+"/"+key, nil)
+				_, err := do(req, http.StatusOK)
+				return err
+			})
+		})
+	uf, fs := m[0], m[1]
 	if uf.errors+fs.errors > 0 {
 		return fmt.Errorf("download errors: %d, %d", uf.errors, fs.errors)
 	}

@@ -123,6 +123,11 @@ func TestServeDev(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "metrics need no token")
 	require.Contains(t, string(metrics), "go_goroutines")
 
+	resp, err = http.Get(base + "/debug/pprof/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.NotEqual(t, http.StatusOK, resp.StatusCode, "pprof is never on the API listener")
+
 	// The printed curl lines, done with net/http.
 	do := func(method, path string, body io.Reader, contentType string) (int, []byte) {
 		req, err := http.NewRequest(method, base+path, body)
@@ -218,4 +223,25 @@ func TestEnvKeys(t *testing.T) {
 	require.Equal(t, []string{"a.example.com", "b.example.com"}, c.RemoteClone.AllowedHosts)
 	require.Equal(t, "s3cr3t", c.Auth.HMACSecret)
 	require.Equal(t, "postgres://db/x", c.DatabaseURL)
+}
+
+// TestServeDebug checks the pprof listener serves profiles on its own
+// address and stops when told to.
+func TestServeDebug(t *testing.T) {
+	t.Parallel()
+	addr, stop, err := serveDebug("127.0.0.1:0")
+	require.NoError(t, err)
+	resp, err := http.Get("http://" + addr + "/debug/pprof/goroutine?debug=1")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(body), "goroutine profile:")
+
+	stop()
+	_, err = http.Get("http://" + addr + "/debug/pprof/")
+	require.Error(t, err, "stopped listener must refuse connections")
+
+	_, _, err = serveDebug("not-an-address")
+	require.ErrorContains(t, err, "serve: debug listen")
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -36,6 +37,7 @@ type serveOptions struct {
 	dev       bool
 	noMigrate bool
 	noSweeps  bool
+	debug     string
 	drain     time.Duration
 }
 
@@ -71,6 +73,7 @@ token and curl lines to try the API are printed.`,
 	cmd.Flags().BoolVar(&o.dev, "dev", false, "development mode: local files, a random signing secret, a printed token")
 	cmd.Flags().BoolVar(&o.noMigrate, "no-migrate", false, "do not apply migrations at start")
 	cmd.Flags().BoolVar(&o.noSweeps, "no-maintenance", false, "do not run the maintenance cron tracks in this process")
+	cmd.Flags().StringVar(&o.debug, "debug-listen", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060; off by default)")
 	cmd.Flags().DurationVar(&o.drain, "shutdown-timeout", 30*time.Second, "how long in-flight requests may take to finish on shutdown")
 	return cmd
 }
@@ -137,6 +140,14 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	}
 	defer func() { <-sweepsDone }()
 
+	if o.debug != "" {
+		addr, stop, err := serveDebug(o.debug)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		g.logger.Info("debug listening", "addr", addr)
+	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	g.logger.Info("listening", "addr", ln.Addr().String(), "driver", svc.Driver())
 	fmt.Fprintf(g.stdout, "uploadedfile listening on %s\n", base)
@@ -251,4 +262,21 @@ func openPool(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
 		cfg.MaxConns = 32
 	}
 	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// serveDebug serves the pprof handlers on their own listener, apart from
+// the API (no token: bind it to loopback).
+// It returns the bound address and a function that stops it.
+func serveDebug(addr string) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("serve: debug listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return ln.Addr().String(), func() { _ = srv.Close() }, nil
 }

@@ -82,7 +82,7 @@ func (r *report) add(what, figure, target string, pass bool) {
 	} else if !pass {
 		status = "SHORT"
 	}
-	fmt.Printf("%-62s %-44s %-16s %s\n", what, figure, target, status)
+	fmt.Printf("%-70s %-60s %-10s %s\n", what, figure, target, status)
 }
 
 func (r *report) markdown(cmd string) string {
@@ -197,7 +197,7 @@ func run(full bool, write string) error {
 	cleanups = append(cleanups, e.files.stop)
 
 	rep := &report{}
-	fmt.Printf("%-62s %-44s %-16s %s\n", "measurement", "figure", "target", "status")
+	fmt.Printf("%-70s %-60s %-10s %s\n", "measurement", "figure", "target", "status")
 	sizes, clients := []int{1 << 20}, []int{32}
 	if full {
 		sizes, clients = []int{64 << 10, 1 << 20, 10 << 20}, []int{1, 8, 32}
@@ -378,7 +378,7 @@ func benchUploads(e *env, rep *report, size, clients int) error {
 	if uf.errors+raw.errors+tus.errors > 0 {
 		return fmt.Errorf("upload errors: uploadedfile %d, raw %d, tus %d", uf.errors, raw.errors, tus.errors)
 	}
-	label := fmt.Sprintf("buffer upload %s, %d clients", human(size), clients)
+	label := fmt.Sprintf("buffer upload %s, %s", human(size), clientsLabel(clients))
 	vsRaw, vsTus := uf.rps()/raw.rps(), uf.rps()/tus.rps()
 	gate := size == 1<<20 && clients == 32
 	rep.add(label+": vs raw baseline", fmt.Sprintf("%.2f× (%.0f vs %.0f req/s; p99 %s vs %s)", vsRaw, uf.rps(), raw.rps(), uf.p99.Round(time.Millisecond), raw.p99.Round(time.Millisecond)), targetIf(gate, "≥ 0.8×"), !gate || vsRaw >= 0.8)
@@ -463,7 +463,7 @@ func benchDownload(e *env, rep *report, size, clients int) error {
 	}
 	ratio := uf.rps() / fs.rps()
 	mbps := func(s stats) float64 { return float64(size) * s.rps() / (1 << 20) }
-	rep.add(fmt.Sprintf("download %s, %d clients: vs http.FileServer", human(size), clients),
+	rep.add(fmt.Sprintf("download %s, %s: vs http.FileServer", human(size), clientsLabel(clients)),
 		fmt.Sprintf("%.2f× (%.0f vs %.0f MiB/s; p99 %s vs %s)", ratio, mbps(uf), mbps(fs), uf.p99.Round(time.Millisecond), fs.p99.Round(time.Millisecond)), "≥ 0.9×", ratio >= 0.9)
 	return nil
 }
@@ -511,7 +511,7 @@ func benchDirect(e *env, rep *report, size, clients int) error {
 	if direct.errors > 0 {
 		return fmt.Errorf("direct upload errors: %d", direct.errors)
 	}
-	rep.add(fmt.Sprintf("direct upload (initiate+PUT+complete) %s, %d clients", human(size), clients),
+	rep.add(fmt.Sprintf("direct upload (initiate+PUT+complete) %s, %s", human(size), clientsLabel(clients)),
 		fmt.Sprintf("%.2f× raw (%.0f vs %.0f uploads/s; p50 %s, p99 %s)", direct.rps()/raw.rps(), direct.rps(), raw.rps(), direct.p50.Round(time.Millisecond), direct.p99.Round(time.Millisecond)), "", true)
 	return nil
 }
@@ -546,10 +546,10 @@ func benchLookup(ctx context.Context, e *env, rep *report, clients []int) error 
 		if get.errors+sel.errors+health.errors > 0 {
 			return fmt.Errorf("lookup errors: %d/%d/%d", get.errors, sel.errors, health.errors)
 		}
-		rep.add(fmt.Sprintf("HTTP floor: GET /healthz, %d clients (no token, no query)", c),
+		rep.add(fmt.Sprintf("HTTP floor: GET /healthz, %s (no token, no query)", clientsLabel(c)),
 			fmt.Sprintf("p50 %s, p99 %s (%.0f req/s)", health.p50.Round(time.Microsecond), health.p99.Round(time.Microsecond), health.rps()), "", true)
 		ratio := float64(get.p50) / float64(sel.p50)
-		rep.add(fmt.Sprintf("detail lookup GET /uploaded-file/{id}, %d clients: p50 vs bare SELECT", c),
+		rep.add(fmt.Sprintf("detail lookup GET /uploaded-file/{id}, %s: p50 vs bare SELECT", clientsLabel(c)),
 			fmt.Sprintf("%.2f× (p50 %s vs %s; p99 %s vs %s; %.0f vs %.0f req/s)", ratio,
 				get.p50.Round(time.Microsecond), sel.p50.Round(time.Microsecond),
 				get.p99.Round(time.Microsecond), sel.p99.Round(time.Microsecond), get.rps(), sel.rps()),
@@ -648,4 +648,12 @@ func benchRSS(e *env, rep *report) error {
 	}
 	rep.add("peak RSS of the server, 32 concurrent 25 MiB uploads", fmt.Sprintf("%.0f MiB", float64(peak)/(1<<20)), "≤ 128 MiB", peak <= 128<<20)
 	return nil
+}
+
+// clientsLabel spells a client count: "1 client", "8 clients".
+func clientsLabel(n int) string {
+	if n == 1 {
+		return "1 client"
+	}
+	return fmt.Sprintf("%d clients", n)
 }

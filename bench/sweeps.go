@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
@@ -50,24 +51,84 @@ FROM generate_series(1, $1::integer) AS i`, total, eligible)
 	return nil
 }
 
-// sweepCost times draining the eligible rows of one sweep: time per row.
-func sweepCost(ctx context.Context, svc *service.Service, sweep func(context.Context, *service.Service) (int, error)) (time.Duration, error) {
-	start := time.Now()
-	done := 0
-	for {
-		n, err := sweep(ctx, svc)
-		if err != nil {
-			return 0, err
-		}
-		if n == 0 {
-			break
-		}
-		done += n
+// sweepTarget is one seeded table with a service over it.
+type sweepTarget struct {
+	total int
+	svc   *service.Service
+}
+
+// openSweepTarget creates and seeds a database of total rows and a service
+// over it; closing it drops everything.
+func openSweepTarget(ctx context.Context, total int) (*sweepTarget, func(), error) {
+	dsn, drop, err := createDatabase(ctx, pgtest.ServerURL())
+	if err != nil {
+		return nil, nil, err
 	}
-	if done != eligible {
-		return 0, fmt.Errorf("swept %d rows, want %d", done, eligible)
+	var closers []func()
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
 	}
-	return time.Since(start) / time.Duration(done), nil
+	closers = append(closers, drop)
+	if err := seedTable(ctx, dsn, total); err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	closers = append(closers, pool.Close)
+	root, err := os.MkdirTemp("", "uploadedfile-sweep-*")
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	closers = append(closers, func() { _ = os.RemoveAll(root) })
+	svc, err := service.New(ctx, service.Config{LocalRoot: root}, pool, service.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	closers = append(closers, func() { _ = svc.Close() })
+	return &sweepTarget{total: total, svc: svc}, closeAll, nil
+}
+
+// sweepCosts drains the eligible rows of one sweep on every target,
+// alternating one batch per target so that drifts in disk latency (the
+// cost is mostly commits) fall on all table sizes alike. It returns the
+// time per row of each target.
+func sweepCosts(ctx context.Context, targets []*sweepTarget, sweep func(context.Context, *service.Service) (int, error)) ([]time.Duration, error) {
+	spent := make([]time.Duration, len(targets))
+	done := make([]int, len(targets))
+	finished := make([]bool, len(targets))
+	for left := len(targets); left > 0; {
+		for i, t := range targets {
+			if finished[i] {
+				continue
+			}
+			start := time.Now()
+			n, err := sweep(ctx, t.svc)
+			spent[i] += time.Since(start)
+			if err != nil {
+				return nil, err
+			}
+			done[i] += n
+			if n == 0 {
+				finished[i] = true
+				left--
+			}
+		}
+	}
+	for i, t := range targets {
+		if done[i] != eligible {
+			return nil, fmt.Errorf("swept %d rows of %d, want %d", done[i], t.total, eligible)
+		}
+		spent[i] /= time.Duration(done[i])
+	}
+	return spent, nil
 }
 
 func benchSweeps(ctx context.Context, rep *report, _ bool) error {
@@ -82,46 +143,21 @@ func benchSweeps(ctx context.Context, rep *report, _ bool) error {
 			return s.UnsafeSystemRetryPendingDeletions(ctx, 0)
 		}},
 	}
-	cost := map[int]map[string]time.Duration{}
+	var targets []*sweepTarget
 	for _, total := range []int{100_000, 1_000_000} {
-		dsn, drop, err := createDatabase(ctx, pgtest.ServerURL())
+		t, closeTarget, err := openSweepTarget(ctx, total)
 		if err != nil {
 			return err
 		}
-		err = func() error {
-			defer drop()
-			if err := seedTable(ctx, dsn, total); err != nil {
-				return err
-			}
-			pool, err := pgxpool.New(ctx, dsn)
-			if err != nil {
-				return err
-			}
-			defer pool.Close()
-			root, err := os.MkdirTemp("", "uploadedfile-sweep-*")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(root)
-			svc, err := service.New(ctx, service.Config{LocalRoot: root}, pool, service.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-			if err != nil {
-				return err
-			}
-			defer svc.Close()
-			cost[total] = map[string]time.Duration{}
-			for _, s := range sweeps {
-				if cost[total][s.name], err = sweepCost(ctx, svc, s.run); err != nil {
-					return fmt.Errorf("%s on %d rows: %w", s.name, total, err)
-				}
-			}
-			return nil
-		}()
-		if err != nil {
-			return err
-		}
+		defer closeTarget()
+		targets = append(targets, t)
 	}
 	for _, s := range sweeps {
-		small, large := cost[100_000][s.name], cost[1_000_000][s.name]
+		cost, err := sweepCosts(ctx, targets, s.run)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		small, large := cost[0], cost[1]
 		ratio := float64(large) / float64(small)
 		rep.add(fmt.Sprintf("sweep %s, 10k eligible: cost per row at 1M rows vs 100k", s.name),
 			fmt.Sprintf("%.2f× (%s vs %s per row)", ratio, large.Round(time.Microsecond), small.Round(time.Microsecond)), "≤ 1.2×", ratio <= 1.2)
@@ -138,18 +174,9 @@ func writeReport(path, table string) error {
 		return err
 	}
 	s := string(old)
-	i, j := indexOf(s, begin), indexOf(s, end)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
 	if i < 0 || j < i {
 		return os.WriteFile(path, []byte(begin+"\n"+table+end+"\n"), 0o644)
 	}
 	return os.WriteFile(path, []byte(s[:i]+begin+"\n"+table+s[j:]), 0o644)
-}
-
-func indexOf(s, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return i
-		}
-	}
-	return -1
 }

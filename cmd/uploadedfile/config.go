@@ -53,6 +53,7 @@ type fileConfig struct {
 	AllowedMIMETypes                []string `koanf:"allowedMimeTypes"`
 	ValidateMagicBytes              *bool    `koanf:"validateMagicBytes"`
 	CleanupAfterDays                int      `koanf:"cleanupAfterDays"`
+	SpoolDir                        string   `koanf:"spoolDir"`
 	// AuthorizationPolicy and AttachedReadPolicy are CEL expressions
 	// (internal/policy): the first evaluates to "owner", "tenant" or "deny",
 	// the second to a bool.
@@ -64,6 +65,7 @@ type fileConfig struct {
 		MaxBytes     int64         `koanf:"maxBytes"`
 		MaxRedirects *int          `koanf:"maxRedirects"`
 		AllowedHosts []string      `koanf:"allowedHosts"`
+		AllowedPorts []int         `koanf:"allowedPorts"`
 	} `koanf:"remoteClone"`
 
 	Auth struct {
@@ -97,7 +99,7 @@ func loadConfig(path string, environ func() []string) (fileConfig, error) {
 	var c fileConfig
 	err := k.UnmarshalWithConf("", &c, koanf.UnmarshalConf{DecoderConfig: &mapstructure.DecoderConfig{
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
-			mapstructure.StringToTimeDurationHookFunc(), mapstructure.StringToSliceHookFunc(",")),
+			mapstructure.StringToTimeDurationHookFunc(), mapstructure.StringToWeakSliceHookFunc(",")),
 		ErrorUnused:      true,
 		WeaklyTypedInput: true,
 		Result:           &c,
@@ -151,9 +153,10 @@ func (c fileConfig) serviceConfig() (service.Config, error) {
 		PendingCleanupInterval: c.PendingCleanupInterval, TemporaryCleanupInterval: c.TemporaryCleanupInterval,
 		CleanupBatchSize: c.CleanupBatchSize, DownloadPath: c.DownloadPath, MaxFileSizeBytes: c.MaxFileSizeBytes,
 		AllowedMIMETypes: c.AllowedMIMETypes, ValidateMagicBytes: c.ValidateMagicBytes, CleanupAfterDays: c.CleanupAfterDays,
+		SpoolDir: c.SpoolDir,
 		RemoteClone: service.RemoteCloneConfig{
 			Enabled: c.RemoteClone.Enabled, Timeout: c.RemoteClone.Timeout, MaxBytes: c.RemoteClone.MaxBytes,
-			MaxRedirects: c.RemoteClone.MaxRedirects, AllowedHosts: c.RemoteClone.AllowedHosts,
+			MaxRedirects: c.RemoteClone.MaxRedirects, AllowedHosts: c.RemoteClone.AllowedHosts, AllowedPorts: c.RemoteClone.AllowedPorts,
 		},
 	}
 	var err error

@@ -212,7 +212,8 @@ func TestEnvKeys(t *testing.T) {
 	env := func() []string {
 		return []string{"UPLOADEDFILE_LOCAL_ROOT=/srv/files", "UPLOADEDFILE_UPLOAD_URL_TTL_SECONDS=120", "UPLOADEDFILE_CDN_BASE_URL=https://cdn.example.com",
 			"UPLOADEDFILE_ALLOWED_MIME_TYPES=image/png,application/pdf", "UPLOADEDFILE_REMOTE_CLONE__ALLOWED_HOSTS=a.example.com,b.example.com",
-			"UPLOADEDFILE_AUTH__HMAC_SECRET=s3cr3t", "DATABASE_URL=postgres://db/x", "OTHER=1"}
+			"UPLOADEDFILE_AUTH__HMAC_SECRET=s3cr3t", "DATABASE_URL=postgres://db/x", "OTHER=1",
+			"UPLOADEDFILE_SPOOL_DIR=/var/spool/uf", "UPLOADEDFILE_REMOTE_CLONE__ALLOWED_PORTS=8443,9000"}
 	}
 	c, err := loadConfig("", env)
 	require.NoError(t, err)
@@ -223,6 +224,13 @@ func TestEnvKeys(t *testing.T) {
 	require.Equal(t, []string{"a.example.com", "b.example.com"}, c.RemoteClone.AllowedHosts)
 	require.Equal(t, "s3cr3t", c.Auth.HMACSecret)
 	require.Equal(t, "postgres://db/x", c.DatabaseURL)
+	require.Equal(t, "/var/spool/uf", c.SpoolDir)
+	require.Equal(t, []int{8443, 9000}, c.RemoteClone.AllowedPorts)
+
+	sc, err := c.serviceConfig()
+	require.NoError(t, err)
+	require.Equal(t, "/var/spool/uf", sc.SpoolDir)
+	require.Equal(t, []int{8443, 9000}, sc.RemoteClone.AllowedPorts)
 }
 
 // TestServeDebug checks the pprof listener serves profiles on its own
@@ -244,4 +252,27 @@ func TestServeDebug(t *testing.T) {
 
 	_, _, err = serveDebug("not-an-address")
 	require.ErrorContains(t, err, "serve: debug listen")
+}
+
+// TestServeOptionsFromFile checks the file's listen and migrate keys apply
+// unless a flag was given.
+func TestServeOptionsFromFile(t *testing.T) {
+	t.Parallel()
+	no := false
+	cfg := fileConfig{Listen: "127.0.0.1:9999", Migrate: &no}
+
+	o := serveOptions{listen: "127.0.0.1:8080"}
+	o.applyFile(cfg, func(string) bool { return false })
+	require.Equal(t, "127.0.0.1:9999", o.listen)
+	require.True(t, o.noMigrate, "migrate: false in the file skips migrations")
+
+	o = serveOptions{listen: "127.0.0.1:7777"}
+	o.applyFile(cfg, func(string) bool { return true })
+	require.Equal(t, "127.0.0.1:7777", o.listen, "a flag wins over the file")
+	require.False(t, o.noMigrate, "a flag wins over the file")
+
+	o = serveOptions{listen: "127.0.0.1:8080"}
+	o.applyFile(fileConfig{}, func(string) bool { return false })
+	require.Equal(t, "127.0.0.1:8080", o.listen)
+	require.False(t, o.noMigrate, "migrations run by default")
 }

@@ -62,9 +62,7 @@ token and curl lines to try the API are printed.`,
 			if cfg.DatabaseURL != "" && !cmd.Flags().Changed("database-url") && os.Getenv("DATABASE_URL") == "" {
 				g.databaseURL = cfg.DatabaseURL
 			}
-			if cfg.Listen != "" && !cmd.Flags().Changed("listen") {
-				o.listen = cfg.Listen
-			}
+			o.applyFile(cfg, cmd.Flags().Changed)
 			return serve(cmd.Context(), g, o, cfg)
 		},
 	}
@@ -262,6 +260,17 @@ func openPool(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
 		cfg.MaxConns = 32
 	}
 	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// applyFile takes the file's listen and migrate options where no flag set
+// them (changed reports whether a flag was given).
+func (o *serveOptions) applyFile(cfg fileConfig, changed func(string) bool) {
+	if cfg.Listen != "" && !changed("listen") {
+		o.listen = cfg.Listen
+	}
+	if cfg.Migrate != nil && !changed("no-migrate") {
+		o.noMigrate = !*cfg.Migrate
+	}
 }
 
 // serveDebug serves the pprof handlers on their own listener, apart from

@@ -25,7 +25,6 @@ import (
 
 	"github.com/uploadedfile/uploadedfile/gen/db"
 	"github.com/uploadedfile/uploadedfile/internal/maintenance"
-	"github.com/uploadedfile/uploadedfile/internal/storage/local"
 	"github.com/uploadedfile/uploadedfile/internal/storage/storagefault"
 	"github.com/uploadedfile/uploadedfile/service"
 )
@@ -48,15 +47,10 @@ func virtualClock(start time.Time) func() time.Time {
 // is killed.
 func chaosWorker() int {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, os.Getenv("UF_DB"))
+	pool, store, err := childDeps(ctx)
 	if err != nil {
 		return 2
 	}
-	inner, err := local.New(local.Config{Root: os.Getenv("UF_ROOT")})
-	if err != nil {
-		return 2
-	}
-	store := storagefault.Wrap(inner)
 	seed, _ := strconv.ParseUint(os.Getenv("UF_SEED"), 10, 64)
 	rnd := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	start, _ := time.Parse(time.RFC3339Nano, os.Getenv("UF_START"))

@@ -235,20 +235,30 @@ func TestPurgeOnlyWithRetention(t *testing.T) {
 	}
 }
 
+// childDeps opens what a child process works on: the database in UF_DB and
+// the local root in UF_ROOT behind a fault-injecting store.
+func childDeps(ctx context.Context) (*pgxpool.Pool, *storagefault.Store, error) {
+	pool, err := pgxpool.New(ctx, os.Getenv("UF_DB"))
+	if err != nil {
+		return nil, nil, err
+	}
+	inner, err := local.New(local.Config{Root: os.Getenv("UF_ROOT")})
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	return pool, storagefault.Wrap(inner), nil
+}
+
 // sweepChild is a sweep in its own process: it runs the temporary sweep
 // with its storage delete blocked at the point the parent names, tells the
 // parent, and waits to be killed.
 func sweepChild() int {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, os.Getenv("UF_DB"))
+	pool, store, err := childDeps(ctx)
 	if err != nil {
 		return 2
 	}
-	inner, err := local.New(local.Config{Root: os.Getenv("UF_ROOT")})
-	if err != nil {
-		return 2
-	}
-	store := storagefault.Wrap(inner)
 	mode := storagefault.Delay // killed between the claim and the storage call
 	if os.Getenv("UF_SWEEP_CHILD") == "after-storage" {
 		mode = storagefault.DelayAfter // killed between the storage call and the settle

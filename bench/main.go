@@ -508,18 +508,31 @@ func initiateInput(body []byte) []byte {
 	return in
 }
 
-// directUpload does one direct upload through the local content route.
-func (e *env) directUpload(in, body []byte) error {
-	req := e.authed(http.MethodPost, e.uf.url+"/uploaded-file/initiate", bytes.NewReader(in))
+// initiated is what initiating a direct upload answers.
+type initiated struct {
+	ID     string `json:"id"`
+	Upload struct {
+		Method, URL string
+		Headers     map[string]string
+	} `json:"upload"`
+}
+
+// initiate starts a direct upload on the server at base.
+func (e *env) initiate(base string, in []byte) (initiated, error) {
+	var r initiated
+	req := e.authed(http.MethodPost, base+"/uploaded-file/initiate", bytes.NewReader(in))
 	req.Header.Set("Content-Type", "application/json")
 	b, err := do(req, http.StatusCreated)
 	if err != nil {
-		return err
+		return r, err
 	}
-	var r struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
+	return r, json.Unmarshal(b, &r)
+}
+
+// directUpload does one direct upload through the local content route.
+func (e *env) directUpload(in, body []byte) error {
+	r, err := e.initiate(e.uf.url, in)
+	if err != nil {
 		return err
 	}
 	put := e.authed(http.MethodPut, e.uf.url+"/uploaded-file/"+r.ID+"/content", bytes.NewReader(body))
@@ -604,20 +617,8 @@ func benchS3Complete(e *env, rep *report) error {
 	in := initiateInput(body)
 	ids := make([]string, n)
 	for i := range ids {
-		req := e.authed(http.MethodPost, e.ufS3.url+"/uploaded-file/initiate", bytes.NewReader(in))
-		req.Header.Set("Content-Type", "application/json")
-		b, err := do(req, http.StatusCreated)
+		r, err := e.initiate(e.ufS3.url, in)
 		if err != nil {
-			return err
-		}
-		var r struct {
-			ID     string `json:"id"`
-			Upload struct {
-				Method, URL string
-				Headers     map[string]string
-			} `json:"upload"`
-		}
-		if err := json.Unmarshal(b, &r); err != nil {
 			return err
 		}
 		put, _ := http.NewRequest(r.Upload.Method, r.Upload.URL, bytes.NewReader(body))

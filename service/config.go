@@ -145,7 +145,9 @@ type Config struct {
 	// AttachedReadPolicy: nil denies every attached read.
 	AttachedReadPolicy AttachedReadPolicy
 
-	// SpoolDir holds uploads while they are checked (default os.TempDir()).
+	// SpoolDir holds buffer uploads while they are checked when the store
+	// cannot spool them itself (S3); default os.TempDir(). The local driver
+	// spools into unnamed files in LocalRoot and links them into place.
 	SpoolDir string
 }
 

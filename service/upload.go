@@ -3,13 +3,10 @@ package service
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"hash"
 	"io"
-	"os"
 	"time"
 
 	"github.com/google/uuid"
@@ -133,12 +130,12 @@ func (s *Service) upload(ctx context.Context, u bufferUpload) (db.UploadedFile, 
 		return db.UploadedFile{}, err
 	}
 	policy := s.cfg.policy.Narrow(u.allowed, u.maxSize)
-	sp, err := s.spool(u.src, policy.MaxFileSizeBytes)
+	sp, err := s.spool(ctx, u.src, policy.MaxFileSizeBytes)
 	if err != nil {
 		return db.UploadedFile{}, err
 	}
 	defer sp.Close()
-	checked, _, err := policy.Check(filecheck.Meta{Name: u.name, DeclaredType: u.declared, Size: sp.size}, sp.file)
+	checked, _, err := policy.Check(filecheck.Meta{Name: u.name, DeclaredType: u.declared, Size: sp.size}, sp)
 	if err != nil {
 		return db.UploadedFile{}, s.checkError(ctx, err)
 	}
@@ -215,7 +212,7 @@ func (s *Service) insertHidden(ctx context.Context, a access, c filecheck.Result
 // cleanup (rules 3-5).
 func (s *Service) writeAndActivate(ctx context.Context, a access, row db.UploadedFile, sp *spooled, vis Visibility) (db.UploadedFile, error) {
 	marker := *row.UploadPendingAt
-	oi, err := s.store.Put(ctx, row.Key, io.NewSectionReader(sp.file, 0, sp.size), storage.PutOptions{
+	oi, err := sp.Commit(ctx, row.Key, storage.PutOptions{
 		ContentType: row.ContentType, Size: sp.size, SHA256: sp.sum, Public: vis == Public,
 	})
 	if err == nil {
@@ -290,51 +287,46 @@ func (s *Service) persistedCDN(id uuid.UUID, key string, vis Visibility) *string
 	return ptr("urn:uploadedfile:" + id.String())
 }
 
-// spoolBuffer is the write buffer of the spool file.
+// spoolBuffer is the write buffer of the spool.
 const spoolBuffer = 256 << 10
 
-// spooled is an upload written to an anonymous temporary file while it was
-// hashed: the checks read it at random offsets without holding it in memory.
+// spooled is an upload the store holds in a spool while it is checked: the
+// checks read it at random offsets without holding it in memory, and
+// writing it is a commit -- on the local driver a link, not a second copy.
 type spooled struct {
-	file *os.File
+	storage.Spool
 	size int64
 	sum  []byte
 }
 
 func (sp *spooled) checksum() string { return "sha256:" + base64.StdEncoding.EncodeToString(sp.sum) }
 
-// Close releases the spool file (already unlinked).
-func (sp *spooled) Close() error { return sp.file.Close() }
-
-// spool copies src to an unlinked temporary file, hashing it, reading at
-// most max+1 bytes: a larger source is refused without reading the rest.
-func (s *Service) spool(src io.Reader, max int64) (*spooled, error) {
+// spool copies src into a new spool, reading at most max+1 bytes: a larger
+// source is refused without reading the rest.
+func (s *Service) spool(ctx context.Context, src io.Reader, max int64) (*spooled, error) {
 	if src == nil {
 		return nil, &invalidUpload{rule: filecheck.RuleSizeEmpty}
 	}
-	f, err := os.CreateTemp(s.cfg.SpoolDir, "uploadedfile-spool-*")
+	sp, err := storage.NewSpool(ctx, s.store, s.cfg.SpoolDir)
 	if err != nil {
-		return nil, s.internalError(context.Background(), ErrUploadFailed, "create spool file", err)
+		return nil, s.internalError(ctx, ErrUploadFailed, "create spool", err)
 	}
-	// Unlinked at once: nothing is left behind, whatever happens next.
-	_ = os.Remove(f.Name())
-	var h hash.Hash = sha256.New()
 	// Sources such as a multipart part hand over a few KiB per read; a
 	// buffer turns that into few large writes.
-	bw := bufio.NewWriterSize(f, spoolBuffer)
-	n, err := io.Copy(io.MultiWriter(bw, h), io.LimitReader(src, max+1))
+	bw := bufio.NewWriterSize(sp, spoolBuffer)
+	n, err := io.Copy(bw, io.LimitReader(src, max+1))
 	if err == nil {
 		err = bw.Flush()
 	}
 	if err != nil {
-		f.Close()
+		sp.Close()
 		return nil, ErrUploadFailed
 	}
 	if n > max {
-		f.Close()
+		sp.Close()
 		return nil, &invalidUpload{rule: filecheck.RuleSizeTooLarge, sizeOnly: true}
 	}
-	return &spooled{file: f, size: n, sum: h.Sum(nil)}, nil
+	return &spooled{Spool: sp, size: n, sum: sp.SHA256()}, nil
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -2,6 +2,8 @@ package service_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"strings"
@@ -57,6 +59,12 @@ func TestBufferUploads(t *testing.T) {
 			require.Equal(t, tm.CompletedAt.Add(24*time.Hour), *tm.ExpiredAt, "expires 24 hours after completion")
 			require.NotNil(t, tm.URLExpiredAt)
 			require.False(t, tm.URLExpiredAt.After(*tm.ExpiredAt), "the URL never outlives the file")
+			require.Equal(t, 4, b.store.Calls(storagefault.OpPut))
+			if driver == service.DriverLocal {
+				require.Equal(t, 4, b.store.Calls(storagefault.OpSpool), "local uploads are spooled in the store and linked, not copied")
+			} else {
+				require.Zero(t, b.store.Calls(storagefault.OpSpool), "S3 has no spool of its own: the upload is spooled to a temporary file and put")
+			}
 			b.checkInvariants()
 		})
 	}
@@ -323,13 +331,19 @@ func putOpts(n int) storage.PutOptions {
 // length, no seeking) is stored intact, hashed while it was read.
 func TestUploadStreamsFromAReader(t *testing.T) {
 	t.Parallel()
-	b := setup(t, service.DriverS3)
 	body := strings.Repeat("line of text ✓\n", 200_000) // ~3.4 MB
-	r, err := b.svc.Upload(alice, io.MultiReader(strings.NewReader(body[:100]), strings.NewReader(body[100:])), "big.txt", nil)
-	require.NoError(t, err)
-	require.EqualValues(t, len(body), r.SizeBytes)
-	require.Equal(t, body, b.readObject(r.Key))
-	require.Regexp(t, `^sha256:[A-Za-z0-9+/]{43}=$`, *r.Checksum)
+	want := sha256.Sum256([]byte(body))
+	for _, driver := range drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, driver)
+			r, err := b.svc.Upload(alice, io.MultiReader(strings.NewReader(body[:100]), strings.NewReader(body[100:])), "big.txt", nil)
+			require.NoError(t, err)
+			require.EqualValues(t, len(body), r.SizeBytes)
+			require.Equal(t, body, b.readObject(r.Key))
+			require.Equal(t, "sha256:"+base64.StdEncoding.EncodeToString(want[:]), *r.Checksum)
+		})
+	}
 }
 
 // Rule 8: the retry sweep handles settled deletion claims first and gives

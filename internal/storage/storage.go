@@ -20,10 +20,13 @@ package storage
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -174,3 +177,90 @@ func CheckLifetime(d time.Duration) error {
 	}
 	return nil
 }
+
+// Spool is an upload the store is receiving before its key is known: the
+// caller writes the bytes once, reads them back at random offsets to check
+// them, and then either commits them as the object at a key or closes the
+// spool, which discards them. The spool hashes what is written, so the
+// caller never hashes the bytes a second time.
+type Spool interface {
+	io.Writer
+	io.ReaderAt
+	// Size is the number of bytes written so far.
+	Size() int64
+	// SHA256 is the checksum of the bytes written so far.
+	SHA256() []byte
+	// Commit makes the bytes written the object at key, with Put's
+	// promises: never overwriting (ErrExists), and ErrPrecondition when
+	// opts.Size or opts.SHA256 do not match what was written. After a
+	// successful Commit the spool accepts no more writes or commits.
+	Commit(ctx context.Context, key string, opts PutOptions) (ObjectInfo, error)
+	// Close releases the spool; bytes not committed are discarded.
+	Close() error
+}
+
+// Spooler is implemented by a driver that can hold a spool itself and
+// commit it without copying the bytes again (the local driver: an unnamed
+// file in its root, linked into place). A driver or wrapper that cannot
+// answers ErrUnsupported.
+type Spooler interface {
+	Spool(ctx context.Context) (Spool, error)
+}
+
+// NewSpool returns a spool for s: the driver's own when it has one,
+// otherwise an unlinked temporary file in dir whose Commit is a Put.
+func NewSpool(ctx context.Context, s Store, dir string) (Spool, error) {
+	if sp, ok := s.(Spooler); ok {
+		spool, err := sp.Spool(ctx)
+		if !errors.Is(err, ErrUnsupported) {
+			return spool, err
+		}
+	}
+	f, err := os.CreateTemp(dir, "uploadedfile-spool-*")
+	if err != nil {
+		return nil, fmt.Errorf("storage: create spool file: %w", err)
+	}
+	// Unlinked at once: nothing is left behind, whatever happens next.
+	_ = os.Remove(f.Name())
+	return &fileSpool{store: s, file: f, hash: sha256.New()}, nil
+}
+
+// fileSpool is the spool of a store that cannot hold one: a temporary file,
+// copied into the store by Put on Commit.
+type fileSpool struct {
+	store     Store
+	file      *os.File
+	hash      hash.Hash
+	size      int64
+	committed bool
+}
+
+func (f *fileSpool) Write(p []byte) (int, error) {
+	if f.committed {
+		return 0, ErrSpoolCommitted
+	}
+	n, err := f.file.Write(p)
+	f.hash.Write(p[:n])
+	f.size += int64(n)
+	return n, err
+}
+
+func (f *fileSpool) ReadAt(p []byte, off int64) (int, error) { return f.file.ReadAt(p, off) }
+func (f *fileSpool) Size() int64                             { return f.size }
+func (f *fileSpool) SHA256() []byte                          { return f.hash.Sum(nil) }
+func (f *fileSpool) Close() error                            { return f.file.Close() }
+
+func (f *fileSpool) Commit(ctx context.Context, key string, opts PutOptions) (ObjectInfo, error) {
+	if f.committed {
+		return ObjectInfo{}, ErrSpoolCommitted
+	}
+	oi, err := f.store.Put(ctx, key, io.NewSectionReader(f.file, 0, f.size), opts)
+	if err == nil {
+		f.committed = true
+	}
+	return oi, err
+}
+
+// ErrSpoolCommitted is what a committed spool answers to more writes or
+// commits, whatever the driver; it wraps ErrInvalidArgument.
+var ErrSpoolCommitted = fmt.Errorf("%w: the spool is already committed", ErrInvalidArgument)

@@ -10,6 +10,10 @@
 // supported). The SHA-256 and content type of each object are kept in
 // extended attributes of its inode, so hard links (Promote) share them.
 //
+// Spool (storage.Spooler) receives a buffer upload the same way before its
+// key is known: an unnamed file in the root, read back for the checks, then
+// sealed and linked to its key by Commit -- the bytes are written once.
+//
 // Presigned requests are HMAC-signed URLs served by Handler, mounted at
 // Config.PresignBaseURL.
 package local
@@ -136,29 +140,40 @@ var errNoTmpfile = errors.New("local storage: O_TMPFILE unsupported")
 // links it to name: a crash at any point leaves nothing behind, and the
 // link never overwrites.
 func (s *Store) putUnnamed(ctx context.Context, d *os.File, name string, body io.Reader, opts storage.PutOptions) error {
-	fd, err := unix.Openat(int(d.Fd()), ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, filePerm)
-	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL) {
-		return errNoTmpfile
-	}
+	f, err := openUnnamed(d, unix.O_WRONLY)
 	if err != nil {
-		return mapError(err)
+		return err
 	}
-	f := os.NewFile(uintptr(fd), name)
 	defer f.Close()
 	if err := fill(ctx, f, body, opts); err != nil {
 		return err
 	}
-	// Link the open inode by its /proc path: linkat with AT_EMPTY_PATH would
-	// need CAP_DAC_READ_SEARCH. The target is a base name in d, so it cannot
-	// leave the root.
-	err = unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", f.Fd()), int(d.Fd()), name, unix.AT_SYMLINK_FOLLOW)
+	return link(f, d, name)
+}
+
+// openUnnamed creates an unnamed file (O_TMPFILE) in the directory d, or
+// answers errNoTmpfile where the file system cannot.
+func openUnnamed(d *os.File, mode int) (*os.File, error) {
+	fd, err := unix.Openat(int(d.Fd()), ".", unix.O_TMPFILE|mode|unix.O_CLOEXEC, filePerm)
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL) {
+		return nil, errNoTmpfile
+	}
+	if err != nil {
+		return nil, mapError(err)
+	}
+	return os.NewFile(uintptr(fd), "unnamed"), nil
+}
+
+// link gives the unnamed file f the name name in the directory d, never
+// overwriting. It links the open inode by its /proc path: linkat with
+// AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH. The target is a base name
+// in d, so it cannot leave the root.
+func link(f, d *os.File, name string) error {
+	err := unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", f.Fd()), int(d.Fd()), name, unix.AT_SYMLINK_FOLLOW)
 	if errors.Is(err, unix.EEXIST) {
 		return storage.ErrExists
 	}
-	if err != nil {
-		return mapError(err)
-	}
-	return nil
+	return mapError(err)
 }
 
 // putNamed is the fallback for file systems without O_TMPFILE: a named
@@ -183,8 +198,7 @@ func (s *Store) putNamed(ctx context.Context, dir, key string, body io.Reader, o
 	return mapError(s.root.Link(tmp, key))
 }
 
-// fill streams body into f, checking its size and checksum, records the
-// metadata in extended attributes, and fsyncs it.
+// fill streams body into f, checking its size and checksum, then seals it.
 func fill(ctx context.Context, f *os.File, body io.Reader, opts storage.PutOptions) error {
 	h := sha256.New()
 	buf := make([]byte, 256<<10)
@@ -192,17 +206,31 @@ func fill(ctx context.Context, f *os.File, body io.Reader, opts storage.PutOptio
 	if err != nil {
 		return fmt.Errorf("local storage: write: %w", err)
 	}
+	sum := h.Sum(nil)
+	if err := matches(n, sum, opts); err != nil {
+		return err
+	}
+	return seal(f, sum, opts.ContentType)
+}
+
+// matches checks what was written against the declared size and checksum.
+func matches(n int64, sum []byte, opts storage.PutOptions) error {
 	if n != opts.Size {
 		return fmt.Errorf("%w: %d bytes written, %d declared", storage.ErrPrecondition, n, opts.Size)
 	}
-	sum := h.Sum(nil)
 	if opts.SHA256 != nil && !bytes.Equal(sum, opts.SHA256) {
 		return fmt.Errorf("%w: SHA-256 does not match the declared checksum", storage.ErrPrecondition)
 	}
+	return nil
+}
+
+// seal records the checksum and content type in extended attributes of f
+// and fsyncs it: the object is durable before it gets its name.
+func seal(f *os.File, sum []byte, contentType string) error {
 	if err := unix.Fsetxattr(int(f.Fd()), xattrSHA256, sum, 0); err != nil {
 		return fmt.Errorf("local storage: localRoot must support extended attributes: %w", err)
 	}
-	if err := unix.Fsetxattr(int(f.Fd()), xattrContentType, []byte(opts.ContentType), 0); err != nil {
+	if err := unix.Fsetxattr(int(f.Fd()), xattrContentType, []byte(contentType), 0); err != nil {
 		return fmt.Errorf("local storage: localRoot must support extended attributes: %w", err)
 	}
 	if err := f.Sync(); err != nil {

@@ -115,6 +115,15 @@ func TestNoTemporaryFilesRemain(t *testing.T) {
 	cancel()
 	_, err = s.Put(cctx, "d/cancelled.txt", strings.NewReader("abc"), storage.PutOptions{Size: 3})
 	require.ErrorIs(t, err, context.Canceled)
+	spoolString(t, s, "discarded").Close()
+	refused := spoolString(t, s, "refused")
+	_, err = refused.Commit(ctx, "d/refused.txt", storage.PutOptions{Size: 3})
+	require.ErrorIs(t, err, storage.ErrPrecondition)
+	_, err = refused.Commit(ctx, "d/ok.txt", storage.PutOptions{Size: 7})
+	require.ErrorIs(t, err, storage.ErrExists)
+	_, err = refused.Commit(cctx, "d/cancelled-spool.txt", storage.PutOptions{Size: 7})
+	require.ErrorIs(t, err, context.Canceled)
+	refused.Close()
 
 	var files []string
 	require.NoError(t, filepath.WalkDir(s.Root(), func(p string, d fs.DirEntry, err error) error {
@@ -144,6 +153,45 @@ func TestPromoteIsAHardLink(t *testing.T) {
 	st, err := s.Stat(ctx, "f/final.bin")
 	require.NoError(t, err)
 	require.Equal(t, oi.ETag, st.ETag)
+}
+
+// TestSpoolIsLinkedNotCopied: a buffer upload's spool on the local driver
+// is an unnamed file in the root, and committing it links that very file:
+// the bytes are written once.
+func TestSpoolIsLinkedNotCopied(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	spoolDir := t.TempDir()
+	sp, err := storage.NewSpool(ctx, s, spoolDir)
+	require.NoError(t, err)
+	defer sp.Close()
+	f := local.SpoolFile(sp)
+	require.NotNil(t, f, "NewSpool picks the driver's own spool")
+	_, err = sp.Write([]byte("written once"))
+	require.NoError(t, err)
+	spooled, err := f.Stat()
+	require.NoError(t, err)
+	entries, err := os.ReadDir(s.Root())
+	require.NoError(t, err)
+	require.Empty(t, entries, "an uncommitted spool has no name")
+
+	_, err = sp.Commit(ctx, "l/linked.txt", storage.PutOptions{ContentType: "text/plain", Size: 12})
+	require.NoError(t, err)
+	object, err := os.Stat(filepath.Join(s.Root(), "l/linked.txt"))
+	require.NoError(t, err)
+	require.True(t, os.SameFile(spooled, object), "the object is the spool's inode, not a copy")
+	empty, err := os.ReadDir(spoolDir)
+	require.NoError(t, err)
+	require.Empty(t, empty, "nothing went through the spool directory")
+}
+
+func spoolString(t *testing.T, s *local.Store, body string) storage.Spool {
+	t.Helper()
+	sp, err := s.Spool(ctx)
+	require.NoError(t, err)
+	_, err = sp.Write([]byte(body))
+	require.NoError(t, err)
+	return sp
 }
 
 var ctx = context.Background()

@@ -35,6 +35,10 @@ const (
 	OpDelete     Op = "delete"
 	OpPresignPut Op = "presign-put"
 	OpPresignGet Op = "presign-get"
+	// OpSpool is the creation of a spool (Before, Hang and Delay faults);
+	// committing a spool is an OpPut of its key, so Put faults hit both
+	// ways of writing an object.
+	OpSpool Op = "spool"
 )
 
 // Mode is what an injected fault does.
@@ -207,4 +211,28 @@ func (s *Store) PresignPut(ctx context.Context, key string, opts storage.Presign
 // PresignGet implements storage.Store.
 func (s *Store) PresignGet(ctx context.Context, key string, opts storage.PresignGetOptions) (storage.Presigned, error) {
 	return run(ctx, s, OpPresignGet, key, func() (storage.Presigned, error) { return s.Store.PresignGet(ctx, key, opts) })
+}
+
+// Spool implements storage.Spooler for a store that has spools (others
+// answer storage.ErrUnsupported, as the store itself would); the spool's
+// Commit is subject to OpPut faults.
+func (s *Store) Spool(ctx context.Context) (storage.Spool, error) {
+	sp, ok := s.Store.(storage.Spooler)
+	if !ok {
+		return nil, storage.ErrUnsupported
+	}
+	inner, err := run(ctx, s, OpSpool, "", func() (storage.Spool, error) { return sp.Spool(ctx) })
+	if err != nil {
+		return nil, err
+	}
+	return &spool{Spool: inner, s: s}, nil
+}
+
+type spool struct {
+	storage.Spool
+	s *Store
+}
+
+func (sp *spool) Commit(ctx context.Context, key string, opts storage.PutOptions) (storage.ObjectInfo, error) {
+	return run(ctx, sp.s, OpPut, key, func() (storage.ObjectInfo, error) { return sp.Spool.Commit(ctx, key, opts) })
 }

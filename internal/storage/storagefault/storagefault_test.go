@@ -73,3 +73,39 @@ func TestHangUntilContextEnds(t *testing.T) {
 	_, err = inner.Stat(ctx, "a/slow")
 	require.ErrorIs(t, err, storage.ErrNotFound)
 }
+
+// TestSpoolCommitIsAPut: a spool's commit is subject to Put faults, so the
+// fault tests cover both ways an object is written; spool creation has its
+// own operation.
+func TestSpoolCommitIsAPut(t *testing.T) {
+	t.Parallel()
+	s, inner := setup(t)
+	commit := func(key string) error {
+		sp, err := storage.NewSpool(ctx, s, t.TempDir())
+		if err != nil {
+			return err
+		}
+		defer sp.Close()
+		if _, err := sp.Write([]byte("abc")); err != nil {
+			return err
+		}
+		_, err = sp.Commit(ctx, key, storage.PutOptions{ContentType: "text/plain", Size: 3})
+		return err
+	}
+	s.Inject(storagefault.Fault{Op: storagefault.OpPut, Mode: storagefault.Before, Nth: 1})
+	require.ErrorIs(t, commit("s/before"), storagefault.ErrInjected)
+	_, err := inner.Stat(ctx, "s/before")
+	require.ErrorIs(t, err, storage.ErrNotFound, "a Before fault never links the spool")
+	s.Reset()
+	s.Inject(storagefault.Fault{Op: storagefault.OpPut, Mode: storagefault.After, Nth: 1})
+	require.ErrorIs(t, commit("s/after"), storagefault.ErrInjected)
+	_, err = inner.Stat(ctx, "s/after")
+	require.NoError(t, err, "an After fault links the spool, then reports failure")
+	s.Reset()
+	require.NoError(t, commit("s/fine"))
+	require.Equal(t, 3, s.Calls(storagefault.OpPut))
+
+	s.Inject(storagefault.Fault{Op: storagefault.OpSpool, Mode: storagefault.Before})
+	require.ErrorIs(t, commit("s/no-spool"), storagefault.ErrInjected)
+	require.Equal(t, 4, s.Calls(storagefault.OpSpool))
+}

@@ -129,3 +129,32 @@ func (w *Store) OpenFile(key string) (*os.File, storage.ObjectInfo, error) {
 	w.requests.WithLabelValues("open").Inc()
 	return fo.OpenFile(key)
 }
+
+// Spool forwards to a store that has spools; others answer
+// storage.ErrUnsupported. A commit counts as a put, and the bytes it makes
+// an object as written (they passed through this process into the spool).
+func (w *Store) Spool(ctx context.Context) (storage.Spool, error) {
+	sp, ok := w.Store.(storage.Spooler)
+	if !ok {
+		return nil, storage.ErrUnsupported
+	}
+	inner, err := sp.Spool(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &spool{Spool: inner, w: w}, nil
+}
+
+type spool struct {
+	storage.Spool
+	w *Store
+}
+
+func (sp *spool) Commit(ctx context.Context, key string, opts storage.PutOptions) (storage.ObjectInfo, error) {
+	sp.w.requests.WithLabelValues("put").Inc()
+	oi, err := sp.Spool.Commit(ctx, key, opts)
+	if err == nil {
+		sp.w.bytes.WithLabelValues("written").Add(float64(sp.Size()))
+	}
+	return oi, err
+}

@@ -47,6 +47,9 @@ func Run(t *testing.T, newStore Factory) {
 		{"PresignedGet", testPresignedGet},
 		{"PresignedExpiry", testPresignedExpiry},
 		{"LargeObject", testLargeObject},
+		{"SpoolCommit", testSpoolCommit},
+		{"SpoolRefusals", testSpoolRefusals},
+		{"SpoolClosedUncommitted", testSpoolClosedUncommitted},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -380,6 +383,94 @@ func testLargeObject(t *testing.T, s storage.Store) {
 	rc.Close()
 	require.Equal(t, string(body[len(body)-16:]), string(tail))
 	require.Equal(t, fmt.Sprintf("%x", sum(body)), fmt.Sprintf("%x", oi.SHA256))
+}
+
+// spool returns a spool of s (the driver's own, or the temporary-file one)
+// holding body, written in uneven pieces.
+func spool(t *testing.T, s storage.Store, body []byte) storage.Spool {
+	t.Helper()
+	sp, err := storage.NewSpool(ctx, s, t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { sp.Close() })
+	for rest := body; len(rest) > 0; {
+		n := min(len(rest), 4093)
+		w, err := sp.Write(rest[:n])
+		require.NoError(t, err)
+		require.Equal(t, n, w)
+		rest = rest[n:]
+	}
+	return sp
+}
+
+func testSpoolCommit(t *testing.T, s storage.Store) {
+	body := bytes.Repeat([]byte("spooled-bytes-"), 1<<20/14+3)
+	sp := spool(t, s, body)
+	require.EqualValues(t, len(body), sp.Size())
+	require.Equal(t, sum(body), sp.SHA256(), "the spool hashes what is written")
+	got := make([]byte, 20)
+	n, err := sp.ReadAt(got, 700001)
+	require.NoError(t, err)
+	require.Equal(t, string(body[700001:700021]), string(got[:n]), "the spool reads back at any offset")
+
+	k := key("spooled.bin")
+	oi, err := sp.Commit(ctx, k, storage.PutOptions{ContentType: "application/x-test", Size: int64(len(body)), SHA256: sum(body)})
+	require.NoError(t, err)
+	require.Equal(t, k, oi.Key)
+	require.EqualValues(t, len(body), oi.Size)
+	st, err := s.Stat(ctx, k)
+	require.NoError(t, err)
+	require.Equal(t, oi.ETag, st.ETag)
+	require.Equal(t, "application/x-test", st.ContentType)
+	require.Equal(t, sum(body), st.SHA256)
+	require.Equal(t, string(body), read(t, s, k, nil))
+
+	_, err = sp.Commit(ctx, key("again.bin"), storage.PutOptions{ContentType: "application/x-test", Size: int64(len(body))})
+	require.ErrorIs(t, err, storage.ErrSpoolCommitted, "a spool commits once")
+	_, err = sp.Write([]byte("more"))
+	require.ErrorIs(t, err, storage.ErrSpoolCommitted, "a committed spool takes no writes")
+	require.NoError(t, sp.Close())
+	require.Equal(t, string(body), read(t, s, k, nil), "closing a committed spool keeps the object")
+}
+
+func testSpoolRefusals(t *testing.T, s storage.Store) {
+	body := []byte("abcd")
+	sp := spool(t, s, body)
+	for _, c := range []struct {
+		name string
+		opts storage.PutOptions
+		want error
+	}{
+		{"shorter than declared", storage.PutOptions{ContentType: "text/plain", Size: 5}, storage.ErrPrecondition},
+		{"longer than declared", storage.PutOptions{ContentType: "text/plain", Size: 3}, storage.ErrPrecondition},
+		{"checksum differs", storage.PutOptions{ContentType: "text/plain", Size: 4, SHA256: sum([]byte("abce"))}, storage.ErrPrecondition},
+	} {
+		k := key("bad.txt")
+		_, err := sp.Commit(ctx, k, c.opts)
+		require.ErrorIs(t, err, c.want, c.name)
+		requireAbsent(t, s, k, c.name+": nothing is left behind")
+	}
+	_, err := sp.Commit(ctx, "a/../b", storage.PutOptions{ContentType: "text/plain", Size: 4})
+	require.ErrorIs(t, err, storage.ErrInvalidKey)
+
+	taken := key("taken.txt")
+	put(t, s, taken, []byte("first"), "text/plain")
+	_, err = sp.Commit(ctx, taken, storage.PutOptions{ContentType: "text/plain", Size: 4, SHA256: sum(body)})
+	require.ErrorIs(t, err, storage.ErrExists, "a commit never overwrites")
+	require.Equal(t, "first", read(t, s, taken, nil))
+
+	k := key("after-refusals.txt")
+	_, err = sp.Commit(ctx, k, storage.PutOptions{ContentType: "text/plain", Size: 4, SHA256: sum(body)})
+	require.NoError(t, err, "a refused commit leaves the spool usable")
+	require.Equal(t, "abcd", read(t, s, k, nil))
+}
+
+func testSpoolClosedUncommitted(t *testing.T, s storage.Store) {
+	sp := spool(t, s, []byte("discarded"))
+	require.NoError(t, sp.Close())
+	k := key("never.txt")
+	_, err := sp.Commit(ctx, k, storage.PutOptions{ContentType: "text/plain", Size: 9})
+	require.Error(t, err, "a closed spool cannot be committed")
+	requireAbsent(t, s, k, "a closed spool leaves no object")
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }

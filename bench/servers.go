@@ -187,10 +187,17 @@ func startTus(dir string) (*proc, error) {
 
 // rawBaseline is the floor of a durable buffer upload: stream the
 // multipart file part to a file, fsync it, one INSERT. No validation, no
-// hashing, no hidden row -- what every upload must at least do.
+// hashing, no hidden row -- what every upload must at least do. It also
+// serves the floor of any HTTP lookup: one bare SELECT by key behind a
+// minimal handler, no token. Its pool has uploadedfile serve's size.
 func rawBaseline(listen, dsn, dir string) error {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return err
+	}
+	cfg.MaxConns = 32
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -199,6 +206,15 @@ func rawBaseline(listen, dsn, dir string) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	mux.HandleFunc("GET /lookup", func(w http.ResponseWriter, r *http.Request) {
+		var key string
+		if err := pool.QueryRow(r.Context(), "SELECT key FROM uploaded_file WHERE key = $1", r.URL.Query().Get("key")).Scan(&key); err != nil {
+			http.Error(w, "not found", http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"key":%q}`, key)
+	})
 	mux.HandleFunc("POST /upload", func(w http.ResponseWriter, r *http.Request) {
 		mr, err := r.MultipartReader()
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -189,8 +190,11 @@ func startTus(dir string) (*proc, error) {
 // multipart file part to a file, fsync it, one INSERT. No validation, no
 // hashing, no hidden row -- what every upload must at least do. It also
 // serves the floor of any HTTP lookup: one bare SELECT by key behind a
-// minimal handler, no token. Its pool has uploadedfile serve's size.
-func rawBaseline(listen, dsn, dir string) error {
+// minimal handler, no token; and the floor of a download that checks the
+// database first: that SELECT, then the file from files (uploadedfile's
+// localRoot) with http.ServeContent, as http.FileServer serves it. Its pool
+// has uploadedfile serve's size.
+func rawBaseline(listen, dsn, dir, files string) error {
 	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -214,6 +218,25 @@ func rawBaseline(listen, dsn, dir string) error {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = fmt.Fprintf(w, `{"key":%q}`, key)
+	})
+	mux.HandleFunc("GET /download", func(w http.ResponseWriter, r *http.Request) {
+		var key string
+		if err := pool.QueryRow(r.Context(), "SELECT key FROM uploaded_file WHERE key = $1", r.URL.Query().Get("key")).Scan(&key); err != nil {
+			http.Error(w, "not found", http.StatusNotFound)
+			return
+		}
+		f, err := os.Open(filepath.Join(files, filepath.FromSlash(key)))
+		if err != nil {
+			http.Error(w, "not found", http.StatusNotFound)
+			return
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			http.Error(w, "stat", http.StatusInternalServerError)
+			return
+		}
+		http.ServeContent(w, r, path.Base(key), fi.ModTime(), f)
 	})
 	mux.HandleFunc("POST /upload", func(w http.ResponseWriter, r *http.Request) {
 		mr, err := r.MultipartReader()

@@ -14,3 +14,7 @@ func SpoolFile(sp storage.Spool) *os.File {
 	}
 	return nil
 }
+
+// UseOSRoot makes s open objects for reading as it does where openat2 is
+// unavailable: through os.Root alone.
+func UseOSRoot(s *Store) { s.noOpenat2.Store(true) }

@@ -31,6 +31,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -61,9 +62,11 @@ type Config struct {
 
 // Store is the local-disk driver.
 type Store struct {
-	root     *os.Root
-	rootPath string
-	cfg      Config
+	root      *os.Root
+	dir       *os.File // the root directory, for openat2 (openRead)
+	noOpenat2 atomic.Bool
+	rootPath  string
+	cfg       Config
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -91,14 +94,19 @@ func New(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local storage: open localRoot: %w", err)
 	}
-	return &Store{root: root, rootPath: canonical, cfg: cfg}, nil
+	dir, err := root.Open(".")
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("local storage: open localRoot: %w", err)
+	}
+	return &Store{root: root, dir: dir, rootPath: canonical, cfg: cfg}, nil
 }
 
 // Root returns the canonical absolute root directory.
 func (s *Store) Root() string { return s.rootPath }
 
 // Close releases the root directory.
-func (s *Store) Close() error { return s.root.Close() }
+func (s *Store) Close() error { return errors.Join(s.dir.Close(), s.root.Close()) }
 
 // Kind implements storage.Store.
 func (s *Store) Kind() storage.Kind { return storage.KindLocal }
@@ -244,9 +252,9 @@ func (s *Store) Stat(_ context.Context, key string) (storage.ObjectInfo, error) 
 	if err := storage.ValidateKey(key); err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	f, err := s.root.Open(key)
+	f, err := s.openRead(key)
 	if err != nil {
-		return storage.ObjectInfo{}, mapError(err)
+		return storage.ObjectInfo{}, err
 	}
 	defer f.Close()
 	return info(key, f)
@@ -318,9 +326,9 @@ func (s *Store) OpenFile(key string) (*os.File, storage.ObjectInfo, error) {
 	if err := storage.ValidateKey(key); err != nil {
 		return nil, storage.ObjectInfo{}, err
 	}
-	f, err := s.root.Open(key)
+	f, err := s.openRead(key)
 	if err != nil {
-		return nil, storage.ObjectInfo{}, mapError(err)
+		return nil, storage.ObjectInfo{}, err
 	}
 	oi, err := info(key, f)
 	if err != nil {

@@ -37,14 +37,39 @@ func newStore(t *testing.T) *local.Store {
 	return s
 }
 
+// readModes are the two ways the driver opens objects for reading: one
+// openat2 with RESOLVE_BENEATH, and os.Root where openat2 is unavailable.
+var readModes = []struct {
+	name  string
+	apply func(*local.Store)
+}{
+	{"openat2", func(*local.Store) {}},
+	{"os.Root", local.UseOSRoot},
+}
+
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	storagetest.Run(t, func(t *testing.T) storage.Store { return newStore(t) })
+	for _, m := range readModes {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			storagetest.Run(t, func(t *testing.T) storage.Store { s := newStore(t); m.apply(s); return s })
+		})
+	}
 }
 
 func TestSymlinksCannotEscapeRoot(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	for _, m := range readModes {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t)
+			m.apply(s)
+			testSymlinksCannotEscapeRoot(t, s)
+		})
+	}
+}
+
+func testSymlinksCannotEscapeRoot(t *testing.T, s *local.Store) {
 	outside := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("secret"), 0o600))
 
@@ -67,6 +92,21 @@ func TestSymlinksCannotEscapeRoot(t *testing.T) {
 	require.NoError(t, os.Symlink(filepath.Join(outside, "secret"), filepath.Join(s.Root(), "a", "link")))
 	_, err = s.Open(ctx, "a/link", nil)
 	require.ErrorIs(t, err, storage.ErrInvalidKey)
+
+	// A relative symlink climbing out, and one that stays inside.
+	realOutside, err := filepath.EvalSymlinks(outside)
+	require.NoError(t, err)
+	up, err := filepath.Rel(filepath.Join(s.Root(), "a"), filepath.Join(realOutside, "secret"))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(up, "../"), up)
+	require.NoError(t, os.Symlink(up, filepath.Join(s.Root(), "a", "up")))
+	_, err = s.Stat(ctx, "a/up")
+	require.ErrorIs(t, err, storage.ErrInvalidKey)
+	inside := putString(t, s, "b/real.txt", "inside")
+	require.NoError(t, os.Symlink("../b/real.txt", filepath.Join(s.Root(), "a", "alias")))
+	st, err := s.Stat(ctx, "a/alias")
+	require.NoError(t, err, "a symlink that stays inside the root is followed, as os.Root does")
+	require.Equal(t, inside.ETag, st.ETag)
 
 	// Promotion onto or from an escaping path.
 	oi := putString(t, s, "b/src.txt", "src")

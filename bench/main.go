@@ -577,7 +577,7 @@ func benchLookup(ctx context.Context, e *env, rep *report, clients []int) error 
 					return e.pool.QueryRow(ctx, "SELECT key FROM uploaded_file WHERE key = $1", key).Scan(&k)
 				})
 			},
-			func() stats { return load(c, n, func(int) error { return get(e.uf.url+"/healthz") }) },
+			func() stats { return load(c, n, func(int) error { return get(e.uf.url + "/healthz") }) },
 			func() stats { return load(c, n, func(int) error { return get(rawURL) }) },
 		)
 		lookup, sel, health, raw := m[0], m[1], m[2], m[3]

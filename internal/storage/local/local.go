@@ -119,18 +119,14 @@ func (s *Store) Put(ctx context.Context, key string, body io.Reader, opts storag
 	if opts.Size < 0 {
 		return storage.ObjectInfo{}, fmt.Errorf("%w: negative size", storage.ErrInvalidArgument)
 	}
-	dir := path.Dir(key)
-	if err := s.root.MkdirAll(dir, dirPerm); err != nil {
-		return storage.ObjectInfo{}, mapError(err)
-	}
-	d, err := s.root.Open(dir)
+	d, err := s.keyDir(key)
 	if err != nil {
-		return storage.ObjectInfo{}, mapError(err)
+		return storage.ObjectInfo{}, err
 	}
 	defer d.Close()
 	err = s.putUnnamed(ctx, d, path.Base(key), body, opts)
 	if errors.Is(err, errNoTmpfile) {
-		err = s.putNamed(ctx, dir, key, body, opts)
+		err = s.putNamed(ctx, path.Dir(key), key, body, opts)
 	}
 	if err != nil {
 		return storage.ObjectInfo{}, err
@@ -139,6 +135,19 @@ func (s *Store) Put(ctx context.Context, key string, body io.Reader, opts storag
 		return storage.ObjectInfo{}, mapError(err)
 	}
 	return s.Stat(ctx, key)
+}
+
+// keyDir creates, when missing, and opens the directory key lives in.
+func (s *Store) keyDir(key string) (*os.File, error) {
+	dir := path.Dir(key)
+	if err := s.root.MkdirAll(dir, dirPerm); err != nil {
+		return nil, mapError(err)
+	}
+	d, err := s.root.Open(dir)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	return d, nil
 }
 
 // errNoTmpfile: the file system cannot create unnamed files.

@@ -85,14 +85,9 @@ func (sp *spool) Commit(ctx context.Context, key string, opts storage.PutOptions
 	if err := matches(sp.size, sum, opts); err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	s := sp.store
-	dir := path.Dir(key)
-	if err := s.root.MkdirAll(dir, dirPerm); err != nil {
-		return storage.ObjectInfo{}, mapError(err)
-	}
-	d, err := s.root.Open(dir)
+	d, err := sp.store.keyDir(key)
 	if err != nil {
-		return storage.ObjectInfo{}, mapError(err)
+		return storage.ObjectInfo{}, err
 	}
 	defer d.Close()
 	if err := seal(sp.file, sum, opts.ContentType); err != nil {
@@ -105,5 +100,5 @@ func (sp *spool) Commit(ctx context.Context, key string, opts storage.PutOptions
 	if err := d.Sync(); err != nil {
 		return storage.ObjectInfo{}, mapError(err)
 	}
-	return s.Stat(ctx, key)
+	return sp.store.Stat(ctx, key)
 }

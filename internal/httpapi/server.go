@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -147,7 +148,7 @@ func limitBodies(next http.Handler) http.Handler {
 		switch ct := r.Header.Get("Content-Type"); {
 		case r.Body == nil || r.Method == http.MethodGet || r.Method == http.MethodDelete:
 		case len(ct) >= 19 && ct[:19] == "multipart/form-data":
-			r.Body = http.MaxBytesReader(w, r.Body, MultipartCeiling)
+			r.Body = bufferedBody(http.MaxBytesReader(w, r.Body, MultipartCeiling))
 		case r.Method == http.MethodPut:
 			r.Body = http.MaxBytesReader(w, r.Body, filecheck.AbsoluteMaxFileSize)
 		default:
@@ -155,6 +156,20 @@ func limitBodies(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// multipartReadBuffer is how much of a multipart body is read from the
+// connection at once.
+const multipartReadBuffer = 64 << 10
+
+// bufferedBody reads body through a large buffer. The multipart reader asks
+// for 4 KiB at a time, and the connection's own buffer is 4 KiB too, so
+// without it a 1 MiB upload costs 256 read system calls; with it, about 16.
+func bufferedBody(body io.ReadCloser) io.ReadCloser {
+	return struct {
+		io.Reader
+		io.Closer
+	}{bufio.NewReaderSize(body, multipartReadBuffer), body}
 }
 
 // Healthz implements api.StrictServerInterface: the process answers.

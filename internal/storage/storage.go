@@ -9,6 +9,8 @@
 //     through the caller, only if the source is still the version the caller
 //     verified (ErrPrecondition otherwise), and never overwrites (ErrExists).
 //   - Delete is idempotent: an absent object counts as deleted.
+//   - A Spool's Commit keeps Put's promises; NewSpool gives every store one,
+//     the driver's own (no second copy) or a temporary file that is Put.
 //   - Presigned requests are limited to MaxPresignLifetime, and a presigned
 //     PUT lets the client write exactly the declared length, content type and
 //     checksum, or nothing.
@@ -182,7 +184,8 @@ func CheckLifetime(d time.Duration) error {
 // caller writes the bytes once, reads them back at random offsets to check
 // them, and then either commits them as the object at a key or closes the
 // spool, which discards them. The spool hashes what is written, so the
-// caller never hashes the bytes a second time.
+// caller never hashes the bytes a second time. A Spool is used by one
+// goroutine at a time.
 type Spool interface {
 	io.Writer
 	io.ReaderAt
@@ -204,6 +207,7 @@ type Spool interface {
 // file in its root, linked into place). A driver or wrapper that cannot
 // answers ErrUnsupported.
 type Spooler interface {
+	// Spool starts an empty spool, or answers ErrUnsupported.
 	Spool(ctx context.Context) (Spool, error)
 }
 

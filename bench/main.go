@@ -467,13 +467,22 @@ func (e *env) upload(base string, body []byte) (string, error) {
 	return r.ID, json.Unmarshal(b, &r)
 }
 
-func benchDownload(e *env, rep *report, size, clients int) error {
-	id, err := e.upload(e.uf.url, payload(size))
-	if err != nil {
-		return err
+// bareSelect is the bare SELECT by key every lookup floor runs.
+const bareSelect = "SELECT key FROM uploaded_file WHERE key = $1"
+
+// uploadKeyed uploads body to the local server and returns its id and
+// storage key.
+func (e *env) uploadKeyed(body []byte) (id, key string, err error) {
+	if id, err = e.upload(e.uf.url, body); err != nil {
+		return "", "", err
 	}
-	var key string
-	if err := e.pool.QueryRow(context.Background(), "SELECT key FROM uploaded_file WHERE id = $1", id).Scan(&key); err != nil {
+	err = e.pool.QueryRow(context.Background(), "SELECT key FROM uploaded_file WHERE id = $1", id).Scan(&key)
+	return id, key, err
+}
+
+func benchDownload(e *env, rep *report, size, clients int) error {
+	id, key, err := e.uploadKeyed(payload(size))
+	if err != nil {
 		return err
 	}
 	n := count(size) * 2
@@ -553,12 +562,8 @@ func (e *env) directUpload(in, body []byte) error {
 // saturated machine p50 tracks the CPU each request costs; req/s is
 // printed to show it.
 func benchLookup(ctx context.Context, e *env, rep *report, clients []int) error {
-	id, err := e.upload(e.uf.url, payload(4096))
+	id, key, err := e.uploadKeyed(payload(4096))
 	if err != nil {
-		return err
-	}
-	var key string
-	if err := e.pool.QueryRow(ctx, "SELECT key FROM uploaded_file WHERE id = $1", id).Scan(&key); err != nil {
 		return err
 	}
 	const n = 3000
@@ -574,7 +579,7 @@ func benchLookup(ctx context.Context, e *env, rep *report, clients []int) error 
 			func() stats {
 				return load(c, n, func(int) error {
 					var k string
-					return e.pool.QueryRow(ctx, "SELECT key FROM uploaded_file WHERE key = $1", key).Scan(&k)
+					return e.pool.QueryRow(ctx, bareSelect, key).Scan(&k)
 				})
 			},
 			func() stats { return load(c, n, func(int) error { return get(e.uf.url + "/healthz") }) },

@@ -210,19 +210,24 @@ func rawBaseline(listen, dsn, dir, files string) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
-	mux.HandleFunc("GET /lookup", func(w http.ResponseWriter, r *http.Request) {
+	// lookup runs the bare SELECT for the key in the query; false: 404 sent.
+	lookup := func(w http.ResponseWriter, r *http.Request) (string, bool) {
 		var key string
-		if err := pool.QueryRow(r.Context(), "SELECT key FROM uploaded_file WHERE key = $1", r.URL.Query().Get("key")).Scan(&key); err != nil {
+		if err := pool.QueryRow(r.Context(), bareSelect, r.URL.Query().Get("key")).Scan(&key); err != nil {
 			http.Error(w, "not found", http.StatusNotFound)
-			return
+			return "", false
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = fmt.Fprintf(w, `{"key":%q}`, key)
+		return key, true
+	}
+	mux.HandleFunc("GET /lookup", func(w http.ResponseWriter, r *http.Request) {
+		if key, ok := lookup(w, r); ok {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = fmt.Fprintf(w, `{"key":%q}`, key)
+		}
 	})
 	mux.HandleFunc("GET /download", func(w http.ResponseWriter, r *http.Request) {
-		var key string
-		if err := pool.QueryRow(r.Context(), "SELECT key FROM uploaded_file WHERE key = $1", r.URL.Query().Get("key")).Scan(&key); err != nil {
-			http.Error(w, "not found", http.StatusNotFound)
+		key, ok := lookup(w, r)
+		if !ok {
 			return
 		}
 		f, err := os.Open(filepath.Join(files, filepath.FromSlash(key)))

@@ -135,7 +135,7 @@ func (s *Service) upload(ctx context.Context, u bufferUpload) (db.UploadedFile, 
 		return db.UploadedFile{}, err
 	}
 	defer sp.Close()
-	checked, _, err := policy.Check(filecheck.Meta{Name: u.name, DeclaredType: u.declared, Size: sp.size}, sp)
+	checked, _, err := policy.Check(filecheck.Meta{Name: u.name, DeclaredType: u.declared, Size: sp.Size()}, sp)
 	if err != nil {
 		return db.UploadedFile{}, s.checkError(ctx, err)
 	}
@@ -196,7 +196,7 @@ func (s *Service) insertHidden(ctx context.Context, a access, c filecheck.Result
 	}
 	row, err := s.q.FileInsertHidden(ctx, s.db, db.FileInsertHiddenParams{
 		ID: id, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, UserID: a.scope.UserID,
-		Key: key, CDN: s.persistedCDN(id, key, vis), OriginalName: c.Name, SizeBytes: sp.size, ContentType: c.ContentType,
+		Key: key, CDN: s.persistedCDN(id, key, vis), OriginalName: c.Name, SizeBytes: sp.Size(), ContentType: c.ContentType,
 		Visibility: string(vis), Disposition: string(disp), IsTemporary: u.temporary, Checksum: ptr(sp.checksum()),
 		ExtraData: extra, Module: optional(m.Module), Entity: optional(m.Entity), EntityID: optional(m.EntityID), Type: optional(m.Type),
 		ActivationLease: ActivationLease, Now: s.now(),
@@ -213,12 +213,12 @@ func (s *Service) insertHidden(ctx context.Context, a access, c filecheck.Result
 func (s *Service) writeAndActivate(ctx context.Context, a access, row db.UploadedFile, sp *spooled, vis Visibility) (db.UploadedFile, error) {
 	marker := *row.UploadPendingAt
 	oi, err := sp.Commit(ctx, row.Key, storage.PutOptions{
-		ContentType: row.ContentType, Size: sp.size, SHA256: sp.sum, Public: vis == Public,
+		ContentType: row.ContentType, Size: sp.Size(), SHA256: sp.sum, Public: vis == Public,
 	})
 	if err == nil {
 		var active db.UploadedFile
 		active, err = s.q.FileActivateUpload(ctx, s.db, db.FileActivateUploadParams{
-			ID: row.ID, UploadMarker: marker, SizeBytes: sp.size, Checksum: ptr(sp.checksum()), ETag: optional(oi.ETag), Now: s.now(),
+			ID: row.ID, UploadMarker: marker, SizeBytes: sp.Size(), Checksum: ptr(sp.checksum()), ETag: optional(oi.ETag), Now: s.now(),
 		})
 		if err == nil {
 			return active, nil
@@ -295,8 +295,7 @@ const spoolBuffer = 256 << 10
 // writing it is a commit -- on the local driver a link, not a second copy.
 type spooled struct {
 	storage.Spool
-	size int64
-	sum  []byte
+	sum []byte // the spool's SHA256, taken once it is complete
 }
 
 func (sp *spooled) checksum() string { return "sha256:" + base64.StdEncoding.EncodeToString(sp.sum) }
@@ -326,7 +325,7 @@ func (s *Service) spool(ctx context.Context, src io.Reader, max int64) (*spooled
 		sp.Close()
 		return nil, &invalidUpload{rule: filecheck.RuleSizeTooLarge, sizeOnly: true}
 	}
-	return &spooled{Spool: sp, size: n, sum: sp.SHA256()}, nil
+	return &spooled{Spool: sp, sum: sp.SHA256()}, nil
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -141,8 +141,8 @@ func requestID(r *http.Request) string {
 }
 
 // limitBodies bounds request bodies before anything reads them: multipart
-// uploads at MultipartCeiling, raw content at the 25 MiB ceiling, JSON at
-// 64 KiB.
+// uploads at MultipartCeiling (and reads them in large chunks,
+// bufferedBody), raw content at the 25 MiB ceiling, JSON at 64 KiB.
 func limitBodies(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch ct := r.Header.Get("Content-Type"); {

@@ -226,41 +226,65 @@ func NewSpool(ctx context.Context, s Store, dir string) (Spool, error) {
 	}
 	// Unlinked at once: nothing is left behind, whatever happens next.
 	_ = os.Remove(f.Name())
-	return &fileSpool{store: s, file: f, hash: sha256.New()}, nil
+	return &fileSpool{SpoolFile: NewSpoolFile(f), store: s}, nil
 }
 
-// fileSpool is the spool of a store that cannot hold one: a temporary file,
-// copied into the store by Put on Commit.
-type fileSpool struct {
-	store     Store
-	file      *os.File
+// SpoolFile is what every spool shares: the bytes in a file, hashed and
+// counted as they are written, and no more writes once committed. A
+// driver's spool embeds it and adds Commit.
+type SpoolFile struct {
+	File      *os.File
 	hash      hash.Hash
 	size      int64
 	committed bool
 }
 
-func (f *fileSpool) Write(p []byte) (int, error) {
+// NewSpoolFile spools into f, which must be empty and readable.
+func NewSpoolFile(f *os.File) *SpoolFile { return &SpoolFile{File: f, hash: sha256.New()} }
+
+// Write implements io.Writer, hashing what it writes.
+func (f *SpoolFile) Write(p []byte) (int, error) {
 	if f.committed {
 		return 0, ErrSpoolCommitted
 	}
-	n, err := f.file.Write(p)
+	n, err := f.File.Write(p)
 	f.hash.Write(p[:n])
 	f.size += int64(n)
 	return n, err
 }
 
-func (f *fileSpool) ReadAt(p []byte, off int64) (int, error) { return f.file.ReadAt(p, off) }
-func (f *fileSpool) Size() int64                             { return f.size }
-func (f *fileSpool) SHA256() []byte                          { return f.hash.Sum(nil) }
-func (f *fileSpool) Close() error                            { return f.file.Close() }
+// ReadAt implements io.ReaderAt.
+func (f *SpoolFile) ReadAt(p []byte, off int64) (int, error) { return f.File.ReadAt(p, off) }
+
+// Size is the number of bytes written.
+func (f *SpoolFile) Size() int64 { return f.size }
+
+// SHA256 is the checksum of the bytes written.
+func (f *SpoolFile) SHA256() []byte { return f.hash.Sum(nil) }
+
+// Close closes the file.
+func (f *SpoolFile) Close() error { return f.File.Close() }
+
+// Committed reports whether MarkCommitted was called.
+func (f *SpoolFile) Committed() bool { return f.committed }
+
+// MarkCommitted refuses further writes and commits: the bytes are an object.
+func (f *SpoolFile) MarkCommitted() { f.committed = true }
+
+// fileSpool is the spool of a store that cannot hold one: a temporary file,
+// copied into the store by Put on Commit.
+type fileSpool struct {
+	*SpoolFile
+	store Store
+}
 
 func (f *fileSpool) Commit(ctx context.Context, key string, opts PutOptions) (ObjectInfo, error) {
-	if f.committed {
+	if f.Committed() {
 		return ObjectInfo{}, ErrSpoolCommitted
 	}
-	oi, err := f.store.Put(ctx, key, io.NewSectionReader(f.file, 0, f.size), opts)
+	oi, err := f.store.Put(ctx, key, io.NewSectionReader(f.File, 0, f.Size()), opts)
 	if err == nil {
-		f.committed = true
+		f.MarkCommitted()
 	}
 	return oi, err
 }

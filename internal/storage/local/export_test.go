@@ -10,7 +10,7 @@ import (
 // some other spool.
 func SpoolFile(sp storage.Spool) *os.File {
 	if l, ok := sp.(*spool); ok {
-		return l.file
+		return l.File
 	}
 	return nil
 }

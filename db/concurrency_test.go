@@ -218,11 +218,11 @@ func TestConcurrentSweepClaims(t *testing.T) {
 		}},
 		{"StagingClaimCompleted", func(b *bundle, t *testing.T) uuid.UUID {
 			c := b.completing(t, fileOpts{})
-			_, err := b.q.FileFinalizeCompletion(b.ctx, b.pool, db.FileFinalizeCompletionParams{ID: c.ID, Lease: *c.CompletionLeaseUntil, RetainStaging: true, Now: at(0)})
+			_, err := b.q.FileFinalizeCompletion(b.ctx, b.pool, db.FileFinalizeCompletionParams{ID: c.ID, Lease: *c.CompletionLeaseUntil, RetainStaging: true, ClockSkew: clockSkew, Now: at(0)})
 			require.NoError(t, err)
 			return c.ID
 		}, func(b *bundle, c *pgxpool.Conn) ([]db.UploadedFile, error) {
-			return b.q.StagingClaimCompleted(b.ctx, c, db.StagingClaimCompletedParams{Max: max, StagingLease: deletionLease, Now: at(time.Second)})
+			return b.q.StagingClaimCompleted(b.ctx, c, db.StagingClaimCompletedParams{Max: max, StagingLease: deletionLease, Now: at(uploadTTL + clockSkew + time.Second)})
 		}},
 	}
 	for _, s := range sweeps {

@@ -149,11 +149,20 @@ func TestFileFinalizeCompletion(t *testing.T) {
 	t.Run("s3: staging retained for the staging sweep", func(t *testing.T) {
 		c := b.completing(t, fileOpts{})
 		row, err := b.q.FileFinalizeCompletion(b.ctx, b.pool, db.FileFinalizeCompletionParams{
-			ID: c.ID, Lease: *c.CompletionLeaseUntil, RetainStaging: true, Now: at(time.Minute),
+			ID: c.ID, Lease: *c.CompletionLeaseUntil, RetainStaging: true, ClockSkew: clockSkew, Now: at(time.Minute),
 		})
 		require.NoError(t, err)
 		require.Equal(t, *c.PendingKey, *row.PendingKey)
-		require.Equal(t, t0.Add(time.Minute), row.StagingCleanupAt.UTC())
+		require.Equal(t, t0.Add(uploadTTL+clockSkew), row.StagingCleanupAt.UTC(), "not before the upload target can no longer land")
+	})
+	t.Run("s3: finalized after the target expired, staging due at once", func(t *testing.T) {
+		c := b.completing(t, fileOpts{})
+		late := uploadTTL + clockSkew + time.Minute
+		row, err := b.q.FileFinalizeCompletion(b.ctx, b.pool, db.FileFinalizeCompletionParams{
+			ID: c.ID, Lease: *c.CompletionLeaseUntil, RetainStaging: true, ClockSkew: clockSkew, Now: at(late),
+		})
+		require.NoError(t, err)
+		require.Equal(t, t0.Add(late), row.StagingCleanupAt.UTC())
 	})
 	t.Run("temporary: expires completed_at + 24 h", func(t *testing.T) {
 		c := b.completing(t, fileOpts{Temporary: true})

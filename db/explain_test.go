@@ -236,6 +236,10 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			return err
 		},
 		func() error {
+			_, err := q.FileLockPendingContent(ctx, e, db.FileLockPendingContentParams{ID: id, TenantCode: ten, Now: now})
+			return err
+		},
+		func() error {
 			_, err := q.FileLockVisibleByIDs(ctx, e, db.FileLockVisibleByIDsParams{IDs: ids, TenantCode: ten})
 			return err
 		},

@@ -25,6 +25,7 @@ const (
 	activationLease = 15 * time.Minute
 	deletionLease   = 5 * time.Minute
 	retryBackoff    = time.Minute
+	clockSkew       = 15 * time.Minute
 	completionLease = 2 * time.Minute
 	uploadTTL       = 10 * time.Minute
 	cleanupLease    = uploadTTL + time.Hour

@@ -154,7 +154,7 @@ func TestStagingClaimSettleRelease(t *testing.T) {
 	b := setup(t)
 	finalize := func(retain bool) db.UploadedFile {
 		c := b.completing(t, fileOpts{})
-		row, err := b.q.FileFinalizeCompletion(b.ctx, b.pool, db.FileFinalizeCompletionParams{ID: c.ID, Lease: *c.CompletionLeaseUntil, RetainStaging: retain, Now: at(0)})
+		row, err := b.q.FileFinalizeCompletion(b.ctx, b.pool, db.FileFinalizeCompletionParams{ID: c.ID, Lease: *c.CompletionLeaseUntil, RetainStaging: retain, ClockSkew: clockSkew, Now: at(0)})
 		require.NoError(t, err)
 		return row
 	}
@@ -163,11 +163,21 @@ func TestStagingClaimSettleRelease(t *testing.T) {
 	deleting := finalize(true)
 	_, err := b.q.FileClaimDeletion(b.ctx, b.pool, db.FileClaimDeletionParams{ID: deleting.ID, TenantCode: "acme", DeletionLease: deletionLease, Now: at(0)})
 	require.NoError(t, err)
-
-	rows, err := b.q.StagingClaimCompleted(b.ctx, b.pool, db.StagingClaimCompletedParams{Max: 10, StagingLease: deletionLease, Now: at(time.Second)})
+	deleted := finalize(true)
+	claim, err := b.q.FileClaimDeletion(b.ctx, b.pool, db.FileClaimDeletionParams{ID: deleted.ID, TenantCode: "acme", DeletionLease: deletionLease, Now: at(0)})
 	require.NoError(t, err)
-	require.ElementsMatch(t, []uuid.UUID{s3a.ID, s3b.ID}, ids(rows), "a row being deleted is left to its deletion")
-	again, err := b.q.StagingClaimCompleted(b.ctx, b.pool, db.StagingClaimCompletedParams{Max: 10, StagingLease: deletionLease, Now: at(time.Second)})
+	_, err = b.q.FileSettleDeletion(b.ctx, b.pool, db.FileSettleDeletionParams{ID: deleted.ID, Claim: *claim.DeletionPendingAt, Now: at(time.Second)})
+	require.NoError(t, err)
+
+	due := uploadTTL + clockSkew
+	rows, err := b.q.StagingClaimCompleted(b.ctx, b.pool, db.StagingClaimCompletedParams{Max: 10, StagingLease: deletionLease, Now: at(due - time.Second)})
+	require.NoError(t, err)
+	require.Empty(t, rows, "not while the upload target can still land")
+	rows, err = b.q.StagingClaimCompleted(b.ctx, b.pool, db.StagingClaimCompletedParams{Max: 10, StagingLease: deletionLease, Now: at(due)})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []uuid.UUID{s3a.ID, s3b.ID, deleted.ID}, ids(rows),
+		"a row with a live deletion claim is left to it; a deleted row's staging key is still swept")
+	again, err := b.q.StagingClaimCompleted(b.ctx, b.pool, db.StagingClaimCompletedParams{Max: 10, StagingLease: deletionLease, Now: at(due)})
 	require.NoError(t, err)
 	require.Empty(t, again)
 
@@ -180,17 +190,17 @@ func TestStagingClaimSettleRelease(t *testing.T) {
 		t.Fatalf("no claim for %s", id)
 		return time.Time{}
 	}
-	_, err = b.q.StagingSettle(b.ctx, b.pool, db.StagingSettleParams{ID: s3a.ID, Claim: claimOf(s3a.ID), PendingKey: "wrong", Now: at(2 * time.Second)})
+	_, err = b.q.StagingSettle(b.ctx, b.pool, db.StagingSettleParams{ID: s3a.ID, Claim: claimOf(s3a.ID), PendingKey: "wrong", Now: at(due + time.Second)})
 	requireNoRows(t, err, "settles only the staging key it deleted")
-	settled, err := b.q.StagingSettle(b.ctx, b.pool, db.StagingSettleParams{ID: s3a.ID, Claim: claimOf(s3a.ID), PendingKey: *s3a.PendingKey, Now: at(2 * time.Second)})
+	settled, err := b.q.StagingSettle(b.ctx, b.pool, db.StagingSettleParams{ID: s3a.ID, Claim: claimOf(s3a.ID), PendingKey: *s3a.PendingKey, Now: at(due + time.Second)})
 	require.NoError(t, err)
 	require.Nil(t, settled.PendingKey)
 	require.Nil(t, settled.StagingCleanupAt)
 
-	released, err := b.q.StagingRelease(b.ctx, b.pool, db.StagingReleaseParams{ID: s3b.ID, Claim: claimOf(s3b.ID), Backoff: retryBackoff, Now: at(2 * time.Second)})
+	released, err := b.q.StagingRelease(b.ctx, b.pool, db.StagingReleaseParams{ID: s3b.ID, Claim: claimOf(s3b.ID), Backoff: retryBackoff, Now: at(due + time.Second)})
 	require.NoError(t, err)
-	require.Equal(t, t0.Add(2*time.Second+retryBackoff), released.StagingCleanupAt.UTC())
-	_, err = b.q.StagingSettle(b.ctx, b.pool, db.StagingSettleParams{ID: s3b.ID, Claim: claimOf(s3b.ID), PendingKey: *s3b.PendingKey, Now: at(3 * time.Second)})
+	require.Equal(t, t0.Add(due+time.Second+retryBackoff), released.StagingCleanupAt.UTC())
+	_, err = b.q.StagingSettle(b.ctx, b.pool, db.StagingSettleParams{ID: s3b.ID, Claim: claimOf(s3b.ID), PendingKey: *s3b.PendingKey, Now: at(due + 2*time.Second)})
 	requireNoRows(t, err, "a released claim no longer settles")
 }
 

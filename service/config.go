@@ -54,6 +54,7 @@ const (
 	deletionLease                       = 5 * time.Minute
 	completionLease                     = 2 * time.Minute
 	directCleanupGrace                  = time.Hour
+	targetClockSkew                     = 15 * time.Minute
 	defaultRemoteCloneTimeout           = 5 * time.Second
 	defaultRemoteCloneRedirects         = 3
 	maxRemoteCloneRedirects             = 5

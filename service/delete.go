@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -168,14 +167,17 @@ func writerMayStillWrite(row db.UploadedFile) bool {
 	return row.UploadPendingAt.After(row.UpdatedAt)
 }
 
-// objectKeys lists every object a row may have: the final key and, for a
-// direct upload, its staging key.
+// objectKeys lists every object a row may have, in the order they are
+// deleted: a direct upload's staging key first, then the final key. A
+// completer that stalled past its lease can still promote staging to final
+// while a sweep deletes the row; once the staging object is gone no
+// promotion can create the final key again, so deleting it second leaves
+// nothing behind.
 func objectKeys(row db.UploadedFile) []string {
-	keys := []string{row.Key}
-	if row.PendingKey != nil && !slices.Contains(keys, *row.PendingKey) {
-		keys = append(keys, *row.PendingKey)
+	if row.PendingKey != nil && *row.PendingKey != row.Key {
+		return []string{*row.PendingKey, row.Key}
 	}
-	return keys
+	return []string{row.Key}
 }
 
 // inTx runs fn in tx when given (the caller's: no transaction is opened),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/uploadedfile/uploadedfile/gen/db"
 	"github.com/uploadedfile/uploadedfile/internal/filecheck"
@@ -163,34 +164,110 @@ func (s *Service) target(ctx context.Context, row db.UploadedFile, sum []byte) (
 // from r (the local driver's target; on S3 the client writes to the
 // presigned URL instead and this is ErrNotFound). The bytes must be exactly
 // the declared size and checksum, and the staging object is written once.
+//
+// The bytes are received into an unnamed spool first; the staging name is
+// linked to them only inside a transaction that holds a share lock on the
+// still-pending row (FileLockPendingContent), so a completion, abort or
+// sweep either waits for the link or has already moved the row on, and then
+// the write is refused and nothing is left. Answers: the target expired
+// (ErrUploadExpired); the bytes are not the declared ones
+// (ErrUploadVerificationFailed, the row stays pending and can be written
+// again); content already written, or the upload completing or ready
+// (ErrInvalidUpload, rule content.already-written); the upload failed
+// (ErrUploadVerificationFailed). None of them asks the client to retry.
 func (s *Service) PutUploadContent(ctx context.Context, id string, r io.Reader) (*Result, error) {
 	if s.store.Kind() == storage.KindS3 {
 		return nil, ErrNotFound
 	}
-	row, dbNow, _, err := s.direct(ctx, OpPutContent, id)
+	row, dbNow, a, err := s.direct(ctx, OpPutContent, id)
 	if err != nil {
 		return nil, err
 	}
-	if Status(row.Status) != StatusPending {
-		return nil, ErrUploadCompleting
-	}
-	if !dbNow.Before(*row.UploadExpiresAt) {
-		return nil, ErrUploadExpired
+	if err := contentRefusal(row, dbNow); err != nil {
+		return nil, err
 	}
 	sum, err := parseChecksum(deref(row.Checksum))
 	if err != nil {
 		return nil, ErrUploadVerificationFailed
 	}
-	_, err = s.store.Put(ctx, *row.PendingKey, r, storage.PutOptions{ContentType: row.ContentType, Size: row.SizeBytes, SHA256: sum})
-	switch {
-	case errors.Is(err, storage.ErrPrecondition):
+	sp, err := s.spool(ctx, r, row.SizeBytes)
+	if SizeOnly(err) {
 		return nil, ErrUploadVerificationFailed
-	case errors.Is(err, storage.ErrExists):
-		return nil, &invalidUpload{rule: "content.already-written"}
-	case err != nil:
-		return nil, s.internalError(ctx, ErrUploadFailed, "write staging object", err, "file_id", row.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer sp.Close()
+	if sp.Size() != row.SizeBytes || !bytes.Equal(sp.sum, sum) {
+		return nil, ErrUploadVerificationFailed
+	}
+	return s.linkStaging(ctx, a, row, sp, sum)
+}
+
+// contentRefusal is the answer to a content write on a direct upload that
+// is not pending with a live target, or nil when it is.
+func contentRefusal(row db.UploadedFile, dbNow time.Time) error {
+	switch Status(row.Status) {
+	case StatusPending:
+		if !dbNow.Before(*row.UploadExpiresAt) {
+			return ErrUploadExpired
+		}
+		return nil
+	case StatusFailed:
+		return ErrUploadVerificationFailed
+	default: // completing, ready: the content was written and verified
+		return &invalidUpload{rule: ruleContentWritten}
+	}
+}
+
+// ruleContentWritten: the one staging object of a direct upload exists.
+const ruleContentWritten = "content.already-written"
+
+// linkStaging commits the spool under the staging key while the row is
+// share-locked as pending; when the row has moved on, it answers with the
+// row's new state and the spool is discarded.
+func (s *Service) linkStaging(ctx context.Context, a access, row db.UploadedFile, sp *spooled, sum []byte) (*Result, error) {
+	var refused error
+	err := s.inTx(ctx, nil, func(tx pgx.Tx) error {
+		_, err := s.q.FileLockPendingContent(ctx, tx, db.FileLockPendingContentParams{ID: row.ID, TenantCode: a.scope.TenantCode, Now: s.now()})
+		if isNoRows(err) {
+			refused = s.contentMovedOn(ctx, row.ID.String())
+			return refused
+		}
+		if err != nil {
+			return s.internalError(ctx, ErrUploadFailed, "lock pending upload", err, "file_id", row.ID)
+		}
+		_, err = sp.Commit(ctx, *row.PendingKey, storage.PutOptions{ContentType: row.ContentType, Size: row.SizeBytes, SHA256: sum})
+		switch {
+		case errors.Is(err, storage.ErrExists):
+			refused = &invalidUpload{rule: ruleContentWritten}
+			return refused
+		case errors.Is(err, storage.ErrPrecondition):
+			refused = ErrUploadVerificationFailed
+			return refused
+		case err != nil:
+			return s.internalError(ctx, ErrUploadFailed, "write staging object", err, "file_id", row.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return resultFromRow(row, URL{}), nil
+}
+
+// contentMovedOn answers a content write whose row left pending between the
+// first read and the lock: it reads the row again (ErrNotFound when it was
+// aborted or deleted meanwhile).
+func (s *Service) contentMovedOn(ctx context.Context, id string) error {
+	row, dbNow, _, err := s.direct(ctx, OpPutContent, id)
+	if err != nil {
+		return err
+	}
+	if err := contentRefusal(row, dbNow); err != nil {
+		return err
+	}
+	return ErrUploadExpired // still pending: only the expiry can have refused the lock
 }
 
 // direct authorizes op and loads the direct upload id within the scope.
@@ -229,6 +306,9 @@ func (s *Service) CompleteUpload(ctx context.Context, id string) (*Result, error
 	}
 	switch Status(row.Status) {
 	case StatusReady:
+		if row.ExpiredAt != nil && !dbNow.Before(*row.ExpiredAt) {
+			return nil, ErrExpired
+		}
 		return s.result(ctx, row, &dbNow)
 	case StatusCompleting:
 		if row.CompletionLeaseUntil.After(dbNow) {
@@ -324,13 +404,37 @@ func (s *Service) completeClaimed(ctx context.Context, row db.UploadedFile) (*Re
 		}
 	}
 	ready, err := s.q.FileFinalizeCompletion(ctx, s.db, db.FileFinalizeCompletionParams{
-		ID: row.ID, Lease: *row.CompletionLeaseUntil, FinalETag: optional(final.ETag), RetainStaging: retain, Now: s.now(),
+		ID: row.ID, Lease: *row.CompletionLeaseUntil, FinalETag: optional(final.ETag), RetainStaging: retain,
+		ClockSkew: targetClockSkew, Now: s.now(),
 	})
+	if isNoRows(err) {
+		s.lostAfterPromote(ctx, row)
+	}
 	if err != nil {
-		// The lease was lost: the instance that took it over finishes.
 		return nil, s.claimLost(ctx, err)
 	}
 	return s.result(ctx, ready, nil)
+}
+
+// lostAfterPromote runs when a completer that promoted the final object
+// finds its lease lost. When the row was taken over by another completer,
+// that one owns the final object and nothing is done. When the row is
+// being deleted (a pending sweep reclaimed it while this completer
+// stalled), it can never become ready again, and the final object this
+// completer may have created after the sweep deleted it would be an
+// orphan: it is deleted here. Should this completer die before, the sweep's
+// order (staging before final) still leaves no final object behind: a
+// promotion needs the staging object the sweep deletes first.
+func (s *Service) lostAfterPromote(ctx context.Context, row db.UploadedFile) {
+	state, err := s.q.FileGetUploadState(ctx, s.db, db.FileGetUploadStateParams{ID: row.ID, Now: s.now()})
+	if err != nil || state.DeletionPendingAt == nil && state.DeletedAt == nil {
+		return
+	}
+	cctx, cancel := detached(ctx)
+	defer cancel()
+	if err := s.store.Delete(cctx, row.Key); err != nil {
+		s.log.WarnContext(ctx, "delete final object of a reclaimed upload", "file_id", row.ID, "error", err.Error())
+	}
 }
 
 // verifyStaging checks the staging object against the declaration with

@@ -64,6 +64,7 @@ func TestSweepFaults(t *testing.T) {
 					_, err = b.svc.CompleteUpload(alice, init.ID.String())
 					require.NoError(b.t, err)
 				}
+				b.clock.Advance(time.Hour) // the upload targets have expired
 				return 3
 			},
 			sweep: func(b *bundle) (int, error) { return b.svc.UnsafeSystemCleanupCompletedStaging(ctx, 0) },

@@ -255,9 +255,9 @@ func (b *bundle) checkInvariants() {
 		settledDeleted := r.DeletedAt != nil && r.DeletionPendingAt == nil
 		if !settledDeleted {
 			owned[r.Key] = true
-			if r.PendingKey != nil {
-				owned[*r.PendingKey] = true
-			}
+		}
+		if r.PendingKey != nil && (!settledDeleted || r.StagingCleanupAt != nil) {
+			owned[*r.PendingKey] = true // a deleted S3 upload's staging key stays the staging sweep's
 		}
 	}
 	for _, k := range b.objects() {

@@ -2,6 +2,9 @@
 -- object -> complete verifies, promotes and finalizes.
 --
 --   FileInsertPending        (none)              -> pending
+--   FileLockPendingContent   pending             -> pending (row share-locked
+--                                                  while the local target links
+--                                                  the staging object)
 --   FileClaimCompletion      pending             -> completing (lease)
 --   FileTakeOverCompletion   completing, expired -> completing (new lease)
 --   FileFinalizeCompletion   completing (lease)  -> ready
@@ -65,6 +68,26 @@ INSERT INTO uploaded_file (
 )
 RETURNING *;
 
+-- name: FileLockPendingContent :one
+-- The local upload target's guard: share-locks a direct upload, by id
+-- within the tenant, that is still pending, unclaimed, not deleted and whose
+-- target has not expired. Run in a transaction that links the staging object
+-- and commits at once: every transition out of pending (a completion claim,
+-- an abort, the pending sweep) updates the row and so waits for that
+-- transaction, and a content write that starts after the transition finds no
+-- row. A staging object can therefore only appear while the row is pending
+-- and names it. Zero rows: not pending any more (the caller reads the row to
+-- tell which answer to give), expired, aborted or missing.
+SELECT *
+FROM uploaded_file
+WHERE id = @id
+    AND tenant_code = @tenant_code
+    AND status = 'pending'
+    AND upload_expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+FOR SHARE;
+
 -- name: FileClaimCompletion :one
 -- pending -> completing. Guard: still pending, the upload target not yet
 -- expired, no deletion claim, not soft-deleted. Records the staging version
@@ -114,10 +137,15 @@ RETURNING *;
 -- completing -> ready, by the holder of exactly @lease, after the promoted
 -- final object was verified. Sets completed_at; a temporary file expires 24
 -- elapsed hours later. @retain_staging: the staging object is still in the
--- store (S3: promotion is a copy) and the staging sweep removes it from now
--- on; otherwise (local: a hard link, the staging name already unlinked)
--- pending_key is cleared. Zero rows: the lease was lost; the caller must not
--- report success and must not delete the final object (the new holder owns it).
+-- store (S3: promotion is a copy) and the staging sweep removes it once the
+-- upload target can no longer land -- after the upload expiry plus
+-- @clock_skew (the presigned URL's expiry is computed on another clock, and
+-- until then a re-PUT could write the staging key again); otherwise (local:
+-- a hard link, the staging name already unlinked, and the local target
+-- refuses every write once the row left pending) pending_key is cleared.
+-- Zero rows: the lease was lost; the caller must not report success and must
+-- not delete the final object unless the row is being deleted (the new
+-- holder owns it).
 UPDATE uploaded_file
 SET
     status = 'ready',
@@ -126,7 +154,7 @@ SET
     upload_pending_at = NULL,
     pending_key = CASE WHEN @retain_staging::boolean THEN pending_key ELSE NULL END,
     staging_cleanup_at = CASE WHEN @retain_staging::boolean
-        THEN coalesce(sqlc.narg('now')::timestamptz, now())
+        THEN greatest(coalesce(sqlc.narg('now')::timestamptz, now()), upload_expires_at + @clock_skew::interval)
         ELSE NULL END,
     completed_at = coalesce(sqlc.narg('now')::timestamptz, now()),
     expired_at = CASE WHEN is_temporary

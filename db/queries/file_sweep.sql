@@ -155,15 +155,18 @@ WHERE uploaded_file.id = candidate.id
 RETURNING uploaded_file.*;
 
 -- name: StagingClaimCompleted :many
--- Ready S3 direct uploads whose retained staging object is due for removal
--- -> staging cleanup claimed (staging_cleanup_at = now + lease). Rows being
--- deleted are skipped: the deletion removes the staging object itself.
+-- S3 direct uploads, ready or since deleted, whose retained staging object
+-- is due for removal (FileFinalizeCompletion dates it after the upload
+-- target can no longer land) -> staging cleanup claimed (staging_cleanup_at
+-- = now + lease). A deleted row keeps its staging key and date: a re-PUT of
+-- the still-valid target after the deletion lands under that key, and this
+-- sweep removes it once the target has expired. Rows with a live deletion
+-- claim are skipped until it settles.
 WITH candidate AS (
     SELECT id, staging_cleanup_at
     FROM uploaded_file
     WHERE staging_cleanup_at <= coalesce(sqlc.narg('now')::timestamptz, now())
         AND deletion_pending_at IS NULL
-        AND deleted_at IS NULL
     ORDER BY staging_cleanup_at, id
     LIMIT @max::integer
     FOR UPDATE SKIP LOCKED

@@ -173,16 +173,16 @@ SET
     upload_pending_at = NULL,
     pending_key = CASE WHEN $2::boolean THEN pending_key ELSE NULL END,
     staging_cleanup_at = CASE WHEN $2::boolean
-        THEN coalesce($3::timestamptz, now())
+        THEN greatest(coalesce($3::timestamptz, now()), upload_expires_at + $4::interval)
         ELSE NULL END,
     completed_at = coalesce($3::timestamptz, now()),
     expired_at = CASE WHEN is_temporary
         THEN coalesce($3::timestamptz, now()) + interval '24 hours'
         ELSE NULL END,
     updated_at = coalesce($3::timestamptz, now())
-WHERE id = $4
+WHERE id = $5
     AND status = 'completing'
-    AND completion_lease_until = $5::timestamptz
+    AND completion_lease_until = $6::timestamptz
     AND deletion_pending_at IS NULL
     AND deleted_at IS NULL
 RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
@@ -192,6 +192,7 @@ type FileFinalizeCompletionParams struct {
 	FinalETag     *string
 	RetainStaging bool
 	Now           *time.Time
+	ClockSkew     time.Duration
 	ID            uuid.UUID
 	Lease         time.Time
 }
@@ -199,15 +200,21 @@ type FileFinalizeCompletionParams struct {
 // completing -> ready, by the holder of exactly @lease, after the promoted
 // final object was verified. Sets completed_at; a temporary file expires 24
 // elapsed hours later. @retain_staging: the staging object is still in the
-// store (S3: promotion is a copy) and the staging sweep removes it from now
-// on; otherwise (local: a hard link, the staging name already unlinked)
-// pending_key is cleared. Zero rows: the lease was lost; the caller must not
-// report success and must not delete the final object (the new holder owns it).
+// store (S3: promotion is a copy) and the staging sweep removes it once the
+// upload target can no longer land -- after the upload expiry plus
+// @clock_skew (the presigned URL's expiry is computed on another clock, and
+// until then a re-PUT could write the staging key again); otherwise (local:
+// a hard link, the staging name already unlinked, and the local target
+// refuses every write once the row left pending) pending_key is cleared.
+// Zero rows: the lease was lost; the caller must not report success and must
+// not delete the final object unless the row is being deleted (the new
+// holder owns it).
 func (q *Queries) FileFinalizeCompletion(ctx context.Context, db DBTX, arg FileFinalizeCompletionParams) (UploadedFile, error) {
 	row := db.QueryRow(ctx, fileFinalizeCompletion,
 		arg.FinalETag,
 		arg.RetainStaging,
 		arg.Now,
+		arg.ClockSkew,
 		arg.ID,
 		arg.Lease,
 	)
@@ -319,6 +326,9 @@ type FileInsertPendingParams struct {
 // object -> complete verifies, promotes and finalizes.
 //
 //	FileInsertPending        (none)              -> pending
+//	FileLockPendingContent   pending             -> pending (row share-locked
+//	                                               while the local target links
+//	                                               the staging object)
 //	FileClaimCompletion      pending             -> completing (lease)
 //	FileTakeOverCompletion   completing, expired -> completing (new lease)
 //	FileFinalizeCompletion   completing (lease)  -> ready
@@ -357,6 +367,73 @@ func (q *Queries) FileInsertPending(ctx context.Context, db DBTX, arg FileInsert
 		arg.UploadTTL,
 		arg.CleanupLease,
 	)
+	var i UploadedFile
+	err := row.Scan(
+		&i.ID,
+		&i.TenantCode,
+		&i.DepartmentCode,
+		&i.UserID,
+		&i.Key,
+		&i.CDN,
+		&i.OriginalName,
+		&i.SizeBytes,
+		&i.ContentType,
+		&i.Visibility,
+		&i.IsTemporary,
+		&i.UploadPendingAt,
+		&i.DeletionPendingAt,
+		&i.ExpiredAt,
+		&i.ExtraData,
+		&i.Module,
+		&i.Entity,
+		&i.EntityID,
+		&i.Type,
+		&i.UsedAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.DeletedAt,
+		&i.Status,
+		&i.PendingKey,
+		&i.Checksum,
+		&i.ETag,
+		&i.Disposition,
+		&i.CompletedAt,
+		&i.UploadExpiresAt,
+		&i.CompletionLeaseUntil,
+		&i.StagingCleanupAt,
+	)
+	return i, err
+}
+
+const fileLockPendingContent = `-- name: FileLockPendingContent :one
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+FROM uploaded_file
+WHERE id = $1
+    AND tenant_code = $2
+    AND status = 'pending'
+    AND upload_expires_at > coalesce($3::timestamptz, now())
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+FOR SHARE
+`
+
+type FileLockPendingContentParams struct {
+	ID         uuid.UUID
+	TenantCode string
+	Now        *time.Time
+}
+
+// The local upload target's guard: share-locks a direct upload, by id
+// within the tenant, that is still pending, unclaimed, not deleted and whose
+// target has not expired. Run in a transaction that links the staging object
+// and commits at once: every transition out of pending (a completion claim,
+// an abort, the pending sweep) updates the row and so waits for that
+// transaction, and a content write that starts after the transition finds no
+// row. A staging object can therefore only appear while the row is pending
+// and names it. Zero rows: not pending any more (the caller reads the row to
+// tell which answer to give), expired, aborted or missing.
+func (q *Queries) FileLockPendingContent(ctx context.Context, db DBTX, arg FileLockPendingContentParams) (UploadedFile, error) {
+	row := db.QueryRow(ctx, fileLockPendingContent, arg.ID, arg.TenantCode, arg.Now)
 	var i UploadedFile
 	err := row.Scan(
 		&i.ID,

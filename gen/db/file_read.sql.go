@@ -210,11 +210,14 @@ type FileGetUploadStateRow struct {
 	DBNow             time.Time
 }
 
-// The raw markers of one row, unscoped and in any state. Only the writer of a
-// buffer upload calls it, with the id it generated itself, after its own
-// activation or settled-cleanup CAS matched zero rows: it tells an activation
-// whose response was lost (row active: nothing to clean) from a row that
-// maintenance took over (exact markers for FileRestoreUploadForCleanup).
+// The raw markers of one row, unscoped and in any state. Called only by a
+// writer about the row it holds, after its own CAS matched zero rows: the
+// writer of a buffer upload (the id it generated) tells an activation whose
+// response was lost (row active: nothing to clean) from a row that
+// maintenance took over (exact markers for FileRestoreUploadForCleanup); a
+// direct upload's completer whose finalize lost its lease tells a takeover
+// (another completer owns the final object) from a reclaim by the pending
+// sweep (deletion markers set: the row can never become ready again).
 // Zero rows: the row no longer exists.
 func (q *Queries) FileGetUploadState(ctx context.Context, db DBTX, arg FileGetUploadStateParams) (FileGetUploadStateRow, error) {
 	row := db.QueryRow(ctx, fileGetUploadState, arg.Now, arg.ID)

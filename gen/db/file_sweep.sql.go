@@ -547,7 +547,6 @@ WITH candidate AS (
     FROM uploaded_file
     WHERE staging_cleanup_at <= coalesce($1::timestamptz, now())
         AND deletion_pending_at IS NULL
-        AND deleted_at IS NULL
     ORDER BY staging_cleanup_at, id
     LIMIT $3::integer
     FOR UPDATE SKIP LOCKED
@@ -568,9 +567,13 @@ type StagingClaimCompletedParams struct {
 	Max          int32
 }
 
-// Ready S3 direct uploads whose retained staging object is due for removal
-// -> staging cleanup claimed (staging_cleanup_at = now + lease). Rows being
-// deleted are skipped: the deletion removes the staging object itself.
+// S3 direct uploads, ready or since deleted, whose retained staging object
+// is due for removal (FileFinalizeCompletion dates it after the upload
+// target can no longer land) -> staging cleanup claimed (staging_cleanup_at
+// = now + lease). A deleted row keeps its staging key and date: a re-PUT of
+// the still-valid target after the deletion lands under that key, and this
+// sweep removes it once the target has expired. Rows with a live deletion
+// claim are skipped until it settles.
 func (q *Queries) StagingClaimCompleted(ctx context.Context, db DBTX, arg StagingClaimCompletedParams) ([]UploadedFile, error) {
 	rows, err := db.Query(ctx, stagingClaimCompleted, arg.Now, arg.StagingLease, arg.Max)
 	if err != nil {

@@ -28,6 +28,7 @@ all: verify
 tools:
 	$(TOOL) -n sqlc >/dev/null
 	$(TOOL) -n staticcheck >/dev/null
+	$(GO) tool -modfile=tools/minio/go.mod -n minio >/dev/null
 
 ## generate: typed SQL (gen/db) from db/queries against db/migrations; the
 ## strict server (gen/api) and the Go client (gen/client) from api/openapi.yaml.
@@ -80,8 +81,12 @@ postgres:
 ## test: the full check, as CI runs it.
 test: verify postgres test-only
 
+## test-only: every test on versitygw (the default S3 server of the tests),
+## then the packages that use S3 again on MinIO; a failure on either fails.
+S3_PACKAGES := ./internal/storage/s3/ ./service/ ./internal/httpapi/ ./internal/maintenance/
 test-only:
 	$(GO) test -race -count=1 ./...
+	UPLOADEDFILE_TEST_S3=minio $(GO) test -race -count=1 $(S3_PACKAGES)
 
 ## fuzz: run every Fuzz* target of every package for FUZZTIME each. Their
 ## seed corpora also run in every `go test`.

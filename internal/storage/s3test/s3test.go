@@ -1,12 +1,25 @@
-// Package s3test runs a real S3-compatible server for tests: versitygw,
-// built with `go tool -modfile=tools/go.mod` (cached by the Go build cache)
-// and started with its posix backend on a free 127.0.0.1 port and a
-// temporary directory.
+// Package s3test runs a real S3-compatible server for tests.
+//
+// Two servers are built from the Go module proxy with `go tool` (cached by
+// the Go build cache) and started on a free 127.0.0.1 port with a temporary
+// directory: versitygw (its posix backend; tools/go.mod) and MinIO
+// (tools/minio/go.mod, a module of its own because its dependency graph
+// clashes with the other tools). Which one a test package uses is chosen by
+// the environment, so `make test` runs the S3 packages once on each:
+//
+//	UPLOADEDFILE_TEST_S3=versitygw  (the default)
+//	UPLOADEDFILE_TEST_S3=minio
+//
+// Any other S3 endpoint can be targeted instead by setting
+// UPLOADEDFILE_TEST_S3_ENDPOINT (with UPLOADEDFILE_TEST_S3_REGION,
+// UPLOADEDFILE_TEST_S3_ACCESS_KEY, UPLOADEDFILE_TEST_S3_SECRET_KEY and
+// optionally UPLOADEDFILE_TEST_S3_BUCKET, the prefix of the bucket names the
+// tests create; the credentials must be allowed to create buckets).
 //
 // A test package that needs S3 calls Main from its TestMain, which starts
-// one server lazily for the whole package and stops it when the package's
-// tests end; each test then takes a fresh bucket with New. A test that needs
-// S3 fails, never skips, when the server cannot start.
+// the servers it uses lazily for the whole package and stops them when the
+// package's tests end; each test then takes a fresh bucket with New. A test
+// that needs S3 fails, never skips, when the server cannot start.
 package s3test
 
 import (
@@ -35,14 +48,34 @@ import (
 	s3store "github.com/uploadedfile/uploadedfile/internal/storage/s3"
 )
 
-// Region is the region the test server answers for.
+// Region is the region the test servers answer for.
 const Region = "us-east-1"
 
-// Server is a running versitygw.
+// The servers this package can start.
+const (
+	VersityGW = "versitygw"
+	MinIO     = "minio"
+	External  = "external" // an endpoint given in the environment
+)
+
+// Environment variables that choose the server.
+const (
+	EnvServer    = "UPLOADEDFILE_TEST_S3"
+	EnvEndpoint  = "UPLOADEDFILE_TEST_S3_ENDPOINT"
+	EnvRegion    = "UPLOADEDFILE_TEST_S3_REGION"
+	EnvAccessKey = "UPLOADEDFILE_TEST_S3_ACCESS_KEY"
+	EnvSecretKey = "UPLOADEDFILE_TEST_S3_SECRET_KEY"
+	EnvBucket    = "UPLOADEDFILE_TEST_S3_BUCKET"
+)
+
+// Server is a running S3-compatible server.
 type Server struct {
+	Kind      string // VersityGW, MinIO or External
 	Endpoint  string // http://127.0.0.1:PORT
+	Region    string
 	AccessKey string
 	SecretKey string
+	prefix    string
 	cmd       *exec.Cmd
 	exited    chan struct{}
 	dir       string
@@ -50,14 +83,14 @@ type Server struct {
 }
 
 var (
-	shared    *Server
-	sharedErr error
+	servers   = map[string]*Server{}
+	startErrs = map[string]error{}
 	sharedMu  sync.Mutex
 	inMain    bool
 )
 
-// Main runs the package's tests and stops the shared server, if one was
-// started, afterwards: func TestMain(m *testing.M) { os.Exit(s3test.Main(m)) }.
+// Main runs the package's tests and stops the servers that were started
+// afterwards: func TestMain(m *testing.M) { os.Exit(s3test.Main(m)) }.
 func Main(m *testing.M) int {
 	sharedMu.Lock()
 	inMain = true
@@ -65,41 +98,62 @@ func Main(m *testing.M) int {
 	code := m.Run()
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
-	if shared != nil {
-		shared.Stop()
+	for _, s := range servers {
+		s.Stop()
 	}
 	return code
 }
 
-// Shared returns the package's server, starting it on first use.
-func Shared(t testing.TB) *Server {
+// Selected names the server the environment selects: External when
+// UPLOADEDFILE_TEST_S3_ENDPOINT is set, else UPLOADEDFILE_TEST_S3
+// (default VersityGW).
+func Selected() string {
+	if os.Getenv(EnvEndpoint) != "" {
+		return External
+	}
+	if k := os.Getenv(EnvServer); k != "" {
+		return k
+	}
+	return VersityGW
+}
+
+// Shared returns the package's server of the selected kind, starting it on
+// first use.
+func Shared(t testing.TB) *Server { t.Helper(); return SharedOf(t, Selected()) }
+
+// SharedOf returns the package's server of kind, starting it on first use
+// (for tests of what only one server does, such as MinIO's anonymous
+// bucket policies).
+func SharedOf(t testing.TB, kind string) *Server {
 	t.Helper()
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
 	require.True(t, inMain, "s3test: call s3test.Main from the package's TestMain")
-	if shared == nil && sharedErr == nil {
-		shared, sharedErr = Start()
+	if servers[kind] == nil && startErrs[kind] == nil {
+		servers[kind], startErrs[kind] = StartKind(kind)
 	}
-	require.NoError(t, sharedErr, "s3test: start versitygw")
-	return shared
+	require.NoError(t, startErrs[kind], "s3test: start %s", kind)
+	return servers[kind]
 }
 
-// New creates a fresh bucket on the shared server and returns a driver
+// New creates a fresh bucket on the selected server and returns a driver
 // configuration for it (path-style, static credentials).
-func New(t testing.TB) s3store.Config {
+func New(t testing.TB) s3store.Config { t.Helper(); return Shared(t).NewBucket(t) }
+
+// NewBucket creates a fresh bucket on s and returns a driver configuration
+// for it.
+func (s *Server) NewBucket(t testing.TB) s3store.Config {
 	t.Helper()
-	srv := Shared(t)
-	bucket := fmt.Sprintf("test-%d-%d", os.Getpid(), srv.buckets.Add(1))
-	client := srv.Client()
-	_, err := client.CreateBucket(context.Background(), &awss3.CreateBucketInput{Bucket: &bucket})
-	require.NoError(t, err, "s3test: create bucket")
-	return srv.Config(bucket)
+	bucket := fmt.Sprintf("%s-%d-%d", s.prefix, os.Getpid(), s.buckets.Add(1))
+	_, err := s.Client().CreateBucket(context.Background(), &awss3.CreateBucketInput{Bucket: &bucket})
+	require.NoError(t, err, "s3test: create bucket on %s", s.Kind)
+	return s.Config(bucket)
 }
 
 // Config returns a driver configuration for bucket on this server.
 func (s *Server) Config(bucket string) s3store.Config {
 	return s3store.Config{
-		Bucket: bucket, Region: Region, Endpoint: s.Endpoint, ForcePathStyle: true,
+		Bucket: bucket, Region: s.Region, Endpoint: s.Endpoint, ForcePathStyle: true,
 		AccessID: s.AccessKey, AccessKey: s.SecretKey,
 	}
 }
@@ -108,7 +162,7 @@ func (s *Server) Config(bucket string) s3store.Config {
 // the bucket directly).
 func (s *Server) Client() *awss3.Client {
 	return awss3.New(awss3.Options{
-		Region:       Region,
+		Region:       s.Region,
 		BaseEndpoint: aws.String(s.Endpoint),
 		UsePathStyle: true,
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
@@ -117,17 +171,33 @@ func (s *Server) Client() *awss3.Client {
 	})
 }
 
-// Start builds versitygw if needed and starts it. The caller must Stop it.
-func Start() (*Server, error) {
-	bin, err := binary()
+// Start starts the server the environment selects. The caller must Stop it.
+func Start() (*Server, error) { return StartKind(Selected()) }
+
+// StartKind builds the server of kind if needed and starts it (External:
+// only checks the environment). The caller must Stop it.
+func StartKind(kind string) (*Server, error) {
+	if kind == External {
+		return external()
+	}
+	var tool, modfile string
+	switch kind {
+	case VersityGW:
+		tool, modfile = "versitygw", "tools/go.mod"
+	case MinIO:
+		tool, modfile = "minio", "tools/minio/go.mod"
+	default:
+		return nil, fmt.Errorf("s3test: %s=%q: want %s or %s", EnvServer, kind, VersityGW, MinIO)
+	}
+	bin, err := binary(tool, modfile)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "versitygw-*")
+	dir, err := os.MkdirTemp("", kind+"-*")
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{AccessKey: "test" + randomHex(8), SecretKey: randomHex(20), dir: dir}
+	s := &Server{Kind: kind, Region: Region, AccessKey: "test" + randomHex(8), SecretKey: randomHex(20), dir: dir, prefix: "test"}
 	for attempt := 0; attempt < 5; attempt++ {
 		if err = s.start(bin); err == nil {
 			return s, nil
@@ -137,23 +207,65 @@ func Start() (*Server, error) {
 	return nil, err
 }
 
+// external describes the endpoint the environment names.
+func external() (*Server, error) {
+	s := &Server{
+		Kind: External, Endpoint: os.Getenv(EnvEndpoint), Region: os.Getenv(EnvRegion),
+		AccessKey: os.Getenv(EnvAccessKey), SecretKey: os.Getenv(EnvSecretKey), prefix: os.Getenv(EnvBucket),
+	}
+	if s.Region == "" {
+		s.Region = Region
+	}
+	if s.prefix == "" {
+		s.prefix = "uploadedfile-test"
+	}
+	if s.AccessKey == "" || s.SecretKey == "" {
+		return nil, fmt.Errorf("s3test: %s is set: set %s and %s too", EnvEndpoint, EnvAccessKey, EnvSecretKey)
+	}
+	return s, nil
+}
+
+// command is how each server is started on addr, serving s.dir.
+func (s *Server) command(bin, addr string) *exec.Cmd {
+	var cmd *exec.Cmd
+	switch s.Kind {
+	case MinIO:
+		cmd = exec.Command(bin, "server", "--quiet", "--address", addr, s.dir)
+		// Credentials through the environment, not the command line (ps);
+		// no console, no update checks.
+		cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+s.AccessKey, "MINIO_ROOT_PASSWORD="+s.SecretKey,
+			"MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_REGION="+s.Region)
+	default:
+		cmd = exec.Command(bin, "--port", addr, "--quiet", "--region", s.Region, "posix", s.dir)
+		cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.AccessKey, "ROOT_SECRET_ACCESS_KEY="+s.SecretKey)
+	}
+	return cmd
+}
+
+// readyPath answers 200 once the server serves requests.
+func (s *Server) readyPath() string {
+	if s.Kind == MinIO {
+		return "/minio/health/ready"
+	}
+	return "/"
+}
+
 func (s *Server) start(bin string) error {
 	addr, err := freeAddr()
 	if err != nil {
 		return err
 	}
 	s.Endpoint = "http://" + addr
-	cmd := exec.Command(bin, "--port", addr, "--quiet", "--region", Region, "posix", s.dir)
-	// Credentials through the environment, not the command line (ps).
-	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.AccessKey, "ROOT_SECRET_ACCESS_KEY="+s.SecretKey)
+	cmd := s.command(bin, addr)
 	// The server dies with the test binary, even when it is killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return err
 	}
+	cmd.Stdout = cmd.Stderr
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("s3test: start versitygw: %w", err)
+		return fmt.Errorf("s3test: start %s: %w", s.Kind, err)
 	}
 	var tail strings.Builder
 	var tailMu sync.Mutex
@@ -169,24 +281,26 @@ func (s *Server) start(bin string) error {
 	}()
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(60 * time.Second)
 	for {
 		select {
 		case <-exited:
 			tailMu.Lock()
 			defer tailMu.Unlock()
-			return fmt.Errorf("s3test: versitygw exited: %s", tail.String())
+			return fmt.Errorf("s3test: %s exited: %s", s.Kind, tail.String())
 		case <-deadline:
 			_ = cmd.Process.Kill()
 			<-exited
-			return fmt.Errorf("s3test: versitygw did not answer on %s", addr)
+			return fmt.Errorf("s3test: %s did not answer on %s", s.Kind, addr)
 		case <-time.After(50 * time.Millisecond):
 		}
-		resp, err := http.Get(s.Endpoint + "/")
+		resp, err := http.Get(s.Endpoint + s.readyPath())
 		if err == nil {
 			resp.Body.Close()
-			s.cmd, s.exited = cmd, exited
-			return nil
+			if resp.StatusCode < 500 {
+				s.cmd, s.exited = cmd, exited
+				return nil
+			}
 		}
 	}
 }
@@ -197,12 +311,14 @@ func (s *Server) Stop() {
 		_ = s.cmd.Process.Kill()
 		<-s.exited
 	}
-	os.RemoveAll(s.dir)
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+	}
 }
 
-// binary builds (or finds in the build cache) versitygw at the version
-// pinned in tools/go.mod and returns its path.
-func binary() (string, error) {
+// binary builds (or finds in the build cache) tool at the version pinned in
+// modfile (relative to the module root) and returns its path.
+func binary(tool, modfile string) (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return "", fmt.Errorf("s3test: go env GOMOD: %w", err)
@@ -211,16 +327,16 @@ func binary() (string, error) {
 	if gomod == "" || gomod == os.DevNull {
 		return "", errors.New("s3test: not inside the uploadedfile module")
 	}
-	toolsMod := filepath.Join(filepath.Dir(gomod), "tools", "go.mod")
-	cmd := exec.Command("go", "tool", "-modfile="+toolsMod, "-n", "versitygw")
-	cmd.Dir = filepath.Dir(gomod)
+	root := filepath.Dir(gomod)
+	cmd := exec.Command("go", "tool", "-modfile="+filepath.Join(root, modfile), "-n", tool)
+	cmd.Dir = root
 	path, err := cmd.Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			return "", fmt.Errorf("s3test: build versitygw: %s", ee.Stderr)
+			return "", fmt.Errorf("s3test: build %s: %s", tool, ee.Stderr)
 		}
-		return "", fmt.Errorf("s3test: build versitygw: %w", err)
+		return "", fmt.Errorf("s3test: build %s: %w", tool, err)
 	}
 	return strings.TrimSpace(string(path)), nil
 }

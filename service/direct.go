@@ -104,7 +104,7 @@ func (s *Service) initiate(ctx context.Context, in InitiateInput, o UploadOption
 		return nil, s.checkError(ctx, err)
 	}
 	id := uuid.New()
-	final, staging, err := objectkey.Pair(s.cfg.Folder, a.scope.TenantCode, a.scope.DepartmentCode, id, checked.Extension)
+	final, staging, err := objectkey.Pair(s.cfg.Folder, a.scope.TenantCode, a.scope.DepartmentCode, id, checked.Extension, vis == Public)
 	if err != nil {
 		return nil, ErrInvalidMeta
 	}
@@ -382,7 +382,7 @@ func (s *Service) completeClaimed(ctx context.Context, row db.UploadedFile) (*Re
 		if err := s.verifyStaging(ctx, row, sum); err != nil {
 			return nil, err
 		}
-		final, err = s.store.Promote(ctx, *row.PendingKey, row.Key, deref(row.ETag))
+		final, err = s.store.Promote(ctx, *row.PendingKey, row.Key, deref(row.ETag), storage.PromoteOptions{Public: isPublic(row)})
 		switch {
 		case errors.Is(err, storage.ErrExists):
 			final, err = s.store.Stat(ctx, row.Key)
@@ -414,6 +414,11 @@ func (s *Service) completeClaimed(ctx context.Context, row db.UploadedFile) (*Re
 		return nil, s.claimLost(ctx, err)
 	}
 	return s.result(ctx, ready, nil)
+}
+
+// isPublic: the row's object is publicly readable (a temporary file never is).
+func isPublic(row db.UploadedFile) bool {
+	return Visibility(row.Visibility) == Public && !row.IsTemporary
 }
 
 // lostAfterPromote runs when a completer that promoted the final object

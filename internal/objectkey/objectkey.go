@@ -4,7 +4,12 @@
 //
 //	<folder>/<namespace>/<uuid>[.<ext>]
 //
-// and the staging key of a direct upload is
+// a public file's final key has a prefix of its own, so a bucket policy or
+// CDN origin can expose public objects without the private ones:
+//
+//	<folder>/_public/<namespace>/<uuid>[.<ext>]
+//
+// and the staging key of a direct upload (always private) is
 //
 //	<folder>/_staging/<namespace>/<uuid>[.<ext>]
 //
@@ -34,6 +39,7 @@ const DefaultFolder = "core"
 
 const (
 	stagingSegment  = "_staging"
+	publicSegment   = "_public"
 	namespacePrefix = "t-"
 	departmentSep   = "-d-"
 	maxFolderLength = 128
@@ -57,6 +63,9 @@ type Key struct {
 	ID         uuid.UUID
 	Ext        string // without the dot; "" for none
 	Staging    bool
+	// Public puts a final key under the public prefix; a staging key is
+	// never public.
+	Public bool
 }
 
 // NormalizeFolder returns the canonical form of a configured folder: ""
@@ -136,8 +145,13 @@ func (k Key) String() (string, error) {
 		name += "." + k.Ext
 	}
 	parts := []string{folder, ns, name}
-	if k.Staging {
+	switch {
+	case k.Staging && k.Public:
+		return "", fmt.Errorf("%w key: a staging key is never public", ErrInvalid)
+	case k.Staging:
 		parts = []string{folder, stagingSegment, ns, name}
+	case k.Public:
+		parts = []string{folder, publicSegment, ns, name}
 	}
 	out := strings.Join(parts, "/")
 	if len(out) > MaxKeyLength {
@@ -146,13 +160,14 @@ func (k Key) String() (string, error) {
 	return out, nil
 }
 
-// Pair builds the final key and the distinct staging key of one upload.
-func Pair(folder, tenant string, department *string, id uuid.UUID, ext string) (final, staging string, err error) {
-	k := Key{Folder: folder, Tenant: tenant, Department: department, ID: id, Ext: ext}
+// Pair builds the final key (under the public prefix when public) and the
+// distinct, private staging key of one upload.
+func Pair(folder, tenant string, department *string, id uuid.UUID, ext string, public bool) (final, staging string, err error) {
+	k := Key{Folder: folder, Tenant: tenant, Department: department, ID: id, Ext: ext, Public: public}
 	if final, err = k.String(); err != nil {
 		return "", "", err
 	}
-	k.Staging = true
+	k.Staging, k.Public = true, false
 	if staging, err = k.String(); err != nil {
 		return "", "", err
 	}
@@ -171,8 +186,12 @@ func Parse(key string) (Key, error) {
 	var k Key
 	name, ns := segs[len(segs)-1], segs[len(segs)-2]
 	rest := segs[:len(segs)-2]
-	if rest[len(rest)-1] == stagingSegment {
+	switch rest[len(rest)-1] {
+	case stagingSegment:
 		k.Staging = true
+		rest = rest[:len(rest)-1]
+	case publicSegment:
+		k.Public = true
 		rest = rest[:len(rest)-1]
 	}
 	if len(rest) == 0 {

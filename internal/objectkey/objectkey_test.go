@@ -28,10 +28,16 @@ func TestPairRoundTrip(t *testing.T) {
 		{"control characters", "a\x00b\nc", ptr("\t")},
 		{"looks like staging", "_staging", ptr("t-x")},
 	} {
-		final, staging, err := objectkey.Pair("core", c.tenant, c.dept, id, "pdf")
+		final, staging, err := objectkey.Pair("core", c.tenant, c.dept, id, "pdf", false)
 		require.NoError(t, err, c.name)
 		require.NotEqual(t, final, staging)
-		for _, key := range []string{final, staging} {
+		public, publicStaging, err := objectkey.Pair("core", c.tenant, c.dept, id, "pdf", true)
+		require.NoError(t, err, c.name)
+		require.Equal(t, staging, publicStaging, "a staging key is private whatever the file's visibility")
+		require.NotEqual(t, final, public)
+		require.True(t, strings.HasPrefix(public, "core/_public/"), public)
+		require.False(t, strings.HasPrefix(final, "core/_public/"), "a private key never shares the public prefix: %s", final)
+		for _, key := range []string{final, staging, public} {
 			segs := strings.Split(key, "/")
 			for _, s := range segs {
 				require.NotContains(t, []string{"", ".", ".."}, s, "%s: unsafe segment in %q", c.name, key)
@@ -47,6 +53,10 @@ func TestPairRoundTrip(t *testing.T) {
 			require.Equal(t, "pdf", k.Ext)
 			require.Equal(t, "core", k.Folder)
 			require.Equal(t, key == staging, k.Staging)
+			require.Equal(t, key == public, k.Public)
+			again, err := k.String()
+			require.NoError(t, err)
+			require.Equal(t, key, again)
 		}
 	}
 }
@@ -105,9 +115,9 @@ func TestExtension(t *testing.T) {
 
 func TestKeyLengthBound(t *testing.T) {
 	t.Parallel()
-	_, _, err := objectkey.Pair("core", strings.Repeat("t", 700), nil, uuid.New(), "")
+	_, _, err := objectkey.Pair("core", strings.Repeat("t", 700), nil, uuid.New(), "", false)
 	require.ErrorIs(t, err, objectkey.ErrInvalid, "a key over 1024 bytes is refused")
-	final, staging, err := objectkey.Pair("core", strings.Repeat("t", 255), ptr(strings.Repeat("d", 255)), uuid.New(), "docx")
+	final, staging, err := objectkey.Pair("core", strings.Repeat("t", 255), ptr(strings.Repeat("d", 255)), uuid.New(), "docx", true)
 	require.NoError(t, err, "the longest scope the schema allows still fits")
 	require.LessOrEqual(t, len(final), objectkey.MaxKeyLength)
 	require.LessOrEqual(t, len(staging), objectkey.MaxKeyLength)
@@ -129,9 +139,11 @@ func TestParseRefusesForeignKeys(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	id := uuid.MustParse("6f1c2b9e-3d4a-4b5c-8d7e-9f0a1b2c3d4e")
-	final, staging, _ := objectkey.Pair("a/b", "t/../x", ptr(""), id, "csv")
+	final, staging, _ := objectkey.Pair("a/b", "t/../x", ptr(""), id, "csv", false)
+	public, _, _ := objectkey.Pair("a/b", "t/../x", ptr(""), id, "csv", true)
 	f.Add(final)
 	f.Add(staging)
+	f.Add(public)
 	f.Add("core/t-/x")
 	f.Fuzz(func(t *testing.T, key string) {
 		k, err := objectkey.Parse(key)

@@ -91,6 +91,13 @@ type PutOptions struct {
 	Public bool
 }
 
+// PromoteOptions describe the object a Promote creates.
+type PromoteOptions struct {
+	// Public asks for a publicly readable object, as PutOptions.Public: a
+	// copy does not keep the source's ACL, so it is asked for again.
+	Public bool
+}
+
 // Range selects bytes [Offset, Offset+Length) of an object; Length < 0 reads
 // to the end.
 type Range struct {
@@ -135,7 +142,7 @@ type Store interface {
 	Open(ctx context.Context, key string, rng *Range) (io.ReadCloser, error)
 	// Promote makes dst an identical object to src, provided src's ETag is
 	// still srcETag, without overwriting dst.
-	Promote(ctx context.Context, src, dst, srcETag string) (ObjectInfo, error)
+	Promote(ctx context.Context, src, dst, srcETag string, opts PromoteOptions) (ObjectInfo, error)
 	// Delete removes the object; an absent object is not an error.
 	Delete(ctx context.Context, key string) error
 	// PresignPut returns a request that writes key with exactly the declared

@@ -349,8 +349,9 @@ func (s *Store) OpenFile(key string) (*os.File, storage.ObjectInfo, error) {
 
 // Promote implements storage.Store: a hard link, after checking the source
 // version; the link is verified afterwards too, so a source replaced between
-// the check and the link is refused and the link removed.
-func (s *Store) Promote(ctx context.Context, src, dst, srcETag string) (storage.ObjectInfo, error) {
+// the check and the link is refused and the link removed. Public is ignored:
+// local files are served by the service, never read anonymously.
+func (s *Store) Promote(ctx context.Context, src, dst, srcETag string, _ storage.PromoteOptions) (storage.ObjectInfo, error) {
 	if err := storage.ValidateKey(dst); err != nil {
 		return storage.ObjectInfo{}, err
 	}

@@ -110,7 +110,7 @@ func testSymlinksCannotEscapeRoot(t *testing.T, s *local.Store) {
 
 	// Promotion onto or from an escaping path.
 	oi := putString(t, s, "b/src.txt", "src")
-	_, err = s.Promote(ctx, "b/src.txt", "core/dst.txt", oi.ETag)
+	_, err = s.Promote(ctx, "b/src.txt", "core/dst.txt", oi.ETag, storage.PromoteOptions{})
 	require.ErrorIs(t, err, storage.ErrInvalidKey)
 }
 
@@ -182,7 +182,7 @@ func TestPromoteIsAHardLink(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	oi := putString(t, s, "s/staging.bin", "linked")
-	_, err := s.Promote(ctx, "s/staging.bin", "f/final.bin", oi.ETag)
+	_, err := s.Promote(ctx, "s/staging.bin", "f/final.bin", oi.ETag, storage.PromoteOptions{})
 	require.NoError(t, err)
 	a, err := os.Stat(filepath.Join(s.Root(), "s/staging.bin"))
 	require.NoError(t, err)

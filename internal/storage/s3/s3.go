@@ -6,7 +6,8 @@
 // Promote is a server-side CopyObject guarded by
 // x-amz-copy-source-if-match (the verified source version) and
 // If-None-Match: * (no overwrite), asking the store to compute the SHA-256
-// of the copy. Stat is HeadObject with checksum mode. Presigned PUTs sign
+// of the copy (and, for a public object under object-acl, the public-read
+// ACL again: a copy does not keep it). Stat is HeadObject with checksum mode. Presigned PUTs sign
 // Content-Type, Content-Length, If-None-Match and x-amz-checksum-sha256 as
 // headers -- never hoisted into the query string -- so the store itself
 // refuses a wrong length, type or checksum, and a second write.
@@ -224,7 +225,7 @@ func (s *Store) Open(ctx context.Context, key string, rng *storage.Range) (io.Re
 }
 
 // Promote implements storage.Store.
-func (s *Store) Promote(ctx context.Context, src, dst, srcETag string) (storage.ObjectInfo, error) {
+func (s *Store) Promote(ctx context.Context, src, dst, srcETag string, opts storage.PromoteOptions) (storage.ObjectInfo, error) {
 	if err := storage.ValidateKey(src); err != nil {
 		return storage.ObjectInfo{}, err
 	}
@@ -240,7 +241,7 @@ func (s *Store) Promote(ctx context.Context, src, dst, srcETag string) (storage.
 	} else if !errors.Is(err, storage.ErrNotFound) {
 		return storage.ObjectInfo{}, err
 	}
-	_, err := s.client.CopyObject(ctx, &awss3.CopyObjectInput{
+	in := &awss3.CopyObjectInput{
 		Bucket:            &s.cfg.Bucket,
 		Key:               &dst,
 		CopySource:        aws.String(url.PathEscape(s.cfg.Bucket) + "/" + escapeKey(src)),
@@ -248,7 +249,13 @@ func (s *Store) Promote(ctx context.Context, src, dst, srcETag string) (storage.
 		IfNoneMatch:       aws.String("*"),
 		ChecksumAlgorithm: types.ChecksumAlgorithmSha256,
 		MetadataDirective: types.MetadataDirectiveCopy,
-	})
+	}
+	if opts.Public && s.cfg.PublicAccessMode == PublicAccessObjectACL {
+		// A copy never keeps the source's ACL (and the staging object is
+		// private anyway): ask for public-read on the copy itself.
+		in.ACL = types.ObjectCannedACLPublicRead
+	}
+	_, err := s.client.CopyObject(ctx, in)
 	if err != nil {
 		if !isStatus(err, http.StatusPreconditionFailed) {
 			return storage.ObjectInfo{}, mapError(err)

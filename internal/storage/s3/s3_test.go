@@ -97,23 +97,33 @@ func TestPublicAccessMode(t *testing.T) {
 		cfg.HTTPClient = &http.Client{Transport: rec}
 		s, err := s3store.New(ctx, cfg)
 		require.NoError(t, err)
-		_, err = s.Put(ctx, "core/x/obj", strings.NewReader("x"), storage.PutOptions{Size: 1, Public: c.public})
+		oi, err := s.Put(ctx, "core/x/obj", strings.NewReader("x"), storage.PutOptions{Size: 1, Public: c.public})
 		require.NoError(t, err, "%s public=%v", c.mode, c.public)
 		require.Equal(t, []string{c.want}, rec.puts, "%q public=%v", c.mode, c.public)
+		// A promotion is a copy, and a copy does not keep the ACL: it is
+		// asked for again (a public direct upload's staging object is private).
+		_, err = s.Promote(ctx, "core/x/obj", "core/x/promoted", oi.ETag, storage.PromoteOptions{Public: c.public})
+		require.NoError(t, err)
+		require.Equal(t, []string{c.want}, rec.copies, "promote: %q public=%v", c.mode, c.public)
 	}
 }
 
-// aclRecorder records the x-amz-acl header of every PUT.
+// aclRecorder records the x-amz-acl header of every PUT and every copy.
 type aclRecorder struct {
-	next http.RoundTripper
-	mu   sync.Mutex
-	puts []string
+	next   http.RoundTripper
+	mu     sync.Mutex
+	puts   []string
+	copies []string
 }
 
 func (a *aclRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method == http.MethodPut {
 		a.mu.Lock()
-		a.puts = append(a.puts, r.Header.Get("X-Amz-Acl"))
+		if r.Header.Get("X-Amz-Copy-Source") != "" {
+			a.copies = append(a.copies, r.Header.Get("X-Amz-Acl"))
+		} else {
+			a.puts = append(a.puts, r.Header.Get("X-Amz-Acl"))
+		}
 		a.mu.Unlock()
 	}
 	return a.next.RoundTrip(r)

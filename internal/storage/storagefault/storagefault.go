@@ -193,8 +193,8 @@ func (s *Store) Open(ctx context.Context, key string, rng *storage.Range) (io.Re
 }
 
 // Promote implements storage.Store; a key filter sees the destination.
-func (s *Store) Promote(ctx context.Context, src, dst, srcETag string) (storage.ObjectInfo, error) {
-	return run(ctx, s, OpPromote, dst, func() (storage.ObjectInfo, error) { return s.Store.Promote(ctx, src, dst, srcETag) })
+func (s *Store) Promote(ctx context.Context, src, dst, srcETag string, opts storage.PromoteOptions) (storage.ObjectInfo, error) {
+	return run(ctx, s, OpPromote, dst, func() (storage.ObjectInfo, error) { return s.Store.Promote(ctx, src, dst, srcETag, opts) })
 }
 
 // Delete implements storage.Store.

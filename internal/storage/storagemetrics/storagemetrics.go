@@ -76,9 +76,9 @@ func (w *Store) Open(ctx context.Context, key string, rng *storage.Range) (io.Re
 }
 
 // Promote implements storage.Store.
-func (w *Store) Promote(ctx context.Context, src, dst, etag string) (storage.ObjectInfo, error) {
+func (w *Store) Promote(ctx context.Context, src, dst, etag string, opts storage.PromoteOptions) (storage.ObjectInfo, error) {
 	w.requests.WithLabelValues("promote").Inc()
-	return w.Store.Promote(ctx, src, dst, etag)
+	return w.Store.Promote(ctx, src, dst, etag, opts)
 }
 
 // Delete implements storage.Store.

@@ -163,17 +163,17 @@ func testPromote(t *testing.T, s storage.Store) {
 	body := []byte("promoted bytes")
 	oi := put(t, s, src, body, "application/octet-stream")
 
-	promoted, err := s.Promote(ctx, src, dst, oi.ETag)
+	promoted, err := s.Promote(ctx, src, dst, oi.ETag, storage.PromoteOptions{})
 	require.NoError(t, err)
 	require.EqualValues(t, len(body), promoted.Size)
 	require.Equal(t, sum(body), promoted.SHA256, "the final object's SHA-256 is known, for verification")
 	require.Equal(t, string(body), read(t, s, dst, nil))
 	require.Equal(t, string(body), read(t, s, src, nil), "the source is untouched")
 
-	_, err = s.Promote(ctx, src, dst, oi.ETag)
+	_, err = s.Promote(ctx, src, dst, oi.ETag, storage.PromoteOptions{})
 	require.ErrorIs(t, err, storage.ErrExists, "never overwrites")
 
-	_, err = s.Promote(ctx, key("missing.bin"), key("x.bin"), oi.ETag)
+	_, err = s.Promote(ctx, key("missing.bin"), key("x.bin"), oi.ETag, storage.PromoteOptions{})
 	require.Error(t, err)
 	require.True(t, isNotFoundOrPrecondition(err), "a missing source: %v", err)
 }
@@ -188,7 +188,7 @@ func testPromoteRefusesStaleSource(t *testing.T, s storage.Store) {
 	require.NoError(t, s.Delete(ctx, src))
 	put(t, s, src, []byte("replaced version"), "application/octet-stream")
 
-	_, err := s.Promote(ctx, src, dst, old.ETag)
+	_, err := s.Promote(ctx, src, dst, old.ETag, storage.PromoteOptions{})
 	require.ErrorIs(t, err, storage.ErrPrecondition)
 	requireAbsent(t, s, dst, "a refused promotion creates nothing")
 }

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -130,9 +131,7 @@ func (s *Service) finishDeletion(ctx context.Context, row db.UploadedFile) bool 
 	for _, key := range objectKeys(row) {
 		if err := s.store.Delete(ctx, key); err != nil {
 			s.log.WarnContext(ctx, "delete object failed; released for retry", "file_id", row.ID, "error", err.Error())
-			if _, rerr := s.q.FileReleaseDeletion(ctx, s.db, db.FileReleaseDeletionParams{ID: row.ID, Claim: claim, Backoff: DeletionRetryBackoff, Now: s.now()}); rerr != nil && !isNoRows(rerr) {
-				s.log.ErrorContext(ctx, "release deletion claim", "file_id", row.ID, "error", rerr.Error())
-			}
+			s.releaseDeletion(ctx, row.ID, claim)
 			return false
 		}
 	}
@@ -149,11 +148,23 @@ func (s *Service) finishDeletion(ctx context.Context, row db.UploadedFile) bool 
 		_, err = s.q.FileSettleDeletion(ctx, s.db, db.FileSettleDeletionParams{ID: row.ID, Claim: claim, UploadMarker: row.UploadPendingAt, Now: s.now()})
 	}
 	if err != nil && !isNoRows(err) {
-		s.log.ErrorContext(ctx, "settle deletion", "file_id", row.ID, "error", err.Error())
+		// The finalization failed: release the claim like a storage
+		// failure (rule 6), so the row waits one minute, not the lease.
+		s.log.ErrorContext(ctx, "settle deletion failed; released for retry", "file_id", row.ID, "error", err.Error())
+		s.releaseDeletion(ctx, row.ID, claim)
 		return false
 	}
 	// Zero rows: the claim was taken over; its new holder settles it.
 	return err == nil
+}
+
+// releaseDeletion moves the claim this worker holds to the retry marker one
+// minute ahead. Zero rows: the claim was taken over, nothing to release.
+func (s *Service) releaseDeletion(ctx context.Context, id uuid.UUID, claim time.Time) {
+	_, err := s.q.FileReleaseDeletion(ctx, s.db, db.FileReleaseDeletionParams{ID: id, Claim: claim, Backoff: DeletionRetryBackoff, Now: s.now()})
+	if err != nil && !isNoRows(err) {
+		s.log.ErrorContext(ctx, "release deletion claim", "file_id", id, "error", err.Error())
+	}
 }
 
 // writerMayStillWrite: a buffer upload's writer never reports back once it

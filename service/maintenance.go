@@ -42,20 +42,27 @@ func (s *Service) finishAll(ctx context.Context, rows []db.UploadedFile) int {
 // is released one minute ahead, so the next batch moves on. Cross-tenant;
 // trusted maintenance only.
 func (s *Service) UnsafeSystemRetryPendingDeletions(ctx context.Context, limit int) (int, error) {
-	max := s.batch(limit)
+	done, _, err := s.retryDeletions(ctx, s.batch(limit))
+	return done, err
+}
+
+// retryDeletions is UnsafeSystemRetryPendingDeletions over at most max
+// rows; it also reports how many rows it claimed.
+func (s *Service) retryDeletions(ctx context.Context, max int) (done, claimed int, err error) {
 	rows, err := s.q.DeletionClaimElapsed(ctx, s.db, db.DeletionClaimElapsedParams{Max: int32(max), DeletionLease: deletionLease, Now: s.now()})
 	if err != nil {
-		return 0, s.internalError(ctx, ErrCleanupFailed, "claim elapsed deletions", err)
+		return 0, 0, s.internalError(ctx, ErrCleanupFailed, "claim elapsed deletions", err)
 	}
-	done := s.finishAll(ctx, rows)
+	done, claimed = s.finishAll(ctx, rows), len(rows)
 	if rest := max - len(rows); rest > 0 {
 		tombs, err := s.q.DeletionClaimExpiredTombstones(ctx, s.db, db.DeletionClaimExpiredTombstonesParams{Max: int32(rest), DeletionLease: deletionLease, Now: s.now()})
 		if err != nil {
-			return done, s.internalError(ctx, ErrCleanupFailed, "claim expired tombstones", err)
+			return done, claimed, s.internalError(ctx, ErrCleanupFailed, "claim expired tombstones", err)
 		}
 		done += s.finishAll(ctx, tombs)
+		claimed += len(tombs)
 	}
-	return done, nil
+	return done, claimed, nil
 }
 
 // UnsafeSystemRetireUploadTombstone turns the expired upload tombstone id
@@ -80,39 +87,61 @@ func (s *Service) UnsafeSystemRetireUploadTombstone(ctx context.Context, id uuid
 func (s *Service) UnsafeSystemPurgeUnusedBefore(ctx context.Context, cutoff time.Time) (int, error) {
 	done := 0
 	for range 10 {
-		rows, err := s.q.FileClaimUnusedBefore(ctx, s.db, db.FileClaimUnusedBeforeParams{Cutoff: cutoff, Max: int32(s.cfg.CleanupBatchSize), DeletionLease: deletionLease, Now: s.now()})
-		if err != nil {
-			return done, s.internalError(ctx, ErrCleanupFailed, "claim unused files", err)
-		}
-		done += s.finishAll(ctx, rows)
-		if len(rows) < s.cfg.CleanupBatchSize {
-			break
+		n, claimed, err := s.purgeUnused(ctx, cutoff, s.cfg.CleanupBatchSize)
+		done += n
+		if err != nil || claimed < s.cfg.CleanupBatchSize {
+			return done, err
 		}
 	}
 	return done, nil
 }
 
-// CleanupPendingUploads is the pending sweep of one batch: direct uploads
-// whose upload window and cleanup lease passed without completion are
-// deleted (staging and final objects), then deletion retries run with the
-// capacity left, then retained S3 staging objects are removed.
-// Cross-tenant; trusted maintenance only.
+// UnsafeSystemPurgeUnusedBatch is one batch of UnsafeSystemPurgeUnusedBefore,
+// of at most limit rows (the pending track spends what is left of its
+// run's budget on it). Cross-tenant; trusted maintenance only.
+func (s *Service) UnsafeSystemPurgeUnusedBatch(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	done, _, err := s.purgeUnused(ctx, cutoff, s.batch(limit))
+	return done, err
+}
+
+func (s *Service) purgeUnused(ctx context.Context, cutoff time.Time, max int) (done, claimed int, err error) {
+	rows, err := s.q.FileClaimUnusedBefore(ctx, s.db, db.FileClaimUnusedBeforeParams{Cutoff: cutoff, Max: int32(max), DeletionLease: deletionLease, Now: s.now()})
+	if err != nil {
+		return 0, 0, s.internalError(ctx, ErrCleanupFailed, "claim unused files", err)
+	}
+	return s.finishAll(ctx, rows), len(rows), nil
+}
+
+// CleanupPendingUploads is the pending sweep of one batch of at most limit
+// rows in all: direct uploads whose upload window and cleanup lease passed
+// without completion are deleted (staging and final objects), then
+// deletion retries run with the capacity left, then retained S3 staging
+// objects are removed with what is still left. Cross-tenant; trusted
+// maintenance only.
 func (s *Service) CleanupPendingUploads(ctx context.Context, limit int) (int, error) {
-	max := s.batch(limit)
-	rows, err := s.q.FileClaimExpiredDirectUploads(ctx, s.db, db.FileClaimExpiredDirectUploadsParams{Max: int32(max), DeletionLease: deletionLease, Now: s.now()})
+	rest := s.batch(limit)
+	rows, err := s.q.FileClaimExpiredDirectUploads(ctx, s.db, db.FileClaimExpiredDirectUploadsParams{Max: int32(rest), DeletionLease: deletionLease, Now: s.now()})
 	if err != nil {
 		return 0, s.internalError(ctx, ErrCleanupFailed, "claim expired direct uploads", err)
 	}
 	done := s.finishAll(ctx, rows)
-	if rest := max - len(rows); rest > 0 {
-		n, err := s.UnsafeSystemRetryPendingDeletions(ctx, rest)
+	rest -= len(rows)
+	if rest > 0 {
+		n, claimed, err := s.retryDeletions(ctx, rest)
+		done += n
+		if err != nil {
+			return done, err
+		}
+		rest -= claimed
+	}
+	if rest > 0 {
+		n, err := s.UnsafeSystemCleanupCompletedStaging(ctx, rest)
 		done += n
 		if err != nil {
 			return done, err
 		}
 	}
-	n, err := s.UnsafeSystemCleanupCompletedStaging(ctx, max)
-	return done + n, err
+	return done, nil
 }
 
 // CleanupExpiredTemporaryFiles deletes ready temporary files expired

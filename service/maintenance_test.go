@@ -107,3 +107,24 @@ func TestSweepFaults(t *testing.T) {
 		})
 	}
 }
+
+// TestFailedFinalizationReleasesTheClaim: rule 6 -- when settling a
+// deletion fails after its bytes are gone, the claim is released to the
+// one-minute retry marker like a storage failure, and the retry sweep
+// finishes it.
+func TestFailedFinalizationReleasesTheClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t, service.DriverLocal)
+	r := b.upload(alice)
+	b.db.failNext.Store("FileSettleDeletion")
+	require.NoError(t, b.svc.DeleteByID(alice, r.ID.String()), "the file is gone for every reader")
+	row := b.row(r.ID)
+	require.Nil(t, row.DeletedAt)
+	require.Equal(t, b.clock.Now().Add(time.Minute), row.DeletionPendingAt.UTC(), "released to the retry marker, not left to the lease")
+	b.clock.Advance(time.Minute)
+	n, err := b.svc.UnsafeSystemRetryPendingDeletions(context.Background(), 0)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.NotNil(t, b.row(r.ID).DeletedAt)
+	b.checkInvariants()
+}

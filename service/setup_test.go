@@ -52,6 +52,7 @@ type wrappedDB struct {
 	*pgxpool.Pool
 	begins   atomic.Int32
 	loseNext atomic.Value // query name whose next response is lost
+	failNext atomic.Value // query name whose next call fails without running
 }
 
 func (w *wrappedDB) Begin(ctx context.Context) (pgx.Tx, error) {
@@ -60,6 +61,10 @@ func (w *wrappedDB) Begin(ctx context.Context) (pgx.Tx, error) {
 }
 
 func (w *wrappedDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if name, _ := w.failNext.Load().(string); name != "" && strings.HasPrefix(sql, "-- name: "+name+" ") {
+		w.failNext.Store("")
+		return errRow{errors.New("connection reset by peer")}
+	}
 	if name, _ := w.loseNext.Load().(string); name != "" && strings.HasPrefix(sql, "-- name: "+name+" ") {
 		w.loseNext.Store("")
 		rows, err := w.Pool.Query(ctx, sql, args...)

@@ -48,7 +48,7 @@ var lockKeys = map[string]int64{TrackPending: 0x75664d5f70656e64, TrackTemporary
 type Sweeper interface {
 	CleanupPendingUploads(ctx context.Context, limit int) (int, error)
 	CleanupExpiredTemporaryFiles(ctx context.Context, now *time.Time, limit int) (int, error)
-	UnsafeSystemPurgeUnusedBefore(ctx context.Context, cutoff time.Time) (int, error)
+	UnsafeSystemPurgeUnusedBatch(ctx context.Context, cutoff time.Time, limit int) (int, error)
 	EffectiveConfig() service.Config
 }
 
@@ -136,38 +136,50 @@ func (r *Runner) Run(ctx context.Context, track string) (Result, error) {
 	return res, nil
 }
 
-// drain runs batch until a batch claims nothing, at most maxBatches times;
-// st counts what the batches did.
-func drain(ctx context.Context, st *service.SweepStats, batch func(ctx context.Context) error) error {
-	for range maxBatches {
+// drain runs batches of at most batchSize rows until a batch claims
+// nothing or the run has examined maxBatches * batchSize rows: the bound is
+// on the whole run, whatever the batches did. batch gets the size of the
+// batch to run; st counts what the batches examined.
+func drain(ctx context.Context, st *service.SweepStats, budget *int64, batchSize int, batch func(ctx context.Context, limit int) error) error {
+	for *budget > 0 {
 		before := st.Examined.Load()
-		if err := batch(ctx); err != nil {
+		if err := batch(ctx, int(min(*budget, int64(batchSize)))); err != nil {
 			return err
 		}
-		if st.Examined.Load() == before {
+		examined := st.Examined.Load() - before
+		*budget -= examined
+		if examined == 0 {
 			return nil
 		}
 	}
 	return nil
 }
 
+// pending runs the pending track: expired direct uploads, deletion retries
+// and retained staging objects, then -- only with positive cleanupAfterDays
+// and only with what is left of the run's ten batches -- the age purge.
 func (r *Runner) pending(ctx context.Context, st *service.SweepStats) error {
 	cfg := r.svc.EffectiveConfig()
-	err := drain(ctx, st, func(ctx context.Context) error {
-		_, err := r.svc.CleanupPendingUploads(ctx, cfg.CleanupBatchSize)
+	budget := int64(maxBatches * cfg.CleanupBatchSize)
+	err := drain(ctx, st, &budget, cfg.CleanupBatchSize, func(ctx context.Context, limit int) error {
+		_, err := r.svc.CleanupPendingUploads(ctx, limit)
 		return err
 	})
 	if err != nil || cfg.CleanupAfterDays <= 0 {
 		return err
 	}
-	_, err = r.svc.UnsafeSystemPurgeUnusedBefore(ctx, r.now().Add(-time.Duration(cfg.CleanupAfterDays)*24*time.Hour))
-	return err
+	cutoff := r.now().Add(-time.Duration(cfg.CleanupAfterDays) * 24 * time.Hour)
+	return drain(ctx, st, &budget, cfg.CleanupBatchSize, func(ctx context.Context, limit int) error {
+		_, err := r.svc.UnsafeSystemPurgeUnusedBatch(ctx, cutoff, limit)
+		return err
+	})
 }
 
 func (r *Runner) temporary(ctx context.Context, st *service.SweepStats) error {
 	cfg := r.svc.EffectiveConfig()
-	return drain(ctx, st, func(ctx context.Context) error {
-		_, err := r.svc.CleanupExpiredTemporaryFiles(ctx, nil, cfg.CleanupBatchSize)
+	budget := int64(maxBatches * cfg.CleanupBatchSize)
+	return drain(ctx, st, &budget, cfg.CleanupBatchSize, func(ctx context.Context, limit int) error {
+		_, err := r.svc.CleanupExpiredTemporaryFiles(ctx, nil, limit)
 		return err
 	})
 }

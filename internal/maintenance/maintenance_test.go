@@ -136,6 +136,33 @@ func TestTrackDrainsUpToTenBatches(t *testing.T) {
 	require.Equal(t, 57.0, counter(t, reg, "uploadedfile_sweep_rows_total", map[string]string{"track": "temporary", "result": "done"}))
 }
 
+// TestPendingRunBoundCoversEveryStep: the pending track's ten batches are a
+// bound on the whole run -- expired direct uploads, deletion retries,
+// staging cleanup and the age purge together.
+func TestPendingRunBoundCoversEveryStep(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	svc, err := service.New(context.Background(), service.Config{LocalRoot: e.root, CleanupBatchSize: 5, CleanupAfterDays: 1}, e.pool,
+		service.WithStore(e.store), service.WithClock(e.clock), service.WithLogger(quiet))
+	require.NoError(t, err)
+	for range 30 {
+		_, err := svc.Upload(alice, strings.NewReader(pdf), "old.pdf", nil) // never used: the age purge's
+		require.NoError(t, err)
+		_, err = svc.InitiateUpload(alice, service.InitiateInput{OriginalName: "d.pdf", ContentType: "application/pdf", SizeBytes: 10,
+			Checksum: "sha256:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="}, nil) // never written: the pending sweep's
+		require.NoError(t, err)
+	}
+	e.advance(48 * time.Hour)
+	r := maintenance.New(svc, e.pool, quiet, nil)
+	r.SetClock(e.clock)
+	res, err := r.Run(context.Background(), maintenance.TrackPending)
+	require.NoError(t, err)
+	require.EqualValues(t, 50, res.Examined, "ten batches of five in all: 30 expired uploads, then 20 of the purge")
+	res, err = r.Run(context.Background(), maintenance.TrackPending)
+	require.NoError(t, err)
+	require.EqualValues(t, 10, res.Examined, "the next run takes the rest")
+}
+
 // counter reads one labelled counter from reg.
 func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
 	t.Helper()

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -157,8 +159,8 @@ func (s *Service) authorize(ctx context.Context, op Operation, ids []uuid.UUID, 
 		return access{}, ErrNotFound
 	}
 	scope, err := s.resolveScope(rc)
-	if err != nil || strings.TrimSpace(scope.TenantCode) == "" || strings.TrimSpace(scope.UserID) == "" {
-		s.log.DebugContext(ctx, "scope unresolved", "op", op)
+	if err != nil || !scope.valid() {
+		s.log.DebugContext(ctx, "scope unresolved or out of bounds", "op", op)
 		return access{}, ErrNotFound
 	}
 	decision := s.decide(ctx, AuthorizationRequest{Operation: op, Context: rc, Scope: scope, IDs: ids, References: refs})
@@ -170,6 +172,28 @@ func (s *Service) authorize(ctx context.Context, op Operation, ids []uuid.UUID, 
 	default:
 		return access{}, ErrNotFound
 	}
+}
+
+// MaxScopeLength bounds the tenant, department and user id of a scope, in
+// characters (the columns' CHECK constraints).
+const MaxScopeLength = 255
+
+// ValidScopeValue reports whether v can be a tenant, department or user id:
+// valid UTF-8, not blank, at most MaxScopeLength characters, no control
+// characters (NUL included).
+func ValidScopeValue(v string) bool {
+	if strings.TrimSpace(v) == "" || !utf8.ValidString(v) || utf8.RuneCountInString(v) > MaxScopeLength {
+		return false
+	}
+	return !strings.ContainsFunc(v, unicode.IsControl)
+}
+
+// valid: every part of the scope is a value the database accepts, so a
+// scope out of bounds fails closed (ErrNotFound) instead of as a
+// constraint violation.
+func (sc Scope) valid() bool {
+	return ValidScopeValue(sc.TenantCode) && ValidScopeValue(sc.UserID) &&
+		(sc.DepartmentCode == nil || ValidScopeValue(*sc.DepartmentCode))
 }
 
 // resolveScope runs the configured resolver, turning a panic into an error.

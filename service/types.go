@@ -119,6 +119,9 @@ type Result struct {
 type LegacyTemporaryResult struct {
 	Key string
 	CDN string
+	// ID is the stored file's id (not part of the legacy shape; for hosts
+	// that read the file back).
+	ID uuid.UUID
 }
 
 // URL is what resolveUrl returns.

@@ -76,7 +76,7 @@ func (s *Service) UploadTemporaryLegacy(ctx context.Context, src io.Reader, file
 	if err != nil {
 		return nil, err
 	}
-	return &LegacyTemporaryResult{Key: row.Key, CDN: deref(row.CDN)}, nil
+	return &LegacyTemporaryResult{Key: row.Key, CDN: deref(row.CDN), ID: row.ID}, nil
 }
 
 // UploadTemporary is the managed temporary upload: private, expiring 24

@@ -3,6 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 	"unicode"
@@ -26,6 +29,13 @@ type fileConfig struct {
 	Listen      string `koanf:"listen"`
 	DatabaseURL string `koanf:"databaseUrl"`
 	Migrate     *bool  `koanf:"migrate"`
+	// MetricsListen serves /metrics on its own operator listener (off when
+	// empty); the public listener never serves it.
+	MetricsListen string `koanf:"metricsListen"`
+	// BodyReadTimeout bounds the time to read one request body, and
+	// BodyIdleTimeout the time the client may send nothing while it does.
+	BodyReadTimeout time.Duration `koanf:"bodyReadTimeout"`
+	BodyIdleTimeout time.Duration `koanf:"bodyIdleTimeout"`
 
 	Driver                          string   `koanf:"driver"`
 	AccessID                        string   `koanf:"accessId"`
@@ -85,15 +95,42 @@ type fileConfig struct {
 }
 
 // loadConfig reads path (optional) and the environment. An unknown key is
-// an error that names it.
+// an error that says where it came from (the file and its key, or the
+// environment variable) and suggests the nearest known key.
 func loadConfig(path string, environ func() []string) (fileConfig, error) {
 	k := koanf.New(".")
+	known := knownKeys(reflect.TypeFor[fileConfig](), "")
 	if path != "" {
-		if err := k.Load(file.Provider(path), yaml.Parser()); err != nil {
+		fk := koanf.New(".")
+		if err := fk.Load(file.Provider(path), yaml.Parser()); err != nil {
+			return fileConfig{}, fmt.Errorf("config file %s: %w", path, err)
+		}
+		if err := unknownKey(fk.Keys(), known, func(key string) string { return fmt.Sprintf("config file %s: unknown key %q", path, key) }); err != nil {
+			return fileConfig{}, err
+		}
+		if err := k.Merge(fk); err != nil {
 			return fileConfig{}, fmt.Errorf("config file %s: %w", path, err)
 		}
 	}
-	if err := k.Load(env.Provider(".", env.Opt{Prefix: "UPLOADEDFILE_", TransformFunc: envKey, EnvironFunc: environ}), nil); err != nil {
+	fromEnv := map[string]string{} // key -> the variable it came from
+	ek := koanf.New(".")
+	envOpt := env.Opt{Prefix: "UPLOADEDFILE_", EnvironFunc: environ, TransformFunc: func(name, v string) (string, any) {
+		if flagOnlyEnv[name] {
+			return "", nil // read by a flag's default, not a configuration key
+		}
+		key, val := envKey(name, v)
+		fromEnv[key] = name
+		return key, val
+	}}
+	if err := ek.Load(env.Provider(".", envOpt), nil); err != nil {
+		return fileConfig{}, fmt.Errorf("environment: %w", err)
+	}
+	if err := unknownKey(ek.Keys(), known, func(key string) string {
+		return fmt.Sprintf("environment variable %s: unknown key %q", fromEnv[key], key)
+	}); err != nil {
+		return fileConfig{}, err
+	}
+	if err := k.Merge(ek); err != nil {
 		return fileConfig{}, fmt.Errorf("environment: %w", err)
 	}
 	var c fileConfig
@@ -112,6 +149,82 @@ func loadConfig(path string, environ func() []string) (fileConfig, error) {
 		c.DatabaseURL = v
 	}
 	return c, nil
+}
+
+// flagOnlyEnv are UPLOADEDFILE_ variables that set a flag's default rather
+// than a configuration key.
+var flagOnlyEnv = map[string]bool{"UPLOADEDFILE_CONFIG": true}
+
+// knownKeys lists the dotted keys of t's koanf-tagged fields; a nested
+// struct contributes its own keys under its name.
+func knownKeys(t reflect.Type, prefix string) []string {
+	var keys []string
+	for f := range t.Fields() {
+		tag := f.Tag.Get("koanf")
+		if tag == "" {
+			continue
+		}
+		if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeFor[time.Duration]() {
+			keys = append(keys, knownKeys(f.Type, prefix+tag+".")...)
+			continue
+		}
+		keys = append(keys, prefix+tag)
+	}
+	return keys
+}
+
+// unknownKey returns an error for the first of keys not in known, in a
+// stable order, with the nearest known key as a suggestion.
+func unknownKey(keys, known []string, where func(key string) string) error {
+	sort.Strings(keys)
+	for _, key := range keys {
+		if slices.Contains(known, key) {
+			continue
+		}
+		msg := where(key)
+		if near := nearest(key, known); near != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", near)
+		}
+		return errors.New(msg + "; every key is listed in docs/configuration.md")
+	}
+	return nil
+}
+
+// nearest is the known key closest to key by edit distance (ignoring
+// case), or "" when none is close enough to be a likely typo.
+func nearest(key string, known []string) string {
+	best, bestD := "", -1
+	for _, k := range known {
+		d := editDistance(strings.ToLower(key), strings.ToLower(k))
+		if bestD < 0 || d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if bestD < 0 || bestD > max(2, len(key)/3) {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // envKey maps UPLOADEDFILE_REMOTE_CLONE__ALLOWED_HOSTS to remoteClone.allowedHosts.

@@ -89,7 +89,7 @@ func TestServeDev(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		cmd := newRootCommand(pw, io.Discard)
-		cmd.SetArgs([]string{"--database-url", missing, "serve", "--dev", "--listen", "127.0.0.1:0", "--config", cfgFile})
+		cmd.SetArgs([]string{"--database-url", missing, "serve", "--dev", "--listen", "127.0.0.1:0", "--config", cfgFile, "--metrics-listen", "127.0.0.1:0"})
 		done <- cmd.ExecuteContext(ctx)
 		pw.Close()
 	}()
@@ -116,12 +116,17 @@ func TestServeDev(t *testing.T) {
 		require.Equal(t, want, string(body), path)
 	}
 
-	resp, err := http.Get(base + "/metrics")
+	metricsURL := regexp.MustCompile(`metrics on (http://[0-9.:]+/metrics)`).FindStringSubmatch(out.String())[1]
+	resp, err := http.Get(metricsURL)
 	require.NoError(t, err)
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode, "metrics need no token")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "metrics on the operator listener need no token")
 	require.Contains(t, string(metrics), "go_goroutines")
+	resp, err = http.Get(base + "/metrics")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the public listener never serves metrics to anonymous clients")
 
 	resp, err = http.Get(base + "/debug/pprof/")
 	require.NoError(t, err)
@@ -166,7 +171,7 @@ func TestServeDev(t *testing.T) {
 	status, _ = do(http.MethodGet, "/uploaded-file/"+created.ID, nil, "")
 	require.Equal(t, http.StatusNotFound, status)
 
-	resp, err = http.Get(base + "/metrics")
+	resp, err = http.Get(metricsURL)
 	require.NoError(t, err)
 	metrics, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -205,6 +210,26 @@ func TestServeRefusesBadConfig(t *testing.T) {
 	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+"\nauthorizationPolicy: 'context.roles.exists('\n"), 0o600))
 	_, err = run(t, context.Background(), pgtest.NewEmptyDatabase(t), "serve", "--dev", "--config", cfgFile, "--listen", "127.0.0.1:0")
 	require.ErrorContains(t, err, "authorizationPolicy", "a bad CEL expression stops start-up, named")
+}
+
+// TestUnknownKeysSayWhereAndSuggest: an unknown key names its source (the
+// file and key, or the environment variable) and the nearest known key.
+func TestUnknownKeysSayWhereAndSuggest(t *testing.T) {
+	t.Parallel()
+	_, err := loadConfig("", func() []string { return []string{"UPLOADEDFILE_ADDR=:8080"} })
+	require.ErrorContains(t, err, `environment variable UPLOADEDFILE_ADDR: unknown key "addr"`)
+	require.NotContains(t, err.Error(), "''", "no empty key name")
+
+	_, err = loadConfig("", func() []string { return []string{"UPLOADEDFILE_LISEN=:8080"} })
+	require.ErrorContains(t, err, `environment variable UPLOADEDFILE_LISEN: unknown key "lisen" (did you mean "listen"?)`)
+
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte("remoteClone:\n  alowedHosts: [a]\n"), 0o600))
+	_, err = loadConfig(cfgFile, func() []string { return nil })
+	require.ErrorContains(t, err, "config file "+cfgFile+`: unknown key "remoteClone.alowedHosts" (did you mean "remoteClone.allowedHosts"?)`)
+
+	_, err = loadConfig("", func() []string { return []string{"UPLOADEDFILE_CONFIG=/etc/uf.yaml", "UPLOADEDFILE_METRICS_LISTEN=127.0.0.1:9090"} })
+	require.NoError(t, err, "UPLOADEDFILE_CONFIG is the --config flag's, not a key")
 }
 
 func TestEnvKeys(t *testing.T) {

@@ -38,6 +38,7 @@ type serveOptions struct {
 	noMigrate bool
 	noSweeps  bool
 	debug     string
+	metrics   string
 	drain     time.Duration
 }
 
@@ -72,6 +73,7 @@ token and curl lines to try the API are printed.`,
 	cmd.Flags().BoolVar(&o.noMigrate, "no-migrate", false, "do not apply migrations at start")
 	cmd.Flags().BoolVar(&o.noSweeps, "no-maintenance", false, "do not run the maintenance cron tracks in this process")
 	cmd.Flags().StringVar(&o.debug, "debug-listen", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060; off by default)")
+	cmd.Flags().StringVar(&o.metrics, "metrics-listen", "", "serve /metrics on this operator address (e.g. 127.0.0.1:9090; config metricsListen; off by default)")
 	cmd.Flags().DurationVar(&o.drain, "shutdown-timeout", 30*time.Second, "how long in-flight requests may take to finish on shutdown")
 	return cmd
 }
@@ -121,9 +123,19 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	defer guard.Close()
 	handler := httpapi.New(httpapi.Options{
 		Service: svc, Guard: guard, Logger: g.logger, DownloadPath: svc.EffectiveConfig().DownloadPath,
-		Health:  httpapi.Health{Dependencies: map[string]httpapi.Pinger{"database": pool, "storage": svc}},
-		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Registerer: reg,
+		Health:          httpapi.Health{Dependencies: map[string]httpapi.Pinger{"database": pool, "storage": svc}},
+		Registerer:      reg,
+		BodyReadTimeout: cfg.BodyReadTimeout, BodyIdleTimeout: cfg.BodyIdleTimeout,
 	})
+	if o.metrics != "" {
+		addr, stop, err := serveMetrics(o.metrics, reg)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		g.logger.Info("metrics listening", "addr", addr)
+		fmt.Fprintf(g.stdout, "metrics on http://%s/metrics\n", addr)
+	}
 	runner := maintenance.New(svc, pool, g.logger, reg)
 	sweepsDone := make(chan struct{})
 	if o.noSweeps {
@@ -271,6 +283,24 @@ func (o *serveOptions) applyFile(cfg fileConfig, changed func(string) bool) {
 	if cfg.Migrate != nil && !changed("no-migrate") {
 		o.noMigrate = !*cfg.Migrate
 	}
+	if cfg.MetricsListen != "" && !changed("metrics-listen") {
+		o.metrics = cfg.MetricsListen
+	}
+}
+
+// serveMetrics serves /metrics on its own listener, for the operator's
+// scraper: the public listener never serves it. It returns the bound
+// address and a function that stops it.
+func serveMetrics(addr string, reg *prometheus.Registry) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("serve: metrics listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return ln.Addr().String(), func() { _ = srv.Close() }, nil
 }
 
 // serveDebug serves the pprof handlers on their own listener, apart from

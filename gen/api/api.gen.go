@@ -195,6 +195,17 @@ type HostFile struct {
 	Visibility   Visibility              `json:"visibility"`
 }
 
+// HostInitiateUploadInput InitiateUploadInput plus the visibility a host backend may choose (public needs allowPublicUploads).
+type HostInitiateUploadInput struct {
+	// Checksum "sha256:" followed by the base64 SHA-256 of the bytes.
+	Checksum     string       `json:"checksum"`
+	ContentType  string       `json:"contentType"`
+	Disposition  *Disposition `json:"disposition,omitempty"`
+	OriginalName string       `json:"originalName"`
+	SizeBytes    int64        `json:"sizeBytes"`
+	Visibility   *Visibility  `json:"visibility,omitempty"`
+}
+
 // InitiateTemporaryUploadInput defines model for InitiateTemporaryUploadInput.
 type InitiateTemporaryUploadInput struct {
 	Checksum     string       `json:"checksum"`
@@ -212,7 +223,6 @@ type InitiateUploadInput struct {
 	Disposition  *Disposition `json:"disposition,omitempty"`
 	OriginalName string       `json:"originalName"`
 	SizeBytes    int64        `json:"sizeBytes"`
-	Visibility   *Visibility  `json:"visibility,omitempty"`
 }
 
 // InitiateUploadResult defines model for InitiateUploadResult.
@@ -345,6 +355,9 @@ type HostCloneFromUrlJSONRequestBody = CloneInput
 // HostDeleteJSONRequestBody defines body for HostDelete for application/json ContentType.
 type HostDeleteJSONRequestBody = DeleteInput
 
+// HostInitiateUploadJSONRequestBody defines body for HostInitiateUpload for application/json ContentType.
+type HostInitiateUploadJSONRequestBody = HostInitiateUploadInput
+
 // HostMarkUsedJSONRequestBody defines body for HostMarkUsed for application/json ContentType.
 type HostMarkUsedJSONRequestBody = MarkUsedInput
 
@@ -382,6 +395,9 @@ type ServerInterface interface {
 	// HostDelete Delete files by exact reference (all or none)
 	// (POST /internal/uploaded-file/delete)
 	HostDelete(w http.ResponseWriter, r *http.Request)
+	// HostInitiateUpload Start a direct upload for the acting user, public or private
+	// (POST /internal/uploaded-file/initiate)
+	HostInitiateUpload(w http.ResponseWriter, r *http.Request)
 	// HostMarkUsed Mark files used by a domain record (all or none)
 	// (POST /internal/uploaded-file/mark-used)
 	HostMarkUsed(w http.ResponseWriter, r *http.Request)
@@ -492,6 +508,20 @@ func (siw *ServerInterfaceWrapper) HostDelete(w http.ResponseWriter, r *http.Req
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.HostDelete(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// HostInitiateUpload operation middleware
+func (siw *ServerInterfaceWrapper) HostInitiateUpload(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.HostInitiateUpload(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1003,6 +1033,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/uploaded-file/{id}", wrapper.GetFile)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/uploaded-file", wrapper.UploadFile)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/uploaded-file/{id}/download", wrapper.DownloadFile)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/internal/uploaded-file/initiate", wrapper.HostInitiateUpload)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/internal/uploaded-file/uploads", wrapper.HostUpload)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/internal/uploaded-file/clone", wrapper.HostCloneFromUrl)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/internal/uploaded-file/{id}", wrapper.HostGetFile)
@@ -1336,6 +1367,133 @@ func (response HostDelete404ApplicationProblemPlusJSONResponse) VisitHostDeleteR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostInitiateUploadRequestObject struct {
+	Body *HostInitiateUploadJSONRequestBody
+}
+
+type HostInitiateUploadResponseObject interface {
+	VisitHostInitiateUploadResponse(w http.ResponseWriter) error
+}
+
+type HostInitiateUpload201JSONResponse InitiateUploadResult
+
+func (response HostInitiateUpload201JSONResponse) VisitHostInitiateUploadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostInitiateUpload400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response HostInitiateUpload400ApplicationProblemPlusJSONResponse) VisitHostInitiateUploadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostInitiateUpload401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response HostInitiateUpload401ApplicationProblemPlusJSONResponse) VisitHostInitiateUploadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostInitiateUpload403ApplicationProblemPlusJSONResponse Problem
+
+func (response HostInitiateUpload403ApplicationProblemPlusJSONResponse) VisitHostInitiateUploadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostInitiateUpload404ApplicationProblemPlusJSONResponse Problem
+
+func (response HostInitiateUpload404ApplicationProblemPlusJSONResponse) VisitHostInitiateUploadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostInitiateUpload413ApplicationProblemPlusJSONResponse Problem
+
+func (response HostInitiateUpload413ApplicationProblemPlusJSONResponse) VisitHostInitiateUploadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostInitiateUpload422ApplicationProblemPlusJSONResponse Problem
+
+func (response HostInitiateUpload422ApplicationProblemPlusJSONResponse) VisitHostInitiateUploadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostInitiateUpload503ApplicationProblemPlusJSONResponse Problem
+
+func (response HostInitiateUpload503ApplicationProblemPlusJSONResponse) VisitHostInitiateUploadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2822,6 +2980,9 @@ type StrictServerInterface interface {
 	// HostDelete Delete files by exact reference (all or none)
 	// (POST /internal/uploaded-file/delete)
 	HostDelete(ctx context.Context, request HostDeleteRequestObject) (HostDeleteResponseObject, error)
+	// HostInitiateUpload Start a direct upload for the acting user, public or private
+	// (POST /internal/uploaded-file/initiate)
+	HostInitiateUpload(ctx context.Context, request HostInitiateUploadRequestObject) (HostInitiateUploadResponseObject, error)
 	// HostMarkUsed Mark files used by a domain record (all or none)
 	// (POST /internal/uploaded-file/mark-used)
 	HostMarkUsed(ctx context.Context, request HostMarkUsedRequestObject) (HostMarkUsedResponseObject, error)
@@ -3025,6 +3186,37 @@ func (sh *strictHandler) HostDelete(w http.ResponseWriter, r *http.Request) {
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(HostDeleteResponseObject); ok {
 		if err := validResponse.VisitHostDeleteResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// HostInitiateUpload operation middleware
+func (sh *strictHandler) HostInitiateUpload(w http.ResponseWriter, r *http.Request) {
+	var request HostInitiateUploadRequestObject
+
+	var body HostInitiateUploadJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.HostInitiateUpload(ctx, request.(HostInitiateUploadRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "HostInitiateUpload")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(HostInitiateUploadResponseObject); ok {
+		if err := validResponse.VisitHostInitiateUploadResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -3491,66 +3683,70 @@ func (sh *strictHandler) DownloadFile(w http.ResponseWriter, r *http.Request, id
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Fx5b9u4tv8qB3oPmARPXpKmvXPdv9LtNYO205elfUATILR4bHNCkRqSSuIW/u4XXCRLtrylcZBg+l8i",
-	"7jzb7yz0jyiRaSYFCqOj3o8oI4qkaFC5/94xjkdv7F8UdaJYZpgUUS86HSEMGMffNJydHb1pR3HE7PeM",
-	"mFEUR4KkGPUiRqM4Uvh3zhTSqGdUjnGkkxGmxE6ZktsPKIZmFPVeHMSRGWd2kDaKiWE0mUzsWJ1JodHt",
-	"5dXY+D8SKQwKY/8kWcZZQuyuOjIxaFraKCSpbZsuNJAqJSbqRX0miBpHjWstPGDfrmtPOEJCw7289lto",
-	"vWE6k5r5QdUlZxeIo7enZLiqz/+3iolPxxm2/nS70ctH2XGvZZpxNPbD4vvJlOxzTP/nLz272f9WOIh6",
-	"0X91pqzQ8a2689mParqjQyHNCBUwoQ0RCQLTkJQ7ATNiGvKMS0JfgkKjxsCJQTVzlce2pXU4MKgaD8qE",
-	"wSGqcNJiOw96TEClpIqBaDh+9xr+ffD8XxCWAYqGMK7b0SSOzgTJzUgq9t2y+8Pt8CPT2t64tLS4JpxR",
-	"6CNRqMDIKxQzF/7169fWYW5GKIzdEa5ir0khs57zR0QM0eoFfSSy3B+OUicChH9WMkNlmBXUAeEa4yir",
-	"fPoR2UXNuGGhODQd0cZGgTduPDOY6hnlsdfdn1cfse1x5HvvdbtlO1GKjG2z5PReZ5xUVd03P33Y90XZ",
-	"V/b/wsTYuV5zKfAhbxBvjSJviCGL1/MKem6rVg9+chp9rUuSNOfYuAX/oaEhV3xm8v3uwe9xg4asXrEd",
-	"1XS1b5CjudPdKhygQpHgT3JGykTx7wo2qazYeJS6fUGRp3YUE5wJjOKIGEOSUWqVzEXDtt5Lbayoumvg",
-	"/M9B1Pu2XMucOX2N1I2axD9mLiih4p6Z6wrHzbaweku20/z1XCwy2jCQCgiMpDbQJ8kVChrDDTMjYEaD",
-	"2ytQYggQQYHjkCRj0EYqMkSYEsSp9CPBDCMGTzHNpCJq7C/oLsyVjDC50nk6x1HdBsoF03EaJKYqGc+f",
-	"N/SndUZZRuIqT1k9qNiQCcLXl3DNvmMJxkpsxYR5cRA53mepPeWU9acmfEZHVpeun7m6Sjy9uiYZKUh0",
-	"P5Spc9R5pEdk//mL3nkEA8m5vEEK/TGYEUKfaHxxACfvD1v7z1+AHPivBVr8h5I4jq6ZZn3Gg5Fats0v",
-	"054PwRrHqHPueKNO/kHQkBvoRevaVG8mz52vM2/Y3LD1Jj8laohm7ibcxGEeb4sbj/qRqKszjfQhIQWb",
-	"QVA/YRbvghvmLqrZhlZchhmxlxSbXVttSJ+jh/1gu1mBLoxvIhW2LR3aQprWQOaCOg4tvgYI3ippNt+U",
-	"oiG1BoWpNNiiTNuFaVPbAE0yag0Im23367TwNnM30dA0dcqaWq9RsUHwTZrmz/I+Z0k4TvMWl6zdMCF1",
-	"+KypJeFIRJ7NNFmnqp1XfavQYJWOEoQ3Yh9tiMl1kyMZR4aZFaw24wLC2fERCJJ6vxZL7892b0ergKrx",
-	"asuvWu4s9gzYxLLHqCW/RnrmcXGdbQNYbgLRbz0dDk1NOVFisGWYU6Qi59zSbwaPbYiwT8q7LYQiQ0EL",
-	"/qowm0JCx1ZteYI20amm/OYO6zlLLznR3IQVV7dZBy4ke+WEKZqRpMucleU3F8b73tM9xZUDNV1szczM",
-	"sWG19b0xmTdo0GqBwGu0kLdAsVc4Bqk8q6LSTBukkFAXCliMfRogiqPlUo5ahWvm2xWSDae8O/S5u7e8",
-	"SpIarOFakIDp0peorNyX0uq+FYZwFshtiNvmFeFUSS670yDua3jwW1FK9wQpHTlmcGUNSdYwZmXJisau",
-	"Eq/OllW+bpRs/fBBs0cXzvhSo2NpOxzAcJqJXRODDWbCsiomuWJmfGIp7U/kg5zTv94VzPXH19MoRC2d",
-	"cPl+5awjYzIfR2ViIOf17ImRCovYNVIXU9A9sKjNhQ2YgM9Sm6HCk//7EHuXD6QAAlwmhANl+soHY88F",
-	"EXDyzCEwYpgFlf42nKbG9rk4F2+vUY193ELJ3CAIRKrh8jDgHQfMevDKR3TP8273WfLH11P3B162IUR/",
-	"Y0gJt+KFND4XFAVD6gIciZJatwwKIgwo1DJXCWognAMR+ga9mdAkRTjoHhTQJgYtgZyLIgUTTIxBzjXc",
-	"jNBF/rVMUQoE5Bp/0/4MeMu00W14K2gr16j8ofS52LnsFDfasj0vd8OcCk2uRNV26UbjZTcT2OulD+74",
-	"qWHnslNAwbkliGoKB50LkrgkhW9y+7R3Za/eLXxZm6dnx16CTmQWaGY9A+0mLzMCl4ti/Jc+9kQKt+LS",
-	"4r7L9rlVGpwlKLTTqSFpZrWBYmi8inF61TGs7nU6eEusQS78iE4xegppo2LfzlGMo2t7gY6p99rddtcZ",
-	"kQwFyVjUi561u+1nVu6IGTmB6oyQcDP6bv8OcMzqIXckq2Oi96F9JjW33+3O5DsM3ppOxglbkRebz7Zw",
-	"do3tmsRHvW8XcaTzNHU203lomZIJah042KpmQ4baahN/hOjCzrCALTqJS2K4v33SU+qmw0ptKumOkMtE",
-	"bV5JOl6S39ksrzOXUJnUlao1iZO5+z6Y11p+IurClgeeIE3rlhNNM0q2/97q/rX0lht0sMEikyoJjzHj",
-	"JEEgoDCRigbloWFHcgpSoAbvJVKguSJ9Pt6tktiSazmBuRRYpey8j392/AGYBudWI/UienJy/M6ylsHE",
-	"ZV5hx9smIJQq1NqpeT6OweqtsdVHlCmrzRU6gbT2P4a+zIU1GxZcOK1iYc5ubPWKAIe3g2Z2NoCeC86u",
-	"bMdxsDheMzTwoj3UOyXTM+dTbIUZp1mptdhw795WLlMVC5Lx/q4clzwkhz/bcJGDzfrvbTj//v5G/Z93",
-	"N+3/7K4S7TATEEhkNgY5cJKdShMSMjs3lvfDFyuc1vYyDShcMGkz4faaYbne9jnALUlJNcF4V23t53ga",
-	"2trvNWjo/hjwljidF8AY7FgsKRUIKXAzUqZEXVmUSJdTswhub4me9dj5XSlqZ3kiBLVbDeS0l29pSoDK",
-	"lDARDPJP0NT/twJXnRXB8cX0THNuWEaU6VivpkVDdnlK0i3URcyGff84+fNT8Nhc+Y+Fte2mqE6RQ1pZ",
-	"ahZHPuE8v9qxd4Os9xFy0n7fsCOVC+g5Z46K4LOYIhDhCLlb2dV6sSSzPAq1MNJzL7GYBWmsRws5KuUD",
-	"CwoFfuGR7eKLj0SQoVVV+WCAKiBlJwpWYII3b/34zXSVXssLLIJ3W7I/9djgP8/+xPcLKn4wOlkcwZDa",
-	"/C96uY9r1c4LKqOmXTqhGnpysTL8sT2lVHGAtk4zqxC6d6XxoUf+i8qu5tXoxjTu+Oo3Dx4XEvuNvBF2",
-	"5GHR+a5Uj3/4Gve/c3SGPcTrgoldVug+F8xunikgmHub6YhuNNcCrl5Oe588eQLseFrUZnnn1PFmwT9e",
-	"9/AxGDmLgzdnSsfnJVrNiElGzYx5guZtiT1/ShXdzSJtUKZ5V4uE6qkEJN1WfeqBCSMdqAjvP6aKa3Nm",
-	"CGnRhcopFHr4gN7jM0bVOpQF9ujs+MMTMUdnxx+sgCsktCRv7GyRN08Z8/7aPIVdFcvipMixb95eTsQt",
-	"0K4A6HtJtADFDAVFkYyBacgFuSbM5eFXp1+sNPSJDuHt4CtZc+7zMYvSMTUJqYfnM4UJMVM7NbNZA6nU",
-	"BqQo6Ra+7D+Hj+wV7LhNoLpmCUJKrO88kMplGLi8QQWcpcw4L7lOPB+ICHDw3oIRa4cDHqNfXK91/RWO",
-	"fwzur6dJyf/ABBAomdL6wSnsFFUGLubik+NVz8k7uhdxdNuayltLIdG+ukyjE+WQ0goe9g4LNdRx8cW4",
-	"Ur24eOqHu15dzJi/YtjiJNyXkDHTflVMOLEsZSFs7AorvZ/AvmNc1AHoUBTgag3dRZwL28lXEGgg9oJa",
-	"ocKitt02nKCoAL0RhkFIz0WoznvpPvv+EOr0rJ4JtQDtsnTvsilDV68131KkoOmtwwNrh8aa+gVaokqp",
-	"0tLW6fJLeTxEbs7qCFKX7HnF0CDFZZB4DXn+wK6sXqpyx8sSaFmEEcq7HCMU4rV/ACOZKw1kYFCVz4el",
-	"aMMnCdNYM0hrwgdoWIqQEAF9hCG79o9bmwVx5snWliWy8YHYL9HckhvwtETNhxzqCZu1xK+IZE4z3nVW",
-	"94nZe45lLk5Ww04oxnkJClPCXBa/QP43Ul1ZKVdoFENqEYp/JZdcDZXMBd19QD+x++/V/Ss/mvBzND/s",
-	"S0fzQqQKoqtQw+RqIQhdSPe42a18zFHqdVyEJxap/k2H33IoqjWr8QJm1pbXToGLF6eUAudNoeLTJPCU",
-	"qR+1ZG/GGQ9qLb6gYoNxDJmSrjLK2uEBE4S7ysE74LXAgCUDhLcGdfb7nIfyi/BjM9sPPv/kT/OsQlAP",
-	"y/ZV5BQ72OTzCjeKGWMB6S9ZuIssfFXM4PQJvcdMM7GI8LxCsWtUrhJ3d32poCEPWAnjroo6nqAw0wQm",
-	"4Vze8PAawTObC1PEcNn8u00gpBZsMLh0ck0ETH+tAypPh9pwkmeZVEbDMRFDrwUSKYrsDAQZ0/OuTpHb",
-	"3AZOWDPvt999sUHvZ03o8pM0kErKBqxMFj3+XGL1x8HuK/KWK178jEQNkbS9KqoE5Kdvn75dWAJqVNcF",
-	"2adPRnqdzt7+v9rddre91/u9+3vXETtsapYKM+912tNsst/9JJ4d8b7yoKZ8iuPeyDQ+n9mtTOmSK/Mz",
-	"fi5fddBqdsLnEKrDfVJhcjH5TwAAAP//",
+	"7Fz5b9u4s/9XBnoPaIInH0nT7q77U3q9ZtF2+3K0D6gDmBbHNjcSqSWpJGqR//0LHpIlW77SOEiw+S3R",
+	"QVKcmc8cn6F/BpFIUsGRaxX0fgYpkSRBjdL+957FePTW/EVRRZKlmgke9ILTCcKIxfhMwdnZ0dt2EAbM",
+	"XE+JngRhwEmCQS9gNAgDif9kTCINelpmGAYqmmBCzJAJuf6IfKwnQe/lQRjoPDUvKS0ZHwc3NzfmXZUK",
+	"rtCu5XWu3R+R4Bq5Nn+SNI1ZRMyqOiLSqFtKSySJuTedaCRkQnTQC4aME5kHjXMt/MChmdd84QQJ9fvy",
+	"xi2h9ZapVCjmXqpOOTtBGLw7JeNVz/x/qxj4NE+x9ZddjVr+lnnvjUjSGLW5sHh/UimGMSb/87eaXex/",
+	"SxwFveC/OlNV6Li7qvPFvdW0R4dc6AlKYFxpwiMEpiAqVwJ6whRkaSwIfQUStcwhJhrlzFYemzutw5FG",
+	"2fihjGsco/RfWiznXj8TUEohQyAKjt+/gT8OXvwGfhqgqAmLVTu4CYMzTjI9EZL9MOp+fyv8xJQyOy6M",
+	"LC5JzCgMkUiUoMUF8pkN//btW+sw0xPk2qwIV6nXTWGzTvMnhI/R4II64mnmPo5SawIk/iJFilIzY6gj",
+	"EisMg7Ry6WdgJtV5w0Shv3VEG29yvLLvM42JmgGPve7+PHyE5okj9/Ret1veJ1KS3NwWMb3TEW+qUPfd",
+	"De/XfV4+K4Z/Y6TNWG9iwfE+dxCvtSRviSaL53MAPbdUg4OfLaKvtUmCZjE2LsFdaLiRyXhm8P3uwe9h",
+	"A0JWt9i81bS1bzFGfau9lThCiTzCX9SMhPHi3xVqUpmx8VPq/gV5lpi3GI8ZxyAMiNYkmiQGZM4blvVB",
+	"KG1M1W5DHP81Cnrfl6PMmcVrpPatm/DnzAZFlN+xcl1g3uwLq7tkHprfnvNFThtGQgKBiVAahiS6QE5D",
+	"uGJ6AkwrsGsFSjQBwinEOCZRDkoLScYIU4G0ix084kwzotHtzXp6VV9YwwiQxpkCPUG4ZIoNWcx0PrNm",
+	"SEgO0UQIhbCTZsOYRcARqQISx+Lqi73ihlS7BuRnZDXB6EJlyXz01g/UhOy/eNnrBzASZiykMMztaoZE",
+	"4csDOPlw2Np/8RLEyF0tYqCaKXQbVM77vFNv6lWTfvGi4Xla1/Blulk1BgPgko0ZJ/H60KTYDyyjyDIo",
+	"ZFy/PAis0bLEbNfUZsvYIwymUlq1zK/TJ+ecQnXJ9b2qri6cyq4JFAptOsUkFZLIfBPFXKwj/1LRblVE",
+	"dyOZJ+t98CI+RpXFVsZ1MY68993A55q0ufqFWWbz6Pmgyb623uCnRI5Rz+2EHdiP4+K8xk/9ROTFmUJ6",
+	"n+Eqm4nOfyHkuk1MOrdRzfFZJR2dMV9BsblsojQZxuhSSjCPGcMsArtISGwbObS50K2RyDi1Glpc9eld",
+	"q5TZ/K0ENandkJgIjS3KlJmYNt0boY4mrRFhs/fdPC28Tu1ONNyaJvxNdy9RspHPe5vGd1GN/5zmJS6Z",
+	"u2FAamP/pjtRjIRn6cwtk7C3s2re7m8Y8JCcxI1xtdJEZ6qpSBEGmukVqjZTXoCz4yPgJHE1EywrC+bx",
+	"drAqCdIOttys5cpCp4BNKnuMSsSXSM9czlVXW5+INSVo75wcDnUNnCjR2NLMAinP4tjIbybW3zB7Oyn3",
+	"tjCKFDkt9KuibBIJzQ1sOYE2yakGfnMf6zRLLfmiuQErZZRmDFwo9soXJqgngi5LhJfvnH/fPT1dU1j5",
+	"oKaNrbmZOTWs3v2gdeocGrRawPESTTpVZEgXmIOQTlVRKqY0UogoX56BNIQaVpZLNWpVfDJ/XyLZcMjb",
+	"hzC3r8SssqQGb7hWSMBUmRNUZh4KYbBvhSOcDcg2jL/mgXAKksv21Jv7GtWhrYDSHSV2VhwzcWUtkqzF",
+	"mJUpK4hdFV5dLat63WjZ6v4Lsg+uVPa1JsfSd9gAwyITuyQaG9yEUVWMMsl0fmIk7b7IFdCnf70vlOvP",
+	"b6eBr4hb43LPlaNOtE5djZ7xkZjH2RMtJBa8CFJbr1I9MFGbLUkxDl+E0mOJJ//3MXSpGwgOBGIRkRgo",
+	"Uxeu0N/nhMPJcxuBEc1MUOl2wyI1tvu8z99dosxdTUyKTKOvHw0OfbxjA7MevHZsQT/rdp9Hf347tX/g",
+	"oA2eWQghIbExL6Rhn1PkDKktnkVSKNXSyAnXIFGJTEZo61NAuLpC5yYUSRAOugdFaBOCEkD6vKD3vIvR",
+	"GMcKriZoWSUlEhQcAWOFz5T7BrxmSqs2vOO0lSmU7qNUn+8MOsWOtsyTg10/pkSdSV71XarReZnFePV6",
+	"5YpwbmjYGXSKUHBuCiKbSo19TiJLgLlbdp1mr8zW24kHtXF65t0BqEikXmYmM1B28JJtGizijwaurkmK",
+	"tGJg4r5Bu29AI2YRcmUx1ROyBg0kQ+0gxuKqVVjV63TwmhiHXOQRneLtaUgbFOu2iWIYXJoNtEq91+62",
+	"u9aJpMhJyoJe8LzdbT83dkf0xBpUZ4Ik1pMf5m8fjhkcsp9kMCb44O/P0L773e4Ml6bxWnfSmLAVnOs8",
+	"kxezS2zXLD7ofT8PA5UlifWZNkNLpYhQKa/BBpo1GSuDJu4TgnMzwgK16ESWILN/O0JdqKaPFUpXqDTP",
+	"k6PSrwXNl3CHm3GGc2TdTR1UjUu8mdvvg3nUcgNRWxI/cAJpmrccaMpWmuf3Vj9fo07tSwcbTHJTFeEx",
+	"pjGJEAhIjISkHjwU7IiYguCowGWJFGgmyTDOd6siNuJaLuBYcKxKdj7HPzv+CEyBTauROhM9OTl+b1RL",
+	"Y2RZ/bKkTyiVqJSF+TgPweBWbvCIMmnQXKI1SOP/QxiKjBu3YYILiyomzNkNDa5wsPG2R2brA2ifx+zC",
+	"PJh7j+OQoUEXzUe9lyI5sznFVpRxyniupYZ7dzZzSYMtaPRwe2W15D41/PmGkxxs9vzehuPv72/0/Ivu",
+	"ps8/v61F25gJCEQizUGMrGUnQnuyb+fK6L6/YozT+F6mALktJm1m3A4ZluO245e3ZCVV8vq2aO3GeBxo",
+	"7dbqEXqYA14Ti3k+GIMdE0sKCVxw3EyUzBfoF0P1R4ONrFbHDxsCOtAToj0RO0vZ9vp84HB8UMTW8+Ts",
+	"AHZsp9QVU9jng1Xlz8FuGwwsudjVBI22gGV0ekIs+mvR52YdUcyQa7c+hZyqCt2zAOjrtMWWlHgRa37P",
+	"uN9I0SzwAb7I6CDFOFCmiyzN7/+Ta7gXqCdSAwEf+3gBjHzK5hMrk1KF4MMnIaHI7TdBh4TIC5ND0uVY",
+	"X1BfWzKUOrN2W7w3ozwSuDdL9WBvNt8gPgEqEsK4D9d/AfHdfyuyrjWAL8lizVIidWckZNKivq9pKtIt",
+	"dOTNkkJ/nvz12ddzbOOpSXrbTTXfgmFe2eQcBq7VaX62Y1ckMRbmu6HcumFHSFvut6Ueyr1v1EWZ0gpy",
+	"t7Kq9SrNenmNemEd+E4qtQtI7gebkFQa1xa0qD25pO26pE+Ek7GBqmw0QrnEJW2GVWqtGlFR2t+S/6kz",
+	"B/8+/xPebcrxk9GbxfVNofT/orP7sHbOZkFP7vSRjj+Hc3O+sji6PVCqlEe2LjMDCN3byvjQBfGLGn7n",
+	"YXRjGXdc37ULHhcK+6244ubNw+Lh20o9/OlOV/2ToXXsvprvXeyyI1ZzVFfzSD6CubORjuhGYy3Q6uWy",
+	"d9TqI1DH0yIld6Url2B6lXDYE+egxWwcvLlSWj0vo9WU6GjSrJgnqN+VsecvQdHtPNIGBwRu65FQPha6",
+	"wi7VEZOMa2GDCn/ycApcmyuDb5pYCE6+DcyV+x+eM6p2qS3wR2fHHx+JOzo7/mgMXCKhpXjDsshk24Hy",
+	"ZgnbHrfFlOmxu709xtRO0K4E0HdCwwLFFDlFHuXAFGScXBJmu3RWk7PGGoZEefLL50rGnTu2dhFZW7OQ",
+	"ekU4lRgRPfVTM4vVkAilQfBSbv7K/gv4xF7Djl0EyksWoT2xg3wkpOUfY3GFEmKWMG2z5LrwXCHCh4N3",
+	"VoxYuxzwEPPieif8E1n3ENJfJ5NS/4FxIFAqpcmDE9gpepDcMTbbOlPNnFyiex4G162pvbUkEuV6TxVa",
+	"U64XfXcKZias1+HD4pA57jq42Jj3+er5dEeXUIxiYlTKhLChbbt2eQL7gWHRJaR8y9CUJOhz85DjaBQQ",
+	"s0Et339Vpw3gBHkl0KsQO33ue3df2cue5vFdvAZnfKdQu2zsHdjeJ1ttUEDiK5KrPle+Zu7L4OWZe1KU",
+	"yOv7ytQMv/VM9fnOZI6y2W3DISSYDIsuLmukQAUq4EJDzJQOTZ5MeK4njI/7nIy0f7hWvmQKBs0HFQZN",
+	"NNW9UFRP9NQTGN4RPTUPdA2oVBa9b8dLvyoDR2NNhaUTCywOLvYPYCIyAwvWCIujEoK34bOoHjIWJiQZ",
+	"oWYJQkQ4DBHG7NL9TESzIc4cNN2yRTYea30yzS2lNY+MCbYllDoBtZb5FZXZaX9PXdVdG8od12YXt+bA",
+	"jm89fAUSE8Jsz1KRyVwJeWGsXKKWDKmJuNzZ3uhiLEXG6e495r3dP1Y/X/n5oV+T+eFQuEjGm1QhdOk7",
+	"Nm3nF6EL5R42p8kPueq+TsrzyCrvz5T/VaSiN71a/2B6bXvtFHH+YorMa940VHycAp4q9YO27M004169",
+	"xVeUbJSHkEph+0CNHx4xTmLbJ32LeM0rYKkA/mRVXf2+ZL6dxP9s2/aL6b/4I3erIqj7Vftq5BTasMnx",
+	"JFeSaW0C0idbuI0tfJNM47QT1MVMM7UVf5hMskuU9tzB7vpWQT2vWSlLr6qiniDXU0LWdsjG/uyVUzZb",
+	"dglh0PwLiMCF4mw0Gli7Jhymv3sFlYOSbTjJ0lRIreCY8LFDgUjwgm0Cb2NqPtUpuNptxAlr8pj73Zcb",
+	"PP28Kbr8LDQkgrIRK8mvh8+NVn9m864qiZmMix+/qUUkbQdFFYJhetLz+7kRoEJ5WYh9ekCu1+ns7f/W",
+	"7ra77b3e793fu1bYflGzUpg5ndiesuNu9Tfh7Bsfqt3mxcFDeyKw8bDgbmVISxbNj/ilPMNGq2yL40Sq",
+	"rzuS5Ob85j8BAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -187,6 +187,17 @@ type HostFile struct {
 	Visibility   Visibility              `json:"visibility"`
 }
 
+// HostInitiateUploadInput InitiateUploadInput plus the visibility a host backend may choose (public needs allowPublicUploads).
+type HostInitiateUploadInput struct {
+	// Checksum "sha256:" followed by the base64 SHA-256 of the bytes.
+	Checksum     string       `json:"checksum"`
+	ContentType  string       `json:"contentType"`
+	Disposition  *Disposition `json:"disposition,omitempty"`
+	OriginalName string       `json:"originalName"`
+	SizeBytes    int64        `json:"sizeBytes"`
+	Visibility   *Visibility  `json:"visibility,omitempty"`
+}
+
 // InitiateTemporaryUploadInput defines model for InitiateTemporaryUploadInput.
 type InitiateTemporaryUploadInput struct {
 	Checksum     string       `json:"checksum"`
@@ -204,7 +215,6 @@ type InitiateUploadInput struct {
 	Disposition  *Disposition `json:"disposition,omitempty"`
 	OriginalName string       `json:"originalName"`
 	SizeBytes    int64        `json:"sizeBytes"`
-	Visibility   *Visibility  `json:"visibility,omitempty"`
 }
 
 // InitiateUploadResult defines model for InitiateUploadResult.
@@ -336,6 +346,9 @@ type HostCloneFromUrlJSONRequestBody = CloneInput
 
 // HostDeleteJSONRequestBody defines body for HostDelete for application/json ContentType.
 type HostDeleteJSONRequestBody = DeleteInput
+
+// HostInitiateUploadJSONRequestBody defines body for HostInitiateUpload for application/json ContentType.
+type HostInitiateUploadJSONRequestBody = HostInitiateUploadInput
 
 // HostMarkUsedJSONRequestBody defines body for HostMarkUsed for application/json ContentType.
 type HostMarkUsedJSONRequestBody = MarkUsedInput
@@ -489,6 +502,30 @@ type ClientInterface interface {
 	// Corresponds with POST /internal/uploaded-file/delete (the `HostDelete` operationId).
 	HostDelete(ctx context.Context, body HostDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// HostInitiateUploadWithBody Start a direct upload for the acting user, public or private
+	//
+	// Like initiateUpload, for a host backend that chooses the visibility:
+	// `public` needs `allowPublicUploads` (otherwise
+	// `core.file.public-upload-disabled`). The returned target is handed to
+	// the client that sends the bytes.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /internal/uploaded-file/initiate (the `HostInitiateUpload` operationId).
+	HostInitiateUploadWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HostInitiateUpload Start a direct upload for the acting user, public or private
+	//
+	// Like initiateUpload, for a host backend that chooses the visibility:
+	// `public` needs `allowPublicUploads` (otherwise
+	// `core.file.public-upload-disabled`). The returned target is handed to
+	// the client that sends the bytes.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /internal/uploaded-file/initiate (the `HostInitiateUpload` operationId).
+	HostInitiateUpload(ctx context.Context, body HostInitiateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// HostMarkUsedWithBody Mark files used by a domain record (all or none)
 	//
 	// Takes any type of body and a specified content type.
@@ -573,7 +610,10 @@ type ClientInterface interface {
 	//
 	// Validates the declared name, type and size, persists the pending file
 	// and returns a one-object upload target. Send exactly the returned
-	// headers; the target expires at `upload.expiresAt`.
+	// headers; the target expires at `upload.expiresAt`. End users always
+	// start a private upload; a public direct upload is a host backend's
+	// (hostInitiateUpload). A member the schema does not list, or anything
+	// after the JSON object, is `core.file.invalid-meta`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -584,7 +624,10 @@ type ClientInterface interface {
 	//
 	// Validates the declared name, type and size, persists the pending file
 	// and returns a one-object upload target. Send exactly the returned
-	// headers; the target expires at `upload.expiresAt`.
+	// headers; the target expires at `upload.expiresAt`. End users always
+	// start a private upload; a public direct upload is a host backend's
+	// (hostInitiateUpload). A member the schema does not list, or anything
+	// after the JSON object, is `core.file.invalid-meta`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -756,6 +799,50 @@ func (c *Client) HostDeleteWithBody(ctx context.Context, contentType string, bod
 // Corresponds with POST /internal/uploaded-file/delete (the `HostDelete` operationId).
 func (c *Client) HostDelete(ctx context.Context, body HostDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewHostDeleteRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HostInitiateUploadWithBody Start a direct upload for the acting user, public or private
+//
+// Like initiateUpload, for a host backend that chooses the visibility:
+// `public` needs `allowPublicUploads` (otherwise
+// `core.file.public-upload-disabled`). The returned target is handed to
+// the client that sends the bytes.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /internal/uploaded-file/initiate (the `HostInitiateUpload` operationId).
+func (c *Client) HostInitiateUploadWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostInitiateUploadRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HostInitiateUpload Start a direct upload for the acting user, public or private
+//
+// Like initiateUpload, for a host backend that chooses the visibility:
+// `public` needs `allowPublicUploads` (otherwise
+// `core.file.public-upload-disabled`). The returned target is handed to
+// the client that sends the bytes.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /internal/uploaded-file/initiate (the `HostInitiateUpload` operationId).
+func (c *Client) HostInitiateUpload(ctx context.Context, body HostInitiateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostInitiateUploadRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -969,7 +1056,10 @@ func (c *Client) UploadFileWithBody(ctx context.Context, contentType string, bod
 //
 // Validates the declared name, type and size, persists the pending file
 // and returns a one-object upload target. Send exactly the returned
-// headers; the target expires at `upload.expiresAt`.
+// headers; the target expires at `upload.expiresAt`. End users always
+// start a private upload; a public direct upload is a host backend's
+// (hostInitiateUpload). A member the schema does not list, or anything
+// after the JSON object, is `core.file.invalid-meta`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -990,7 +1080,10 @@ func (c *Client) InitiateUploadWithBody(ctx context.Context, contentType string,
 //
 // Validates the declared name, type and size, persists the pending file
 // and returns a one-object upload target. Send exactly the returned
-// headers; the target expires at `upload.expiresAt`.
+// headers; the target expires at `upload.expiresAt`. End users always
+// start a private upload; a public direct upload is a host backend's
+// (hostInitiateUpload). A member the schema does not list, or anything
+// after the JSON object, is `core.file.invalid-meta`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1253,6 +1346,46 @@ func NewHostDeleteRequestWithBody(server string, contentType string, body io.Rea
 	}
 
 	operationPath := fmt.Sprintf("/internal/uploaded-file/delete")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewHostInitiateUploadRequest calls the generic HostInitiateUpload builder with application/json body
+func NewHostInitiateUploadRequest(server string, body HostInitiateUploadJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewHostInitiateUploadRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewHostInitiateUploadRequestWithBody constructs an http.Request for the HostInitiateUpload method, with any body, and a specified content type
+func NewHostInitiateUploadRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/internal/uploaded-file/initiate")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1978,6 +2111,30 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /internal/uploaded-file/delete (the `HostDelete` operationId).
 	HostDeleteWithResponse(ctx context.Context, body HostDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*HostDeleteResponse, error)
 
+	// HostInitiateUploadWithBodyWithResponse Start a direct upload for the acting user, public or private
+	//
+	// Like initiateUpload, for a host backend that chooses the visibility:
+	// `public` needs `allowPublicUploads` (otherwise
+	// `core.file.public-upload-disabled`). The returned target is handed to
+	// the client that sends the bytes.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /internal/uploaded-file/initiate (the `HostInitiateUpload` operationId).
+	HostInitiateUploadWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostInitiateUploadResponse, error)
+
+	// HostInitiateUploadWithResponse Start a direct upload for the acting user, public or private
+	//
+	// Like initiateUpload, for a host backend that chooses the visibility:
+	// `public` needs `allowPublicUploads` (otherwise
+	// `core.file.public-upload-disabled`). The returned target is handed to
+	// the client that sends the bytes.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /internal/uploaded-file/initiate (the `HostInitiateUpload` operationId).
+	HostInitiateUploadWithResponse(ctx context.Context, body HostInitiateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*HostInitiateUploadResponse, error)
+
 	// HostMarkUsedWithBodyWithResponse Mark files used by a domain record (all or none)
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -2070,7 +2227,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Validates the declared name, type and size, persists the pending file
 	// and returns a one-object upload target. Send exactly the returned
-	// headers; the target expires at `upload.expiresAt`.
+	// headers; the target expires at `upload.expiresAt`. End users always
+	// start a private upload; a public direct upload is a host backend's
+	// (hostInitiateUpload). A member the schema does not list, or anything
+	// after the JSON object, is `core.file.invalid-meta`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2081,7 +2241,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Validates the declared name, type and size, persists the pending file
 	// and returns a one-object upload target. Send exactly the returned
-	// headers; the target expires at `upload.expiresAt`.
+	// headers; the target expires at `upload.expiresAt`. End users always
+	// start a private upload; a public direct upload is a host backend's
+	// (hostInitiateUpload). A member the schema does not list, or anything
+	// after the JSON object, is `core.file.invalid-meta`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2402,6 +2565,103 @@ func (r HostDeleteResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r HostDeleteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// HostInitiateUploadResponse401Headers the declared response headers of an HTTP 401 response for HostInitiateUpload
+type HostInitiateUploadResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type HostInitiateUploadResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *InitiateUploadResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *HostInitiateUploadResponse401Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r HostInitiateUploadResponse) GetJSON201() *InitiateUploadResult {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r HostInitiateUploadResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r HostInitiateUploadResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r HostInitiateUploadResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r HostInitiateUploadResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r HostInitiateUploadResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r HostInitiateUploadResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r HostInitiateUploadResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r HostInitiateUploadResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HostInitiateUploadResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HostInitiateUploadResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HostInitiateUploadResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3736,6 +3996,42 @@ func (c *ClientWithResponses) HostDeleteWithResponse(ctx context.Context, body H
 	return ParseHostDeleteResponse(rsp)
 }
 
+// HostInitiateUploadWithBodyWithResponse Start a direct upload for the acting user, public or private
+//
+// Like initiateUpload, for a host backend that chooses the visibility:
+// `public` needs `allowPublicUploads` (otherwise
+// `core.file.public-upload-disabled`). The returned target is handed to
+// the client that sends the bytes.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /internal/uploaded-file/initiate (the `HostInitiateUpload` operationId).
+func (c *ClientWithResponses) HostInitiateUploadWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostInitiateUploadResponse, error) {
+	rsp, err := c.HostInitiateUploadWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHostInitiateUploadResponse(rsp)
+}
+
+// HostInitiateUploadWithResponse Start a direct upload for the acting user, public or private
+//
+// Like initiateUpload, for a host backend that chooses the visibility:
+// `public` needs `allowPublicUploads` (otherwise
+// `core.file.public-upload-disabled`). The returned target is handed to
+// the client that sends the bytes.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /internal/uploaded-file/initiate (the `HostInitiateUpload` operationId).
+func (c *ClientWithResponses) HostInitiateUploadWithResponse(ctx context.Context, body HostInitiateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*HostInitiateUploadResponse, error) {
+	rsp, err := c.HostInitiateUpload(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHostInitiateUploadResponse(rsp)
+}
+
 // HostMarkUsedWithBodyWithResponse Mark files used by a domain record (all or none)
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -3900,7 +4196,10 @@ func (c *ClientWithResponses) UploadFileWithBodyWithResponse(ctx context.Context
 //
 // Validates the declared name, type and size, persists the pending file
 // and returns a one-object upload target. Send exactly the returned
-// headers; the target expires at `upload.expiresAt`.
+// headers; the target expires at `upload.expiresAt`. End users always
+// start a private upload; a public direct upload is a host backend's
+// (hostInitiateUpload). A member the schema does not list, or anything
+// after the JSON object, is `core.file.invalid-meta`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3917,7 +4216,10 @@ func (c *ClientWithResponses) InitiateUploadWithBodyWithResponse(ctx context.Con
 //
 // Validates the declared name, type and size, persists the pending file
 // and returns a one-object upload target. Send exactly the returned
-// headers; the target expires at `upload.expiresAt`.
+// headers; the target expires at `upload.expiresAt`. End users always
+// start a private upload; a public direct upload is a host backend's
+// (hostInitiateUpload). A member the schema does not list, or anything
+// after the JSON object, is `core.file.invalid-meta`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4239,6 +4541,94 @@ func ParseHostDeleteResponse(rsp *http.Response) (*HostDeleteResponse, error) {
 	switch {
 	case rsp.StatusCode == 401:
 		var headers HostDeleteResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseHostInitiateUploadResponse parses an HTTP response from a HostInitiateUploadWithResponse call
+func ParseHostInitiateUploadResponse(rsp *http.Response) (*HostInitiateUploadResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HostInitiateUploadResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest InitiateUploadResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers HostInitiateUploadResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -46,6 +46,12 @@ type server struct {
 
 func start(t *testing.T, driver string, mods ...func(*service.Config)) *server {
 	t.Helper()
+	return startWith(t, driver, nil, mods...)
+}
+
+// startWith is start with the HTTP options adjusted by opts.
+func startWith(t *testing.T, driver string, opts func(*httpapi.Options), mods ...func(*service.Config)) *server {
+	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.New(t)
 	cfg := service.Config{Driver: driver}
@@ -73,8 +79,12 @@ func start(t *testing.T, driver string, mods ...func(*service.Config)) *server {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc, err := service.New(ctx, cfg, pool, service.WithLogger(quiet))
 	require.NoError(t, err)
-	ts.Config.Handler = httpapi.New(httpapi.Options{Service: svc, Guard: guard, Logger: quiet, DownloadPath: svc.EffectiveConfig().DownloadPath,
-		Health: httpapi.Health{Dependencies: map[string]httpapi.Pinger{"database": pool, "storage": svc}}})
+	o := httpapi.Options{Service: svc, Guard: guard, Logger: quiet, DownloadPath: svc.EffectiveConfig().DownloadPath,
+		Health: httpapi.Health{Dependencies: map[string]httpapi.Pinger{"database": pool, "storage": svc}}}
+	if opts != nil {
+		opts(&o)
+	}
+	ts.Config.Handler = httpapi.New(o)
 	ts.Start()
 	return &server{t: t, url: url, secret: secret, svc: svc, pool: pool}
 }

@@ -116,6 +116,11 @@ func NewGuard(ctx context.Context, cfg AuthConfig) (*Guard, error) {
 // Close stops a JWKS refresh.
 func (g *Guard) Close() { g.close() }
 
+// errBadClaims: a verified token whose tenant, user or department claim is
+// not a value a scope can hold (too long, blank, not UTF-8, control
+// characters, not a string).
+var errBadClaims = errors.New("token claims out of bounds")
+
 // identity is a verified token's trusted context and its host scope.
 type identity struct {
 	rc   service.RequestContext
@@ -139,6 +144,9 @@ func (g *Guard) verify(raw string) (identity, error) {
 	if rc.Tenant == "" || rc.UserID == "" {
 		return identity{}, errors.New("token has no tenant or user claim")
 	}
+	if !service.ValidScopeValue(rc.Tenant) || !service.ValidScopeValue(rc.UserID) || !validDepartment(claims[c.Department]) {
+		return identity{}, errBadClaims
+	}
 	for k, v := range claims {
 		if !slices.Contains([]string{c.Tenant, c.User, c.Roles, c.Permissions}, k) {
 			rc.Custom[k] = v
@@ -149,6 +157,17 @@ func (g *Guard) verify(raw string) (identity, error) {
 	}
 	scopes := append(strings.Fields(str(claims[c.Scope])), strs(claims["scp"])...)
 	return identity{rc: rc, host: slices.Contains(scopes, HostScope)}, nil
+}
+
+// validDepartment: the department claim is absent, empty (no department),
+// or a string a scope can hold -- never another type, which would silently
+// drop the department boundary.
+func validDepartment(v any) bool {
+	if v == nil {
+		return true
+	}
+	d, ok := v.(string)
+	return ok && (d == "" || service.ValidScopeValue(d))
 }
 
 func str(v any) string {
@@ -184,8 +203,18 @@ func (g *Guard) Middleware(next http.Handler) http.Handler {
 		raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		id, err := g.verify(strings.TrimSpace(raw))
 		if !ok || err != nil {
+			// The body of a refused request is never read: the connection
+			// is closed after the answer instead of drained (a read
+			// deadline in the past makes the server's own drain give up
+			// at once).
+			w.Header().Set("Connection", "close")
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 			w.Header().Set("WWW-Authenticate", `Bearer realm="uploadedfile", error="invalid_token"`)
-			writeProblem(w, http.StatusUnauthorized, codeUnauthorized)
+			code := codeUnauthorized
+			if errors.Is(err, errBadClaims) {
+				code = codeInvalidClaims
+			}
+			writeProblem(w, http.StatusUnauthorized, code)
 			return
 		}
 		if strings.HasPrefix(r.URL.Path, "/internal/") && !id.host {

@@ -42,6 +42,10 @@ var statusOf = map[string]int{
 // Codes of the HTTP layer itself.
 const (
 	codeUnauthorized = "core.auth.unauthorized"
+	// codeInvalidClaims: the token verified, but its tenant, user or
+	// department claim is out of bounds (over 255 characters, blank,
+	// control characters such as NUL, not a string).
+	codeInvalidClaims = "core.auth.invalid-claims"
 	codeInternal     = "core.internal"
 )
 

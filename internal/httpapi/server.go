@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -45,13 +47,25 @@ type Options struct {
 	Guard        *Guard
 	Health       Health
 	Logger       *slog.Logger
-	// Metrics, when set, is served at /metrics without a token (expose it
-	// only where your metrics scraper can reach it).
-	Metrics http.Handler
 	// Registerer, when set, receives the request metrics (by route pattern
-	// and status, latency, bytes in and out).
+	// and status, latency, bytes in and out). /metrics itself is never
+	// served here: it belongs on an operator listener (serve
+	// --metrics-listen).
 	Registerer prometheus.Registerer
+	// BodyReadTimeout bounds the time to read one request body (default
+	// DefaultBodyReadTimeout); BodyIdleTimeout how long the client may send
+	// nothing meanwhile (default DefaultBodyIdleTimeout). A client that
+	// trickles or stalls is cut off.
+	BodyReadTimeout time.Duration
+	BodyIdleTimeout time.Duration
 }
+
+// Defaults of the body read bounds: a 25 MiB upload at 1 Mbit/s fits in the
+// first; a live client never pauses for the second.
+const (
+	DefaultBodyReadTimeout = 5 * time.Minute
+	DefaultBodyIdleTimeout = 30 * time.Second
+)
 
 // New returns the whole HTTP surface: the generated routes behind the
 // guard, with problem responses, request ids and body limits.
@@ -71,19 +85,13 @@ func New(o Options) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeProblem(w, http.StatusNotFound, service.ErrNotFound.Code)
 	})
-	var h http.Handler = mux
+	h := strictJSON(mux)
 	if o.Registerer != nil {
 		h = newRequestMetrics(o.Registerer).wrap(h)
 	}
 	h = o.Guard.Middleware(h)
-	h = limitBodies(h)
+	h = limitBodies(h, bodyTimeouts{total: cmp.Or(o.BodyReadTimeout, DefaultBodyReadTimeout), idle: cmp.Or(o.BodyIdleTimeout, DefaultBodyIdleTimeout)})
 	h = movedRoutes(o.DownloadPath, h)
-	if o.Metrics != nil {
-		outer := http.NewServeMux()
-		outer.Handle("GET /metrics", o.Metrics)
-		outer.Handle("/", h)
-		h = outer
-	}
 	return withRequestID(h)
 }
 
@@ -140,22 +148,64 @@ func requestID(r *http.Request) string {
 	return id
 }
 
-// limitBodies bounds request bodies before anything reads them: multipart
-// uploads at MultipartCeiling (and reads them in large chunks,
-// bufferedBody), raw content at the 25 MiB ceiling, JSON at 64 KiB.
-func limitBodies(next http.Handler) http.Handler {
+// limitBodies bounds request bodies before anything reads them: in size --
+// multipart uploads at MultipartCeiling (and reads them in large chunks,
+// bufferedBody), raw content at the 25 MiB ceiling, JSON at 64 KiB -- and
+// in time (bodyTimeouts).
+func limitBodies(next http.Handler, t bodyTimeouts) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch ct := r.Header.Get("Content-Type"); {
-		case r.Body == nil || r.Method == http.MethodGet || r.Method == http.MethodDelete:
+		case r.Body == nil || r.Body == http.NoBody || r.Method == http.MethodGet || r.Method == http.MethodDelete:
 		case len(ct) >= 19 && ct[:19] == "multipart/form-data":
-			r.Body = bufferedBody(http.MaxBytesReader(w, r.Body, MultipartCeiling))
+			r.Body = bufferedBody(t.bound(w, http.MaxBytesReader(w, r.Body, MultipartCeiling)))
 		case r.Method == http.MethodPut:
-			r.Body = http.MaxBytesReader(w, r.Body, filecheck.AbsoluteMaxFileSize)
+			r.Body = t.bound(w, http.MaxBytesReader(w, r.Body, filecheck.AbsoluteMaxFileSize))
 		default:
-			r.Body = http.MaxBytesReader(w, r.Body, jsonBodyLimit)
+			r.Body = t.bound(w, http.MaxBytesReader(w, r.Body, jsonBodyLimit))
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bodyTimeouts bound the time a request body takes to arrive: in all
+// (total, from the first read) and between two reads that return data
+// (idle). The connection's read deadline enforces both, so a client that
+// trickles a body or stops sending is cut off by the kernel's clock, not
+// by a goroutine.
+type bodyTimeouts struct{ total, idle time.Duration }
+
+// bound returns body read under the deadlines.
+func (t bodyTimeouts) bound(w http.ResponseWriter, body io.ReadCloser) io.ReadCloser {
+	return &deadlineBody{ReadCloser: body, rc: http.NewResponseController(w), t: t}
+}
+
+type deadlineBody struct {
+	io.ReadCloser
+	rc  *http.ResponseController
+	t   bodyTimeouts
+	end time.Time // the total deadline, set at the first read
+}
+
+func (d *deadlineBody) Read(p []byte) (int, error) {
+	now := time.Now()
+	if d.end.IsZero() {
+		d.end = now.Add(d.t.total)
+	}
+	deadline := now.Add(d.t.idle)
+	if deadline.After(d.end) {
+		deadline = d.end
+	}
+	// Where the connection cannot take a deadline (tests' recorders), the
+	// body is read as it is.
+	_ = d.rc.SetReadDeadline(deadline)
+	n, err := d.ReadCloser.Read(p)
+	if err != nil {
+		// The body is done (or refused): lift the deadline, or the
+		// server's own background read of the idle connection would hit
+		// it and cancel the request while the handler still works.
+		_ = d.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
 }
 
 // multipartReadBuffer is how much of a multipart body is read from the
@@ -186,8 +236,24 @@ func (s *Server) Readyz(ctx context.Context, _ api.ReadyzRequestObject) (api.Rea
 	return api.Readyz200TextResponse(msg), nil
 }
 
-// InitiateUpload implements api.StrictServerInterface.
+// InitiateUpload implements api.StrictServerInterface: an end user's direct
+// upload is always private (a public one is HostInitiateUpload's).
 func (s *Server) InitiateUpload(ctx context.Context, req api.InitiateUploadRequestObject) (api.InitiateUploadResponseObject, error) {
+	b := req.Body
+	opts := &service.UploadOptions{Visibility: service.Private}
+	if b.Disposition != nil {
+		opts.Disposition = service.Disposition(*b.Disposition)
+	}
+	r, err := s.svc.InitiateUpload(ctx, service.InitiateInput{OriginalName: b.OriginalName, ContentType: b.ContentType, SizeBytes: b.SizeBytes, Checksum: b.Checksum}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return api.InitiateUpload201JSONResponse(initiateResult(r)), nil
+}
+
+// HostInitiateUpload implements api.StrictServerInterface: a host backend
+// starts a direct upload for the acting user and chooses its visibility.
+func (s *Server) HostInitiateUpload(ctx context.Context, req api.HostInitiateUploadRequestObject) (api.HostInitiateUploadResponseObject, error) {
 	b := req.Body
 	opts := &service.UploadOptions{}
 	if b.Visibility != nil {
@@ -200,7 +266,7 @@ func (s *Server) InitiateUpload(ctx context.Context, req api.InitiateUploadReque
 	if err != nil {
 		return nil, err
 	}
-	return api.InitiateUpload201JSONResponse(initiateResult(r)), nil
+	return api.HostInitiateUpload201JSONResponse(initiateResult(r)), nil
 }
 
 // InitiateTemporaryUpload implements api.StrictServerInterface.
@@ -333,6 +399,20 @@ func (s *Server) hostUpload(ctx context.Context, f *form) (api.HostFile, error) 
 	temporary, legacy := f.fields["temporary"] == "true", f.fields["legacy"] == "true"
 	opts := &service.UploadOptions{ContentType: f.fileType, Visibility: service.Visibility(f.fields["visibility"])}
 	switch {
+	case legacy && temporary:
+		// The legacy temporary upload: private, expiring, no provenance.
+		if opts.Visibility != "" || f.fields["module"]+f.fields["entity"]+f.fields["entityId"]+f.fields["type"]+f.fields["extraData"] != "" {
+			return api.HostFile{}, service.ErrInvalidMeta
+		}
+		tmp, err := s.svc.UploadTemporaryLegacy(ctx, f.file, f.fileName, &service.UploadOptions{ContentType: f.fileType})
+		if err != nil {
+			return api.HostFile{}, err
+		}
+		r, err := s.svc.Find(ctx, tmp.ID.String())
+		if err != nil {
+			return api.HostFile{}, err
+		}
+		return hostFile(r), nil
 	case legacy:
 		var extra map[string]any
 		if raw := f.fields["extraData"]; raw != "" {

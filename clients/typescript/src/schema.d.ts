@@ -17,7 +17,10 @@ export interface paths {
          * Start a direct upload
          * @description Validates the declared name, type and size, persists the pending file
          *     and returns a one-object upload target. Send exactly the returned
-         *     headers; the target expires at `upload.expiresAt`.
+         *     headers; the target expires at `upload.expiresAt`. End users always
+         *     start a private upload; a public direct upload is a host backend's
+         *     (hostInitiateUpload). A member the schema does not list, or anything
+         *     after the JSON object, is `core.file.invalid-meta`.
          */
         post: operations["initiateUpload"];
         delete?: never;
@@ -134,6 +137,29 @@ export interface paths {
         get: operations["downloadFile"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/uploaded-file/initiate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a direct upload for the acting user, public or private
+         * @description Like initiateUpload, for a host backend that chooses the visibility:
+         *     `public` needs `allowPublicUploads` (otherwise
+         *     `core.file.public-upload-disabled`). The returned target is handed to
+         *     the client that sends the bytes.
+         */
+        post: operations["hostInitiateUpload"];
         delete?: never;
         options?: never;
         head?: never;
@@ -371,6 +397,16 @@ export interface components {
         /** @enum {string} */
         Disposition: "inline" | "attachment";
         InitiateUploadInput: {
+            originalName: string;
+            contentType: string;
+            /** Format: int64 */
+            sizeBytes: number;
+            /** @description "sha256:" followed by the base64 SHA-256 of the bytes. */
+            checksum: string;
+            disposition?: components["schemas"]["Disposition"];
+        };
+        /** @description InitiateUploadInput plus the visibility a host backend may choose (public needs allowPublicUploads). */
+        HostInitiateUploadInput: {
             originalName: string;
             contentType: string;
             /** Format: int64 */
@@ -761,6 +797,37 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["Problem"];
             410: components["responses"]["Problem"];
+        };
+    };
+    hostInitiateUpload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HostInitiateUploadInput"];
+            };
+        };
+        responses: {
+            /** @description The pending file and its upload target. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InitiateUploadResult"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
+            404: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
         };
     };
     hostUpload: {

@@ -228,7 +228,9 @@ func TestUnknownKeysSayWhereAndSuggest(t *testing.T) {
 	_, err = loadConfig(cfgFile, func() []string { return nil })
 	require.ErrorContains(t, err, "config file "+cfgFile+`: unknown key "remoteClone.alowedHosts" (did you mean "remoteClone.allowedHosts"?)`)
 
-	_, err = loadConfig("", func() []string { return []string{"UPLOADEDFILE_CONFIG=/etc/uf.yaml", "UPLOADEDFILE_METRICS_LISTEN=127.0.0.1:9090"} })
+	_, err = loadConfig("", func() []string {
+		return []string{"UPLOADEDFILE_CONFIG=/etc/uf.yaml", "UPLOADEDFILE_METRICS_LISTEN=127.0.0.1:9090"}
+	})
 	require.NoError(t, err, "UPLOADEDFILE_CONFIG is the --config flag's, not a key")
 }
 

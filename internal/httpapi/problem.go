@@ -46,7 +46,7 @@ const (
 	// department claim is out of bounds (over 255 characters, blank,
 	// control characters such as NUL, not a string).
 	codeInvalidClaims = "core.auth.invalid-claims"
-	codeInternal     = "core.internal"
+	codeInternal      = "core.internal"
 )
 
 func writeProblem(w http.ResponseWriter, status int, code string) {

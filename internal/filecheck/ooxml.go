@@ -289,12 +289,20 @@ func checkLayout(ra io.ReaderAt, entries []zipEntry, dirOffset int64) error {
 		if flags != e.flags || method != e.method || nameLen != int64(len(e.name)) {
 			return invalid(RuleZipLocalMismatch, "entry %q: local header differs from the directory", e.name)
 		}
-		if start+localLen+nameLen > dirOffset {
+		if binary.LittleEndian.Uint32(hdr[18:]) == 0xffffffff || binary.LittleEndian.Uint32(hdr[22:]) == 0xffffffff {
+			return invalid(RuleZipZip64, "entry %q has a ZIP64 sentinel in its local header", e.name)
+		}
+		if start+localLen+nameLen+extraLen > dirOffset {
 			return invalid(RuleZipOffsets, "entry %q name outside the data area", e.name)
 		}
-		name := make([]byte, nameLen)
-		if _, err := ra.ReadAt(name, start+localLen); err != nil || !bytes.Equal(name, []byte(e.name)) {
+		// The name and the extra field in one read: the local extra is where
+		// a ZIP64 record hides from a check of the directory alone.
+		nameExtra := make([]byte, nameLen+extraLen)
+		if _, err := ra.ReadAt(nameExtra, start+localLen); err != nil || !bytes.Equal(nameExtra[:nameLen], []byte(e.name)) {
 			return invalid(RuleZipLocalMismatch, "entry %q: local name differs", e.name)
+		}
+		if hasZip64Extra(nameExtra[nameLen:]) {
+			return invalid(RuleZipZip64, "entry %q has a ZIP64 extra field in its local header", e.name)
 		}
 		end := start + localLen + nameLen + extraLen + int64(e.compSize)
 		if e.flags&flagDescript != 0 {

@@ -70,6 +70,13 @@ func TestOOXMLRules(t *testing.T) {
 		{"zip64 locator", with(func(z *rawZip) { z.zip64Locator = true; z.dirOffsetDelta = 0 }), docxMain, filecheck.RuleZipZip64},
 		{"zip64 extra field", with(func(z *rawZip) { z.entries[1].cdExtra = []byte{0x01, 0x00, 0x08, 0x00, 1, 2, 3, 4, 5, 6, 7, 8} }), docxMain, filecheck.RuleZipZip64},
 		{"zip64 sentinel size", with(func(z *rawZip) { z.entries[1].cdUncompSize = u32(0xffffffff) }), docxMain, filecheck.RuleZipZip64},
+		{"zip64 extra field in a local header", with(func(z *rawZip) {
+			z.entries[1].localExtra = []byte{0x01, 0x00, 0x10, 0x00, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0}
+		}), docxMain, filecheck.RuleZipZip64},
+		{"zip64 extra field after another in a local header", with(func(z *rawZip) {
+			z.entries[0].localExtra = []byte{0x55, 0x54, 0x05, 0x00, 1, 2, 3, 4, 5, 0x01, 0x00, 0x08, 0x00, 1, 2, 3, 4, 5, 6, 7, 8}
+		}), docxMain, filecheck.RuleZipZip64},
+		{"zip64 sentinel size in a local header", with(func(z *rawZip) { z.entries[1].localSize = u32(0xffffffff) }), docxMain, filecheck.RuleZipZip64},
 		{"zip64 sentinel entry count", with(func(z *rawZip) { z.totalEntries = u16(0xffff); z.diskEntries = u16(0xffff) }), docxMain, filecheck.RuleZipZip64},
 		{"multi-disk record", with(func(z *rawZip) { z.disk = 1 }), docxMain, filecheck.RuleZipMultiDisk},
 		{"entries on another disk", with(func(z *rawZip) { z.diskEntries = u16(1) }), docxMain, filecheck.RuleZipMultiDisk},

@@ -25,6 +25,8 @@ type rawEntry struct {
 	cdDiskStart              uint16
 	localName                *string
 	localFlags, localMethod  *uint16
+	localExtra               []byte
+	localSize                *uint32 // the local header's sizes; default len(data)
 }
 
 // rawZip builds a ZIP byte by byte, so a test can break exactly one rule.
@@ -67,11 +69,16 @@ func (z rawZip) bytes() []byte {
 		le(method)
 		le(uint32(0)) // time, date
 		le(crc32.ChecksumIEEE(e.data))
-		le(uint32(len(e.data)))
-		le(uint32(len(e.data)))
+		size := uint32(len(e.data))
+		if e.localSize != nil {
+			size = *e.localSize
+		}
+		le(size)
+		le(size)
 		le(uint16(len(name)))
-		le(uint16(0))
+		le(uint16(len(e.localExtra)))
 		buf.WriteString(name)
+		buf.Write(e.localExtra)
 		buf.Write(e.data)
 	}
 	dirStart := buf.Len()

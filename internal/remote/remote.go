@@ -218,15 +218,28 @@ func controlAddress(_, address string, _ syscall.RawConn) error {
 }
 
 // blocked are the special-purpose ranges refused beyond what
-// netip.Addr's predicates already catch.
+// netip.Addr's predicates already catch: every entry of IANA's IPv4 and
+// IPv6 Special-Purpose Address Registries (globally reachable or not -- a
+// remote file is never served from anycast, AS112 or translation
+// infrastructure), multicast, and the deprecated IPv6 ranges that embed an
+// IPv4 address (IPv4-compatible ::/96, SIIT's IPv4-translated
+// ::ffff:0:0:0/96, 6to4, site-local).
 var blocked = func() []netip.Prefix {
 	var out []netip.Prefix
 	for _, p := range []string{
+		// IPv4 Special-Purpose Address Registry.
 		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-		"192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15",
-		"198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4", "255.255.255.255/32",
-		"::/128", "::1/128", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8", "64:ff9b::/96",
-		"64:ff9b:1::/48", "2001::/23", "2001:db8::/32", "2002::/16",
+		"192.0.0.0/24", "192.0.2.0/24", "192.31.196.0/24", "192.52.193.0/24", "192.88.99.0/24",
+		"192.168.0.0/16", "192.175.48.0/24", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
+		"240.0.0.0/4", "255.255.255.255/32",
+		// Multicast.
+		"224.0.0.0/4",
+		// IPv6 Special-Purpose Address Registry.
+		"::/128", "::1/128", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "100:0:0:1::/64",
+		"2001::/23", "2001:db8::/32", "2002::/16", "2620:4f:8000::/48", "3fff::/20", "5f00::/16",
+		"fc00::/7", "fe80::/10",
+		// Deprecated or embedding IPv4, and multicast.
+		"::/96", "::ffff:0:0:0/96", "fec0::/10", "ff00::/8",
 	} {
 		out = append(out, netip.MustParsePrefix(p))
 	}

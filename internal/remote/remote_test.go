@@ -108,6 +108,58 @@ func TestAddressRule(t *testing.T) {
 	}
 }
 
+// ianaSpecialPurpose is every entry of IANA's IPv4 and IPv6
+// Special-Purpose Address Registries (iana-ipv4-special-registry,
+// iana-ipv6-special-registry), with the ranges the issue named beside them.
+var ianaSpecialPurpose = []string{
+	// IPv4.
+	"0.0.0.0/8", "0.0.0.0/32", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+	"172.16.0.0/12", "192.0.0.0/24", "192.0.0.0/29", "192.0.0.8/32", "192.0.0.9/32", "192.0.0.10/32",
+	"192.0.0.170/32", "192.0.0.171/32", "192.0.2.0/24", "192.31.196.0/24", "192.52.193.0/24",
+	"192.88.99.0/24", "192.168.0.0/16", "192.175.48.0/24", "198.18.0.0/15", "198.51.100.0/24",
+	"203.0.113.0/24", "240.0.0.0/4", "255.255.255.255/32",
+	// IPv6.
+	"::1/128", "::/128", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "100:0:0:1::/64",
+	"2001::/23", "2001::/32", "2001:1::1/128", "2001:1::2/128", "2001:1::3/128", "2001:2::/48",
+	"2001:3::/32", "2001:4:112::/48", "2001:10::/28", "2001:20::/28", "2001:30::/28", "2001:db8::/32",
+	"2002::/16", "2620:4f:8000::/48", "3fff::/20", "5f00::/16", "fc00::/7", "fe80::/10",
+	// Named by the issue beside the registries: IPv4-compatible and
+	// IPv4-translated IPv6.
+	"::/96", "::ffff:0:0:0/96",
+}
+
+// TestIANASpecialPurposeRegistries walks both registries: the first, a
+// middle and the last address of every entry is refused, and the public
+// neighbours of the IPv4 entries that sit between public ranges are not.
+func TestIANASpecialPurposeRegistries(t *testing.T) {
+	t.Parallel()
+	for _, p := range ianaSpecialPurpose {
+		prefix := netip.MustParsePrefix(p)
+		first := prefix.Masked().Addr()
+		last := lastAddr(prefix)
+		middle := first
+		for range min(8, prefix.Addr().BitLen()-prefix.Bits()) {
+			middle = middle.Next()
+		}
+		for _, a := range []netip.Addr{first, middle, last} {
+			require.ErrorIs(t, remote.CheckAddr(a), remote.ErrRefused, "%s in %s", a, p)
+		}
+	}
+	for _, a := range []string{"192.31.195.255", "192.31.197.0", "192.52.192.255", "192.52.194.0", "192.175.47.255", "192.175.49.0", "2620:4f:7fff:ffff::1", "2620:4f:8001::1"} {
+		require.NoError(t, remote.CheckAddr(netip.MustParseAddr(a)), "%s is public", a)
+	}
+}
+
+// lastAddr is the highest address of p.
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Masked().Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}
+
 func TestNamesResolvingInside(t *testing.T) {
 	t.Parallel()
 	f, h := newHarness(t, nil, remote.Config{}, map[string]string{

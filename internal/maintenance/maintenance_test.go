@@ -24,6 +24,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 	"github.com/uploadedfile/uploadedfile/internal/storage/local"
+	"github.com/uploadedfile/uploadedfile/internal/storage/s3test"
 	"github.com/uploadedfile/uploadedfile/internal/storage/storagefault"
 	"github.com/uploadedfile/uploadedfile/service"
 )
@@ -38,7 +39,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("UF_CHAOS_CHILD") != "" {
 		os.Exit(chaosWorker())
 	}
-	os.Exit(m.Run())
+	os.Exit(s3test.Main(m))
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))

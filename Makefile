@@ -20,7 +20,7 @@ CHAOS_DURATION ?= 2m
 
 TS := clients/typescript
 
-.PHONY: bench bench-full bench-peers chaos all generate verify verify-generated vet staticcheck fmt-check test test-only postgres tools fuzz ts lint-openapi
+.PHONY: bench bench-full bench-peers chaos all generate verify verify-generated vet staticcheck fmt-check test test-only s3-servers postgres tools fuzz ts lint-openapi
 
 all: verify
 
@@ -81,10 +81,16 @@ postgres:
 ## test: the full check, as CI runs it.
 test: verify postgres test-only
 
+## s3-servers: build the two S3 servers the tests start (cached by the Go
+## build cache; MinIO's first build takes minutes, so not inside a test).
+s3-servers:
+	$(TOOL) -n versitygw >/dev/null
+	$(GO) tool -modfile=tools/minio/go.mod -n minio >/dev/null
+
 ## test-only: every test on versitygw (the default S3 server of the tests),
 ## then the packages that use S3 again on MinIO; a failure on either fails.
 S3_PACKAGES := ./internal/storage/s3/ ./service/ ./internal/httpapi/ ./internal/maintenance/
-test-only:
+test-only: s3-servers
 	$(GO) test -race -count=1 ./...
 	UPLOADEDFILE_TEST_S3=minio $(GO) test -race -count=1 $(S3_PACKAGES)
 
@@ -101,7 +107,7 @@ fuzz:
 ## chaos: worker processes with random storage failures and kills, the
 ## tracks alongside, then settle and check the invariants (also run for a few
 ## seconds by `make test`).
-chaos: postgres
+chaos: postgres s3-servers
 	$(GO) test -race -count=1 -run '^TestChaos$$' -v ./internal/maintenance/ -args -chaos.duration=$(CHAOS_DURATION)
 
 ## bench-peers: install the tus peer (@tus/server) of the benchmarks.

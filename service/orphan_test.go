@@ -28,9 +28,7 @@ func TestStagingCleanupWaitsForTheTarget(t *testing.T) {
 	b := setup(t, service.DriverS3)
 	ctx := context.Background()
 	body := realDOCX(t)
-	init, err := b.svc.InitiateUpload(alice, input("plan.docx", docxType, body), nil)
-	require.NoError(t, err)
-	b.write(alice, init, body)
+	init := b.written(body)
 	done, err := b.svc.CompleteUpload(alice, init.ID.String())
 	require.NoError(t, err)
 	staging := *b.row(init.ID).PendingKey
@@ -62,9 +60,7 @@ func TestRePutRacingComplete(t *testing.T) {
 	t.Parallel()
 	b := setup(t, service.DriverLocal)
 	body := realDOCX(t)
-	init, err := b.svc.InitiateUpload(alice, input("plan.docx", docxType, body), nil)
-	require.NoError(t, err)
-	b.write(alice, init, body)
+	init := b.written(body)
 	staging := *b.row(init.ID).PendingKey
 
 	// The re-PUT stops just before it writes the staging name; complete runs
@@ -78,13 +74,22 @@ func TestRePutRacingComplete(t *testing.T) {
 			require.Eventually(t, func() bool { return len(completed) == 1 || b.waitsOnLock() }, 10*time.Second, 5*time.Millisecond)
 			close(release)
 		}})
-	_, err = b.svc.PutUploadContent(alice, init.ID.String(), bytes.NewReader(body))
+	_, err := b.svc.PutUploadContent(alice, init.ID.String(), bytes.NewReader(body))
 	require.ErrorIs(t, err, service.ErrInvalidUpload, "the staging object is written once")
 	require.Equal(t, "content.already-written", service.Rule(err))
 	require.NoError(t, <-completed)
 	require.Equal(t, "ready", b.row(init.ID).Status)
 	require.False(t, b.hasObject(staging), "no staging object behind a ready row")
 	b.checkInvariants()
+}
+
+// written initiates a direct upload of body as alice and writes its content.
+func (b *bundle) written(body []byte) *service.InitiateResult {
+	b.t.Helper()
+	init, err := b.svc.InitiateUpload(alice, input("plan.docx", docxType, body), nil)
+	require.NoError(b.t, err)
+	b.write(alice, init, body)
+	return init
 }
 
 // waitsOnLock reports whether some session of the test database waits for
@@ -103,9 +108,7 @@ func TestConcurrentPutsAndCompletes(t *testing.T) {
 	b := setup(t, service.DriverLocal)
 	body := realDOCX(t)
 	for range 20 {
-		init, err := b.svc.InitiateUpload(alice, input("plan.docx", docxType, body), nil)
-		require.NoError(t, err)
-		b.write(alice, init, body)
+		init := b.written(body)
 		start := make(chan struct{})
 		errs := make(chan error, 5)
 		for i := range 5 {
@@ -153,9 +156,7 @@ func TestStalledCompleterVsPendingSweep(t *testing.T) {
 			b := setup(t, driver)
 			sweeper := b.secondInstance()
 			body := realDOCX(t)
-			init, err := b.svc.InitiateUpload(alice, input("plan.docx", docxType, body), nil)
-			require.NoError(t, err)
-			b.write(alice, init, body)
+			init := b.written(body)
 
 			// The completer stalls just before its promotion.
 			promote := make(chan struct{})
@@ -174,7 +175,7 @@ func TestStalledCompleterVsPendingSweep(t *testing.T) {
 					<-completed
 					close(resume)
 				}})
-			_, err = sweeper.CleanupPendingUploads(context.Background(), 100)
+			_, err := sweeper.CleanupPendingUploads(context.Background(), 100)
 			require.NoError(t, err)
 			b.settle()
 			require.Empty(t, b.objects(), "no object outlives the reclaimed row")
@@ -190,10 +191,8 @@ func TestContentPutFinalAnswers(t *testing.T) {
 	b := setup(t, service.DriverLocal)
 	body := realDOCX(t)
 
-	init, err := b.svc.InitiateUpload(alice, input("plan.docx", docxType, body), nil)
-	require.NoError(t, err)
-	b.write(alice, init, body)
-	_, err = b.svc.CompleteUpload(alice, init.ID.String())
+	init := b.written(body)
+	_, err := b.svc.CompleteUpload(alice, init.ID.String())
 	require.NoError(t, err)
 	_, err = b.svc.PutUploadContent(alice, init.ID.String(), bytes.NewReader(body))
 	require.ErrorIs(t, err, service.ErrInvalidUpload, "ready: the content was written")

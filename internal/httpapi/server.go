@@ -240,34 +240,44 @@ func (s *Server) Readyz(ctx context.Context, _ api.ReadyzRequestObject) (api.Rea
 // upload is always private (a public one is HostInitiateUpload's).
 func (s *Server) InitiateUpload(ctx context.Context, req api.InitiateUploadRequestObject) (api.InitiateUploadResponseObject, error) {
 	b := req.Body
-	opts := &service.UploadOptions{Visibility: service.Private}
-	if b.Disposition != nil {
-		opts.Disposition = service.Disposition(*b.Disposition)
-	}
-	r, err := s.svc.InitiateUpload(ctx, service.InitiateInput{OriginalName: b.OriginalName, ContentType: b.ContentType, SizeBytes: b.SizeBytes, Checksum: b.Checksum}, opts)
+	r, err := s.initiate(ctx, service.InitiateInput{OriginalName: b.OriginalName, ContentType: b.ContentType, SizeBytes: b.SizeBytes, Checksum: b.Checksum},
+		ptr(api.Private), b.Disposition)
 	if err != nil {
 		return nil, err
 	}
-	return api.InitiateUpload201JSONResponse(initiateResult(r)), nil
+	return api.InitiateUpload201JSONResponse(r), nil
 }
 
 // HostInitiateUpload implements api.StrictServerInterface: a host backend
 // starts a direct upload for the acting user and chooses its visibility.
 func (s *Server) HostInitiateUpload(ctx context.Context, req api.HostInitiateUploadRequestObject) (api.HostInitiateUploadResponseObject, error) {
 	b := req.Body
-	opts := &service.UploadOptions{}
-	if b.Visibility != nil {
-		opts.Visibility = service.Visibility(*b.Visibility)
-	}
-	if b.Disposition != nil {
-		opts.Disposition = service.Disposition(*b.Disposition)
-	}
-	r, err := s.svc.InitiateUpload(ctx, service.InitiateInput{OriginalName: b.OriginalName, ContentType: b.ContentType, SizeBytes: b.SizeBytes, Checksum: b.Checksum}, opts)
+	r, err := s.initiate(ctx, service.InitiateInput{OriginalName: b.OriginalName, ContentType: b.ContentType, SizeBytes: b.SizeBytes, Checksum: b.Checksum},
+		b.Visibility, b.Disposition)
 	if err != nil {
 		return nil, err
 	}
-	return api.HostInitiateUpload201JSONResponse(initiateResult(r)), nil
+	return api.HostInitiateUpload201JSONResponse(r), nil
 }
+
+// initiate starts a direct upload with the optional visibility and
+// disposition (nil: the configured defaults).
+func (s *Server) initiate(ctx context.Context, in service.InitiateInput, vis *api.Visibility, disp *api.Disposition) (api.InitiateUploadResult, error) {
+	opts := &service.UploadOptions{}
+	if vis != nil {
+		opts.Visibility = service.Visibility(*vis)
+	}
+	if disp != nil {
+		opts.Disposition = service.Disposition(*disp)
+	}
+	r, err := s.svc.InitiateUpload(ctx, in, opts)
+	if err != nil {
+		return api.InitiateUploadResult{}, err
+	}
+	return initiateResult(r), nil
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // InitiateTemporaryUpload implements api.StrictServerInterface.
 func (s *Server) InitiateTemporaryUpload(ctx context.Context, req api.InitiateTemporaryUploadRequestObject) (api.InitiateTemporaryUploadResponseObject, error) {

@@ -38,6 +38,7 @@ func (e Disposition) Valid() bool {
 
 // Defines values for ProblemCode.
 const (
+	CoreAuthInvalidClaims            ProblemCode = "core.auth.invalid-claims"
 	CoreAuthUnauthorized             ProblemCode = "core.auth.unauthorized"
 	CoreFileCleanupFailed            ProblemCode = "core.file.cleanup-failed"
 	CoreFileDeleteFailed             ProblemCode = "core.file.delete-failed"
@@ -58,6 +59,8 @@ const (
 // Valid indicates whether the value is a known member of the ProblemCode enum.
 func (e ProblemCode) Valid() bool {
 	switch e {
+	case CoreAuthInvalidClaims:
+		return true
 	case CoreAuthUnauthorized:
 		return true
 	case CoreFileCleanupFailed:

@@ -388,7 +388,7 @@ export interface components {
              * @description The stable error code.
              * @enum {string}
              */
-            code: "core.file.not-found" | "core.file.invalid-upload" | "core.file.invalid-meta" | "core.file.remote-disabled" | "core.file.remote-fetch-failed" | "core.file.upload-expired" | "core.file.upload-completing" | "core.file.upload-verification-failed" | "core.file.public-upload-disabled" | "core.file.expired" | "core.file.upload-failed" | "core.file.delete-failed" | "core.file.cleanup-failed" | "core.auth.unauthorized" | "core.internal";
+            code: "core.file.not-found" | "core.file.invalid-upload" | "core.file.invalid-meta" | "core.file.remote-disabled" | "core.file.remote-fetch-failed" | "core.file.upload-expired" | "core.file.upload-completing" | "core.file.upload-verification-failed" | "core.file.public-upload-disabled" | "core.file.expired" | "core.file.upload-failed" | "core.file.delete-failed" | "core.file.cleanup-failed" | "core.auth.unauthorized" | "core.auth.invalid-claims" | "core.internal";
         };
         /** @enum {string} */
         Visibility: "public" | "private";

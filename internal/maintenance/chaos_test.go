@@ -45,8 +45,11 @@ var chaosDuration = flag.Duration("chaos.duration", 4*time.Second, "how long Tes
 // leases, expiries and backoffs all happen within a short run.
 const virtualSpeed = 60
 
-func virtualClock(start time.Time) func() time.Time {
-	real0 := time.Now()
+// virtualClock is the run's one clock: start at the real instant real0,
+// then virtualSpeed times faster. Every process of a run is given the same
+// real0, so a worker started late shares the parent's time instead of
+// starting again at start.
+func virtualClock(start, real0 time.Time) func() time.Time {
 	return func() time.Time { return start.Add(time.Since(real0) * virtualSpeed) }
 }
 
@@ -104,7 +107,8 @@ func chaosWorker() int {
 	seed, _ := strconv.ParseUint(os.Getenv("UF_SEED"), 10, 64)
 	rnd := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	start, _ := time.Parse(time.RFC3339Nano, os.Getenv("UF_START"))
-	svc, err := service.New(ctx, chaosConfig(), pool, service.WithStore(store), service.WithClock(virtualClock(start)), service.WithLogger(quiet))
+	real0, _ := time.Parse(time.RFC3339Nano, os.Getenv("UF_REAL0"))
+	svc, err := service.New(ctx, chaosConfig(), pool, service.WithStore(store), service.WithClock(virtualClock(start, real0)), service.WithLogger(quiet))
 	if err != nil {
 		return 2
 	}
@@ -254,8 +258,8 @@ func TestChaos(t *testing.T) {
 func runChaos(t *testing.T, driver string) {
 	e := setup(t)
 	c := newChaosStore(t, e, driver)
-	start := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	clock := virtualClock(start)
+	start, real0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), time.Now()
+	clock := virtualClock(start, real0)
 	newService := func(clock func() time.Time) *service.Service {
 		svc, err := service.New(context.Background(), c.cfg, e.pool, service.WithStore(c.store), service.WithClock(clock), service.WithLogger(quiet))
 		require.NoError(t, err)
@@ -268,7 +272,7 @@ func runChaos(t *testing.T, driver string) {
 	spawn := func() *exec.Cmd {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), "UF_CHAOS_CHILD=1", "UF_DB="+e.url, "UF_SEED="+strconv.FormatUint(rnd.Uint64(), 10),
-			"UF_START="+start.Format(time.RFC3339Nano))
+			"UF_START="+start.Format(time.RFC3339Nano), "UF_REAL0="+real0.Format(time.RFC3339Nano))
 		cmd.Env = append(cmd.Env, c.env...)
 		require.NoError(t, cmd.Start())
 		return cmd

@@ -287,6 +287,34 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			_, err := q.FileRetireTombstone(ctx, e, db.FileRetireTombstoneParams{ID: id, Now: now})
 			return err
 		},
+		func() error {
+			_, err := q.ReconcileReferencesFrom(ctx, e, db.ReconcileReferencesFromParams{StartKey: "core/tenant-250/", Max: 1000})
+			return err
+		},
+		func() error {
+			_, err := q.DatabaseNow(ctx, e)
+			return err
+		},
+		func() error {
+			_, err := q.OrphanIsClaimed(ctx, e, "core/x.pdf")
+			return err
+		},
+		func() error {
+			_, err := q.OrphanClaim(ctx, e, db.OrphanClaimParams{Key: "core/x.pdf", Lease: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.OrphanSettle(ctx, e, db.OrphanSettleParams{Key: "core/x.pdf", Claim: lease})
+			return err
+		},
+		func() error {
+			_, err := q.OrphanRelease(ctx, e, db.OrphanReleaseParams{Key: "core/x.pdf", Claim: lease, Backoff: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.OrphanClaimElapsed(ctx, e, db.OrphanClaimElapsedParams{Max: 100, Lease: time.Minute, Now: now})
+			return err
+		},
 	}
 	for _, call := range calls {
 		if err := call(); err != nil {

@@ -68,9 +68,17 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	version, dirty, err := m.Version()
 	require.NoError(t, err)
 	require.False(t, dirty)
-	require.EqualValues(t, 20261122000000, version)
+	require.EqualValues(t, 20261122100000, version)
+	require.Contains(t, idx, "uploaded_file_key_bytes_idx")
 
-	// One step down: the legacy shape, with its own index back.
+	// One step down: reconcile's indexes and claims go, the rows stay.
+	require.NoError(t, m.Steps(-1))
+	_, _, directIdx, _ := schemaShape(t, url)
+	require.NotContains(t, directIdx, "uploaded_file_key_bytes_idx")
+	require.Contains(t, directIdx, "uploaded_file_direct_pending_idx")
+	require.True(t, tableExists(t, url))
+
+	// Another: the legacy shape, with its own index back.
 	require.NoError(t, m.Steps(-1))
 	legacyCols, _, legacyIdx, uncommented := schemaShape(t, url)
 	require.Empty(t, uncommented)

@@ -116,8 +116,9 @@ func (s *Service) purgeUnused(ctx context.Context, cutoff time.Time, max int) (d
 // rows in all: direct uploads whose upload window and cleanup lease passed
 // without completion are deleted (staging and final objects), then
 // deletion retries run with the capacity left, then retained S3 staging
-// objects are removed with what is still left. Cross-tenant; trusted
-// maintenance only.
+// objects are removed, then orphan repairs that died or failed
+// (UnsafeSystemReconcile) are finished, each with what is still left.
+// Cross-tenant; trusted maintenance only.
 func (s *Service) CleanupPendingUploads(ctx context.Context, limit int) (int, error) {
 	rest := s.batch(limit)
 	rows, err := s.q.FileClaimExpiredDirectUploads(ctx, s.db, db.FileClaimExpiredDirectUploadsParams{Max: int32(rest), DeletionLease: deletionLease, Now: s.now()})
@@ -135,7 +136,15 @@ func (s *Service) CleanupPendingUploads(ctx context.Context, limit int) (int, er
 		rest -= claimed
 	}
 	if rest > 0 {
-		n, err := s.UnsafeSystemCleanupCompletedStaging(ctx, rest)
+		n, claimed, err := s.cleanupStaging(ctx, rest)
+		done += n
+		if err != nil {
+			return done, err
+		}
+		rest -= claimed
+	}
+	if rest > 0 {
+		n, _, err := s.retryOrphanClaims(ctx, rest)
 		done += n
 		if err != nil {
 			return done, err
@@ -162,11 +171,17 @@ func (s *Service) CleanupExpiredTemporaryFiles(ctx context.Context, now *time.Ti
 // uploads keep after completion, one batch. Cross-tenant; trusted
 // maintenance only.
 func (s *Service) UnsafeSystemCleanupCompletedStaging(ctx context.Context, limit int) (int, error) {
-	rows, err := s.q.StagingClaimCompleted(ctx, s.db, db.StagingClaimCompletedParams{Max: int32(s.batch(limit)), StagingLease: deletionLease, Now: s.now()})
+	done, _, err := s.cleanupStaging(ctx, s.batch(limit))
+	return done, err
+}
+
+// cleanupStaging is UnsafeSystemCleanupCompletedStaging over at most max
+// rows; it also reports how many it claimed.
+func (s *Service) cleanupStaging(ctx context.Context, max int) (done, claimed int, err error) {
+	rows, err := s.q.StagingClaimCompleted(ctx, s.db, db.StagingClaimCompletedParams{Max: int32(max), StagingLease: deletionLease, Now: s.now()})
 	if err != nil {
-		return 0, s.internalError(ctx, ErrCleanupFailed, "claim completed staging", err)
+		return 0, 0, s.internalError(ctx, ErrCleanupFailed, "claim completed staging", err)
 	}
-	done := 0
 	defer func() { recordSweep(ctx, len(rows), done) }()
 	for _, r := range rows {
 		claim := *r.StagingCleanupAt
@@ -179,5 +194,5 @@ func (s *Service) UnsafeSystemCleanupCompletedStaging(ctx context.Context, limit
 			done++
 		}
 	}
-	return done, nil
+	return done, len(rows), nil
 }

@@ -78,3 +78,13 @@ type UploadedFile struct {
 	// S3 direct uploads: when the staging sweep may delete the retained staging object (a future value is a claim or a retry marker).
 	StagingCleanupAt *time.Time
 }
+
+// Objects no row owns that a reconcile repair is deleting (durable claims: written before the storage delete, removed after it).
+type UploadedFileOrphanClaim struct {
+	// The storage key of the orphan object.
+	Key string
+	// Lease of the repair deleting it; once passed, the pending sweep deletes the object and removes the claim (a retry marker after a failed delete).
+	ClaimedUntil time.Time
+	// When the reconcile that claimed it found the orphan.
+	FoundAt time.Time
+}

@@ -150,6 +150,14 @@ type Store interface {
 	PresignPut(ctx context.Context, key string, opts PresignPutOptions) (Presigned, error)
 	// PresignGet returns a request that reads key.
 	PresignGet(ctx context.Context, key string, opts PresignGetOptions) (Presigned, error)
+	// List calls fn for every object whose key starts with prefix, in byte
+	// order of the keys (the order S3 lists them in), until fn returns an
+	// error, which List returns. What a driver knows cheaply is filled in:
+	// Key, Size and LastModified always; SHA-256 on the local driver; the
+	// ETag on S3. Memory does not grow with the number of objects: S3 is
+	// read a page at a time, a local directory's names one directory at a
+	// time.
+	List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
 }
 
 // ValidateKey refuses keys no driver may use: empty, longer than

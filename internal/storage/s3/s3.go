@@ -281,6 +281,25 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	return err
 }
 
+// List implements storage.Store: ListObjectsV2, a page (up to 1,000
+// keys) at a time, in the store's UTF-8 binary key order.
+func (s *Store) List(ctx context.Context, prefix string, fn func(storage.ObjectInfo) error) error {
+	p := awss3.NewListObjectsV2Paginator(s.client, &awss3.ListObjectsV2Input{Bucket: &s.cfg.Bucket, Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return mapError(err)
+		}
+		for _, o := range page.Contents {
+			oi := storage.ObjectInfo{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size), ETag: aws.ToString(o.ETag), LastModified: aws.ToTime(o.LastModified)}
+			if err := fn(oi); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // PresignPut implements storage.Store.
 func (s *Store) PresignPut(ctx context.Context, key string, opts storage.PresignPutOptions) (storage.Presigned, error) {
 	if err := storage.ValidateKey(key); err != nil {

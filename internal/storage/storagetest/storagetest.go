@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +51,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"SpoolCommit", testSpoolCommit},
 		{"SpoolRefusals", testSpoolRefusals},
 		{"SpoolClosedUncommitted", testSpoolClosedUncommitted},
+		{"ListInKeyOrder", testListInKeyOrder},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -474,3 +476,39 @@ func testSpoolClosedUncommitted(t *testing.T, s storage.Store) {
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// testListInKeyOrder: List yields every object under the prefix exactly
+// once, in byte order of the keys -- a directory named "a" sorts after a
+// file or directory named "a-b", as S3 orders "a/x" after "a-b/x" -- with
+// its size and modification time, and stops at the callback's error.
+func testListInKeyOrder(t *testing.T, s storage.Store) {
+	base := "list/" + uuid.NewString() + "/"
+	names := []string{"a/x", "a-b/x", "a.txt", "a/y/z", "b", "a0", "A", "a/y-", "été"}
+	for _, n := range names {
+		put(t, s, base+n, []byte(n), "text/plain")
+	}
+	put(t, s, "list/outside", []byte("x"), "text/plain")
+	want := make([]string, len(names))
+	for i, n := range names {
+		want[i] = base + n
+	}
+	slices.Sort(want) // byte order
+	var got []string
+	require.NoError(t, s.List(ctx, base, func(oi storage.ObjectInfo) error {
+		got = append(got, oi.Key)
+		require.Equal(t, int64(len(strings.TrimPrefix(oi.Key, base))), oi.Size, oi.Key)
+		require.False(t, oi.LastModified.IsZero(), oi.Key)
+		return nil
+	}))
+	require.Equal(t, want, got)
+
+	got = nil
+	require.NoError(t, s.List(ctx, base+"a/", func(oi storage.ObjectInfo) error { got = append(got, oi.Key); return nil }))
+	require.Equal(t, []string{base + "a/x", base + "a/y-", base + "a/y/z"}, got, "a prefix inside a directory")
+
+	stop := errors.New("stop")
+	n := 0
+	require.ErrorIs(t, s.List(ctx, base, func(storage.ObjectInfo) error { n++; return stop }), stop)
+	require.Equal(t, 1, n)
+}
+

@@ -1,0 +1,330 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/internal/storage"
+)
+
+// FindingKind names what a reconcile found.
+type FindingKind string
+
+// The findings of a reconcile.
+const (
+	// FindingOrphan: an object no row, claim or pending upload points to,
+	// older than the grace.
+	FindingOrphan FindingKind = "orphan"
+	// FindingStagingLeftover: a staging object whose row is no longer
+	// pending and does not keep it for the staging sweep.
+	FindingStagingLeftover FindingKind = "staging-leftover"
+	// FindingMissing: a visible file whose object is absent. Reported and
+	// counted; never repaired by deleting the row.
+	FindingMissing FindingKind = "missing"
+	// FindingMismatch: a visible file whose object's size (or checksum,
+	// where the listing carries it) differs from the row.
+	FindingMismatch FindingKind = "mismatch"
+)
+
+// Finding is one line of a reconcile's report. Key is the storage key
+// (reconcile is an operator's tool, never served over HTTP).
+type Finding struct {
+	Kind         FindingKind `json:"kind"`
+	Key          string      `json:"key"`
+	FileID       *uuid.UUID  `json:"fileId,omitempty"`
+	Size         int64       `json:"size"`
+	ExpectedSize int64       `json:"expectedSize,omitempty"`
+	LastModified *time.Time  `json:"lastModified,omitempty"`
+	Detail       string      `json:"detail,omitempty"`
+	// Repaired: --repair deleted the object through a durable claim.
+	Repaired bool `json:"repaired,omitempty"`
+}
+
+// ReconcileOptions configure UnsafeSystemReconcile.
+type ReconcileOptions struct {
+	// Prefix restricts the reconcile to keys that start with it.
+	Prefix string
+	// Grace: objects younger than this are never reported as orphans or
+	// leftovers, nor touched (an upload may be writing them).
+	Grace time.Duration
+	// Repair deletes orphans and staging leftovers through durable claims.
+	Repair bool
+}
+
+// ReconcileCounts is what a reconcile saw and did.
+type ReconcileCounts struct {
+	Objects          int64 `json:"objects"`
+	References       int64 `json:"references"`
+	Orphans          int64 `json:"orphans"`
+	StagingLeftovers int64 `json:"stagingLeftovers"`
+	Missing          int64 `json:"missing"`
+	Mismatches       int64 `json:"mismatches"`
+	Young            int64 `json:"young"`
+	Repaired         int64 `json:"repaired"`
+	RepairFailed     int64 `json:"repairFailed"`
+}
+
+// reconcilePage is how many references one query reads.
+const reconcilePage = 1000
+
+// UnsafeSystemReconcile compares the store with the rows: it streams the
+// store's listing and every storage reference of the rows, both in byte
+// order of the keys, and merge-joins them, so memory does not grow with
+// the number of objects. emit receives each finding as it is found (its
+// error stops the run). With opts.Repair, orphans and staging leftovers
+// older than the grace are deleted through durable claims (the claim is
+// written, re-checking that no row owns the key, before the storage
+// delete; a crash leaves the claim to the pending sweep); missing objects
+// are only reported. Cross-tenant; trusted operators only.
+func (s *Service) UnsafeSystemReconcile(ctx context.Context, opts ReconcileOptions, emit func(Finding) error) (ReconcileCounts, error) {
+	start, err := s.dbNow(ctx)
+	if err != nil {
+		return ReconcileCounts{}, s.internalError(ctx, ErrCleanupFailed, "reconcile: read the database clock", err)
+	}
+	m := &merge{ctx: ctx, s: s, opts: opts, emit: emit, start: start, next: opts.Prefix}
+	if err := s.store.List(ctx, opts.Prefix, m.object); err != nil {
+		return m.counts, m.fail(ctx, "list the store", err)
+	}
+	if err := m.rest(ctx); err != nil {
+		return m.counts, m.fail(ctx, "read the references", err)
+	}
+	return m.counts, nil
+}
+
+// dbNow is the database clock (or the pinned test clock).
+func (s *Service) dbNow(ctx context.Context) (time.Time, error) {
+	if t := s.now(); t != nil {
+		return *t, nil
+	}
+	return s.q.DatabaseNow(ctx, s.db)
+}
+
+// merge is one reconcile's merge-join: the store's listing is pushed into
+// object, the references are pulled a page at a time.
+type merge struct {
+	ctx    context.Context
+	s      *Service
+	opts   ReconcileOptions
+	emit   func(Finding) error
+	start  time.Time
+	page   []db.ReconcileReferencesFromRow
+	next   string // where the next page starts
+	last   string // the last reference read (dropped from the next page)
+	done   bool   // no reference left under the prefix
+	counts ReconcileCounts
+	emitEr error
+}
+
+// fail keeps an emit error as it is and maps anything else.
+func (m *merge) fail(ctx context.Context, what string, err error) error {
+	if m.emitEr != nil {
+		return m.emitEr
+	}
+	return m.s.internalError(ctx, ErrCleanupFailed, "reconcile: "+what, err)
+}
+
+// peek returns the next reference under the prefix, reading a page when
+// needed; ok is false when none is left.
+func (m *merge) peek(ctx context.Context) (db.ReconcileReferencesFromRow, bool, error) {
+	for len(m.page) == 0 && !m.done {
+		rows, err := m.s.q.ReconcileReferencesFrom(ctx, m.s.db, db.ReconcileReferencesFromParams{StartKey: m.next, Max: reconcilePage})
+		if err != nil {
+			return db.ReconcileReferencesFromRow{}, false, err
+		}
+		m.done = len(rows) < reconcilePage
+		if len(rows) > 0 && rows[0].Ref == m.last {
+			rows = rows[1:]
+		}
+		if len(rows) > 0 {
+			m.next, m.last = rows[len(rows)-1].Ref, rows[len(rows)-1].Ref
+		}
+		for i, r := range rows {
+			if !strings.HasPrefix(r.Ref, m.opts.Prefix) {
+				rows, m.done = rows[:i], true
+				break
+			}
+		}
+		m.page = rows
+	}
+	if len(m.page) == 0 {
+		return db.ReconcileReferencesFromRow{}, false, nil
+	}
+	return m.page[0], true, nil
+}
+
+// object is called for each listed object, in key order.
+func (m *merge) object(oi storage.ObjectInfo) error {
+	ctx := m.ctx
+	m.counts.Objects++
+	for {
+		ref, ok, err := m.peek(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok || ref.Ref > oi.Key {
+			return m.unowned(ctx, oi, nil)
+		}
+		m.page = m.page[1:]
+		m.counts.References++
+		if ref.Ref < oi.Key {
+			if err := m.absent(ref); err != nil {
+				return err
+			}
+			continue
+		}
+		if !ref.Owned {
+			return m.unowned(ctx, oi, &ref)
+		}
+		return m.present(oi, ref)
+	}
+}
+
+// rest reads the references after the last listed object: each visible
+// file among them has no object.
+func (m *merge) rest(ctx context.Context) error {
+	for {
+		ref, ok, err := m.peek(ctx)
+		if err != nil || !ok {
+			return err
+		}
+		m.page = m.page[1:]
+		m.counts.References++
+		if err := m.absent(ref); err != nil {
+			return err
+		}
+	}
+}
+
+// absent handles a reference the listing does not have: missing when its
+// file is visible and was so before the reconcile began.
+func (m *merge) absent(ref db.ReconcileReferencesFromRow) error {
+	if !ref.Visible || !ref.UpdatedAt.Before(m.start) {
+		return nil
+	}
+	m.counts.Missing++
+	return m.report(Finding{Kind: FindingMissing, Key: ref.Ref, FileID: &ref.ID, ExpectedSize: ref.SizeBytes, Detail: "a visible file has no object"})
+}
+
+// present compares a visible file's object with its row.
+func (m *merge) present(oi storage.ObjectInfo, ref db.ReconcileReferencesFromRow) error {
+	if !ref.Visible {
+		return nil
+	}
+	f := Finding{Kind: FindingMismatch, Key: oi.Key, FileID: &ref.ID, Size: oi.Size, ExpectedSize: ref.SizeBytes, LastModified: &oi.LastModified}
+	switch {
+	case oi.Size != ref.SizeBytes:
+		f.Detail = "size differs from the row"
+	case oi.SHA256 != nil && ref.Checksum != nil && !checksumIs(*ref.Checksum, oi.SHA256):
+		f.Detail = "checksum differs from the row"
+	default:
+		return nil
+	}
+	m.counts.Mismatches++
+	return m.report(f)
+}
+
+func checksumIs(declared string, sum []byte) bool {
+	want, err := parseChecksum(declared)
+	return err == nil && bytes.Equal(want, sum)
+}
+
+// unowned handles an object no row owns: an orphan (a staging leftover
+// when a row once had it as its staging key), reported once older than the
+// grace and, with Repair, deleted through a durable claim.
+func (m *merge) unowned(ctx context.Context, oi storage.ObjectInfo, ref *db.ReconcileReferencesFromRow) error {
+	if m.opts.Grace > 0 && m.start.Sub(oi.LastModified) < m.opts.Grace {
+		m.counts.Young++
+		return nil
+	}
+	if claimed, err := m.s.q.OrphanIsClaimed(ctx, m.s.db, oi.Key); err != nil || claimed {
+		return err // a repair is deleting it already
+	}
+	f := Finding{Kind: FindingOrphan, Key: oi.Key, Size: oi.Size, LastModified: &oi.LastModified, Detail: "no row owns this object"}
+	if ref != nil {
+		f.FileID = &ref.ID
+		f.Detail = "its row no longer owns it"
+		if ref.Staging {
+			f.Kind, f.Detail = FindingStagingLeftover, "a staging object whose upload is over"
+		}
+	}
+	if f.Kind == FindingOrphan {
+		m.counts.Orphans++
+	} else {
+		m.counts.StagingLeftovers++
+	}
+	if m.opts.Repair {
+		f.Repaired = m.s.repairOrphan(ctx, oi.Key)
+		if f.Repaired {
+			m.counts.Repaired++
+		} else {
+			m.counts.RepairFailed++
+		}
+	}
+	return m.report(f)
+}
+
+func (m *merge) report(f Finding) error {
+	if m.emit == nil {
+		return nil
+	}
+	if err := m.emit(f); err != nil {
+		m.emitEr = err
+		return err
+	}
+	return nil
+}
+
+// repairOrphan deletes an orphan object through a durable claim: the claim
+// (refused when a row owns the key) before the delete, its removal after.
+// A failed delete releases the claim to a retry marker; the pending sweep
+// finishes it, as it finishes the claim of a repair that died.
+func (s *Service) repairOrphan(ctx context.Context, key string) bool {
+	claim, err := s.q.OrphanClaim(ctx, s.db, db.OrphanClaimParams{Key: key, Lease: deletionLease, Now: s.now()})
+	if err != nil {
+		if !isNoRows(err) {
+			s.log.ErrorContext(ctx, "reconcile: claim orphan", "error", err.Error())
+		}
+		return false
+	}
+	return s.finishOrphan(ctx, claim)
+}
+
+// finishOrphan deletes a claimed orphan and settles its claim, or releases
+// the claim when the delete fails.
+func (s *Service) finishOrphan(ctx context.Context, c db.UploadedFileOrphanClaim) bool {
+	if err := s.store.Delete(ctx, c.Key); err != nil {
+		s.log.WarnContext(ctx, "delete orphan object failed; released for retry", "error", err.Error())
+		if _, err := s.q.OrphanRelease(ctx, s.db, db.OrphanReleaseParams{Key: c.Key, Claim: c.ClaimedUntil, Backoff: DeletionRetryBackoff, Now: s.now()}); err != nil && !isNoRows(err) {
+			s.log.ErrorContext(ctx, "release orphan claim", "error", err.Error())
+		}
+		return false
+	}
+	_, err := s.q.OrphanSettle(ctx, s.db, db.OrphanSettleParams{Key: c.Key, Claim: c.ClaimedUntil})
+	if err != nil && !isNoRows(err) {
+		s.log.ErrorContext(ctx, "settle orphan claim", "error", err.Error())
+		return false
+	}
+	return true
+}
+
+// retryOrphanClaims finishes orphan claims whose repair died or whose
+// delete failed (lease or retry marker elapsed), at most max; it reports
+// how many it claimed.
+func (s *Service) retryOrphanClaims(ctx context.Context, max int) (done, claimed int, err error) {
+	claims, err := s.q.OrphanClaimElapsed(ctx, s.db, db.OrphanClaimElapsedParams{Max: int32(max), Lease: deletionLease, Now: s.now()})
+	if err != nil {
+		return 0, 0, s.internalError(ctx, ErrCleanupFailed, "claim elapsed orphan repairs", err)
+	}
+	for _, c := range claims {
+		if s.finishOrphan(ctx, c) {
+			done++
+		}
+	}
+	recordSweep(ctx, len(claims), done)
+	return done, len(claims), nil
+}

@@ -105,4 +105,3 @@ func (s *Store) listed(key string) (storage.ObjectInfo, error) {
 	}
 	return storage.ObjectInfo{Key: key, Size: fi.Size(), LastModified: fi.ModTime()}, nil
 }
-

@@ -511,4 +511,3 @@ func testListInKeyOrder(t *testing.T, s storage.Store) {
 	require.ErrorIs(t, s.List(ctx, base, func(storage.ObjectInfo) error { n++; return stop }), stop)
 	require.Equal(t, 1, n)
 }
-

@@ -46,6 +46,7 @@ const (
 	DefaultMaxPrivateDownloadURLTTL     = 3600
 	DefaultPendingCleanupInterval       = "0 3 * * *"
 	DefaultTemporaryCleanupInterval     = "*/15 * * * *"
+	DefaultReconcileGrace               = 24 * time.Hour
 	MaxCleanupBatchSize                 = 100
 	DefaultDownloadPath                 = "uploaded-file"
 	TemporaryLifetime                   = 24 * time.Hour
@@ -124,6 +125,15 @@ type Config struct {
 	PendingCleanupInterval string
 	// TemporaryCleanupInterval: cron, default "*/15 * * * *".
 	TemporaryCleanupInterval string
+	// ReconcileInterval: cron of the reconcile track; empty (the default)
+	// leaves it off.
+	ReconcileInterval string
+	// ReconcileGrace: objects younger than this are never reported or
+	// repaired by the reconcile track; default 24 hours.
+	ReconcileGrace time.Duration
+	// ReconcileRepair: the reconcile track deletes orphans and staging
+	// leftovers (through durable claims) instead of only reporting them.
+	ReconcileRepair bool
 	// CleanupBatchSize: default 100, capped at 100.
 	CleanupBatchSize int
 	// DownloadPath: default "uploaded-file".
@@ -321,6 +331,17 @@ func (r *resolved) resolveSweeps() error {
 	}
 	if _, err := parser.Parse(r.TemporaryCleanupInterval); err != nil {
 		return configError("temporaryCleanupInterval", "%q is not a cron expression: %v", r.TemporaryCleanupInterval, err)
+	}
+	if r.ReconcileInterval != "" {
+		if _, err := parser.Parse(r.ReconcileInterval); err != nil {
+			return configError("reconcileInterval", "%q is not a cron expression: %v", r.ReconcileInterval, err)
+		}
+	}
+	switch {
+	case r.ReconcileGrace == 0:
+		r.ReconcileGrace = DefaultReconcileGrace
+	case r.ReconcileGrace < 0:
+		return configError("reconcileGrace", "must not be negative")
 	}
 	switch {
 	case r.CleanupBatchSize == 0:

@@ -37,33 +37,36 @@ type fileConfig struct {
 	BodyReadTimeout time.Duration `koanf:"bodyReadTimeout"`
 	BodyIdleTimeout time.Duration `koanf:"bodyIdleTimeout"`
 
-	Driver                          string   `koanf:"driver"`
-	AccessID                        string   `koanf:"accessId"`
-	AccessKey                       string   `koanf:"accessKey"`
-	Region                          string   `koanf:"region"`
-	Endpoint                        string   `koanf:"endpoint"`
-	ForcePathStyle                  bool     `koanf:"forcePathStyle"`
-	Bucket                          string   `koanf:"bucket"`
-	Folder                          string   `koanf:"folder"`
-	LocalRoot                       string   `koanf:"localRoot"`
-	Host                            string   `koanf:"host"`
-	CDNBaseURL                      string   `koanf:"cdnBaseUrl"`
-	DefaultVisibility               string   `koanf:"defaultVisibility"`
-	AllowPublicUploads              bool     `koanf:"allowPublicUploads"`
-	PublicAccessMode                string   `koanf:"publicAccessMode"`
-	PublicFiles                     *bool    `koanf:"publicFiles"`
-	UploadURLTTLSeconds             int      `koanf:"uploadUrlTtlSeconds"`
-	PrivateDownloadURLTTLSeconds    int      `koanf:"privateDownloadUrlTtlSeconds"`
-	MaxPrivateDownloadURLTTLSeconds int      `koanf:"maxPrivateDownloadUrlTtlSeconds"`
-	PendingCleanupInterval          string   `koanf:"pendingCleanupInterval"`
-	TemporaryCleanupInterval        string   `koanf:"temporaryCleanupInterval"`
-	CleanupBatchSize                int      `koanf:"cleanupBatchSize"`
-	DownloadPath                    string   `koanf:"downloadPath"`
-	MaxFileSizeBytes                int64    `koanf:"maxFileSizeBytes"`
-	AllowedMIMETypes                []string `koanf:"allowedMimeTypes"`
-	ValidateMagicBytes              *bool    `koanf:"validateMagicBytes"`
-	CleanupAfterDays                int      `koanf:"cleanupAfterDays"`
-	SpoolDir                        string   `koanf:"spoolDir"`
+	Driver                          string        `koanf:"driver"`
+	AccessID                        string        `koanf:"accessId"`
+	AccessKey                       string        `koanf:"accessKey"`
+	Region                          string        `koanf:"region"`
+	Endpoint                        string        `koanf:"endpoint"`
+	ForcePathStyle                  bool          `koanf:"forcePathStyle"`
+	Bucket                          string        `koanf:"bucket"`
+	Folder                          string        `koanf:"folder"`
+	LocalRoot                       string        `koanf:"localRoot"`
+	Host                            string        `koanf:"host"`
+	CDNBaseURL                      string        `koanf:"cdnBaseUrl"`
+	DefaultVisibility               string        `koanf:"defaultVisibility"`
+	AllowPublicUploads              bool          `koanf:"allowPublicUploads"`
+	PublicAccessMode                string        `koanf:"publicAccessMode"`
+	PublicFiles                     *bool         `koanf:"publicFiles"`
+	UploadURLTTLSeconds             int           `koanf:"uploadUrlTtlSeconds"`
+	PrivateDownloadURLTTLSeconds    int           `koanf:"privateDownloadUrlTtlSeconds"`
+	MaxPrivateDownloadURLTTLSeconds int           `koanf:"maxPrivateDownloadUrlTtlSeconds"`
+	PendingCleanupInterval          string        `koanf:"pendingCleanupInterval"`
+	TemporaryCleanupInterval        string        `koanf:"temporaryCleanupInterval"`
+	ReconcileInterval               string        `koanf:"reconcileInterval"`
+	ReconcileGrace                  time.Duration `koanf:"reconcileGrace"`
+	ReconcileRepair                 bool          `koanf:"reconcileRepair"`
+	CleanupBatchSize                int           `koanf:"cleanupBatchSize"`
+	DownloadPath                    string        `koanf:"downloadPath"`
+	MaxFileSizeBytes                int64         `koanf:"maxFileSizeBytes"`
+	AllowedMIMETypes                []string      `koanf:"allowedMimeTypes"`
+	ValidateMagicBytes              *bool         `koanf:"validateMagicBytes"`
+	CleanupAfterDays                int           `koanf:"cleanupAfterDays"`
+	SpoolDir                        string        `koanf:"spoolDir"`
 	// AuthorizationPolicy and AttachedReadPolicy are CEL expressions
 	// (internal/policy): the first evaluates to "owner", "tenant" or "deny",
 	// the second to a bool.
@@ -264,6 +267,7 @@ func (c fileConfig) serviceConfig() (service.Config, error) {
 		PublicAccessMode: c.PublicAccessMode, PublicFiles: c.PublicFiles, UploadURLTTLSeconds: c.UploadURLTTLSeconds,
 		PrivateDownloadURLTTLSeconds: c.PrivateDownloadURLTTLSeconds, MaxPrivateDownloadURLTTLSeconds: c.MaxPrivateDownloadURLTTLSeconds,
 		PendingCleanupInterval: c.PendingCleanupInterval, TemporaryCleanupInterval: c.TemporaryCleanupInterval,
+		ReconcileInterval: c.ReconcileInterval, ReconcileGrace: c.ReconcileGrace, ReconcileRepair: c.ReconcileRepair,
 		CleanupBatchSize: c.CleanupBatchSize, DownloadPath: c.DownloadPath, MaxFileSizeBytes: c.MaxFileSizeBytes,
 		AllowedMIMETypes: c.AllowedMIMETypes, ValidateMagicBytes: c.ValidateMagicBytes, CleanupAfterDays: c.CleanupAfterDays,
 		SpoolDir: c.SpoolDir,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -138,10 +139,10 @@ refuses a live upload lease and a live deletion lease.`,
 	retire.Flags().BoolVar(&confirm, "confirm", false, "confirm that every producer is stopped and drained")
 
 	track := &cobra.Command{
-		Use:       "run-track pending|temporary",
+		Use:       "run-track pending|temporary|reconcile",
 		Short:     "Run one cron track now, under its advisory lock, as serve would",
 		Args:      cobra.ExactArgs(1),
-		ValidArgs: []string{maintenance.TrackPending, maintenance.TrackTemporary},
+		ValidArgs: []string{maintenance.TrackPending, maintenance.TrackTemporary, maintenance.TrackReconcile},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withService(cmd.Context(), func(svc *service.Service, pool *pgxpool.Pool) error {
 				res, err := maintenance.New(svc, pool, g.logger, nil).Run(cmd.Context(), args[0])
@@ -157,8 +158,89 @@ refuses a live upload lease and a live deletion lease.`,
 			})
 		},
 	}
-	cmd.AddCommand(retry, pending, temporary, staging, purge, retire, track)
+	cmd.AddCommand(retry, pending, temporary, staging, purge, retire, track, newReconcileCommand(g, withService))
 	return cmd
+}
+
+// newReconcileCommand is `maintenance reconcile`: one finding per line (a
+// JSON object per line with --output json), then the counts.
+func newReconcileCommand(g *globals, withService func(context.Context, func(*service.Service, *pgxpool.Pool) error) error) *cobra.Command {
+	var opts service.ReconcileOptions
+	var output string
+	cmd := &cobra.Command{
+		Use:   "reconcile [--repair] [--grace 24h] [--prefix KEY-PREFIX] [--output text|json]",
+		Short: "Compare the store with the rows: orphan, missing and mismatched objects, staging leftovers",
+		Long: `Stream the store's listing and every storage reference of the rows, both in
+key order, and merge-join them (memory does not grow with the number of
+objects). Reports, one line each:
+
+  orphan            an object no row, claim or pending upload points to
+  staging-leftover  a staging object whose upload is over
+  missing           a visible file whose object is absent
+  mismatch          a visible file whose object's size or checksum differs
+
+Objects younger than --grace are never reported or touched. --repair deletes
+orphans and staging leftovers through durable claims (a crash mid-repair is
+finished by the pending sweep); missing objects and mismatches are only
+reported -- no row is ever deleted.`,
+		Example: `  uploadedfile maintenance reconcile
+  uploadedfile maintenance reconcile --prefix core/_staging/ --output json
+  uploadedfile maintenance reconcile --repair --grace 48h`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "text" && output != "json" {
+				return fmt.Errorf("reconcile: --output %q: want text or json", output)
+			}
+			if opts.Grace < 0 {
+				return errors.New("reconcile: --grace must not be negative")
+			}
+			return withService(cmd.Context(), func(svc *service.Service, _ *pgxpool.Pool) error {
+				enc := json.NewEncoder(g.stdout)
+				counts, err := svc.UnsafeSystemReconcile(cmd.Context(), opts, func(f service.Finding) error {
+					if output == "json" {
+						return enc.Encode(f)
+					}
+					_, err := fmt.Fprintln(g.stdout, findingLine(f))
+					return err
+				})
+				if output == "json" {
+					if eerr := enc.Encode(map[string]any{"counts": counts}); err == nil {
+						err = eerr
+					}
+				} else {
+					fmt.Fprintf(g.stdout, "reconcile: %d objects, %d references; %d orphans, %d staging leftovers, %d missing, %d mismatches, %d younger than the grace; %d repaired, %d repairs failed\n",
+						counts.Objects, counts.References, counts.Orphans, counts.StagingLeftovers, counts.Missing, counts.Mismatches, counts.Young, counts.Repaired, counts.RepairFailed)
+				}
+				if err == nil && counts.RepairFailed > 0 {
+					err = fmt.Errorf("reconcile: %d repairs failed (their claims are retried by the pending sweep)", counts.RepairFailed)
+				}
+				return err
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Repair, "repair", false, "delete orphans and staging leftovers through durable claims")
+	cmd.Flags().DurationVar(&opts.Grace, "grace", service.DefaultReconcileGrace, "leave objects younger than this alone")
+	cmd.Flags().StringVar(&opts.Prefix, "prefix", "", "only keys starting with this")
+	cmd.Flags().StringVar(&output, "output", "text", "text or json (one object per line)")
+	return cmd
+}
+
+// findingLine is a finding as one line of text.
+func findingLine(f service.Finding) string {
+	line := fmt.Sprintf("%s %s size=%d", f.Kind, f.Key, f.Size)
+	if f.Kind == service.FindingMismatch || f.Kind == service.FindingMissing {
+		line += fmt.Sprintf(" expected=%d", f.ExpectedSize)
+	}
+	if f.FileID != nil {
+		line += " file=" + f.FileID.String()
+	}
+	if f.LastModified != nil {
+		line += " modified=" + f.LastModified.UTC().Format(time.RFC3339)
+	}
+	if f.Repaired {
+		line += " repaired"
+	}
+	return line + " (" + f.Detail + ")"
 }
 
 // parseCutoff reads an RFC 3339 time or an age before now.

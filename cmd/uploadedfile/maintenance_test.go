@@ -184,3 +184,43 @@ func TestTwoServeProcessesShareTracks(t *testing.T) {
 	}
 	t.Logf("%d runs of the temporary track across %d processes", len(runs), len(procsThatRan))
 }
+
+// TestReconcileCommand: findings one per line (text or JSON), the counts
+// last; --repair deletes the orphan; a bad flag names itself.
+func TestReconcileCommand(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	root := t.TempDir()
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+root+"\n"), 0o600))
+	orphan := filepath.Join(root, "core", "t-x", uuid.NewString()+".pdf")
+	require.NoError(t, os.MkdirAll(filepath.Dir(orphan), 0o750))
+	require.NoError(t, os.WriteFile(orphan, []byte("%PDF-1.4\n"), 0o600))
+	rel, _ := filepath.Rel(root, orphan)
+	ctx := context.Background()
+
+	out, err := run(t, ctx, url, "maintenance", "--config", cfgFile, "reconcile")
+	require.NoError(t, err)
+	require.Contains(t, out, "reconcile: 1 objects, 0 references; 0 orphans", "younger than the default grace of 24h")
+
+	out, err = run(t, ctx, url, "maintenance", "--config", cfgFile, "reconcile", "--grace", "0s", "--output", "json")
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2, out)
+	var f map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &f))
+	require.Equal(t, "orphan", f["kind"])
+	require.Equal(t, filepath.ToSlash(rel), f["key"])
+	var counts struct{ Counts map[string]float64 }
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &counts))
+	require.EqualValues(t, 1, counts.Counts["orphans"])
+
+	out, err = run(t, ctx, url, "maintenance", "--config", cfgFile, "reconcile", "--grace", "0s", "--repair")
+	require.NoError(t, err)
+	require.Contains(t, out, "orphan "+filepath.ToSlash(rel)+" size=9")
+	require.Contains(t, out, " repaired ")
+	require.NoFileExists(t, orphan)
+
+	_, err = run(t, ctx, url, "maintenance", "--config", cfgFile, "reconcile", "--output", "yaml")
+	require.ErrorContains(t, err, "--output")
+}

@@ -319,6 +319,15 @@ func runChaos(t *testing.T, driver string) {
 	t.Logf("chaos[%s]: %s of work, %d worker kills; checked %d rows (%d ready, %d deleted, %d tombstones, %d other) and %d objects (%d final, %d staging): 0 violations",
 		driver, *chaosDuration, kills, counts.rows, counts.ready, counts.deleted, counts.tombstones, counts.other, counts.objects, counts.final, counts.staging)
 	require.Positive(t, counts.rows, "the workers did work")
+
+	// A reconcile of the settled store, with no grace, finds nothing.
+	rec, err := newService(later(100*48*time.Hour)).UnsafeSystemReconcile(context.Background(), service.ReconcileOptions{}, func(f service.Finding) error {
+		t.Errorf("reconcile after settling: %+v", f)
+		return nil
+	})
+	require.NoError(t, err)
+	require.EqualValues(t, counts.objects, rec.Objects)
+	t.Logf("chaos[%s]: reconcile after settling: %d objects, %d references, 0 findings", driver, rec.Objects, rec.References)
 }
 
 // chaosTarget is the store one chaos run works on, as the parent sees it

@@ -13,6 +13,10 @@
 //     unused legacy rows when cleanupAfterDays is positive.
 //   - temporary (temporaryCleanupInterval, default "*/15 * * * *"): up to ten
 //     batches of temporary files past their expiry.
+//   - reconcile (reconcileInterval, off by default): the store's listing
+//     merge-joined with the rows; findings are logged and counted, and with
+//     reconcileRepair orphans older than reconcileGrace are deleted through
+//     durable claims.
 //
 // A row whose storage call fails is released one minute ahead, out of the
 // eligible window, so later rows advance in the same run.
@@ -36,19 +40,21 @@ import (
 const (
 	TrackPending   = "pending"
 	TrackTemporary = "temporary"
+	TrackReconcile = "reconcile"
 )
 
 // maxBatches bounds one run of a track.
 const maxBatches = 10
 
 // lockKeys are the advisory lock keys of the tracks ("uploadedfile" + track).
-var lockKeys = map[string]int64{TrackPending: 0x75664d5f70656e64, TrackTemporary: 0x75664d5f74656d70}
+var lockKeys = map[string]int64{TrackPending: 0x75664d5f70656e64, TrackTemporary: 0x75664d5f74656d70, TrackReconcile: 0x75664d5f7265636f}
 
 // Sweeper is what a track runs: the service's maintenance operations.
 type Sweeper interface {
 	CleanupPendingUploads(ctx context.Context, limit int) (int, error)
 	CleanupExpiredTemporaryFiles(ctx context.Context, now *time.Time, limit int) (int, error)
 	UnsafeSystemPurgeUnusedBatch(ctx context.Context, cutoff time.Time, limit int) (int, error)
+	UnsafeSystemReconcile(ctx context.Context, opts service.ReconcileOptions, emit func(service.Finding) error) (service.ReconcileCounts, error)
 	EffectiveConfig() service.Config
 }
 
@@ -123,6 +129,8 @@ func (r *Runner) Run(ctx context.Context, track string) (Result, error) {
 		err = r.pending(sctx, &st)
 	case TrackTemporary:
 		err = r.temporary(sctx, &st)
+	case TrackReconcile:
+		err = r.reconcile(sctx, &st)
 	}
 	res.Duration = r.now().Sub(start)
 	res.Examined, res.Done, res.Failed = st.Examined.Load(), st.Done.Load(), st.Failed.Load()
@@ -184,13 +192,34 @@ func (r *Runner) temporary(ctx context.Context, st *service.SweepStats) error {
 	})
 }
 
+// reconcile runs the reconcile track: every finding is logged (an
+// operator's report, so the storage key is in it) and counted by kind;
+// examined counts the objects listed, done the objects repaired.
+func (r *Runner) reconcile(ctx context.Context, st *service.SweepStats) error {
+	cfg := r.svc.EffectiveConfig()
+	counts, err := r.svc.UnsafeSystemReconcile(ctx, service.ReconcileOptions{Grace: cfg.ReconcileGrace, Repair: cfg.ReconcileRepair},
+		func(f service.Finding) error {
+			r.metrics.finding(f.Kind)
+			r.log.WarnContext(ctx, "reconcile finding", "kind", string(f.Kind), "key", f.Key, "size", f.Size, "repaired", f.Repaired, "detail", f.Detail)
+			return nil
+		})
+	st.Examined.Add(counts.Objects)
+	st.Done.Add(counts.Repaired)
+	st.Failed.Add(counts.RepairFailed)
+	return err
+}
+
 // Schedule runs the tracks on their cron expressions until ctx ends. A run
 // still in progress when its next time comes is not started twice.
 func (r *Runner) Schedule(ctx context.Context) error {
 	cfg := r.svc.EffectiveConfig()
 	parser := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 	c := cron.New(cron.WithParser(parser), cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger)))
-	for track, spec := range map[string]string{TrackPending: cfg.PendingCleanupInterval, TrackTemporary: cfg.TemporaryCleanupInterval} {
+	tracks := map[string]string{TrackPending: cfg.PendingCleanupInterval, TrackTemporary: cfg.TemporaryCleanupInterval}
+	if cfg.ReconcileInterval != "" {
+		tracks[TrackReconcile] = cfg.ReconcileInterval
+	}
+	for track, spec := range tracks {
 		if _, err := c.AddFunc(spec, func() {
 			if _, err := r.Run(ctx, track); err != nil && !errors.Is(err, context.Canceled) {
 				r.log.ErrorContext(ctx, "track run failed", "track", track, "error", err.Error())

@@ -164,6 +164,33 @@ func TestPendingRunBoundCoversEveryStep(t *testing.T) {
 	require.EqualValues(t, 10, res.Examined, "the next run takes the rest")
 }
 
+// TestReconcileTrack: the reconcile track runs under its own lock, counts
+// the objects it listed and the repairs it made, and counts findings by
+// kind in the metrics.
+func TestReconcileTrack(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	svc, err := service.New(context.Background(), service.Config{LocalRoot: e.root, ReconcileInterval: "@daily", ReconcileGrace: 50 * time.Millisecond, ReconcileRepair: true}, e.pool,
+		service.WithStore(e.store), service.WithLogger(quiet)) // the database clock: objects carry real times
+	require.NoError(t, err)
+	kept, err := svc.Upload(alice, strings.NewReader(pdf), "kept.pdf", nil)
+	require.NoError(t, err)
+	_, err = e.inner.Put(context.Background(), "core/t-x/orphan.pdf", strings.NewReader(pdf), storage.PutOptions{Size: int64(len(pdf))})
+	require.NoError(t, err)
+	time.Sleep(100 * time.Millisecond) // older than the grace
+	reg := prometheus.NewRegistry()
+	r := maintenance.New(svc, e.pool, quiet, reg)
+	res, err := r.Run(context.Background(), maintenance.TrackReconcile)
+	require.NoError(t, err)
+	require.True(t, res.Ran)
+	require.EqualValues(t, 2, res.Examined, "objects listed")
+	require.EqualValues(t, 1, res.Done, "orphans repaired")
+	require.Equal(t, 1, e.objects())
+	_, err = e.inner.Stat(context.Background(), kept.Key)
+	require.NoError(t, err)
+	require.Equal(t, 1.0, counter(t, reg, "uploadedfile_reconcile_findings_total", map[string]string{"kind": "orphan"}))
+}
+
 // counter reads one labelled counter from reg.
 func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
 	t.Helper()
@@ -300,8 +327,65 @@ func sweepChild() int {
 	if err != nil {
 		return 2
 	}
-	_, _ = svc.CleanupExpiredTemporaryFiles(ctx, nil, 0)
+	if os.Getenv("UF_SWEEP_JOB") == "reconcile" {
+		_, _ = svc.UnsafeSystemReconcile(ctx, service.ReconcileOptions{Repair: true}, nil)
+	} else {
+		_, _ = svc.CleanupExpiredTemporaryFiles(ctx, nil, 0)
+	}
 	return 3 // never reached: the parent kills this process
+}
+
+// TestReconcileRepairKilledMidway: a reconcile repair killed with SIGKILL
+// between an orphan's claim and its storage delete, or between the delete
+// and the claim's removal, leaves only its claim; the next reconcile does
+// not report that object again, and the pending sweep finishes it once the
+// claim's lease has run out.
+func TestReconcileRepairKilledMidway(t *testing.T) {
+	t.Parallel()
+	for _, point := range []string{"before-storage", "after-storage"} {
+		t.Run(point, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			svc := e.service(e.pool, 100)
+			var orphans []string
+			for i := range 3 {
+				key := fmt.Sprintf("core/t-x/%d.pdf", i)
+				_, err := e.inner.Put(context.Background(), key, strings.NewReader(pdf), storage.PutOptions{Size: int64(len(pdf))})
+				require.NoError(t, err)
+				orphans = append(orphans, key)
+			}
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "UF_SWEEP_CHILD="+point, "UF_SWEEP_JOB=reconcile", "UF_DB="+e.url, "UF_ROOT="+e.root,
+				"UF_NOW="+e.clock().Format(time.RFC3339Nano))
+			out, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			line, err := bufio.NewReader(out).ReadString('\n')
+			require.NoError(t, err)
+			require.Equal(t, "BLOCKED\n", line)
+			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+			_ = cmd.Wait()
+
+			var claims int
+			require.NoError(t, e.pool.QueryRow(context.Background(), "SELECT count(*) FROM uploaded_file_orphan_claim").Scan(&claims))
+			require.Equal(t, 1, claims, "the dead repair's claim is durable")
+			left := 0
+			require.NoError(t, walk(e.root, func() { left++ }))
+			require.Equal(t, map[string]int{"before-storage": 3, "after-storage": 2}[point], left)
+
+			counts, err := svc.UnsafeSystemReconcile(context.Background(), service.ReconcileOptions{Repair: true}, nil)
+			require.NoError(t, err)
+			require.EqualValues(t, 2, counts.Orphans, "the claimed object is a repair in progress, not a new orphan")
+			require.EqualValues(t, 2, counts.Repaired)
+
+			e.advance(6 * time.Minute)
+			_, err = svc.CleanupPendingUploads(context.Background(), 0)
+			require.NoError(t, err)
+			require.Zero(t, e.objects(), "the sweep finished the dead repair")
+			require.NoError(t, e.pool.QueryRow(context.Background(), "SELECT count(*) FROM uploaded_file_orphan_claim").Scan(&claims))
+			require.Zero(t, claims)
+		})
+	}
 }
 
 // TestSweepKilledMidway: a sweep process killed with SIGKILL between its

@@ -2,6 +2,8 @@ package maintenance
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/uploadedfile/uploadedfile/service"
 )
 
 // metrics are the per-run sweep metrics (no global registry: the caller
@@ -10,6 +12,7 @@ type metrics struct {
 	runs     *prometheus.CounterVec
 	rows     *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	findings *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -23,12 +26,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "uploadedfile_sweep_duration_seconds", Help: "Duration of maintenance track runs.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 8),
 		}, []string{"track"}),
+		findings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "uploadedfile_reconcile_findings_total", Help: "Findings of the reconcile track by kind (orphan, staging-leftover, missing, mismatch).",
+		}, []string{"kind"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.runs, m.rows, m.duration)
+		reg.MustRegister(m.runs, m.rows, m.duration, m.findings)
 	}
 	return m
 }
+
+func (m *metrics) finding(kind service.FindingKind) { m.findings.WithLabelValues(string(kind)).Inc() }
 
 func (m *metrics) run(track, outcome string) { m.runs.WithLabelValues(track, outcome).Inc() }
 

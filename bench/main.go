@@ -56,7 +56,12 @@ func main() {
 	}
 	full := flag.Bool("full", false, "run the whole matrix (sizes 64 KiB, 1 MiB, 10 MiB; 1, 8, 32 clients; 1M-row sweep)")
 	write := flag.String("write", "", "also write the report to this Markdown file")
+	flag.StringVar(&only, "only", "", "run one section only: uploads, lookup, s3-complete, rss, sweeps or reconcile (no -write)")
 	flag.Parse()
+	if only != "" && *write != "" {
+		fmt.Fprintln(os.Stderr, "bench: -only measures part of the set; it does not -write the report")
+		os.Exit(2)
+	}
 	if err := run(*full, *write); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -111,6 +116,11 @@ type env struct {
 	localRoot                 string
 	pool                      *pgxpool.Pool
 }
+
+// only names the one section to run (-only); empty runs them all.
+var only string
+
+func wants(section string) bool { return only == "" || only == section }
 
 func run(full bool, write string) error {
 	ctx := context.Background()
@@ -206,6 +216,9 @@ func run(full bool, write string) error {
 	}
 	for _, size := range sizes {
 		for _, c := range clients {
+			if !wants("uploads") {
+				break
+			}
 			// The quick set has direct uploads at 8 clients only (below).
 			if err := benchUploads(e, rep, size, c, true, full); err != nil {
 				return err
@@ -215,7 +228,7 @@ func run(full bool, write string) error {
 			}
 		}
 	}
-	if !full {
+	if !full && wants("uploads") {
 		if err := benchUploads(e, rep, 1<<20, 8, false, true); err != nil {
 			return err
 		}
@@ -224,17 +237,23 @@ func run(full bool, write string) error {
 	if full {
 		lookupClients = clients
 	}
-	if err := benchLookup(ctx, e, rep, lookupClients); err != nil {
-		return err
+	sections := []struct {
+		name string
+		run  func() error
+	}{
+		{"lookup", func() error { return benchLookup(ctx, e, rep, lookupClients) }},
+		{"s3-complete", func() error { return benchS3Complete(e, rep) }},
+		{"rss", func() error { return benchRSS(e, rep) }},
+		{"sweeps", func() error { return benchSweeps(ctx, rep, full) }},
+		{"reconcile", func() error { return benchReconcile(ctx, rep, bin, gw, full) }},
 	}
-	if err := benchS3Complete(e, rep); err != nil {
-		return err
-	}
-	if err := benchRSS(e, rep); err != nil {
-		return err
-	}
-	if err := benchSweeps(ctx, rep, full); err != nil {
-		return err
+	for _, sec := range sections {
+		if !wants(sec.name) {
+			continue
+		}
+		if err := sec.run(); err != nil {
+			return err
+		}
 	}
 	if write != "" {
 		cmd := "make bench"

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/storage/s3test"
+)
+
+// Each reconcile target holds n objects and n rows, of which reconcilePlant
+// rows have lost their object (missing) and reconcilePlant objects have no
+// row (orphans); every directory (tenant namespace) holds filesPerDir
+// objects, as a store with many tenants does.
+const (
+	reconcilePlant = 10
+	filesPerDir    = 1000
+)
+
+// reconcileRun is one measured run of `uploadedfile maintenance reconcile`
+// as its own process: objects per second and its peak RSS.
+type reconcileRun struct {
+	objects int64
+	elapsed time.Duration
+	maxRSS  int64
+}
+
+func (r reconcileRun) perObject() time.Duration { return r.elapsed / time.Duration(r.objects) }
+
+// benchReconcile measures reconcile on the local driver at 100k and (full)
+// 1M objects, and (full) on S3 at 100k.
+func benchReconcile(ctx context.Context, rep *report, bin string, gw *s3test.Server, full bool) error {
+	sizes := []int{100_000}
+	if full {
+		sizes = append(sizes, 1_000_000)
+	}
+	var runs []reconcileRun
+	for _, n := range sizes {
+		r, err := reconcileLocal(ctx, bin, n)
+		if err != nil {
+			return fmt.Errorf("reconcile local %d: %w", n, err)
+		}
+		runs = append(runs, r)
+		rep.add(fmt.Sprintf("reconcile, local, %s objects: throughput, peak RSS", thousands(n)),
+			fmt.Sprintf("%.0f objects/s, %.0f MiB", float64(r.objects)/r.elapsed.Seconds(), float64(r.maxRSS)/(1<<20)), "", true)
+	}
+	if full {
+		small, large := runs[0], runs[1]
+		cost := float64(large.perObject()) / float64(small.perObject())
+		rep.add("reconcile, local: cost per object at 1M vs 100k", fmt.Sprintf("%.2f× (%s vs %s)", cost, large.perObject(), small.perObject()), "≤ 1.2×", cost <= 1.2)
+		rss := float64(large.maxRSS) / float64(small.maxRSS)
+		rep.add("reconcile, local: peak RSS at 1M vs 100k", fmt.Sprintf("%.2f× (%.0f vs %.0f MiB)", rss, float64(large.maxRSS)/(1<<20), float64(small.maxRSS)/(1<<20)), "≤ 1.2×", rss <= 1.2)
+		r, err := reconcileS3(ctx, bin, gw, 100_000)
+		if err != nil {
+			return fmt.Errorf("reconcile s3: %w", err)
+		}
+		rep.add("reconcile, S3 (versitygw), 100k objects: throughput, peak RSS",
+			fmt.Sprintf("%.0f objects/s, %.0f MiB", float64(r.objects)/r.elapsed.Seconds(), float64(r.maxRSS)/(1<<20)), "", true)
+	}
+	return nil
+}
+
+func thousands(n int) string {
+	if n >= 1_000_000 {
+		return fmt.Sprintf("%dM", n/1_000_000)
+	}
+	return fmt.Sprintf("%dk", n/1000)
+}
+
+// seedRows inserts n ready rows whose keys are key(i), the first
+// reconcilePlant without an object (the caller skips them).
+func seedRows(ctx context.Context, dsn string, n int) error {
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	_, err = pool.Exec(ctx, `
+INSERT INTO uploaded_file (id, tenant_code, user_id, key, cdn, original_name, size_bytes, content_type, status, completed_at, created_at)
+SELECT gen_random_uuid(), 'tenant-' || (i / $2), 'user', 'core/t-' || (i / $2) || '/' || i || '.csv', 'urn:bench:' || i, 'f.csv', 10, 'text/csv', 'ready',
+       now() - interval '2 days', now() - interval '2 days'
+FROM generate_series(0, $1::integer - 1) AS i`, n, filesPerDir)
+	if err != nil {
+		return err
+	}
+	_, err = pool.Exec(ctx, "VACUUM ANALYZE uploaded_file")
+	return err
+}
+
+func benchKey(i int) string { return fmt.Sprintf("core/t-%d/%d.csv", i/filesPerDir, i) }
+
+// objectKeys are the keys the store holds: every row's but the first
+// reconcilePlant, and reconcilePlant orphans.
+func objectKeys(n int, each func(key string) error) error {
+	for i := reconcilePlant; i < n; i++ {
+		if err := each(benchKey(i)); err != nil {
+			return err
+		}
+	}
+	for i := range reconcilePlant {
+		if err := each(fmt.Sprintf("core/t-orphan/%d.csv", i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func reconcileLocal(ctx context.Context, bin string, n int) (reconcileRun, error) {
+	dsn, drop, err := createDatabase(ctx, pgtest.ServerURL())
+	if err != nil {
+		return reconcileRun{}, err
+	}
+	defer drop()
+	if err := seedRows(ctx, dsn, n); err != nil {
+		return reconcileRun{}, err
+	}
+	root, err := os.MkdirTemp("", "uploadedfile-reconcile-*")
+	if err != nil {
+		return reconcileRun{}, err
+	}
+	defer os.RemoveAll(root)
+	body := []byte("0123456789")
+	err = objectKeys(n, func(key string) error {
+		p := filepath.Join(root, key)
+		if err := os.WriteFile(p, body, 0o640); err == nil {
+			return nil
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+			return err
+		}
+		return os.WriteFile(p, body, 0o640)
+	})
+	if err != nil {
+		return reconcileRun{}, err
+	}
+	return runReconcile(bin, dsn, "localRoot: "+root+"\n", n)
+}
+
+func reconcileS3(ctx context.Context, bin string, gw *s3test.Server, n int) (reconcileRun, error) {
+	dsn, drop, err := createDatabase(ctx, pgtest.ServerURL())
+	if err != nil {
+		return reconcileRun{}, err
+	}
+	defer drop()
+	if err := seedRows(ctx, dsn, n); err != nil {
+		return reconcileRun{}, err
+	}
+	bucket := "reconcile"
+	client := gw.Client()
+	if _, err := client.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: &bucket}); err != nil {
+		return reconcileRun{}, err
+	}
+	keys := make(chan string)
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for k := range keys {
+				if _, err := client.PutObject(ctx, &awss3.PutObjectInput{Bucket: &bucket, Key: aws.String(k), Body: strings.NewReader("0123456789")}); err != nil {
+					failed.Store(err)
+				}
+			}
+		})
+	}
+	_ = objectKeys(n, func(k string) error { keys <- k; return nil })
+	close(keys)
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		return reconcileRun{}, err
+	}
+	return runReconcile(bin, dsn, fmt.Sprintf("driver: s3\nbucket: %s\nendpoint: %s\nregion: us-east-1\nforcePathStyle: true\naccessId: %s\naccessKey: %s\n",
+		bucket, gw.Endpoint, gw.AccessKey, gw.SecretKey), n)
+}
+
+// runReconcile runs the reconcile command as its own process and checks
+// that it found exactly what was planted.
+func runReconcile(bin, dsn, config string, n int) (reconcileRun, error) {
+	cfg, err := os.CreateTemp("", "reconcile-*.yaml")
+	if err != nil {
+		return reconcileRun{}, err
+	}
+	defer os.Remove(cfg.Name())
+	if _, err := cfg.WriteString(config); err != nil {
+		return reconcileRun{}, err
+	}
+	cfg.Close()
+	cmd := exec.Command(bin, "--database-url", dsn, "maintenance", "--config", cfg.Name(), "reconcile", "--grace", "0s", "--output", "json")
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return reconcileRun{}, fmt.Errorf("%v: %s", err, stderr.String())
+	}
+	elapsed := time.Since(start)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var last struct {
+		Counts struct{ Objects, Orphans, Missing, Mismatches, StagingLeftovers int64 }
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil {
+		return reconcileRun{}, err
+	}
+	c := last.Counts
+	if c.Objects != int64(n) || c.Orphans != reconcilePlant || c.Missing != reconcilePlant || c.Mismatches != 0 || c.StagingLeftovers != 0 {
+		return reconcileRun{}, fmt.Errorf("reconcile found %+v, want %d objects, %d orphans, %d missing", c, n, reconcilePlant, reconcilePlant)
+	}
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024
+	return reconcileRun{objects: c.Objects, elapsed: elapsed, maxRSS: rss}, nil
+}

@@ -81,6 +81,12 @@ type fileConfig struct {
 		AllowedPorts []int         `koanf:"allowedPorts"`
 	} `koanf:"remoteClone"`
 
+	CORS struct {
+		// AllowedOrigins are the browser origins allowed to call the API
+		// (scheme://host[:port]); none by default.
+		AllowedOrigins []string `koanf:"allowedOrigins"`
+	} `koanf:"cors"`
+
 	Auth struct {
 		HMACSecret string `koanf:"hmacSecret"`
 		JWKSFile   string `koanf:"jwksFile"`

@@ -126,6 +126,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		Health:          httpapi.Health{Dependencies: map[string]httpapi.Pinger{"database": pool, "storage": svc}},
 		Registerer:      reg,
 		BodyReadTimeout: cfg.BodyReadTimeout, BodyIdleTimeout: cfg.BodyIdleTimeout,
+		CORSAllowedOrigins: cfg.CORS.AllowedOrigins,
 	})
 	if o.metrics != "" {
 		addr, stop, err := serveMetrics(o.metrics, reg)
@@ -197,6 +198,8 @@ func devDefaults(ctx context.Context, g *globals, cfg *fileConfig, base string) 
 	if cfg.Host == "" {
 		cfg.Host = base
 	}
+	// The development page is served from this origin.
+	cfg.CORS.AllowedOrigins = append(cfg.CORS.AllowedOrigins, base)
 	if cfg.Auth.HMACSecret == "" && cfg.Auth.JWKSFile == "" && cfg.Auth.JWKSURL == "" {
 		secret := make([]byte, 32)
 		_, _ = rand.Read(secret)

@@ -58,6 +58,9 @@ type Options struct {
 	// trickles or stalls is cut off.
 	BodyReadTimeout time.Duration
 	BodyIdleTimeout time.Duration
+	// CORSAllowedOrigins are the browser origins allowed to call the API
+	// (cors.allowedOrigins); none by default.
+	CORSAllowedOrigins []string
 }
 
 // Defaults of the body read bounds: a 25 MiB upload at 1 Mbit/s fits in the
@@ -92,6 +95,7 @@ func New(o Options) http.Handler {
 	h = o.Guard.Middleware(h)
 	h = limitBodies(h, bodyTimeouts{total: cmp.Or(o.BodyReadTimeout, DefaultBodyReadTimeout), idle: cmp.Or(o.BodyIdleTimeout, DefaultBodyIdleTimeout)})
 	h = movedRoutes(o.DownloadPath, h)
+	h = withCORS(o.CORSAllowedOrigins, h)
 	return withRequestID(h)
 }
 

@@ -192,14 +192,14 @@ func (s *Service) PutUploadContent(ctx context.Context, id string, r io.Reader) 
 	}
 	sp, err := s.spool(ctx, r, row.SizeBytes)
 	if SizeOnly(err) {
-		return nil, ErrUploadVerificationFailed
+		return nil, &verificationFailed{rule: RuleContentMismatch, retryable: true}
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer sp.Close()
 	if sp.Size() != row.SizeBytes || !bytes.Equal(sp.sum, sum) {
-		return nil, ErrUploadVerificationFailed
+		return nil, &verificationFailed{rule: RuleContentMismatch, retryable: true}
 	}
 	return s.linkStaging(ctx, a, row, sp, sum)
 }
@@ -214,14 +214,11 @@ func contentRefusal(row db.UploadedFile, dbNow time.Time) error {
 		}
 		return nil
 	case StatusFailed:
-		return ErrUploadVerificationFailed
+		return &verificationFailed{rule: RuleContentMismatch}
 	default: // completing, ready: the content was written and verified
-		return &invalidUpload{rule: ruleContentWritten}
+		return &invalidUpload{rule: RuleContentWritten}
 	}
 }
-
-// ruleContentWritten: the one staging object of a direct upload exists.
-const ruleContentWritten = "content.already-written"
 
 // linkStaging commits the spool under the staging key while the row is
 // share-locked as pending; when the row has moved on, it answers with the
@@ -240,10 +237,10 @@ func (s *Service) linkStaging(ctx context.Context, a access, row db.UploadedFile
 		_, err = sp.Commit(ctx, *row.PendingKey, storage.PutOptions{ContentType: row.ContentType, Size: row.SizeBytes, SHA256: sum})
 		switch {
 		case errors.Is(err, storage.ErrExists):
-			refused = &invalidUpload{rule: ruleContentWritten}
+			refused = &invalidUpload{rule: RuleContentWritten}
 			return refused
 		case errors.Is(err, storage.ErrPrecondition):
-			refused = ErrUploadVerificationFailed
+			refused = &verificationFailed{rule: RuleContentMismatch, retryable: true}
 			return refused
 		case err != nil:
 			return s.internalError(ctx, ErrUploadFailed, "write staging object", err, "file_id", row.ID)
@@ -356,7 +353,7 @@ func (s *Service) stagingVersion(ctx context.Context, row db.UploadedFile) (*str
 	}
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		return nil, ErrUploadVerificationFailed
+		return nil, &verificationFailed{rule: RuleContentMissing, retryable: true}
 	case err != nil:
 		return nil, s.internalError(ctx, ErrUploadFailed, "stat staging object", err, "file_id", row.ID)
 	}
@@ -375,7 +372,7 @@ func (s *Service) claimLost(ctx context.Context, err error) error {
 func (s *Service) completeClaimed(ctx context.Context, row db.UploadedFile) (*Result, error) {
 	sum, err := parseChecksum(deref(row.Checksum))
 	if err != nil {
-		return nil, s.failUpload(ctx, row, "bad declared checksum")
+		return nil, s.failUpload(ctx, row, RuleContentMismatch, "bad declared checksum")
 	}
 	final, err := s.store.Stat(ctx, row.Key)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -387,14 +384,14 @@ func (s *Service) completeClaimed(ctx context.Context, row db.UploadedFile) (*Re
 		case errors.Is(err, storage.ErrExists):
 			final, err = s.store.Stat(ctx, row.Key)
 		case errors.Is(err, storage.ErrPrecondition), errors.Is(err, storage.ErrNotFound):
-			return nil, s.failUpload(ctx, row, "staging object changed after verification")
+			return nil, s.failUpload(ctx, row, RuleContentChanged, "staging object changed after verification")
 		}
 	}
 	if err != nil {
 		return nil, s.internalError(ctx, ErrUploadFailed, "promote upload", err, "file_id", row.ID)
 	}
 	if final.Size != row.SizeBytes || !bytes.Equal(final.SHA256, sum) {
-		return nil, s.failUpload(ctx, row, "final object does not match the declaration")
+		return nil, s.failUpload(ctx, row, RuleContentMismatch, "final object does not match the declaration")
 	}
 	retain := s.store.Kind() == storage.KindS3
 	if !retain {
@@ -451,13 +448,13 @@ func (s *Service) verifyStaging(ctx context.Context, row db.UploadedFile, sum []
 	}
 	switch {
 	case oi.ETag != deref(row.ETag):
-		return s.failUpload(ctx, row, "staging object changed after the claim")
+		return s.failUpload(ctx, row, RuleContentChanged, "staging object changed after the claim")
 	case oi.Size != row.SizeBytes:
-		return s.failUpload(ctx, row, "size differs from the declaration")
+		return s.failUpload(ctx, row, RuleContentMismatch, "size differs from the declaration")
 	case !bytes.Equal(oi.SHA256, sum):
-		return s.failUpload(ctx, row, "checksum differs from the declaration")
+		return s.failUpload(ctx, row, RuleContentMismatch, "checksum differs from the declaration")
 	case oi.ContentType != "" && oi.ContentType != row.ContentType:
-		return s.failUpload(ctx, row, "content type differs from the declaration")
+		return s.failUpload(ctx, row, RuleTypeMismatch, "content type differs from the declaration")
 	}
 	ra := &objectReaderAt{ctx: ctx, store: s.store, key: *row.PendingKey}
 	_, _, err = s.cfg.policy.CheckStored(filecheck.Meta{Name: row.OriginalName, DeclaredType: row.ContentType, Size: row.SizeBytes}, ra)
@@ -465,16 +462,16 @@ func (s *Service) verifyStaging(ctx context.Context, row db.UploadedFile, sum []
 		return s.internalError(ctx, ErrUploadFailed, "read staging object", ra.err, "file_id", row.ID)
 	}
 	if err != nil {
-		return s.failUpload(ctx, row, "content check: "+filecheck.RuleOf(err))
+		return s.failUpload(ctx, row, filecheck.RuleOf(err), "content check")
 	}
 	return nil
 }
 
 // failUpload fails a completing upload durably (with a deletion claim in
 // the same statement), deletes its objects and reports the verification
-// failure.
-func (s *Service) failUpload(ctx context.Context, row db.UploadedFile, reason string) error {
-	s.log.InfoContext(ctx, "direct upload refused", "file_id", row.ID, "reason", reason)
+// failure with the rule it broke (final: the upload failed).
+func (s *Service) failUpload(ctx context.Context, row db.UploadedFile, rule, reason string) error {
+	s.log.InfoContext(ctx, "direct upload refused", "file_id", row.ID, "rule", rule, "reason", reason)
 	failed, err := s.q.FileFailCompletion(ctx, s.db, db.FileFailCompletionParams{
 		ID: row.ID, Lease: *row.CompletionLeaseUntil, DeletionLease: deletionLease, Now: s.now(),
 	})
@@ -484,7 +481,7 @@ func (s *Service) failUpload(ctx context.Context, row db.UploadedFile, reason st
 	cctx, cancel := detached(ctx)
 	defer cancel()
 	s.finishDeletion(cctx, failed)
-	return ErrUploadVerificationFailed
+	return &verificationFailed{rule: rule}
 }
 
 // AbortUpload aborts a pending direct upload durably: a deletion claim,

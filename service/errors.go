@@ -60,14 +60,69 @@ func (e *invalidUpload) Is(target error) bool {
 	return target == ErrInvalidUpload || errors.Is(ErrInvalidUpload, target)
 }
 
-// Rule returns the file-check rule an invalid upload broke (for logs and
-// tests), or "".
+// Rules of a direct upload's content, beside the file-check rules
+// (filecheck.Rule*): what a client did or can still do about its own
+// upload, never anything about another scope's files.
+const (
+	// RuleContentMissing: complete found no bytes at the upload target yet
+	// (retryable: send them, then complete again).
+	RuleContentMissing = "content.missing"
+	// RuleContentWritten: the one staging object was already written.
+	RuleContentWritten = "content.already-written"
+	// RuleContentMismatch: the bytes sent are not the declared size or
+	// checksum.
+	RuleContentMismatch = "content.mismatch"
+	// RuleContentChanged: the uploaded object changed while it was verified.
+	RuleContentChanged = "content.changed"
+	// RuleTypeMismatch: the object was stored with another content type
+	// than declared.
+	RuleTypeMismatch = "type.declared-mismatch"
+)
+
+// verificationFailed is ErrUploadVerificationFailed with the rule the
+// upload broke and whether trying again can help: retryable when nothing
+// is final (no bytes yet, or bytes refused while the upload stays
+// pending), not when the upload itself failed.
+type verificationFailed struct {
+	rule      string
+	retryable bool
+}
+
+func (e *verificationFailed) Error() string { return ErrUploadVerificationFailed.Code }
+func (e *verificationFailed) Is(target error) bool {
+	return target == ErrUploadVerificationFailed || errors.Is(ErrUploadVerificationFailed, target)
+}
+
+// Rule returns the rule an invalid or failed upload broke (a file-check
+// rule, or one of the Rule* content rules), or "".
 func Rule(err error) string {
 	var e *invalidUpload
 	if errors.As(err, &e) {
 		return e.rule
 	}
+	var v *verificationFailed
+	if errors.As(err, &v) {
+		return v.rule
+	}
 	return ""
+}
+
+// Retryable reports whether the same call can succeed later without the
+// upload being started again: another instance is completing it, a
+// dependency failed, or a verification refused bytes that can still be
+// sent again. A failed upload, an expired target or a refused file is
+// final.
+func Retryable(err error) bool {
+	var v *verificationFailed
+	if errors.As(err, &v) {
+		return v.retryable
+	}
+	for _, e := range []*Error{ErrUploadCompleting, ErrUploadFailed, ErrDeleteFailed, ErrCleanupFailed} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // SizeOnly reports an invalid upload refused only for its size (HTTP 413).

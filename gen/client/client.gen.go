@@ -240,9 +240,24 @@ type MarkUsedInput struct {
 // Problem defines model for Problem.
 type Problem struct {
 	// Code The stable error code.
-	Code   ProblemCode `json:"code"`
-	Status int         `json:"status"`
-	Title  string      `json:"title"`
+	Code ProblemCode `json:"code"`
+
+	// Retryable Whether the same call can succeed later: true while another
+	// instance completes the upload, when a dependency failed, or when
+	// `complete` found no bytes yet (send them, then complete again);
+	// false when the upload failed or the file was refused. Absent on
+	// not-found and credential problems.
+	Retryable *bool `json:"retryable,omitempty"`
+
+	// Rule What an invalid or failed upload broke, for a UI to show (listed in
+	// docs/http.md): a file-check rule such as `type.not-allowed`,
+	// `name.empty`, `size.too-large`, `content.signature`,
+	// `zip.encrypted`, or a content rule such as `content.missing`,
+	// `content.mismatch`, `content.already-written`. Only ever about the
+	// caller's own upload.
+	Rule   *string `json:"rule,omitempty"`
+	Status int     `json:"status"`
+	Title  string  `json:"title"`
 
 	// Type A URI naming the problem type.
 	Type string `json:"type"`

@@ -1,12 +1,17 @@
 package httpapi_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"mime/multipart"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/uploadedfile/uploadedfile/gen/client"
 	"github.com/uploadedfile/uploadedfile/internal/httpapi"
 	"github.com/uploadedfile/uploadedfile/service"
 )
@@ -60,4 +65,70 @@ func TestCORS(t *testing.T) {
 	none := preflight(t, closed, app, "/uploaded-file/initiate")
 	require.Equal(t, http.StatusUnauthorized, none.StatusCode, "no origins configured: no CORS")
 	require.Empty(t, none.Header.Get("Access-Control-Allow-Origin"))
+}
+
+// problemOf decodes a problem body.
+func problemOf(t *testing.T, body []byte) map[string]any {
+	t.Helper()
+	var p map[string]any
+	require.NoError(t, json.Unmarshal(body, &p))
+	return p
+}
+
+// TestProblemRules: a refused upload says which rule it broke and whether
+// retrying can help -- a complete before the bytes is retryable, a
+// complete of the wrong bytes is final, a spoofed file names its rule --
+// and a not-found says neither.
+func TestProblemRules(t *testing.T) {
+	t.Parallel()
+	s := start(t, service.DriverLocal)
+	ctx := context.Background()
+	token := s.token("acme", "alice", nil)
+	c := s.client(token)
+
+	body := docx(t)
+	init, err := c.InitiateUploadWithResponse(ctx, initiateBody(body))
+	require.NoError(t, err)
+	id := init.JSON201.Id.String()
+	early, err := c.CompleteUploadWithResponse(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusUnprocessableEntity, early.StatusCode())
+	p := problemOf(t, early.Body)
+	require.Equal(t, "content.missing", p["rule"])
+	require.Equal(t, true, p["retryable"], "no bytes yet: send them, then complete again")
+
+	wrong := bytes.Repeat([]byte("x"), len(body))
+	spoofed, err := c.InitiateUploadWithResponse(ctx, client.InitiateUploadJSONRequestBody{OriginalName: "Plan.docx", ContentType: docxType, SizeBytes: int64(len(wrong)), Checksum: checksum(wrong)})
+	require.NoError(t, err)
+	put, err := c.PutUploadContentWithBodyWithResponse(ctx, spoofed.JSON201.Id.String(), "application/octet-stream", bytes.NewReader(wrong))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, put.StatusCode())
+	failed, err := c.CompleteUploadWithResponse(ctx, spoofed.JSON201.Id.String())
+	require.NoError(t, err)
+	require.Equal(t, http.StatusUnprocessableEntity, failed.StatusCode())
+	p = problemOf(t, failed.Body)
+	require.Equal(t, "core.file.upload-verification-failed", p["code"])
+	require.NotEmpty(t, p["rule"])
+	require.Equal(t, false, p["retryable"], "the upload failed: final")
+
+	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{0}, 64)...)
+	var form bytes.Buffer
+	mw := multipart.NewWriter(&form)
+	fw, err := mw.CreateFormFile("file", "photo.jpg")
+	require.NoError(t, err)
+	_, _ = fw.Write(png)
+	require.NoError(t, mw.Close())
+	up, err := c.UploadFileWithBodyWithResponse(ctx, mw.FormDataContentType(), &form)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusUnprocessableEntity, up.StatusCode())
+	p = problemOf(t, up.Body)
+	require.Equal(t, "core.file.invalid-upload", p["code"])
+	require.Equal(t, "content.other-type", p["rule"], "PNG bytes named .jpg")
+	require.Equal(t, false, p["retryable"])
+
+	missing, err := c.GetFileWithResponse(ctx, "00000000-0000-4000-8000-000000000000")
+	require.NoError(t, err)
+	p = problemOf(t, missing.Body)
+	require.NotContains(t, p, "rule")
+	require.NotContains(t, p, "retryable")
 }

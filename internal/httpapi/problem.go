@@ -20,6 +20,12 @@ type problem struct {
 	Title  string `json:"title"`
 	Status int    `json:"status"`
 	Code   string `json:"code"`
+	// Rule names what an invalid or failed upload broke (for a UI to show);
+	// only ever about the caller's own upload.
+	Rule string `json:"rule,omitempty"`
+	// Retryable says whether the same call can succeed later; absent on
+	// codes where the question does not arise (not-found, credentials).
+	Retryable *bool `json:"retryable,omitempty"`
 }
 
 // statusOf maps a service code to its HTTP status (DESIGN.md section 5).
@@ -50,6 +56,12 @@ const (
 )
 
 func writeProblem(w http.ResponseWriter, status int, code string) {
+	writeDetailedProblem(w, problem{Status: status, Code: code})
+}
+
+// writeDetailedProblem writes p, filling in its type and title.
+func writeDetailedProblem(w http.ResponseWriter, p problem) {
+	status, code := p.Status, p.Code
 	h := w.Header()
 	h.Set("Content-Type", ProblemContentType)
 	h.Set("Cache-Control", "no-store")
@@ -58,12 +70,20 @@ func writeProblem(w http.ResponseWriter, status int, code string) {
 		h.Set("Retry-After", "5")
 	}
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(problem{
-		Type:   "urn:uploadedfile:problem:" + strings.TrimPrefix(code, "core."),
-		Title:  http.StatusText(status),
-		Status: status,
-		Code:   code,
-	})
+	p.Type = "urn:uploadedfile:problem:" + strings.TrimPrefix(code, "core.")
+	p.Title = http.StatusText(status)
+	_ = json.NewEncoder(w).Encode(p)
+}
+
+// serviceProblem is the problem of a service error with its status: the
+// rule of an invalid or failed upload, and whether retrying can help.
+func serviceProblem(err error, status int, code string) problem {
+	p := problem{Status: status, Code: code, Rule: service.Rule(err)}
+	if code != service.ErrNotFound.Code {
+		retryable := service.Retryable(err)
+		p.Retryable = &retryable
+	}
+	return p
 }
 
 // errorWriter is the one place errors become responses: service codes map
@@ -75,11 +95,13 @@ func (e errorWriter) response(w http.ResponseWriter, r *http.Request, err error)
 	var se *service.Error
 	switch {
 	case service.SizeOnly(err):
-		writeProblem(w, http.StatusRequestEntityTooLarge, service.ErrInvalidUpload.Code)
+		writeDetailedProblem(w, serviceProblem(err, http.StatusRequestEntityTooLarge, service.ErrInvalidUpload.Code))
 	case errors.Is(err, service.ErrInvalidUpload):
-		writeProblem(w, http.StatusUnprocessableEntity, service.ErrInvalidUpload.Code)
+		writeDetailedProblem(w, serviceProblem(err, http.StatusUnprocessableEntity, service.ErrInvalidUpload.Code))
+	case errors.Is(err, service.ErrUploadVerificationFailed):
+		writeDetailedProblem(w, serviceProblem(err, http.StatusUnprocessableEntity, service.ErrUploadVerificationFailed.Code))
 	case errors.As(err, &se) && statusOf[se.Code] != 0:
-		writeProblem(w, statusOf[se.Code], se.Code)
+		writeDetailedProblem(w, serviceProblem(err, statusOf[se.Code], se.Code))
 	default:
 		e.log.ErrorContext(r.Context(), "unexpected handler error", "request_id", requestID(r), "route", r.Pattern, "error", err.Error())
 		writeProblem(w, http.StatusInternalServerError, codeInternal)

@@ -385,6 +385,23 @@ export interface components {
             title: string;
             status: number;
             /**
+             * @description What an invalid or failed upload broke, for a UI to show (listed in
+             *     docs/http.md): a file-check rule such as `type.not-allowed`,
+             *     `name.empty`, `size.too-large`, `content.signature`,
+             *     `zip.encrypted`, or a content rule such as `content.missing`,
+             *     `content.mismatch`, `content.already-written`. Only ever about the
+             *     caller's own upload.
+             */
+            rule?: string;
+            /**
+             * @description Whether the same call can succeed later: true while another
+             *     instance completes the upload, when a dependency failed, or when
+             *     `complete` found no bytes yet (send them, then complete again);
+             *     false when the upload failed or the file was refused. Absent on
+             *     not-found and credential problems.
+             */
+            retryable?: boolean;
+            /**
              * @description The stable error code.
              * @enum {string}
              */

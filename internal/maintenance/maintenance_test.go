@@ -297,7 +297,7 @@ func childDeps(ctx context.Context) (*pgxpool.Pool, *storagefault.Store, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	inner, err := local.New(local.Config{Root: os.Getenv("UF_ROOT")})
+	inner, err := chaosStore(ctx) // the local root, or the S3 bucket, the parent named
 	if err != nil {
 		pool.Close()
 		return nil, nil, err
@@ -322,7 +322,7 @@ func sweepChild() int {
 		fmt.Println("BLOCKED")
 	}})
 	now, _ := time.Parse(time.RFC3339Nano, os.Getenv("UF_NOW"))
-	svc, err := service.New(ctx, service.Config{LocalRoot: os.Getenv("UF_ROOT")}, pool, service.WithStore(store),
+	svc, err := service.New(ctx, chaosConfig(), pool, service.WithStore(store),
 		service.WithClock(func() time.Time { return now }), service.WithLogger(quiet))
 	if err != nil {
 		return 2
@@ -339,52 +339,51 @@ func sweepChild() int {
 // between an orphan's claim and its storage delete, or between the delete
 // and the claim's removal, leaves only its claim; the next reconcile does
 // not report that object again, and the pending sweep finishes it once the
-// claim's lease has run out.
+// claim's lease has run out. On both drivers.
 func TestReconcileRepairKilledMidway(t *testing.T) {
 	t.Parallel()
-	for _, point := range []string{"before-storage", "after-storage"} {
-		t.Run(point, func(t *testing.T) {
-			t.Parallel()
-			e := setup(t)
-			svc := e.service(e.pool, 100)
-			var orphans []string
-			for i := range 3 {
-				key := fmt.Sprintf("core/t-x/%d.pdf", i)
-				_, err := e.inner.Put(context.Background(), key, strings.NewReader(pdf), storage.PutOptions{Size: int64(len(pdf))})
+	for _, driver := range []string{service.DriverLocal, service.DriverS3} {
+		for _, point := range []string{"before-storage", "after-storage"} {
+			t.Run(driver+"/"+point, func(t *testing.T) {
+				t.Parallel()
+				e := setup(t)
+				c := newChaosStore(t, e, driver)
+				svc, err := service.New(context.Background(), c.cfg, e.pool, service.WithStore(c.store), service.WithClock(e.clock), service.WithLogger(quiet))
 				require.NoError(t, err)
-				orphans = append(orphans, key)
-			}
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), "UF_SWEEP_CHILD="+point, "UF_SWEEP_JOB=reconcile", "UF_DB="+e.url, "UF_ROOT="+e.root,
-				"UF_NOW="+e.clock().Format(time.RFC3339Nano))
-			out, err := cmd.StdoutPipe()
-			require.NoError(t, err)
-			require.NoError(t, cmd.Start())
-			line, err := bufio.NewReader(out).ReadString('\n')
-			require.NoError(t, err)
-			require.Equal(t, "BLOCKED\n", line)
-			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-			_ = cmd.Wait()
+				for i := range 3 {
+					_, err := c.store.Put(context.Background(), fmt.Sprintf("core/t-x/%d.pdf", i), strings.NewReader(pdf), storage.PutOptions{Size: int64(len(pdf))})
+					require.NoError(t, err)
+				}
+				cmd := exec.Command(os.Args[0], "-test.run=^$")
+				cmd.Env = append(os.Environ(), "UF_SWEEP_CHILD="+point, "UF_SWEEP_JOB=reconcile", "UF_DB="+e.url, "UF_NOW="+e.clock().Format(time.RFC3339Nano))
+				cmd.Env = append(cmd.Env, c.env...)
+				out, err := cmd.StdoutPipe()
+				require.NoError(t, err)
+				require.NoError(t, cmd.Start())
+				line, err := bufio.NewReader(out).ReadString('\n')
+				require.NoError(t, err)
+				require.Equal(t, "BLOCKED\n", line)
+				require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+				_ = cmd.Wait()
 
-			var claims int
-			require.NoError(t, e.pool.QueryRow(context.Background(), "SELECT count(*) FROM uploaded_file_orphan_claim").Scan(&claims))
-			require.Equal(t, 1, claims, "the dead repair's claim is durable")
-			left := 0
-			require.NoError(t, walk(e.root, func() { left++ }))
-			require.Equal(t, map[string]int{"before-storage": 3, "after-storage": 2}[point], left)
+				var claims int
+				require.NoError(t, e.pool.QueryRow(context.Background(), "SELECT count(*) FROM uploaded_file_orphan_claim").Scan(&claims))
+				require.Equal(t, 1, claims, "the dead repair's claim is durable")
+				require.Len(t, c.list(), map[string]int{"before-storage": 3, "after-storage": 2}[point])
 
-			counts, err := svc.UnsafeSystemReconcile(context.Background(), service.ReconcileOptions{Repair: true}, nil)
-			require.NoError(t, err)
-			require.EqualValues(t, 2, counts.Orphans, "the claimed object is a repair in progress, not a new orphan")
-			require.EqualValues(t, 2, counts.Repaired)
+				counts, err := svc.UnsafeSystemReconcile(context.Background(), service.ReconcileOptions{Repair: true}, nil)
+				require.NoError(t, err)
+				require.EqualValues(t, 2, counts.Orphans, "the claimed object is a repair in progress, not a new orphan")
+				require.EqualValues(t, 2, counts.Repaired)
 
-			e.advance(6 * time.Minute)
-			_, err = svc.CleanupPendingUploads(context.Background(), 0)
-			require.NoError(t, err)
-			require.Zero(t, e.objects(), "the sweep finished the dead repair")
-			require.NoError(t, e.pool.QueryRow(context.Background(), "SELECT count(*) FROM uploaded_file_orphan_claim").Scan(&claims))
-			require.Zero(t, claims)
-		})
+				e.advance(6 * time.Minute)
+				_, err = svc.CleanupPendingUploads(context.Background(), 0)
+				require.NoError(t, err)
+				require.Empty(t, c.list(), "the sweep finished the dead repair")
+				require.NoError(t, e.pool.QueryRow(context.Background(), "SELECT count(*) FROM uploaded_file_orphan_claim").Scan(&claims))
+				require.Zero(t, claims)
+			})
+		}
 	}
 }
 

@@ -7,12 +7,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/uploadedfile/uploadedfile/gen/db"
 	"github.com/uploadedfile/uploadedfile/internal/filecheck"
@@ -31,9 +29,10 @@ type InitiateInput struct {
 }
 
 // UploadTarget is a provider-neutral, one-object upload instruction: send
-// the bytes with Method to URL with exactly Headers before ExpiresAt. On
-// the local driver the target is the service's own content route, which
-// also needs the caller's bearer token.
+// the bytes with Method to URL with exactly Headers before ExpiresAt --
+// nothing else, no credentials: on S3 a presigned PUT, on the local driver
+// the service's own content route, signed the same way. Headers lists only
+// headers a browser may set (the length follows from the body).
 type UploadTarget struct {
 	Method    string
 	URL       string
@@ -67,6 +66,16 @@ func (s *Service) InitiateTemporaryUpload(ctx context.Context, in InitiateInput,
 		o = UploadOptions{ContentType: opts.ContentType, AllowedMIMETypes: opts.AllowedMIMETypes, MaxFileSizeBytes: opts.MaxFileSizeBytes, Disposition: opts.Disposition}
 	}
 	return s.initiate(ctx, in, o, true)
+}
+
+// browserMaySet: a header a script may set on a request (not one the
+// browser sets itself, such as Content-Length or Host).
+func browserMaySet(name string) bool {
+	switch http.CanonicalHeaderKey(name) {
+	case "Content-Length", "Host", "Connection", "Expect", "Transfer-Encoding":
+		return false
+	}
+	return true
 }
 
 // parseChecksum reads "sha256:<base64>"; any other form or algorithm is
@@ -137,15 +146,7 @@ func (s *Service) initiate(ctx context.Context, in InitiateInput, o UploadOption
 func (s *Service) target(ctx context.Context, row db.UploadedFile, sum []byte) (UploadTarget, error) {
 	expires := *row.UploadExpiresAt
 	if s.store.Kind() != storage.KindS3 {
-		return UploadTarget{
-			Method: http.MethodPut,
-			URL:    s.cfg.Host + "/" + s.cfg.DownloadPath + "/" + row.ID.String() + "/content",
-			Headers: map[string]string{
-				"Content-Type":   row.ContentType,
-				"Content-Length": strconv.FormatInt(row.SizeBytes, 10),
-			},
-			ExpiresAt: expires,
-		}, nil
+		return s.localTarget(ctx, row, sum)
 	}
 	p, err := s.store.PresignPut(ctx, *row.PendingKey, storage.PresignPutOptions{
 		ContentType: row.ContentType, Size: row.SizeBytes, SHA256: sum, Expires: s.cfg.uploadURLTTL,
@@ -155,116 +156,11 @@ func (s *Service) target(ctx context.Context, row db.UploadedFile, sum []byte) (
 	}
 	h := make(map[string]string, len(p.Header))
 	for k, v := range p.Header {
-		h[k] = strings.Join(v, ",")
+		if browserMaySet(k) {
+			h[k] = strings.Join(v, ",")
+		}
 	}
 	return UploadTarget{Method: p.Method, URL: p.URL, Headers: h, ExpiresAt: expires}, nil
-}
-
-// PutUploadContent writes the staging object of a pending direct upload
-// from r (the local driver's target; on S3 the client writes to the
-// presigned URL instead and this is ErrNotFound). The bytes must be exactly
-// the declared size and checksum, and the staging object is written once.
-//
-// The bytes are received into an unnamed spool first; the staging name is
-// linked to them only inside a transaction that holds a share lock on the
-// still-pending row (FileLockPendingContent), so a completion, abort or
-// sweep either waits for the link or has already moved the row on, and then
-// the write is refused and nothing is left. Answers: the target expired
-// (ErrUploadExpired); the bytes are not the declared ones
-// (ErrUploadVerificationFailed, the row stays pending and can be written
-// again); content already written, or the upload completing or ready
-// (ErrInvalidUpload, rule content.already-written); the upload failed
-// (ErrUploadVerificationFailed). None of them asks the client to retry.
-func (s *Service) PutUploadContent(ctx context.Context, id string, r io.Reader) (*Result, error) {
-	if s.store.Kind() == storage.KindS3 {
-		return nil, ErrNotFound
-	}
-	row, dbNow, a, err := s.direct(ctx, OpPutContent, id)
-	if err != nil {
-		return nil, err
-	}
-	if err := contentRefusal(row, dbNow); err != nil {
-		return nil, err
-	}
-	sum, err := parseChecksum(deref(row.Checksum))
-	if err != nil {
-		return nil, ErrUploadVerificationFailed
-	}
-	sp, err := s.spool(ctx, r, row.SizeBytes)
-	if SizeOnly(err) {
-		return nil, &verificationFailed{rule: RuleContentMismatch, retryable: true}
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer sp.Close()
-	if sp.Size() != row.SizeBytes || !bytes.Equal(sp.sum, sum) {
-		return nil, &verificationFailed{rule: RuleContentMismatch, retryable: true}
-	}
-	return s.linkStaging(ctx, a, row, sp, sum)
-}
-
-// contentRefusal is the answer to a content write on a direct upload that
-// is not pending with a live target, or nil when it is.
-func contentRefusal(row db.UploadedFile, dbNow time.Time) error {
-	switch Status(row.Status) {
-	case StatusPending:
-		if !dbNow.Before(*row.UploadExpiresAt) {
-			return ErrUploadExpired
-		}
-		return nil
-	case StatusFailed:
-		return &verificationFailed{rule: RuleContentMismatch}
-	default: // completing, ready: the content was written and verified
-		return &invalidUpload{rule: RuleContentWritten}
-	}
-}
-
-// linkStaging commits the spool under the staging key while the row is
-// share-locked as pending; when the row has moved on, it answers with the
-// row's new state and the spool is discarded.
-func (s *Service) linkStaging(ctx context.Context, a access, row db.UploadedFile, sp *spooled, sum []byte) (*Result, error) {
-	var refused error
-	err := s.inTx(ctx, nil, func(tx pgx.Tx) error {
-		_, err := s.q.FileLockPendingContent(ctx, tx, db.FileLockPendingContentParams{ID: row.ID, TenantCode: a.scope.TenantCode, Now: s.now()})
-		if isNoRows(err) {
-			refused = s.contentMovedOn(ctx, row.ID.String())
-			return refused
-		}
-		if err != nil {
-			return s.internalError(ctx, ErrUploadFailed, "lock pending upload", err, "file_id", row.ID)
-		}
-		_, err = sp.Commit(ctx, *row.PendingKey, storage.PutOptions{ContentType: row.ContentType, Size: row.SizeBytes, SHA256: sum})
-		switch {
-		case errors.Is(err, storage.ErrExists):
-			refused = &invalidUpload{rule: RuleContentWritten}
-			return refused
-		case errors.Is(err, storage.ErrPrecondition):
-			refused = &verificationFailed{rule: RuleContentMismatch, retryable: true}
-			return refused
-		case err != nil:
-			return s.internalError(ctx, ErrUploadFailed, "write staging object", err, "file_id", row.ID)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return resultFromRow(row, URL{}), nil
-}
-
-// contentMovedOn answers a content write whose row left pending between the
-// first read and the lock: it reads the row again (ErrNotFound when it was
-// aborted or deleted meanwhile).
-func (s *Service) contentMovedOn(ctx context.Context, id string) error {
-	row, dbNow, _, err := s.direct(ctx, OpPutContent, id)
-	if err != nil {
-		return err
-	}
-	if err := contentRefusal(row, dbNow); err != nil {
-		return err
-	}
-	return ErrUploadExpired // still pending: only the expiry can have refused the lock
 }
 
 // direct authorizes op and loads the direct upload id within the scope.

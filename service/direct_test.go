@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -97,8 +98,10 @@ func TestDirectUpload(t *testing.T) {
 			requireNotFound(t, err, "a pending upload is not readable")
 
 			if driver == service.DriverLocal {
-				require.Equal(t, "https://files.example.test/uploaded-file/"+init.ID.String()+"/content", init.Upload.URL)
+				require.True(t, strings.HasPrefix(init.Upload.URL, "https://files.example.test/uploaded-file/"+init.ID.String()+"/content?"), init.Upload.URL)
+				require.Contains(t, init.Upload.URL, "signature=", "a self-contained, signed target")
 			}
+			require.NotContains(t, init.Upload.Headers, "Content-Length", "only headers a browser may set")
 			b.write(alice, init, body)
 			if driver == service.DriverLocal {
 				_, err := b.svc.PutUploadContent(alice, init.ID.String(), bytes.NewReader(body))

@@ -46,6 +46,10 @@ var (
 	ErrDeleteFailed = &Error{Code: "core.file.delete-failed"}
 	// ErrCleanupFailed: a maintenance sweep failed.
 	ErrCleanupFailed = &Error{Code: "core.file.cleanup-failed"}
+	// ErrUploadTargetInvalid: a request to a signed local upload target
+	// whose signature is wrong or whose signed headers (content type,
+	// length, checksum) differ (HTTP 403, like S3's SignatureDoesNotMatch).
+	ErrUploadTargetInvalid = &Error{Code: "core.file.upload-target-invalid"}
 )
 
 // invalidUpload carries the file check's rule for logs while reporting the

@@ -49,6 +49,7 @@ type Service struct {
 	now     func() *time.Time // nil result: the database clock
 	fetcher Fetcher
 	metrics prometheus.Registerer
+	keys    signingKeys
 }
 
 // Option adjusts a Service beyond its Config.

@@ -189,3 +189,18 @@ WHERE id = @id
     AND deletion_pending_at IS NULL
     AND deleted_at IS NULL
 RETURNING *;
+
+-- name: FileLockPendingContentSigned :one
+-- FileLockPendingContent for the local driver's signed upload target: the
+-- signed URL is the authorization (its HMAC, checked before this query,
+-- names this id, size, type and checksum), so the row is found by id
+-- alone, with the same guard and the same share lock. Zero rows: the upload
+-- left pending, expired, was aborted or does not exist.
+SELECT *
+FROM uploaded_file
+WHERE id = @id
+    AND status = 'pending'
+    AND upload_expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+FOR SHARE;

@@ -60,6 +60,7 @@ const (
 	CoreFileUploadCompleting         ProblemCode = "core.file.upload-completing"
 	CoreFileUploadExpired            ProblemCode = "core.file.upload-expired"
 	CoreFileUploadFailed             ProblemCode = "core.file.upload-failed"
+	CoreFileUploadTargetInvalid      ProblemCode = "core.file.upload-target-invalid"
 	CoreFileUploadVerificationFailed ProblemCode = "core.file.upload-verification-failed"
 	CoreInternal                     ProblemCode = "core.internal"
 )
@@ -94,6 +95,8 @@ func (e ProblemCode) Valid() bool {
 	case CoreFileUploadExpired:
 		return true
 	case CoreFileUploadFailed:
+		return true
+	case CoreFileUploadTargetInvalid:
 		return true
 	case CoreFileUploadVerificationFailed:
 		return true
@@ -364,6 +367,15 @@ type UploadFileMultipartBody struct {
 	File openapi_types.File `json:"file"`
 }
 
+// PutUploadContentParams defines parameters for PutUploadContent.
+type PutUploadContentParams struct {
+	// Expires Expiry of a signed target (Unix seconds).
+	Expires *string `form:"expires,omitempty" json:"expires,omitempty"`
+
+	// Signature Signature of a signed target.
+	Signature *string `form:"signature,omitempty" json:"signature,omitempty"`
+}
+
 // HostChangeFilesJSONRequestBody defines body for HostChangeFiles for application/json ContentType.
 type HostChangeFilesJSONRequestBody = ChangeFilesInput
 
@@ -462,7 +474,7 @@ type ServerInterface interface {
 	CompleteUpload(w http.ResponseWriter, r *http.Request, id FileID)
 	// PutUploadContent Write the bytes of a direct upload (local driver only)
 	// (PUT /uploaded-file/{id}/content)
-	PutUploadContent(w http.ResponseWriter, r *http.Request, id FileID)
+	PutUploadContent(w http.ResponseWriter, r *http.Request, id FileID, params PutUploadContentParams)
 	// DownloadFile The file's bytes (compatibility route)
 	// (GET /uploaded-file/{id}/download)
 	//
@@ -886,8 +898,37 @@ func (siw *ServerInterfaceWrapper) PutUploadContent(w http.ResponseWriter, r *ht
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PutUploadContentParams
+
+	// ------------- Optional query parameter "expires" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "expires", r.URL.Query(), &params.Expires, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "expires"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "expires", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "signature" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "signature", r.URL.Query(), &params.Signature, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "signature"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "signature", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.PutUploadContent(w, r, id)
+		siw.Handler.PutUploadContent(w, r, id, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2737,23 +2778,34 @@ func (response CompleteUpload503ApplicationProblemPlusJSONResponse) VisitComplet
 }
 
 type PutUploadContentRequestObject struct {
-	Id   FileID `json:"id"`
-	Body io.Reader
+	Id     FileID `json:"id"`
+	Params PutUploadContentParams
+	Body   io.Reader
 }
 
 type PutUploadContentResponseObject interface {
 	VisitPutUploadContentResponse(w http.ResponseWriter) error
 }
 
-type PutUploadContent200JSONResponse UploadedFile
+type PutUploadContent200ResponseHeaders struct {
+	ETag *string
+}
+
+type PutUploadContent200JSONResponse struct {
+	Body    UploadedFile
+	Headers PutUploadContent200ResponseHeaders
+}
 
 func (response PutUploadContent200JSONResponse) VisitPutUploadContentResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2778,9 +2830,23 @@ func (response PutUploadContent401ApplicationProblemPlusJSONResponse) VisitPutUp
 	return err
 }
 
-type PutUploadContent404ApplicationProblemPlusJSONResponse struct {
+type PutUploadContent403ApplicationProblemPlusJSONResponse struct {
 	ProblemApplicationProblemPlusJSONResponse
 }
+
+func (response PutUploadContent403ApplicationProblemPlusJSONResponse) VisitPutUploadContentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutUploadContent404ApplicationProblemPlusJSONResponse Problem
 
 func (response PutUploadContent404ApplicationProblemPlusJSONResponse) VisitPutUploadContentResponse(w http.ResponseWriter) error {
 
@@ -3643,10 +3709,11 @@ func (sh *strictHandler) CompleteUpload(w http.ResponseWriter, r *http.Request, 
 }
 
 // PutUploadContent operation middleware
-func (sh *strictHandler) PutUploadContent(w http.ResponseWriter, r *http.Request, id FileID) {
+func (sh *strictHandler) PutUploadContent(w http.ResponseWriter, r *http.Request, id FileID, params PutUploadContentParams) {
 	var request PutUploadContentRequestObject
 
 	request.Id = id
+	request.Params = params
 
 	request.Body = r.Body
 
@@ -3701,75 +3768,80 @@ func (sh *strictHandler) DownloadFile(w http.ResponseWriter, r *http.Request, id
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Fx7b9u4lv8qB9oFmmDlR9O0d677V2babjvozHSTZrrAOIBp8djijUTqklRSt8h3vzgkJUu27MRpEqSY",
-	"/lOkEsXHefzOk/4aJSovlERpTTT6GhVMsxwtave/NyLDd6/oL44m0aKwQsloFH1MEWYiwycGTk/fvepH",
-	"cSToecFsGsWRZDlGo0jwKI40/rsUGnk0srrEODJJijmjKXP2+T3KuU2j0YvDOLKLgj4yVgs5j66uruhb",
-	"Uyhp0O3l54X1fyRKWpSW/mRFkYmE0a4GKrFoe8ZqZDm9Wy40UzpnNhpFUyGZXkSda2084JTWpROmyHig",
-	"yy9+C71XwhTKCP9Rc8nVBeLo9Uc2v27M//eqiT8uCuz94XZjtn9F3/2i8iJDSw8206fQapph/j//Mqub",
-	"/W+Ns2gU/ddgKQoD/9YMPvivumh0JJVNUYOQxjKZIAgDSb0TsKkwUBaZYvwlaLR6ARmzqFdIeUxvekcz",
-	"i7rzoEJanKMOJ62286DHBNRa6RiYgeM3v8A/D5//A8IywNEykZl+dBVHp5KVNlVafCFxf7gd/iaMIYor",
-	"4sUFywSHKTKNGqw6R7lC8E+fPvWOSpuitLQjvE68riqd9ZKfMjlHwgXzThalPxznTgVY9kGrArUVpKgz",
-	"lhmMo6Lx6GtEi9pFx0JxePWOd76UeOm+FxZzswIeT4cH6/AR04h3fvTT4bB+z7RmC3qtMn6nM141oe4v",
-	"P33Y91k9Vk3/hYmluX7JlMSHpCB+tpq9YpZtXs8D9NpWCQd/d4h+IyIpXmbYuQX/oONFqbOVyQ+Ghz/F",
-	"HQjZJDF91UXaV5ihvRVtNc5Qo0zwGyUjF7L67zVi0lix8yht+4KyzOkrITMhMYojZi1L0pxA5qxjW2+V",
-	"saSqjgxZ9scsGv21HWVOHV4jd19dxV9XCJRwecfCdY6LblvYpBINWifP2SajDTOlgUGqjIUpS85R8hgu",
-	"hU1BWANur8CZZcAkhwznLFmAsUqzOcKSIf2Kgu+ksIJZ9LS5mVy1N9YxAxRZacCmCBfCiKnIhF2s7Bly",
-	"toAkVcog7BXlNBMJSERugGWZuvzgnvgpzT6B/AqvUkzOTZmve2/jyKTs4PmL0TiCmaK5kMN04XYzZQZf",
-	"HMLJ26PewfMXoGb+aeUDtVRh2CFyweZ9DKreVOnnzzvG87aEb5PNpjIQgGsxF5JlN4cmI75g7UXWTqGQ",
-	"9sVh5JRW5ESupc7WvkccLbl03Tb/XI5cMwrNLbdp1dxdvORdFyhU0vQR80Jpphe7COZmGfmbsvZeWXQ3",
-	"nPmhvY+excdoyszxuM3GWbC+O9hcCpubJyxLF0evO03us5tN/pHpOdo1SriJwzzez+s86m9Mn58a5A/p",
-	"rooV7/wbXK7b+KRrhOr2zxrh6Ir6Ko7daRNj2TRDH1ICDSPFrBy7RGnsEx/6UtneTJWSOwmtnobwrlfz",
-	"bP1Vjpa1XmjMlcUeF4YW5l3vZmiTtDdjYvW9X6eHnwtHiY5Xy4C/6+0FajELcW/X/N6rCcfp3uKWtTsm",
-	"5M7373qTZMhkWay8ooC9Xzbj9uaLiqZJxkRuqleEK1qyrNPldokOOsU69z+l6PIlBMmG5QgJyzJImART",
-	"Jgki9/mREZCrDJcpebLM51jGsk6yBIKjdx49JWK4TFECA44FSo4yWYA/ZwxKu5djOam+nIATLJDKWwZY",
-	"oIU9Qx6nTTGP6V9ZrwNszoTcfzmWTr/9Ssulwzq0jK3c70tmyI8uDfI+HE0NSgtKjmUt087xTjRyggCW",
-	"VckU0x/LJdJNlSKWOaKW3fRkFpiscx5KV5sJW5tqdY5xiAZO34FVYFJ1CXuZMBY5CDmWXCVmkFpb9HO+",
-	"PwLmTtBzyA+0LPEmBWZgQttyasm8zZ3EYzmRLMc+5oVdTGKYkPHoW6V6GeEtPQnGpW/EXDJbanRffRFF",
-	"H2WiF4WlecBtMAxdWbWaIPc5Hvd541nObJI2F2KZRsYXvUstrEU56cMfMlsAXqAGNlWlJTaNJYke6icG",
-	"1KUM5GoRv2F2LbOl6UrIxZEV9hpYXUmlwenxO5As9/lBrLNojrbRdQG/9Sbar1rvLPZg2wXPx2hUdoH8",
-	"1OcX2hAdkg5dyYjXHnOObMsQc2axZ4VzGmSZZV7LW3HtjpmKk5q2lQEg9a2wtAGsjqdkoj14dQFPy9Cv",
-	"HdajqNlyorUJGynDbnu/ke2NE+ZoU8W3JX22Uy5870cv9xQ3DtRF2JZLtSaGzbdvrS288wa9HkivJ3U2",
-	"4BwXFbIVqI2HjYTL7dF2h1vtsZTvQv8VX3z9vUa245S3d9dvn3W8TpM6PL8bub/C1PFvY+WG0dji9K0G",
-	"HzvGGutAuATJbTQN6n6DTOi9gNIdJTEcO1ZiqFbU1IqnGks2ELvJvLZYNuW6U7PNwxcfHl1a+M8WH2vb",
-	"4Zxph0ziglnsMBMkqpiUWtjFCXHan8gXi5Z/vamE69dPH6NQ/XHK5cfVs5Lb5OtRQs7UOs6eWKWxqgEi",
-	"d66VGQFFKC79KiR8UMbONZ783/s4OKOK/NhMJSwDLsy5L2qNJZNw8sxFG8wKCqA8NRxSY38sx/L1BeqF",
-	"d0C1Ki2GXOnkKPj2LggZwc++MjYuh8Nnya+fPro/cNKHUEWLIWcZqRfyeEy+tMDKX1XG9CxKRk4aGlXq",
-	"BF0uFpg0l03H/nB4WLk2MRgFbCyrUnYwMRazzJAv7SICo3JUEgEzg0+MPwN+FsaaPryWvFca1P5QZiz3",
-	"JoOKoj0aOdkPc2q0pZZN22U6jRdtJojXS59w9lPD3mRQxTZrSzDdlVYfS5a4Yq9/5fZJtCLSu4UnrXlG",
-	"9O0ETKKKwDOKgo2bvK6sTjbVSic+h8+qEHpCft/Eu62ZSFAah6mh+YDQQAu0HmIcrjqBNaPBAD8zMshV",
-	"fDeovl66tFG1b5cUiaMLIqAT6qf9YX/ojEiBkhUiGkXP+sP+M9I7ZlOnUIMUWWbTL/R3cMcIh9yRCGOi",
-	"t+H9SovDwXC4Uje2+NkOioyJa/oL1qvWmbjAfkvjo9FfZ3Fkyjx3NtNlIwqtEjQmSDBBs2VzQ2jijxCd",
-	"0QwbxGKQuGKw+9s3jyjTdVhlbKNsHHpC0NifFV9sqZPvVh9fK0xftUGVTOLVGr0P11HLT8Rd+efQM6Rr",
-	"3XqiZWWexj+9fnyrTcB9dLjDIldNFh5jkbEEgYHGRGkewMPAnso4KIkGfEaEAy81m2aL/SaLiV3bGZwp",
-	"iU3OruezTo/fgzDgUkjIvYqenBy/IdGymLgOlrp8xTjXaIyD+WwRu7B0QXjEhSY01+gUkux/DFNVSjIb",
-	"5Fw4VCE3Z79KT5C/HZDZ2QA+lpk4p4GLVkDbIYt0qDda5acuprgXYVxW928khk/vbOW65LuhqcnTyknJ",
-	"Q0r4sx0XOdxt/NMd5z842Gn88+Gu45/dVqOdz+SyQcUC1Mxpdq5syKztuexbeELKSbZXGEDpEqe7KbdH",
-	"hu247Xsp7klLmo0at0VrP8f3gdZ+rwGhpwvAz8xhXnDGYI98SaVBKom7sVKEYtRmqH5P2ChaNau4w6ED",
-	"mzIbmg5W2xNGYznxOD6pfOv1RoQJ7LmM9aUw6FKV21P9k/0+ECx535WcRpfAIplOmUN/q8aS9pFkAqX1",
-	"+zMouWmUNjcAfbtEd09CvKlD5IFxv7McucEGhCSjhxQyoMJWUVqg/w/T8CBQz7QFBsH3qeopIWQLgRWF",
-	"VDEE90lpqGL7XdAhZ/qcYki+HeurMu89KUq7inxbvKdZvhO4p60GsCfiE+Iz4CpnQgZ3/RsQ3//vmqjr",
-	"BsCXl5kVBdN2MFM67/HQw7dk6T10n64WhX49+eP3kM9xTdYU9Pa7cr5VN8W1Df1x5Nv61lc79kkS0rDQ",
-	"+ef3DXtKu3S/S/VwGWyjrdKUjpH7/c7y5Lb2gu056o154DvJ1G5o6Hi0AUmjSXNDO+YPk3S/Juk3Jtmc",
-	"oKqczVBvMUm7YZW5UY6oSu3fk/1pVw7+fvYnvtuQ46vgV5vzm8rY/0Wv93HrTtmG/vPlkEG4c3Z1dm1y",
-	"9P5AqZEeuXeeESAMb8vjo9Bxs6G5fR1Gd+bxwN8x8M7jRma/UpeSvjyqBt+W6/FXf5Pw3yU6wx6y+cHE",
-	"brtOuFbq6p4peDB3NtM7vtNcG6R6O+99afU7EMePVUjuU1c+wAwi4bEnW4BVq37w7kLp5Lz2Vgtmk7Rb",
-	"ME/Qvq59z2+CottZpB0uw9zWIqH+XsoVbqu+MCmkVXXH4JMmcO0uDKFpYiM4hTYwn+5/fMao2aW2wR6d",
-	"Hr//TszR6fF7UnCNjNfsjeskk2sHWnRz2PW4bS6ZHvvX91cxdQv0Gw70nZRhmy25wkAp2QUTrkvn+uIs",
-	"acOUmVD8CrESmXNfrd1UrG1pSDsjXGhMmF3aqZXNWsiVsaBkzbfw5OA5/CZ+hj23CdQXIkF3Ow3lTGlX",
-	"f8zUJWrIRC6si5LbzPOJiOAO3lky4sbpgMcYF7dvffwo1j2G8NfzpJZ/EBIY1EJJcXAOe1UPkr+y6Vpn",
-	"mpGTD3TP4uhzb6lvPY3M+N5Tg06V20nfvaoyE7fz8HHdhr/v4WLnus+foZ7uyyUck4yRSJELG7u2ax8n",
-	"iC8YV11CJrQMLYsEY0mDfI3GACMC9UL/VbtsACcoG45eo7AzlqF396V7HMo8oYuXcCZ0CvXrxt6J631y",
-	"2QYDLLtkCzOWJuTMQxq8/n0JVqXI23QVZqW+9cSM5V66VrLZ78MR5JhPqy4up6TAFRqQykImjPVt+nJh",
-	"UyHnY8lmNgxupS+F69nvupQz6SpTPUiJ6kd56gcY3lF5ah3oOlCpTnrfri79cnmTSJha05kDFg8XB4eQ",
-	"qpJgwSlhdVVCyT78rpoX6hW5JDO0wt22kjBFmIsL/5Mo3Yq4cqn6njWy8wr3D9W8p7DmO6sEuxRKuwB1",
-	"I/WrMrPL/p62qPs2lDvOzW5uzYG90Hr4EjTmTLiepSqSuVT6nLRco9XCXckL99iT87lWpeT7Dxj3Dv95",
-	"/fjGT219G8+Ppsp7MkGlKqbr0LHpOr8Y38j3uDtMfsxZ95uEPN9Z5v2JCb8AVvWmN/Mfwt5YXweVn7+5",
-	"RBYkb+kqfp8MXgr1o9bs3STjQa3Fn6jFbBFDoZXrAyU7PBOSZa5P+hb+WhDAWgDCzaq2+H0oQztJ+InC",
-	"+0+mf+MPOl7nQT2s2Dc9p9i5Tb5OEu5p/9CF2+nCJy0sLjtBvc+0klsJl8m0uEDt7h3s31wreKhrNtLS",
-	"12VRT1DaZUHWdciG3xuobviTsMYw6f61T5DKSDGbTZxeMwnL33iDxkXJPpyURaG0NXDM5NyjQKJkVW2C",
-	"oGNmPdSparX34SfcsI55MHyxw+hnXd7l78pCrriYibr49fhro82flL2rTGKps+qHnloeSd9DUaPAsLzp",
-	"+dcZMdCgvqjYvrwgNxoMnh78oz/sD/tPRz8Nfxo6ZodNrXJh5XZif1kd97u/ile/eNvsNq8uHrobgZ2X",
-	"BfcbU7pi0fqMH+o7bLxZbfE1kebnvkhydXb1nwAAAP//",
+	"7Fx7b9s4tv8qB7oXqIMry26SdmfdvzLT9jaDzkxvHtMFxgFMi8cWNxKpJakkbpHvfsGHZMmS7ThNgnS3",
+	"/xSpRfFxHr/zpL4GschywZFrFYy+BjmRJEON0v7vPUvx+K35i6KKJcs1EzwYBWcJwoyl+ELB+fnx2ygI",
+	"A2Z+z4lOgjDgJMNgFDAahIHEfxVMIg1GWhYYBipOMCNmyozcfEQ+10kwen0YBnqRm5eUlozPg9vbW/Ou",
+	"ygVXaPfy80K7P2LBNXJt/iR5nrKYmF0NRKxR95WWSDLzbLnQTMiM6GAUTBknchF0rrX2gFOzrjlhgoR6",
+	"uvzittB/y1QuFHMv1ZdcXSAM3p2R+bYx/+iXE58tcuz/YXejNr9l3vtFZHmK2vywnj65FNMUs//5p1rd",
+	"7H9LnAWj4L8GS1EYuKdq8Mm91UWjIy50ghIYV5rwGIEpiKudgE6YgiJPBaFvQKKWC0iJRrlCyhPzpH80",
+	"0yg7D8q4xjlKf9JyO096TEAphQyBKDh5/wv8/fDV38AvAxQ1YamKgtswOOek0ImQ7IsR96fb4W9MKUNx",
+	"YXhxRVJGYYpEogQtLpGvEPzz58/9o0InyLXZEW4Tr9tSZ53kJ4TP0eCCOuZ54Q5HqVUBkn6SIkepmVHU",
+	"GUkVhkFe++lrYBbVi46FQv/omHY+5Hht32caM7UCHi+H+234CM2IYzf65XBYPSdSkoV5LFL6oDPe1qHu",
+	"Lze93/dFNVZM/4mxNnP9kgqOT0lBvNGSvCWarF/PAXRrqwYHf7eIficiCVqk2LkF90PHg0KmK5PvDw9/",
+	"CjsQsk5i81YXad9iivpetJU4Q4k8xm+UjIzx8r9bxKS2YudRmvYFeZGZtxhPGccgDIjWJE4yAzIXHdv6",
+	"IJQ2qmrJkKZ/zILRX5tR5tziNVL71m34dYVAMeUPLFyXuOi2hXUqmUFt8lysM9owExIIJEJpmJL4EjkN",
+	"4ZrpBJhWYPcKlGgChFNIcU7iBSgtJJkjLBkSlRQ85kwzotHR5m5y1dxYxwyQp4UCnSBcMcWmLGV6sbJn",
+	"yMgC4kQIhdDLi2nKYuCIVAFJU3H9yf7iplR7BuRXeJVgfKmKrO29jQOVkP1Xr0fjAGbCzIUUpgu7mylR",
+	"+PoQTj8c9fdfvQYxc7+WPlBDFYYdIudt3plX9bpKv3rVMZ42JXyTbNaVwQC4ZHPGSXp3aFLsC1ZeZOUU",
+	"Mq5fHwZWaVlmyLXU2cr3CIMll7Zt88/lyJZRqG+5Sav67sIl77pAoZSmM8xyIYlc7CKY62XkP5S1j8qi",
+	"h+HMD+199iw+QVWklsdNNs689d3B5pqwuX7CorBxdNtpsq/dbfIzIueoW5SwE/t5nJ/XedTfiLw8V0if",
+	"0l1lK975N7hc9/FJW4Tq9s9q4eiK+gqK3WkTpck0RRdSghlmFLN07GIhMTJ8iLjQ/ZkoOLUSWv7qw7t+",
+	"xbP2oww1aTyQmAmNfcqUWZh2PZuhjpP+jLDV526dPt7klhIdj5YBf9fTK5Rs5uPervmdV+OP073FDWt3",
+	"TEit79/1JE6R8CLfcEptlaTvCVmOMCF9VNQj+/qDkupxSlimykcGeSQnaadTblMh5pxt+ficoM2oGNBW",
+	"JEOISZpCTDioIo4RqcugjMA403CdGF+XuCzMmFdpGM8SdO6lO1wI1wlyIEAxR06RxwtwlAhBSPtwzCfl",
+	"mxOwogdcONsBC9TQU8Yn1QlmofmXV+sAmRPG996MuUUAt9Jyab+OWUaXDvo1UcbTLhTSCI6mCrkGwce8",
+	"knrrmscSqQEJkpbpFhWN+RILp0IYplqiFt30JBoIr7IiQpab8VubSnGJoY8Xzo9BC1CJuIZeypRGCoyP",
+	"ORWxGiRa51FG90ZA7An61jaAWdbwJgGiYGK2ZRWXOKs8Ccd8wkmGEWa5XkxCmBjzEmkh+qkRNvOLNz+R",
+	"YnNOdCHRvvWF5RHyWC5ybeYBu0E/dGXVcoLMZYHs67XfMqLjpL4QSSUSuuhfS6Y18kkEf/B0AXiFEshU",
+	"FNqwacyN6KF8oUBcc0+uBvFrhlkTXaiulF0YaKa3AO9Ksg3OT46Bk8xlELHKs1naBttSAtoZcbdqtbPQ",
+	"wXEXgJ+gEukV0nOXgWiCuE9LdKUr3jlUOtINU02Jxr5m1q3gRZo6LW9EvjvmMk4r2pYmwqhvibY16LU8",
+	"NUbcwVsX8DRcgdZhHc6qDSdqTVhLKnZ7BGvZXjthhjoRdFNaaDPl/Ptu9HJPYe1AXYRtOF0tMaw//aB1",
+	"7tw76PeBOz2p8gWXuCiRLUepHGzElG+Oxzscb4eldBf6r3jr7ecSyY5T3t+hv39ecpsmdfiGd3KQmaoi",
+	"5NrKNaOxwS1cDU92jEbaQLgEyU009ep+h1zpo4DSA6U5LDtWoqxGXNWIuGpL1hC7zrymWNblulOz1dOX",
+	"J55d4vjPBh8r22HdbYtM7Ipo7DATRlQxLiTTi1PDaXciV05a/vW+FK5fP58Fvj5klcuNq2Y1bpOrWDE+",
+	"E22cPdVCYlklRGpdKzUCE8PYBC3j8EkoPZd4+n8fQ++MCuPHpiImKVCmLl3Za8wJh9MDG48QzUyI5ahh",
+	"kRqjMR/zd1coF84BlaLQ6LOpkyPv29swZQQ/u9rZuBgOD+JfP5/ZP3ASga+zhZCR1KgX0nBsfGmGpb8q",
+	"lOpr5MQ4aahEIWO02VogXF3XHfvD4WHp2oSgBJAxL4vd3sRoTFNlfGkbESiRoeAImCp8odwZ8IYprSJ4",
+	"x2m/UCjdodSY9yaDkqJ9M3Ky5+eUqAvJ67ZLdRovsxkvXm9cStpNDb3JoIxtWksQ2ZV4H3MS23Kwe2T3",
+	"aWhlSG8XnjTmGZl3J6BikXuemThZ2cmr2utkXTV14rL8pAyyJ8bvmzi3NWUxcmUx1bcnGDSQDLWDGIur",
+	"VmDVaDDAG2IMchnfDcq3ly5tUO7bpk3C4MoQ0Ar1y2gYDa0RyZGTnAWj4CAaRgdG74hOrEINEiSpTr6Y",
+	"v707ZnDIHslgTPDBP19pgtgfDlcqyxpv9CBPCdvSgdCua6fsCqOGxgejvy7CQBVZZm2mzVfkUsSolJdg",
+	"A82azJVBE3eE4MLMsEYsBrEtF9u/XXuJUF2HFUrXCsu+awSV/lnQxYZK+m4V9Fbp+rYJqsYk3rbofdhG",
+	"LTcRtQWiQ8eQrnWriZa1ezP+5fbxjUYC+9LhDovc1ll4gnlKYgQCEmMhqQcPBT2RUhAcFbicCQVaSDJN",
+	"F3t1Fht2bWZwKjjWOdvOeJ2ffASmwCaZkDoVPT09eW9ES2Nse1yqAhehVKJSFubTRWjD0oXBI8qkQXOJ",
+	"ViGN/Q9hKgpuzIZxLiyqGDdnr0xPGH/bI7O1AXTMU3ZpBi4aAW2HLJpDvZciO7cxxaMI47L+fycxfPlg",
+	"K1dF4TVtT45WVkqeUsIPdlzkcLfxL3ecf39/p/GvhruOP7ivRlufyWaD8gWImdXsTGifWevZ7Jv/xSin",
+	"sb1MAXKbWt1NuR0ybMZt123xSFpSb+W4L1q7Ob4PtHZ79Qg9XQDeEIt53hmDnvElhQQuOO7GSubLVeuh",
+	"+qPBRtaoaoUdDh3ohGjflrDawDAa84nD8UnpW7dbFSbQsxnra6bQpio3FwMmexEYWHK+q3EabQLLyHRC",
+	"LPprMeZmH3HKkGu3P4Wcqlrxcw3QN4t4jyTE63pInhj3OwuWa2yATzI6SDEGlOkySvP0/2EangTqidRA",
+	"wPs+ZT3Fh2w+sDIhVQjefRISyth+F3TIiLw0MSTdjPVlIfiRFKVZZ74v3ptZvhO4N1v1YG+IbxCfABUZ",
+	"Ydy769+A+O5/W6KuOwBfVqSa5UTqwUzIrE99l9+SpY/Qn7paFPr19I/ffT7HtmGboDfqyvmW/RZbW/7D",
+	"wDX+tVc7cUkSo2G+N9DtG3pC2nS/TfVQ7m2jLtOUlpF7UWd5clMDwuYc9do88INkate0fDzbgKTWxrmm",
+	"YfOHSXpck/Qb4WRuoKqYzVBuMEm7YZW6U46oTO0/kv1pVg7+8+xP+LAhx1dGb9fnN4XS/4tO78PGrbM1",
+	"HerLIQN/K+32Ymty9PFAqZYeeXSeGUAY3pfHR77jZk37extGd+bxwN1CcM7jWma/FdfcvHlUDr4v18Ov",
+	"7q7hvwq0ht1n872J3XThsFXq6p7JezAPNtMx3WmuNVK9mfeutPodiONZGZK71JULML1IOOxJF6DFqh+8",
+	"u1BaOa+81ZzoOOkWzFPU7yrf85ug6H4WaYfrMve1SCi/l3KF3aorTDKuRdUx+KIOXLsLg2+aWAtOvg3M",
+	"pfufnzGqd6mtsUfnJx+/E3N0fvLRKLhEQiv2hlWSybYDLbo5bHvc1pdMT9zjx6uY2gWimgP9IGXYeksu",
+	"U1BwckWY7dLZXpw12jAlyhe/fKxkzLmr1q4r1jY0pJkRziXGRC/t1MpmNWRCaRC84pv/Zf8V/MZ+hp7d",
+	"BMorFqO9v4Z8JqStP6biGiWkLGPaRslN5rlEhHcHHywZced0wHOMi5v3Qn4U655D+Ot4Usk/MA4EKqE0",
+	"cXAGvbIHyV3qtK0z9cjJBboXYXDTX+pbXyJRrvdUoVXlZtK3V1ZmwmYePqza8PccXOxc9/nT19NduYRi",
+	"nBIjUsaFDW3btYsT2BcMyy4h5VuGlkWCMTeDXI1GATEE6vv+q2bZAE6R1xy9WmFnzH3v7hv7sy/z+C5e",
+	"gzO+UyiqGnsntvfJZhsUkPSaLNSYK58z92nw6gsUpEyRN+nK1Ep964Ua817SKtnsRXAEGWbTsovLKilQ",
+	"gQq40JAypV2bPl/ohPH5mJOZ9oMb6Utme/a7ru1MuspUT1Ki+lGe+gGGD1SeagNdBypVSe/71aXfLG8S",
+	"MVVpOrHA4uBi/xASURhYsEpYXpUQPILfRf3KvTAuyQw1s7etOEwR5uzKfTSlWxFXrl0/skZ2XvL+oZqP",
+	"FNZ8Z5Vgm0JpFqDupH5lZnbZ39MUddeG8sC52fWtOdDzrYdvQGJGmO1ZKiOZayEvjZZL1JLZK3n+pnt8",
+	"OZei4HTvCePe4d+3j699jOvbeH40Fc6T8SpVMl36jk3b+UXoWr6H3WHyc8663yXk+c4y7y+U/0ZY2Zte",
+	"z38wfWd9HZR+/voSmZe8pav4fTJ4KdTPWrN3k4wntRZ/omSzRQi5FLYP1NjhGeMktX3S9/DXvABWAuBv",
+	"VrV556/lSHZl7w6vxH5HatnGN13AMqTVVZv4mCs2N897E+/LuWvT5eXover2iIm73AfuRrbdrwwqx7wM",
+	"FH08OYHepP5dxYmdYvKP/i/+Rmb/1H5QZRLCVOik3MGeU9hlDyEcQbUP12XIFFxLwef+frZbzz4ac8pm",
+	"MxOXzqTIXMToziU42hjwcHhQRrQrXx6YvAHCx9xfjLS5hsOXwwg+M52IwliE+jbKu0yaXPoQvry5Peb1",
+	"rwDazzQioa6b0t9HiomUzL/m4tMXCibvzsh8YvtszD5OD+DT+ZmNdLvi00+FbyLyJP6Wul5Tnux1Rt/i",
+	"7InnkwK9c85uQGEsuP/0VWf1zclPsKVwt3IjrSJte911C1XsCLbW9e4SKHzjh0y3xQVPC+b1eCC0wYCr",
+	"/vmvD6x8m7L8SGp7Hn+9qvykkc8t1WbZ/IXU5xna/zsYnWV1YnlN9K+L2/DrbaNa8VkyjUswddq1kuKs",
+	"Gw97/Wfv7saJ+vaCWnVoWzHjFLle9kXYRnX/2Y/yQxtGkkJrKTo+ywtcKM5mM2dOCIflxxihdl85gtMi",
+	"z4XUCk4InztjbIDLF33Bg4JqZxzKlonHcNfv2E6wP3y9w+iDriDvd6EhE5TNWFWDfv4tCvVvPz9UQr+Q",
+	"aQlfjcAgcti5TpOMGqG8Ktm+vKc6Ggxe7v8tGkbD6OXop+FPQ8tsv6mWMW1eEo6W1svtvm0JP9QvfZT3",
+	"f+3F3M47u3u1KW3Ntj3jp+oqKa0XPV1psv66q1XeXtz+fwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

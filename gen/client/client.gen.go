@@ -52,6 +52,7 @@ const (
 	CoreFileUploadCompleting         ProblemCode = "core.file.upload-completing"
 	CoreFileUploadExpired            ProblemCode = "core.file.upload-expired"
 	CoreFileUploadFailed             ProblemCode = "core.file.upload-failed"
+	CoreFileUploadTargetInvalid      ProblemCode = "core.file.upload-target-invalid"
 	CoreFileUploadVerificationFailed ProblemCode = "core.file.upload-verification-failed"
 	CoreInternal                     ProblemCode = "core.internal"
 )
@@ -86,6 +87,8 @@ func (e ProblemCode) Valid() bool {
 	case CoreFileUploadExpired:
 		return true
 	case CoreFileUploadFailed:
+		return true
+	case CoreFileUploadTargetInvalid:
 		return true
 	case CoreFileUploadVerificationFailed:
 		return true
@@ -354,6 +357,15 @@ type HostSetExtraDataJSONBody map[string]interface{}
 // UploadFileMultipartBody defines parameters for UploadFile.
 type UploadFileMultipartBody struct {
 	File openapi_types.File `json:"file"`
+}
+
+// PutUploadContentParams defines parameters for PutUploadContent.
+type PutUploadContentParams struct {
+	// Expires Expiry of a signed target (Unix seconds).
+	Expires *string `form:"expires,omitempty" json:"expires,omitempty"`
+
+	// Signature Signature of a signed target.
+	Signature *string `form:"signature,omitempty" json:"signature,omitempty"`
 }
 
 // HostChangeFilesJSONRequestBody defines body for HostChangeFiles for application/json ContentType.
@@ -687,10 +699,19 @@ type ClientInterface interface {
 
 	// PutUploadContentWithBody Write the bytes of a direct upload (local driver only)
 	//
+	// The local driver's upload target. As returned by initiate, the URL is
+	// signed (`expires`, `signature`) and needs no token: send exactly
+	// `upload.headers` (`Content-Type` and `X-Checksum-Sha256`, both
+	// signed) with the bytes. A signature that is wrong, or a header that
+	// differs from the signed one, is 403 `upload-target-invalid`; an
+	// expired one 410. Without a signature the route takes the caller's
+	// bearer token instead. The answer carries the object's `ETag`, as an
+	// S3 PUT does.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PUT /uploaded-file/{id}/content (the `PutUploadContent` operationId).
-	PutUploadContentWithBody(ctx context.Context, id FileID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PutUploadContentWithBody(ctx context.Context, id FileID, params *PutUploadContentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DownloadFile The file's bytes (compatibility route)
 	//
@@ -1203,11 +1224,20 @@ func (c *Client) CompleteUpload(ctx context.Context, id FileID, reqEditors ...Re
 
 // PutUploadContentWithBody Write the bytes of a direct upload (local driver only)
 //
+// The local driver's upload target. As returned by initiate, the URL is
+// signed (`expires`, `signature`) and needs no token: send exactly
+// `upload.headers` (`Content-Type` and `X-Checksum-Sha256`, both
+// signed) with the bytes. A signature that is wrong, or a header that
+// differs from the signed one, is 403 `upload-target-invalid`; an
+// expired one 410. Without a signature the route takes the caller's
+// bearer token instead. The answer carries the object's `ETag`, as an
+// S3 PUT does.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with PUT /uploaded-file/{id}/content (the `PutUploadContent` operationId).
-func (c *Client) PutUploadContentWithBody(ctx context.Context, id FileID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPutUploadContentRequestWithBody(c.Server, id, contentType, body)
+func (c *Client) PutUploadContentWithBody(ctx context.Context, id FileID, params *PutUploadContentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutUploadContentRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1959,7 +1989,7 @@ func NewCompleteUploadRequest(server string, id FileID) (*http.Request, error) {
 }
 
 // NewPutUploadContentRequestWithBody constructs an http.Request for the PutUploadContent method, with any body, and a specified content type
-func NewPutUploadContentRequestWithBody(server string, id FileID, contentType string, body io.Reader) (*http.Request, error) {
+func NewPutUploadContentRequestWithBody(server string, id FileID, params *PutUploadContentParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1982,6 +2012,45 @@ func NewPutUploadContentRequestWithBody(server string, id FileID, contentType st
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Expires != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "expires", *params.Expires, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Signature != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "signature", *params.Signature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
@@ -2310,10 +2379,19 @@ type ClientWithResponsesInterface interface {
 
 	// PutUploadContentWithBodyWithResponse Write the bytes of a direct upload (local driver only)
 	//
+	// The local driver's upload target. As returned by initiate, the URL is
+	// signed (`expires`, `signature`) and needs no token: send exactly
+	// `upload.headers` (`Content-Type` and `X-Checksum-Sha256`, both
+	// signed) with the bytes. A signature that is wrong, or a header that
+	// differs from the signed one, is 403 `upload-target-invalid`; an
+	// expired one 410. Without a signature the route takes the caller's
+	// bearer token instead. The answer carries the object's `ETag`, as an
+	// S3 PUT does.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /uploaded-file/{id}/content (the `PutUploadContent` operationId).
-	PutUploadContentWithBodyWithResponse(ctx context.Context, id FileID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutUploadContentResponse, error)
+	PutUploadContentWithBodyWithResponse(ctx context.Context, id FileID, params *PutUploadContentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutUploadContentResponse, error)
 
 	// DownloadFileWithResponse The file's bytes (compatibility route)
 	//
@@ -3738,6 +3816,11 @@ func (r CompleteUploadResponse) ContentType() string {
 	return ""
 }
 
+// PutUploadContentResponse200Headers the declared response headers of an HTTP 200 response for PutUploadContent
+type PutUploadContentResponse200Headers struct {
+	ETag *string
+}
+
 // PutUploadContentResponse401Headers the declared response headers of an HTTP 401 response for PutUploadContent
 type PutUploadContentResponse401Headers struct {
 	WWWAuthenticate *string
@@ -3755,6 +3838,8 @@ type PutUploadContentResponse struct {
 	JSON200 *UploadedFile
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
@@ -3765,6 +3850,8 @@ type PutUploadContentResponse struct {
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PutUploadContentResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *PutUploadContentResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -3779,6 +3866,11 @@ func (r PutUploadContentResponse) GetJSON200() *UploadedFile {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r PutUploadContentResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PutUploadContentResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -4321,11 +4413,20 @@ func (c *ClientWithResponses) CompleteUploadWithResponse(ctx context.Context, id
 
 // PutUploadContentWithBodyWithResponse Write the bytes of a direct upload (local driver only)
 //
+// The local driver's upload target. As returned by initiate, the URL is
+// signed (`expires`, `signature`) and needs no token: send exactly
+// `upload.headers` (`Content-Type` and `X-Checksum-Sha256`, both
+// signed) with the bytes. A signature that is wrong, or a header that
+// differs from the signed one, is 403 `upload-target-invalid`; an
+// expired one 410. Without a signature the route takes the caller's
+// bearer token instead. The answer carries the object's `ETag`, as an
+// S3 PUT does.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /uploaded-file/{id}/content (the `PutUploadContent` operationId).
-func (c *ClientWithResponses) PutUploadContentWithBodyWithResponse(ctx context.Context, id FileID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutUploadContentResponse, error) {
-	rsp, err := c.PutUploadContentWithBody(ctx, id, contentType, body, reqEditors...)
+func (c *ClientWithResponses) PutUploadContentWithBodyWithResponse(ctx context.Context, id FileID, params *PutUploadContentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutUploadContentResponse, error) {
+	rsp, err := c.PutUploadContentWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5638,6 +5739,13 @@ func ParsePutUploadContentResponse(rsp *http.Response) (*PutUploadContentRespons
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -5676,6 +5784,16 @@ func ParsePutUploadContentResponse(rsp *http.Response) (*PutUploadContentRespons
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers PutUploadContentResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers PutUploadContentResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {

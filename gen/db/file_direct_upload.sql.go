@@ -472,6 +472,67 @@ func (q *Queries) FileLockPendingContent(ctx context.Context, db DBTX, arg FileL
 	return i, err
 }
 
+const fileLockPendingContentSigned = `-- name: FileLockPendingContentSigned :one
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+FROM uploaded_file
+WHERE id = $1
+    AND status = 'pending'
+    AND upload_expires_at > coalesce($2::timestamptz, now())
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+FOR SHARE
+`
+
+type FileLockPendingContentSignedParams struct {
+	ID  uuid.UUID
+	Now *time.Time
+}
+
+// FileLockPendingContent for the local driver's signed upload target: the
+// signed URL is the authorization (its HMAC, checked before this query,
+// names this id, size, type and checksum), so the row is found by id
+// alone, with the same guard and the same share lock. Zero rows: the upload
+// left pending, expired, was aborted or does not exist.
+func (q *Queries) FileLockPendingContentSigned(ctx context.Context, db DBTX, arg FileLockPendingContentSignedParams) (UploadedFile, error) {
+	row := db.QueryRow(ctx, fileLockPendingContentSigned, arg.ID, arg.Now)
+	var i UploadedFile
+	err := row.Scan(
+		&i.ID,
+		&i.TenantCode,
+		&i.DepartmentCode,
+		&i.UserID,
+		&i.Key,
+		&i.CDN,
+		&i.OriginalName,
+		&i.SizeBytes,
+		&i.ContentType,
+		&i.Visibility,
+		&i.IsTemporary,
+		&i.UploadPendingAt,
+		&i.DeletionPendingAt,
+		&i.ExpiredAt,
+		&i.ExtraData,
+		&i.Module,
+		&i.Entity,
+		&i.EntityID,
+		&i.Type,
+		&i.UsedAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.DeletedAt,
+		&i.Status,
+		&i.PendingKey,
+		&i.Checksum,
+		&i.ETag,
+		&i.Disposition,
+		&i.CompletedAt,
+		&i.UploadExpiresAt,
+		&i.CompletionLeaseUntil,
+		&i.StagingCleanupAt,
+	)
+	return i, err
+}
+
 const fileTakeOverCompletion = `-- name: FileTakeOverCompletion :one
 UPDATE uploaded_file
 SET

@@ -88,3 +88,13 @@ type UploadedFileOrphanClaim struct {
 	// When the reconcile that claimed it found the orphan.
 	FoundAt time.Time
 }
+
+// HMAC keys the service signs self-contained URLs with, one per purpose, shared by every replica.
+type UploadedFileSigningKey struct {
+	// What the key signs (upload-target: the local driver's signed content URLs).
+	Purpose string
+	// The key: 32 random bytes from the first replica that needed it. Never logged or served.
+	Secret []byte
+	// When the key was created.
+	CreatedAt time.Time
+}

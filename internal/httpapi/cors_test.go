@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -100,7 +101,7 @@ func TestProblemRules(t *testing.T) {
 	wrong := bytes.Repeat([]byte("x"), len(body))
 	spoofed, err := c.InitiateUploadWithResponse(ctx, client.InitiateUploadJSONRequestBody{OriginalName: "Plan.docx", ContentType: docxType, SizeBytes: int64(len(wrong)), Checksum: checksum(wrong)})
 	require.NoError(t, err)
-	put, err := c.PutUploadContentWithBodyWithResponse(ctx, spoofed.JSON201.Id.String(), "application/octet-stream", bytes.NewReader(wrong))
+	put, err := c.PutUploadContentWithBodyWithResponse(ctx, spoofed.JSON201.Id.String(), nil, "application/octet-stream", bytes.NewReader(wrong))
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, put.StatusCode())
 	failed, err := c.CompleteUploadWithResponse(ctx, spoofed.JSON201.Id.String())
@@ -131,4 +132,78 @@ func TestProblemRules(t *testing.T) {
 	p = problemOf(t, missing.Body)
 	require.NotContains(t, p, "rule")
 	require.NotContains(t, p, "retryable")
+}
+
+// TestSignedLocalTarget: the local driver's upload target is
+// self-contained -- exactly {method, url, headers}, no token -- answers with
+// an ETag, and refuses what S3 refuses: a tampered signature, a header that
+// differs from the signed one, bytes that are not the declared ones, a
+// second write, an expired target.
+func TestSignedLocalTarget(t *testing.T) {
+	t.Parallel()
+	s := start(t, service.DriverLocal, func(c *service.Config) { c.UploadURLTTLSeconds = 2 })
+	ctx := context.Background()
+	c := s.client(s.token("acme", "alice", nil))
+	body := docx(t)
+	init, err := c.InitiateUploadWithResponse(ctx, initiateBody(body))
+	require.NoError(t, err)
+	target := init.JSON201.Upload
+	require.NotContains(t, target.Headers, "Content-Length")
+	require.NotContains(t, target.Headers, "Authorization")
+
+	send := func(url string, headers map[string]string, b []byte) (*http.Response, map[string]any) {
+		req, err := http.NewRequest(target.Method, url, bytes.NewReader(b))
+		require.NoError(t, err)
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var doc map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&doc)
+		return resp, doc
+	}
+	with := func(k, v string) map[string]string {
+		h := map[string]string{}
+		for hk, hv := range target.Headers {
+			h[hk] = hv
+		}
+		h[k] = v
+		return h
+	}
+
+	resp, p := send(strings.Replace(target.Url, "signature=", "signature=x", 1), target.Headers, body)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "a tampered signature")
+	require.Equal(t, "core.file.upload-target-invalid", p["code"])
+	resp, _ = send(target.Url, with("Content-Type", "application/pdf"), body)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "another content type than the signed one")
+	resp, _ = send(target.Url, with(service.ChecksumHeader, ""), body)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "no checksum header")
+	wrong := bytes.Clone(body)
+	wrong[len(wrong)-1] ^= 0xff
+	resp, p = send(target.Url, target.Headers, wrong)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "bytes that are not the declared ones")
+	require.Equal(t, "content.mismatch", p["rule"])
+	require.Equal(t, true, p["retryable"], "the upload is still pending: send the right bytes")
+
+	resp, p = send(target.Url, target.Headers, body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%v", p)
+	require.NotEmpty(t, resp.Header.Get("ETag"), "an ETag, as S3 answers")
+	require.Equal(t, init.JSON201.Id.String(), p["id"])
+	resp, p = send(target.Url, target.Headers, body)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "written once")
+	require.Equal(t, "content.already-written", p["rule"])
+
+	done, err := c.CompleteUploadWithResponse(ctx, init.JSON201.Id.String())
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, done.StatusCode())
+
+	late, err := c.InitiateUploadWithResponse(ctx, initiateBody(body))
+	require.NoError(t, err)
+	target = late.JSON201.Upload
+	time.Sleep(time.Until(late.JSON201.Upload.ExpiresAt) + 1100*time.Millisecond)
+	resp, p = send(target.Url, target.Headers, body)
+	require.Equal(t, http.StatusGone, resp.StatusCode, "an expired target")
+	require.Equal(t, "core.file.upload-expired", p["code"])
 }

@@ -188,7 +188,7 @@ func TestDirectLifecycleOverHTTP(t *testing.T) {
 
 			switch driver {
 			case service.DriverLocal:
-				put, err := c.PutUploadContentWithBodyWithResponse(ctx, id, "application/octet-stream", bytes.NewReader(body))
+				put, err := c.PutUploadContentWithBodyWithResponse(ctx, id, nil, "application/octet-stream", bytes.NewReader(body))
 				require.NoError(t, err)
 				require.Equal(t, http.StatusOK, put.StatusCode(), "%s", put.Body)
 				noStorageRefs(t, s, put.Body, id)
@@ -434,7 +434,8 @@ func TestTypeScriptClient(t *testing.T) {
 	cmd.Env = append(os.Environ(), "UPLOADEDFILE_URL="+s.url, "UPLOADEDFILE_TOKEN="+s.token("acme", "alice", nil))
 	output, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", output)
-	require.Contains(t, string(output), "# pass 1")
+	require.Contains(t, string(output), "# pass 2")
+	require.Contains(t, string(output), "# fail 0")
 }
 
 // TestCustomDownloadPath: a custom downloadPath moves the download routes

@@ -255,8 +255,9 @@ func TestContentPutAnswersAreFinal(t *testing.T) {
 	put := func() *http.Response {
 		req, err := http.NewRequest(http.MethodPut, init.JSON201.Upload.Url, bytes.NewReader(body))
 		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", docxType)
+		for k, v := range init.JSON201.Upload.Headers {
+			req.Header.Set(k, v)
+		}
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		resp.Body.Close()

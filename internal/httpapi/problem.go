@@ -43,6 +43,7 @@ var statusOf = map[string]int{
 	service.ErrUploadFailed.Code:             http.StatusServiceUnavailable,
 	service.ErrDeleteFailed.Code:             http.StatusServiceUnavailable,
 	service.ErrCleanupFailed.Code:            http.StatusServiceUnavailable,
+	service.ErrUploadTargetInvalid.Code:      http.StatusForbidden,
 }
 
 // Codes of the HTTP layer itself.

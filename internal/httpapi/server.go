@@ -306,13 +306,24 @@ func (s *Server) CompleteUpload(ctx context.Context, req api.CompleteUploadReque
 	return api.CompleteUpload200JSONResponse(httpResult(r)), nil
 }
 
-// PutUploadContent implements api.StrictServerInterface.
+// PutUploadContent implements api.StrictServerInterface: a signed local
+// upload target (no token: the guard let it through) or the caller's own
+// authenticated write; either answers with the object's ETag.
 func (s *Server) PutUploadContent(ctx context.Context, req api.PutUploadContentRequestObject) (api.PutUploadContentResponseObject, error) {
-	r, err := s.svc.PutUploadContent(ctx, req.Id, req.Body)
+	var rc *service.ContentReceipt
+	var err error
+	if r, _ := ctx.Value(requestKey{}).(*http.Request); r != nil && service.IsSigned(r.URL.Query()) {
+		rc, err = s.svc.WriteSignedContent(ctx, req.Id, service.SignedContent{
+			Query: r.URL.Query(), ContentType: r.Header.Get("Content-Type"), ContentLength: r.ContentLength,
+			Checksum: r.Header.Get(service.ChecksumHeader),
+		}, req.Body)
+	} else {
+		rc, err = s.svc.WriteUploadContent(ctx, req.Id, req.Body)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return api.PutUploadContent200JSONResponse(httpResult(r)), nil
+	return api.PutUploadContent200JSONResponse{Body: httpResult(rc.File), Headers: api.PutUploadContent200ResponseHeaders{ETag: &rc.ETag}}, nil
 }
 
 // GetFile implements api.StrictServerInterface.

@@ -74,7 +74,17 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Write the bytes of a direct upload (local driver only) */
+        /**
+         * Write the bytes of a direct upload (local driver only)
+         * @description The local driver's upload target. As returned by initiate, the URL is
+         *     signed (`expires`, `signature`) and needs no token: send exactly
+         *     `upload.headers` (`Content-Type` and `X-Checksum-Sha256`, both
+         *     signed) with the bytes. A signature that is wrong, or a header that
+         *     differs from the signed one, is 403 `upload-target-invalid`; an
+         *     expired one 410. Without a signature the route takes the caller's
+         *     bearer token instead. The answer carries the object's `ETag`, as an
+         *     S3 PUT does.
+         */
         put: operations["putUploadContent"];
         post?: never;
         delete?: never;
@@ -405,7 +415,7 @@ export interface components {
              * @description The stable error code.
              * @enum {string}
              */
-            code: "core.file.not-found" | "core.file.invalid-upload" | "core.file.invalid-meta" | "core.file.remote-disabled" | "core.file.remote-fetch-failed" | "core.file.upload-expired" | "core.file.upload-completing" | "core.file.upload-verification-failed" | "core.file.public-upload-disabled" | "core.file.expired" | "core.file.upload-failed" | "core.file.delete-failed" | "core.file.cleanup-failed" | "core.auth.unauthorized" | "core.auth.invalid-claims" | "core.internal";
+            code: "core.file.not-found" | "core.file.invalid-upload" | "core.file.invalid-meta" | "core.file.remote-disabled" | "core.file.remote-fetch-failed" | "core.file.upload-expired" | "core.file.upload-completing" | "core.file.upload-verification-failed" | "core.file.public-upload-disabled" | "core.file.expired" | "core.file.upload-failed" | "core.file.delete-failed" | "core.file.cleanup-failed" | "core.file.upload-target-invalid" | "core.auth.unauthorized" | "core.auth.invalid-claims" | "core.internal";
         };
         /** @enum {string} */
         Visibility: "public" | "private";
@@ -674,7 +684,12 @@ export interface operations {
     };
     putUploadContent: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Expiry of a signed target (Unix seconds). */
+                expires?: string;
+                /** @description Signature of a signed target. */
+                signature?: string;
+            };
             header?: never;
             path: {
                 /** @description The file's UUID. */
@@ -691,6 +706,8 @@ export interface operations {
             /** @description The pending file, its bytes written. */
             200: {
                 headers: {
+                    /** @description The version of the object written. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -698,6 +715,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
             409: components["responses"]["Completing"];
             410: components["responses"]["Problem"];

@@ -1,9 +1,9 @@
-// A whole direct upload and download through the generated client, against
-// a running server: UPLOADEDFILE_URL and UPLOADEDFILE_TOKEN (set by the Go
-// test that starts the server).
+// The whole direct lifecycle through the client, against a running server:
+// UPLOADEDFILE_URL and UPLOADEDFILE_TOKEN (set by the Go test that starts
+// the server).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createClient, sha256Checksum } from "../src/index.js";
+import { createClient, sha256Checksum, upload, UploadError } from "../src/index.js";
 
 const baseUrl = process.env.UPLOADEDFILE_URL;
 const token = process.env.UPLOADEDFILE_TOKEN;
@@ -17,14 +17,13 @@ test("direct upload, detail, download, delete", async () => {
     body: { originalName: "rows.csv", contentType: "text/csv", sizeBytes: body.length, checksum: await sha256Checksum(body) },
   });
   assert.equal(init.response.status, 201, JSON.stringify(init.error));
-  const { id, upload } = init.data!;
+  const { id, upload: target } = init.data!;
 
-  // Send exactly the target's headers; the local target also takes the token.
-  const headers = new Headers(upload.headers);
-  headers.delete("Content-Length");
-  if (upload.url.startsWith(baseUrl)) headers.set("Authorization", `Bearer ${token}`);
-  const put = await fetch(upload.url, { method: upload.method, headers, body });
+  // Exactly the target's method, URL and headers: no token, no length.
+  assert.ok(!("Content-Length" in target.headers));
+  const put = await fetch(target.url, { method: target.method, headers: target.headers, body });
   assert.equal(put.status, 200);
+  assert.ok(put.headers.get("ETag"), "the target answers with an ETag");
 
   const done = await client.POST("/uploaded-file/{id}/complete", { params: { path: { id } } });
   assert.equal(done.response.status, 200, JSON.stringify(done.error));
@@ -43,4 +42,31 @@ test("direct upload, detail, download, delete", async () => {
 
   const del = await client.DELETE("/uploaded-file/{id}", { params: { path: { id } } });
   assert.equal(del.response.status, 204);
+});
+
+test("upload() runs the lifecycle with progress, and refusals carry code and rule", async () => {
+  assert.ok(baseUrl && token);
+  const client = createClient({ baseUrl, token: () => token });
+  const seen: number[] = [];
+  const file = new File([new TextEncoder().encode("a,b\n1,2\n")], "rows.csv", { type: "text/csv" });
+  const ready = await upload(client, file, { onProgress: (sent) => seen.push(sent) });
+  assert.equal(ready.status, "ready");
+  assert.equal(ready.originalName, "rows.csv");
+  assert.equal(seen.at(-1), file.size, "progress reaches the whole size");
+
+  const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, ...new Array(64).fill(0)]);
+  await assert.rejects(upload(client, new File([png], "photo.jpg", { type: "image/jpeg" })), (err: unknown) => {
+    assert.ok(err instanceof UploadError);
+    assert.equal(err.code, "core.file.upload-verification-failed");
+    assert.ok(err.rule, "the rule a UI can show");
+    assert.equal(err.retryable, false, "the upload failed: final");
+    return true;
+  });
+  await assert.rejects(upload(client, new File([new Uint8Array(8)], "tool.exe", { type: "application/octet-stream" })), (err: unknown) => {
+    assert.ok(err instanceof UploadError);
+    assert.equal(err.status, 422);
+    assert.equal(err.code, "core.file.invalid-upload");
+    assert.ok(err.rule?.startsWith("type."), err.rule);
+    return true;
+  });
 });

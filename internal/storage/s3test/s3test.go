@@ -43,6 +43,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/stretchr/testify/require"
 
 	s3store "github.com/uploadedfile/uploadedfile/internal/storage/s3"
@@ -50,6 +51,24 @@ import (
 
 // Region is the region the test servers answer for.
 const Region = "us-east-1"
+
+// BrowserOrigin is the web origin the test servers' CORS allows: versitygw
+// through the bucket rule a test applies (BucketCORSRule), MinIO -- which
+// has no bucket CORS API -- through its server-wide setting.
+const BrowserOrigin = "https://app.example.test"
+
+// BucketCORSRule is the bucket CORS rule docs/browser.md gives for a
+// browser that uploads to presigned PUTs and reads presigned GETs from
+// origins: the methods, the headers the presigned PUT signs, ETag exposed.
+func BucketCORSRule(origins ...string) types.CORSRule {
+	return types.CORSRule{
+		AllowedOrigins: origins,
+		AllowedMethods: []string{"PUT", "GET", "HEAD"},
+		AllowedHeaders: []string{"content-type", "x-amz-checksum-sha256", "if-none-match"},
+		ExposeHeaders:  []string{"ETag"},
+		MaxAgeSeconds:  aws.Int32(600),
+	}
+}
 
 // The servers this package can start.
 const (
@@ -234,7 +253,7 @@ func (s *Server) command(bin, addr string) *exec.Cmd {
 		// Credentials through the environment, not the command line (ps);
 		// no console, no update checks.
 		cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+s.AccessKey, "MINIO_ROOT_PASSWORD="+s.SecretKey,
-			"MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_REGION="+s.Region)
+			"MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_REGION="+s.Region, "MINIO_API_CORS_ALLOW_ORIGIN="+BrowserOrigin)
 	default:
 		cmd = exec.Command(bin, "--port", addr, "--quiet", "--region", s.Region, "posix", s.dir)
 		cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.AccessKey, "ROOT_SECRET_ACCESS_KEY="+s.SecretKey)

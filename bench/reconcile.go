@@ -119,15 +119,25 @@ func objectKeys(n int, each func(key string) error) error {
 	return nil
 }
 
+// seededDatabase creates a database with n seeded rows; drop removes it.
+func seededDatabase(ctx context.Context, n int) (dsn string, drop func(), err error) {
+	dsn, drop, err = createDatabase(ctx, pgtest.ServerURL())
+	if err != nil {
+		return "", nil, err
+	}
+	if err := seedRows(ctx, dsn, n); err != nil {
+		drop()
+		return "", nil, err
+	}
+	return dsn, drop, nil
+}
+
 func reconcileLocal(ctx context.Context, bin string, n int) (reconcileRun, error) {
-	dsn, drop, err := createDatabase(ctx, pgtest.ServerURL())
+	dsn, drop, err := seededDatabase(ctx, n)
 	if err != nil {
 		return reconcileRun{}, err
 	}
 	defer drop()
-	if err := seedRows(ctx, dsn, n); err != nil {
-		return reconcileRun{}, err
-	}
 	root, err := os.MkdirTemp("", "uploadedfile-reconcile-*")
 	if err != nil {
 		return reconcileRun{}, err
@@ -151,14 +161,11 @@ func reconcileLocal(ctx context.Context, bin string, n int) (reconcileRun, error
 }
 
 func reconcileS3(ctx context.Context, bin string, gw *s3test.Server, n int) (reconcileRun, error) {
-	dsn, drop, err := createDatabase(ctx, pgtest.ServerURL())
+	dsn, drop, err := seededDatabase(ctx, n)
 	if err != nil {
 		return reconcileRun{}, err
 	}
 	defer drop()
-	if err := seedRows(ctx, dsn, n); err != nil {
-		return reconcileRun{}, err
-	}
 	bucket := "reconcile"
 	client := gw.Client()
 	if _, err := client.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: &bucket}); err != nil {

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the deprecated multipart route is still served, so its problem details are tested
+
 package httpapi_test
 
 import (

@@ -354,17 +354,7 @@ func TestReconcileRepairKilledMidway(t *testing.T) {
 					_, err := c.store.Put(context.Background(), fmt.Sprintf("core/t-x/%d.pdf", i), strings.NewReader(pdf), storage.PutOptions{Size: int64(len(pdf))})
 					require.NoError(t, err)
 				}
-				cmd := exec.Command(os.Args[0], "-test.run=^$")
-				cmd.Env = append(os.Environ(), "UF_SWEEP_CHILD="+point, "UF_SWEEP_JOB=reconcile", "UF_DB="+e.url, "UF_NOW="+e.clock().Format(time.RFC3339Nano))
-				cmd.Env = append(cmd.Env, c.env...)
-				out, err := cmd.StdoutPipe()
-				require.NoError(t, err)
-				require.NoError(t, cmd.Start())
-				line, err := bufio.NewReader(out).ReadString('\n')
-				require.NoError(t, err)
-				require.Equal(t, "BLOCKED\n", line)
-				require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-				_ = cmd.Wait()
+				killBlockedChild(t, append([]string{"UF_SWEEP_CHILD=" + point, "UF_SWEEP_JOB=reconcile", "UF_DB=" + e.url, "UF_NOW=" + e.clock().Format(time.RFC3339Nano)}, c.env...))
 
 				var claims int
 				require.NoError(t, e.pool.QueryRow(context.Background(), "SELECT count(*) FROM uploaded_file_orphan_claim").Scan(&claims))
@@ -399,17 +389,8 @@ func TestSweepKilledMidway(t *testing.T) {
 			svc := e.service(e.pool, 100)
 			f := e.temporaries(svc, 1)[0]
 
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), "UF_SWEEP_CHILD="+point, "UF_DB="+e.url, "UF_ROOT="+e.root, "UF_KEY="+f.Key,
-				"UF_NOW="+e.clock().Format(time.RFC3339Nano))
-			out, err := cmd.StdoutPipe()
-			require.NoError(t, err)
-			require.NoError(t, cmd.Start())
-			line, err := bufio.NewReader(out).ReadString('\n')
-			require.NoError(t, err)
-			require.Equal(t, "BLOCKED\n", line)
-			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-			_ = cmd.Wait()
+			killBlockedChild(t, []string{"UF_SWEEP_CHILD=" + point, "UF_DB=" + e.url, "UF_ROOT=" + e.root, "UF_KEY=" + f.Key,
+				"UF_NOW=" + e.clock().Format(time.RFC3339Nano)})
 
 			// The row is claimed by a dead process.
 			var claimed bool
@@ -432,6 +413,22 @@ func TestSweepKilledMidway(t *testing.T) {
 			require.True(t, settled)
 		})
 	}
+}
+
+// killBlockedChild starts a sweep child (sweepChild) with env, waits until
+// it reports that its storage call is blocked, and kills it with SIGKILL.
+func killBlockedChild(t *testing.T, env []string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "BLOCKED\n", line)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
 }
 
 // walk counts the regular files under root.

@@ -296,6 +296,14 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			return err
 		},
 		func() error {
+			_, err := q.SigningKeyEnsure(ctx, e, db.SigningKeyEnsureParams{Purpose: "upload-target", Secret: make([]byte, 32)})
+			return err
+		},
+		func() error {
+			_, err := q.FileLockPendingContentSigned(ctx, e, db.FileLockPendingContentSignedParams{ID: id, Now: now})
+			return err
+		},
+		func() error {
 			_, err := q.OrphanIsClaimed(ctx, e, "core/x.pdf")
 			return err
 		},

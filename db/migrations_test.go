@@ -38,6 +38,16 @@ WHERE a.attrelid = 'uploaded_file'::regclass AND a.attnum > 0 AND NOT a.attisdro
 	return
 }
 
+// pgxQueryRow runs one query on its own connection to url.
+func pgxQueryRow(t *testing.T, url, sql string, dest ...any) error {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	return conn.QueryRow(ctx, sql).Scan(dest...)
+}
+
 func tableExists(t *testing.T, url string) bool {
 	t.Helper()
 	ctx := context.Background()
@@ -68,10 +78,16 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	version, dirty, err := m.Version()
 	require.NoError(t, err)
 	require.False(t, dirty)
-	require.EqualValues(t, 20261122100000, version)
+	require.EqualValues(t, 20261122120000, version)
 	require.Contains(t, idx, "uploaded_file_key_bytes_idx")
 
-	// One step down: reconcile's indexes and claims go, the rows stay.
+	// One step down: the shared signing keys go.
+	require.NoError(t, m.Steps(-1))
+	var keys bool
+	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_signing_key') IS NOT NULL", &keys))
+	require.False(t, keys)
+
+	// Another: reconcile's indexes and claims go, the rows stay.
 	require.NoError(t, m.Steps(-1))
 	_, _, directIdx, _ := schemaShape(t, url)
 	require.NotContains(t, directIdx, "uploaded_file_key_bytes_idx")

@@ -1,6 +1,7 @@
 package db_test
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -71,4 +72,18 @@ func TestOrphanClaimRechecksOwnership(t *testing.T) {
 	claimed, err = b.q.OrphanIsClaimed(b.ctx, b.pool, unknown.Key)
 	require.NoError(t, err)
 	require.True(t, claimed, "released, still claimed")
+}
+
+// TestSigningKeyEnsure: the first caller's key is every caller's.
+func TestSigningKeyEnsure(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	first, err := b.q.SigningKeyEnsure(b.ctx, b.pool, db.SigningKeyEnsureParams{Purpose: "upload-target", Secret: bytes.Repeat([]byte{1}, 32)})
+	require.NoError(t, err)
+	second, err := b.q.SigningKeyEnsure(b.ctx, b.pool, db.SigningKeyEnsureParams{Purpose: "upload-target", Secret: bytes.Repeat([]byte{2}, 32)})
+	require.NoError(t, err)
+	require.Equal(t, first, second, "a later replica gets the key the first one made")
+	require.Equal(t, bytes.Repeat([]byte{1}, 32), second)
+	_, err = b.q.SigningKeyEnsure(b.ctx, b.pool, db.SigningKeyEnsureParams{Purpose: "short", Secret: []byte("x")})
+	require.Error(t, err, "a key shorter than 32 bytes is refused")
 }

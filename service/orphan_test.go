@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -231,4 +232,28 @@ func TestCompleteAfterTemporaryExpiry(t *testing.T) {
 			require.ErrorIs(t, err, service.ErrExpired, "got %+v", r)
 		})
 	}
+}
+
+// TestSignedTargetAcrossReplicas (local): a target signed by one replica is
+// honoured by another (they share the signing key through the database),
+// and the write answers with the staging object's ETag.
+func TestSignedTargetAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	b := setup(t, service.DriverLocal)
+	other := b.secondInstance()
+	body := realDOCX(t)
+	init, err := b.svc.InitiateUpload(alice, input("plan.docx", docxType, body), nil)
+	require.NoError(t, err)
+	u, err := url.Parse(init.Upload.URL)
+	require.NoError(t, err)
+	rc, err := other.WriteSignedContent(context.Background(), init.ID.String(), service.SignedContent{
+		Query: u.Query(), ContentType: init.Upload.Headers["Content-Type"], ContentLength: int64(len(body)),
+		Checksum: init.Upload.Headers[service.ChecksumHeader],
+	}, bytes.NewReader(body))
+	require.NoError(t, err)
+	require.NotEmpty(t, rc.ETag)
+	staging := *b.row(init.ID).PendingKey
+	oi, err := b.inner.Stat(context.Background(), staging)
+	require.NoError(t, err)
+	require.Equal(t, oi.ETag, rc.ETag)
 }

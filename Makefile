@@ -4,7 +4,8 @@
 #   make generate   regenerate gen/ from db/queries and api/openapi.yaml
 #   make verify     generated code fresh, go vet, staticcheck, gofmt
 #   make fuzz       every fuzz target for FUZZTIME each (default 60s)
-#   make ts         install and build the TypeScript client (clients/typescript)
+#   make ts         install and build the TypeScript client, the Uppy plugin and the web page's packages
+#   make web        bundle the development upload page (internal/webui/dist)
 #   make chaos      the chaos test for CHAOS_DURATION (default 2m)
 #   make bench      the quick benchmark set, side by side with its peers (< 10 min)
 #   make bench-full the whole benchmark matrix
@@ -20,7 +21,7 @@ CHAOS_DURATION ?= 2m
 
 TS := clients/typescript
 
-.PHONY: bench bench-full bench-peers chaos all generate verify verify-generated vet staticcheck fmt-check test test-only s3-servers postgres tools fuzz ts lint-openapi
+.PHONY: bench bench-full bench-peers chaos all generate verify verify-generated vet staticcheck fmt-check test test-only s3-servers postgres tools fuzz ts web lint-openapi
 
 all: verify
 
@@ -38,9 +39,17 @@ generate:
 	$(TOOL) oapi-codegen -config api/client.cfg.yaml api/openapi.yaml
 	cd $(TS) && npm run --silent generate
 
-## ts: install the TypeScript client's pinned packages and compile it.
+## ts: install the TypeScript client's, the Uppy plugin's and the web
+## page's pinned packages; compile the client and the plugin (type checks).
 ts:
 	cd $(TS) && npm ci --no-audit --no-fund --loglevel=error && npx tsc -p .
+	cd clients/uppy && npm ci --no-audit --no-fund --loglevel=error && npx tsc -p .
+	cd web && npm ci --no-audit --no-fund --loglevel=error
+
+## web: bundle the development upload page into internal/webui/dist (embedded
+## in the binary; committed, and checked fresh by make verify).
+web: ts
+	cd web && node build.mjs ../internal/webui/dist
 
 ## lint-openapi: lint api/openapi.yaml with Redocly CLI (needs make ts).
 lint-openapi:
@@ -61,6 +70,9 @@ verify-generated:
 	(cd $(TS) && npx openapi-typescript ../../api/openapi.yaml -o $$tmp/schema.d.ts >/dev/null 2>&1) && \
 	diff -u $(TS)/src/schema.d.ts $$tmp/schema.d.ts >/dev/null || \
 	{ echo "$(TS)/src/schema.d.ts is stale: run make generate"; exit 1; }
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	(cd web && node build.mjs $$tmp) && diff -r internal/webui/dist $$tmp >/dev/null || \
+	{ echo "internal/webui/dist is stale: run make web"; exit 1; }
 
 vet:
 	$(GO) vet ./...

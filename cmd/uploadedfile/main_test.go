@@ -128,6 +128,18 @@ func TestServeDev(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the public listener never serves metrics to anonymous clients")
 
+	resp, err = http.Get(base + "/")
+	require.NoError(t, err)
+	home, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "--dev serves the upload page at /")
+	require.Contains(t, string(home), `"token":"`+token+`"`, "signed in with the development token")
+	require.Contains(t, out.String(), "Open "+base+"/ for the upload page")
+	resp, err = http.Get(base + "/_dev/app.js")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
 	resp, err = http.Get(base + "/debug/pprof/")
 	require.NoError(t, err)
 	resp.Body.Close()

@@ -27,6 +27,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/db/migrations"
 	"github.com/uploadedfile/uploadedfile/internal/httpapi"
 	"github.com/uploadedfile/uploadedfile/internal/maintenance"
+	"github.com/uploadedfile/uploadedfile/internal/webui"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
@@ -159,6 +160,11 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		defer stop()
 		g.logger.Info("debug listening", "addr", addr)
 	}
+	if o.dev {
+		if handler, err = withDevPage(handler, base, devSecret); err != nil {
+			return err
+		}
+	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	g.logger.Info("listening", "addr", ln.Addr().String(), "driver", svc.Driver())
 	fmt.Fprintf(g.stdout, "uploadedfile listening on %s\n", base)
@@ -208,16 +214,41 @@ func devDefaults(ctx context.Context, g *globals, cfg *fileConfig, base string) 
 	return []byte(cfg.Auth.HMACSecret), nil
 }
 
+// devToken is the token of the development user: "dev-user" of tenant
+// "dev", with the host scope, valid 12 hours.
+func devToken(secret []byte) (string, error) {
+	claims := jwt.MapClaims{"sub": "dev-user", "tenant": "dev", "scope": httpapi.HostScope, "exp": time.Now().Add(12 * time.Hour).Unix(), "iat": time.Now().Unix()}
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(secret)
+}
+
+// withDevPage serves the development upload page at "/" (signed in with
+// the development token) in front of the API.
+func withDevPage(api http.Handler, base string, secret []byte) (http.Handler, error) {
+	token, err := devToken(secret)
+	if err != nil {
+		return nil, err
+	}
+	page, err := webui.Handler(webui.Config{BaseURL: base, Token: token})
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /{$}", page)
+	mux.Handle("GET /_dev/", page)
+	mux.Handle("/", api)
+	return mux, nil
+}
+
 // printDevHelp prints a token for the dev user and curl lines to try the API.
 func printDevHelp(g *globals, base string, secret []byte) {
-	claims := jwt.MapClaims{"sub": "dev-user", "tenant": "dev", "scope": httpapi.HostScope, "exp": time.Now().Add(12 * time.Hour).Unix(), "iat": time.Now().Unix()}
-	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(secret)
+	token, err := devToken(secret)
 	if err != nil {
 		return
 	}
 	fmt.Fprintf(g.stdout, `
 Development mode: files under ./upload, a random signing secret for this run.
-A token for user "dev-user" of tenant "dev", valid 12 hours:
+Open %s/ for the upload page. A token for user "dev-user" of tenant "dev",
+valid 12 hours:
 
   export TOKEN=%s
 
@@ -229,7 +260,7 @@ Try it:
   curl -s -H "Authorization: Bearer $TOKEN" %s/uploaded-file/<id>/download
   curl -s -X DELETE -H "Authorization: Bearer $TOKEN" %s/uploaded-file/<id>
 
-`, token, base, base, base, base)
+`, base, token, base, base, base, base)
 }
 
 // ensureDatabase creates the database named in databaseURL when it does not

@@ -1,0 +1,188 @@
+package webui_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/internal/httpapi"
+	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/storage/s3test"
+	"github.com/uploadedfile/uploadedfile/internal/webui"
+	"github.com/uploadedfile/uploadedfile/service"
+)
+
+func TestMain(m *testing.M) { os.Exit(s3test.Main(m)) }
+
+// limit is the size limit of the service under test (maxFileSizeBytes).
+const limit = 256 << 10
+
+// repoRoot is the module's root directory.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	require.NoError(t, err)
+	return filepath.Dir(strings.TrimSpace(string(out)))
+}
+
+// artifacts is where the screenshots go: UPLOADEDFILE_TEST_ARTIFACTS, or
+// test-artifacts/ at the module root.
+func artifacts(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("UPLOADEDFILE_TEST_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join(repoRoot(t), "test-artifacts")
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o750))
+	return dir
+}
+
+// TestUploadPageInChromium: the upload page, served from its own origin,
+// uploads through the API on another origin (allowed by cors.allowedOrigins)
+// and, on S3, straight to the bucket (allowed by the bucket's CORS rule), in
+// headless Chromium: a PDF and a file exactly at the size limit become ready
+// with their bytes intact; PNG bytes named .jpg and a file over the limit
+// are marked failed with their rule; a page on an origin the service does
+// not allow cannot call it. On the local driver and on S3.
+func TestUploadPageInChromium(t *testing.T) {
+	t.Parallel()
+	for _, driver := range []string{service.DriverLocal, service.DriverS3} {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			uploadPage(t, driver)
+		})
+	}
+}
+
+func uploadPage(t *testing.T, driver string) {
+	ctx := context.Background()
+	// The page's origin exists before anything is configured with it.
+	pageSrv := httptest.NewUnstartedServer(nil)
+	t.Cleanup(pageSrv.Close)
+	pageOrigin := "http://" + pageSrv.Listener.Addr().String()
+	apiSrv := httptest.NewUnstartedServer(nil)
+	t.Cleanup(apiSrv.Close)
+	apiURL := "http://" + apiSrv.Listener.Addr().String()
+
+	cfg := service.Config{Driver: driver, Host: apiURL, MaxFileSizeBytes: limit}
+	if driver == service.DriverS3 {
+		srv := s3test.SharedOf(t, s3test.VersityGW) // bucket CORS per origin (MinIO's is server-wide)
+		s3cfg := srv.NewBucket(t)
+		_, err := srv.Client().PutBucketCors(ctx, &awss3.PutBucketCorsInput{Bucket: aws.String(s3cfg.Bucket),
+			CORSConfiguration: &types.CORSConfiguration{CORSRules: []types.CORSRule{s3test.BucketCORSRule(pageOrigin)}}})
+		require.NoError(t, err)
+		cfg.Bucket, cfg.Endpoint, cfg.Region, cfg.ForcePathStyle = s3cfg.Bucket, s3cfg.Endpoint, s3cfg.Region, true
+		cfg.AccessID, cfg.AccessKey = s3cfg.AccessID, s3cfg.AccessKey
+	} else {
+		cfg.LocalRoot = t.TempDir()
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc, err := service.New(ctx, cfg, pgtest.New(t), service.WithLogger(quiet))
+	require.NoError(t, err)
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	guard, err := httpapi.NewGuard(ctx, httpapi.AuthConfig{HMACSecret: secret})
+	require.NoError(t, err)
+	apiSrv.Config.Handler = httpapi.New(httpapi.Options{Service: svc, Guard: guard, Logger: quiet, DownloadPath: svc.EffectiveConfig().DownloadPath,
+		CORSAllowedOrigins: []string{pageOrigin}})
+	apiSrv.Start()
+	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "dev-user", "tenant": "dev", "exp": time.Now().Add(time.Hour).Unix()}).SignedString(secret)
+	require.NoError(t, err)
+	page, err := webui.Handler(webui.Config{BaseURL: apiURL, Token: token})
+	require.NoError(t, err)
+	pageSrv.Config.Handler = page
+	pageSrv.Start()
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, "<!doctype html><title>another site</title><p>another origin</p>")
+	}))
+	t.Cleanup(other.Close)
+
+	dir := t.TempDir()
+	pdf := []byte("%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n")
+	atLimit := append([]byte("id,value\n"), bytes.Repeat([]byte("1,2\n"), (limit-9)/4)...)
+	atLimit = append(atLimit, bytes.Repeat([]byte("\n"), limit-len(atLimit))...)
+	require.Len(t, atLimit, limit)
+	png := append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), bytes.Repeat([]byte{0}, 64)...)
+	over := bytes.Repeat([]byte("a,b\n"), limit/4+1)
+	files := map[string][]byte{"report.pdf": pdf, "at-limit.csv": atLimit, "photo.jpg": png, "too-big.csv": over}
+	var paths []string
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, body, 0o600))
+		paths = append(paths, p)
+	}
+	list, _ := json.Marshal(paths)
+
+	cmd := exec.Command("node", "e2e/browser.mjs")
+	cmd.Dir = filepath.Join(repoRoot(t), "web")
+	cmd.Env = append(os.Environ(), "UF_PAGE="+pageOrigin+"/", "UF_API="+apiURL, "UF_TOKEN="+token, "UF_SHOTS="+artifacts(t),
+		"UF_OTHER_PAGE="+other.URL+"/", "UF_FILES="+string(list), "UF_LABEL="+driver)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "browser: %s", stderr.String())
+	var got struct {
+		Results []struct {
+			Name, Error, ID, Status *string
+		}
+		Rows    int
+		Blocked bool
+		Logs    []string
+	}
+	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
+	require.Len(t, got.Results, 4, "%s", out)
+	byName := map[string]int{}
+	for i, r := range got.Results {
+		byName[*r.Name] = i
+	}
+	for _, name := range []string{"report.pdf", "at-limit.csv"} {
+		r := got.Results[byName[name]]
+		require.Nil(t, r.Error, "%s failed: %v; logs: %v", name, deref(r.Error), got.Logs)
+		require.Equal(t, "ready", *r.Status, name)
+		require.Equal(t, files[name], download(t, apiURL, token, *r.ID), "%s: the bytes read back through the API are the bytes sent", name)
+	}
+	require.Contains(t, deref(got.Results[byName["photo.jpg"]].Error), "content.other-type", "PNG bytes named .jpg fail with their rule")
+	require.Contains(t, deref(got.Results[byName["too-big.csv"]].Error), "size.too-large", "a file over the limit fails with its rule")
+	require.Equal(t, 2, got.Rows, "the page lists the two ready files")
+	require.True(t, got.Blocked, "a page on an origin the service does not allow cannot call it")
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// download reads a file's bytes through the API.
+func download(t *testing.T, api, token, id string) []byte {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, api+"/uploaded-file/"+id+"/download", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return b
+}

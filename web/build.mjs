@@ -1,0 +1,37 @@
+// Bundles the development page into the directory given (the embedded
+// assets internal/webui/dist): app.js, app.css, index.html. Deterministic,
+// so `make verify` can rebuild into a temporary directory and compare.
+import { build } from "esbuild";
+import { copyFileSync, mkdirSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+// oneUppyCore resolves every @uppy/core import from this package, so the
+// page and the plugin (whose own node_modules has a copy for its type
+// checks) share one Uppy core.
+const oneUppyCore = {
+  name: "one-uppy-core",
+  setup(b) {
+    b.onResolve({ filter: /^@uppy\/core(\/|$)/ }, (args) => {
+      if (args.pluginData === "one-uppy-core") return undefined;
+      return b.resolve(args.path, { resolveDir: here, kind: args.kind, pluginData: "one-uppy-core" });
+    });
+  },
+};
+const out = resolve(process.argv[2] ?? join(here, "../internal/webui/dist"));
+mkdirSync(out, { recursive: true });
+await build({
+  entryPoints: { app: join(here, "src/main.ts") },
+  bundle: true,
+  minify: true,
+  format: "iife",
+  target: "es2022",
+  outdir: out,
+  legalComments: "none",
+  logLevel: "warning",
+  plugins: [oneUppyCore],
+  nodePaths: [join(here, "node_modules")],
+});
+copyFileSync(join(here, "src/index.html"), join(out, "index.html"));

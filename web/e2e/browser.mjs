@@ -1,0 +1,72 @@
+// Drives the upload page in headless Chromium (Debian's /usr/bin/chromium
+// through playwright-core): adds the files named in UF_FILES (a JSON list of
+// paths) to the Uppy Dashboard, uploads them, waits until each is done or
+// failed, screenshots the page into UF_SHOTS, then opens UF_OTHER_PAGE (a
+// page on an origin the service does not allow) and tries to call the API
+// from it. Prints one JSON object: each file's outcome and whether the
+// cross-origin call was blocked.
+import { chromium } from "playwright-core";
+
+const env = (name) => {
+  const v = process.env[name];
+  if (!v) throw new Error(`${name} is required`);
+  return v;
+};
+const page_url = env("UF_PAGE"), api = env("UF_API"), token = env("UF_TOKEN"), shots = env("UF_SHOTS"), other = env("UF_OTHER_PAGE");
+const files = JSON.parse(env("UF_FILES"));
+const label = process.env.UF_LABEL ?? "page";
+
+const browser = await chromium.launch({
+  executablePath: "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-gpu"],
+});
+try {
+  const page = await browser.newPage();
+  const logs = [];
+  page.on("console", (m) => logs.push(`${m.type()}: ${m.text()}`));
+  page.on("pageerror", (e) => logs.push(`pageerror: ${e.message}`));
+  await page.goto(page_url);
+  await page.waitForSelector(".uppy-Dashboard-input", { state: "attached" });
+  await page.locator(".uppy-Dashboard-input").first().setInputFiles(files);
+  await page.click(".uppy-StatusBar-actionBtn--upload");
+  await page.waitForFunction(
+    (n) => {
+      const all = Object.values(window.uppy.getState().files);
+      return all.length === n && all.every((f) => f.progress.uploadComplete || f.error);
+    },
+    files.length,
+    { timeout: 60_000 },
+  );
+  await page.waitForTimeout(300); // let the table render the last row
+  const results = await page.evaluate(() =>
+    Object.values(window.uppy.getState().files).map((f) => ({
+      name: f.name,
+      error: f.error ?? null,
+      id: f.response?.body?.file?.id ?? null,
+      status: f.response?.body?.file?.status ?? null,
+    })),
+  );
+  const rows = await page.locator("#files tbody tr").count();
+  await page.screenshot({ path: `${shots}/${label}-upload.png`, fullPage: true });
+
+  await page.goto(other);
+  const blocked = await page.evaluate(
+    async ({ api, token }) => {
+      try {
+        await fetch(`${api}/uploaded-file/initiate`, {
+          method: "POST",
+          headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+          body: JSON.stringify({ originalName: "a.csv", contentType: "text/csv", sizeBytes: 1, checksum: "sha256:x" }),
+        });
+        return false;
+      } catch {
+        return true; // the browser refused the cross-origin call
+      }
+    },
+    { api, token },
+  );
+  await page.screenshot({ path: `${shots}/${label}-other-origin.png` });
+  console.log(JSON.stringify({ results, rows, blocked, logs }));
+} finally {
+  await browser.close();
+}

@@ -1,0 +1,61 @@
+// The development upload page of `uploadedfile serve --dev`: the Uppy
+// Dashboard signed in with the development token, uploading through the
+// direct lifecycle (the UploadedFile plugin over the TypeScript client),
+// then listing each file's detail with a download button. The server puts
+// {baseUrl, token} in the page's #uploadedfile-config element.
+import Uppy from "@uppy/core";
+import Dashboard from "@uppy/dashboard";
+import "@uppy/core/css/style.min.css";
+import "@uppy/dashboard/css/style.min.css";
+import UploadedFilePlugin from "../../clients/uppy/src/index.ts";
+import type { UploadedFileBody } from "../../clients/uppy/src/index.ts";
+import { createClient } from "../../clients/typescript/src/index.ts";
+import type { UploadedFile } from "../../clients/typescript/src/index.ts";
+
+interface PageConfig {
+  baseUrl: string;
+  token: string;
+}
+
+const config = JSON.parse(document.getElementById("uploadedfile-config")!.textContent!) as PageConfig;
+const client = createClient({ baseUrl: config.baseUrl, token: () => config.token });
+
+const uppy = new Uppy<Record<string, never>, UploadedFileBody>({ id: "uploadedfile" })
+  .use(Dashboard, { inline: true, target: "#uppy", height: 380, proudlyDisplayPoweredByUppy: false })
+  .use(UploadedFilePlugin, { client });
+
+uppy.on("upload-success", (_file, response) => {
+  if (response.body) show(response.body.file);
+});
+
+/** show adds a row with the file's detail and a download button. */
+function show(file: UploadedFile): void {
+  const row = document.createElement("tr");
+  row.dataset.fileId = file.id;
+  for (const text of [file.originalName, file.contentType, String(file.sizeBytes), file.status, file.id]) {
+    const cell = document.createElement("td");
+    cell.textContent = text;
+    row.append(cell);
+  }
+  const action = document.createElement("td");
+  const button = document.createElement("button");
+  button.textContent = "Download";
+  button.onclick = () => download(file);
+  action.append(button);
+  row.append(action);
+  document.querySelector("#files tbody")!.append(row);
+}
+
+/** download reads the bytes with the token and saves them. */
+async function download(file: UploadedFile): Promise<void> {
+  const resp = await fetch(`${config.baseUrl}/uploaded-file/${file.id}/download`, { headers: { Authorization: `Bearer ${config.token}` } });
+  const url = URL.createObjectURL(await resp.blob());
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = file.originalName;
+  a.click();
+  URL.revokeObjectURL(url);
+}
+
+// For the browser tests: the Uppy instance and the client.
+Object.assign(window, { uppy, uploadedfile: { client } });

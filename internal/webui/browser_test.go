@@ -143,9 +143,10 @@ func uploadPage(t *testing.T, driver string) {
 		Results []struct {
 			Name, Error, ID, Status *string
 		}
-		Rows    int
-		Blocked bool
-		Logs    []string
+		Rows           int
+		ProgressEvents int
+		Blocked        bool
+		Logs           []string
 	}
 	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
 	require.Len(t, got.Results, 4, "%s", out)
@@ -162,6 +163,7 @@ func uploadPage(t *testing.T, driver string) {
 	require.Contains(t, deref(got.Results[byName["photo.jpg"]].Error), "content.other-type", "PNG bytes named .jpg fail with their rule")
 	require.Contains(t, deref(got.Results[byName["too-big.csv"]].Error), "size.too-large", "a file over the limit fails with its rule")
 	require.Equal(t, 2, got.Rows, "the page lists the two ready files")
+	require.Positive(t, got.ProgressEvents, "the plugin reports progress to the Dashboard")
 	require.True(t, got.Blocked, "a page on an origin the service does not allow cannot call it")
 }
 

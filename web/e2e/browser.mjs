@@ -28,6 +28,10 @@ try {
   await page.goto(page_url);
   await page.waitForSelector(".uppy-Dashboard-input", { state: "attached" });
   await page.locator(".uppy-Dashboard-input").first().setInputFiles(files);
+  await page.evaluate(() => {
+    window.progressEvents = 0;
+    window.uppy.on("upload-progress", () => window.progressEvents++);
+  });
   await page.click(".uppy-StatusBar-actionBtn--upload");
   await page.waitForFunction(
     (n) => {
@@ -47,6 +51,7 @@ try {
     })),
   );
   const rows = await page.locator("#files tbody tr").count();
+  const progressEvents = await page.evaluate(() => window.progressEvents);
   await page.screenshot({ path: `${shots}/${label}-upload.png`, fullPage: true });
 
   await page.goto(other);
@@ -66,7 +71,7 @@ try {
     { api, token },
   );
   await page.screenshot({ path: `${shots}/${label}-other-origin.png` });
-  console.log(JSON.stringify({ results, rows, blocked, logs }));
+  console.log(JSON.stringify({ results, rows, progressEvents, blocked, logs }));
 } finally {
   await browser.close();
 }

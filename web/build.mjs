@@ -1,6 +1,8 @@
-// Bundles the development page into the directory given (the embedded
-// assets internal/webui/dist): app.js, app.css, index.html. Deterministic,
-// so `make verify` can rebuild into a temporary directory and compare.
+// Builds the pages into the directory given (the embedded assets
+// internal/webui/dist): the upload page (app.js, app.css, index.html,
+// bundled with esbuild) and the API reference (docs/: swagger-ui-dist's
+// bundle, our page and initializer). Deterministic, so `make verify` can
+// rebuild into a temporary directory and compare.
 import { build } from "esbuild";
 import { copyFileSync, mkdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -35,3 +37,13 @@ await build({
   nodePaths: [join(here, "node_modules")],
 });
 copyFileSync(join(here, "src/index.html"), join(out, "index.html"));
+
+// The API reference: swagger-ui-dist's prebuilt bundle, our page and its
+// initializer.
+const docs = join(out, "docs");
+mkdirSync(docs, { recursive: true });
+for (const f of ["swagger-ui-bundle.js", "swagger-ui.css"]) {
+  copyFileSync(join(here, "node_modules/swagger-ui-dist", f), join(docs, f));
+}
+copyFileSync(join(here, "src/docs.html"), join(docs, "index.html"));
+copyFileSync(join(here, "src/docs.js"), join(docs, "docs.js"));

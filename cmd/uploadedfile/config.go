@@ -81,6 +81,12 @@ type fileConfig struct {
 		AllowedPorts []int         `koanf:"allowedPorts"`
 	} `koanf:"remoteClone"`
 
+	Docs struct {
+		// Enabled serves the API reference at /docs/ (default: only with
+		// --dev).
+		Enabled *bool `koanf:"enabled"`
+	} `koanf:"docs"`
+
 	CORS struct {
 		// AllowedOrigins are the browser origins allowed to call the API
 		// (scheme://host[:port]); none by default.

@@ -22,8 +22,9 @@ func newMaintenanceCommand(g *globals) *cobra.Command {
 	var configFile string
 	var limit int
 	cmd := &cobra.Command{
-		Use:   "maintenance",
-		Short: "Run a maintenance sweep once (cross-tenant; operators only)",
+		Use:     "maintenance",
+		Short:   "Run a maintenance sweep once (cross-tenant; operators only)",
+		Example: "  DATABASE_URL=postgres://… uploadedfile maintenance --config /etc/uploadedfile.yaml reconcile",
 	}
 	cmd.PersistentFlags().StringVar(&configFile, "config", os.Getenv("UPLOADEDFILE_CONFIG"), "YAML configuration file (env UPLOADEDFILE_CONFIG)")
 	cmd.PersistentFlags().IntVar(&limit, "limit", 0, "rows per batch (default and maximum: cleanupBatchSize)")
@@ -39,6 +40,9 @@ func newMaintenanceCommand(g *globals) *cobra.Command {
 		}
 		scfg, err := cfg.serviceConfig()
 		if err != nil {
+			return err
+		}
+		if err := reachDatabase(ctx, g.databaseURL); err != nil {
 			return err
 		}
 		pool, err := pgxpool.New(ctx, g.databaseURL)
@@ -70,24 +74,30 @@ func newMaintenanceCommand(g *globals) *cobra.Command {
 		return s.UnsafeSystemRetryPendingDeletions(ctx, limit)
 	})
 	retry.Short = "Retry deletions whose claim or retry marker elapsed, then expired upload tombstones"
+	retry.Example = "  uploadedfile maintenance retry-deletions --limit 50"
 	pending := count("cleanup-pending", func(ctx context.Context, s *service.Service) (int, error) {
 		return s.CleanupPendingUploads(ctx, limit)
 	})
 	pending.Short = "Remove expired direct uploads, retry deletions, remove retained staging objects (one batch)"
+	pending.Example = "  uploadedfile maintenance cleanup-pending"
 	temporary := count("cleanup-temporary", func(ctx context.Context, s *service.Service) (int, error) {
 		return s.CleanupExpiredTemporaryFiles(ctx, nil, limit)
 	})
 	temporary.Short = "Delete temporary files past their expiry (one batch)"
+	temporary.Example = "  uploadedfile maintenance cleanup-temporary --config /etc/uploadedfile.yaml"
 	staging := count("cleanup-staging", func(ctx context.Context, s *service.Service) (int, error) {
 		return s.UnsafeSystemCleanupCompletedStaging(ctx, limit)
 	})
 	staging.Short = "Remove staging objects S3 direct uploads kept after completion (one batch)"
+	staging.Example = "  uploadedfile maintenance cleanup-staging"
 
 	var before string
 	purge := &cobra.Command{
 		Use:   "purge-unused --before <time>",
 		Short: "Delete permanent files never marked used and created before a time (RFC 3339, or an age like 720h)",
-		Args:  cobra.NoArgs,
+		Example: `  uploadedfile maintenance purge-unused --before 720h
+  uploadedfile maintenance purge-unused --before 2026-01-01T00:00:00Z`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cutoff, err := parseCutoff(before, time.Now())
 			if err != nil {
@@ -104,8 +114,9 @@ func newMaintenanceCommand(g *globals) *cobra.Command {
 
 	var confirm bool
 	retire := &cobra.Command{
-		Use:   "retire-tombstone <id> --confirm",
-		Short: "Turn an abandoned upload tombstone into an ordinary deletion retry",
+		Use:     "retire-tombstone <id> --confirm",
+		Short:   "Turn an abandoned upload tombstone into an ordinary deletion retry",
+		Example: "  uploadedfile maintenance retire-tombstone 6f1c2b9e-3d4a-4b5c-8d7e-9f0a1b2c3d4e --confirm",
 		Long: `Turn an expired upload tombstone into an ordinary elapsed deletion retry,
 which the next retry-deletions settles for good.
 
@@ -141,6 +152,7 @@ refuses a live upload lease and a live deletion lease.`,
 	track := &cobra.Command{
 		Use:       "run-track pending|temporary|reconcile",
 		Short:     "Run one cron track now, under its advisory lock, as serve would",
+		Example:   "  uploadedfile maintenance run-track pending",
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: []string{maintenance.TrackPending, maintenance.TrackTemporary, maintenance.TrackReconcile},
 		RunE: func(cmd *cobra.Command, args []string) error {

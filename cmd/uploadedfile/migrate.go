@@ -12,13 +12,15 @@ import (
 
 func newMigrateCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "migrate",
-		Short: "Apply or revert the embedded database migrations",
+		Use:     "migrate",
+		Short:   "Apply or revert the embedded database migrations",
+		Example: "  DATABASE_URL=postgres://postgres@127.0.0.1:5432/uploadedfile uploadedfile migrate up",
 	}
 	up := &cobra.Command{
-		Use:   "up",
-		Short: "Apply every migration not yet applied",
-		Args:  cobra.NoArgs,
+		Use:     "up",
+		Short:   "Apply every migration not yet applied",
+		Example: "  uploadedfile migrate up",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withMigrator(g, func(m *migrate.Migrate) error {
 				if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
@@ -31,9 +33,10 @@ func newMigrateCommand(g *globals) *cobra.Command {
 	var steps int
 	var all bool
 	down := &cobra.Command{
-		Use:   "down",
-		Short: "Revert migrations: --steps N, or --all (drops every table and its data)",
-		Args:  cobra.NoArgs,
+		Use:     "down",
+		Short:   "Revert migrations: --steps N, or --all (drops every table and its data)",
+		Example: "  uploadedfile migrate down --steps 1",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (steps > 0) == all {
 				return errors.New("migrate down: give exactly one of --steps N (N > 0) or --all")
@@ -55,9 +58,10 @@ func newMigrateCommand(g *globals) *cobra.Command {
 	down.Flags().IntVar(&steps, "steps", 0, "number of migrations to revert")
 	down.Flags().BoolVar(&all, "all", false, "revert every migration")
 	version := &cobra.Command{
-		Use:   "version",
-		Short: "Print the applied migration version",
-		Args:  cobra.NoArgs,
+		Use:     "version",
+		Short:   "Print the applied migration version",
+		Example: "  uploadedfile migrate version",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withMigrator(g, func(m *migrate.Migrate) error { return printVersion(g, m) })
 		},
@@ -69,7 +73,7 @@ func newMigrateCommand(g *globals) *cobra.Command {
 func withMigrator(g *globals, fn func(*migrate.Migrate) error) error {
 	m, err := migrations.Open(g.databaseURL)
 	if err != nil {
-		return err
+		return databaseError(g.databaseURL, err)
 	}
 	defer m.Close()
 	return fn(m)

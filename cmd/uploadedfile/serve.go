@@ -48,6 +48,8 @@ func newServeCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the HTTP server",
+		Example: `  uploadedfile serve --dev
+  uploadedfile serve --config /etc/uploadedfile.yaml --listen 0.0.0.0:8080 --metrics-listen 127.0.0.1:9090`,
 		Long: `Run the HTTP server. Configuration: --config FILE (YAML, the spec's option
 names) and UPLOADEDFILE_<OPTION> environment variables; the database is
 DATABASE_URL. Migrations are applied at start unless --no-migrate.
@@ -92,6 +94,9 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 			return err
 		}
 	}
+	if err := reachDatabase(ctx, g.databaseURL); err != nil {
+		return err
+	}
 	if !o.noMigrate {
 		if err := migrations.Up(g.databaseURL); err != nil {
 			return err
@@ -129,14 +134,19 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		BodyReadTimeout: cfg.BodyReadTimeout, BodyIdleTimeout: cfg.BodyIdleTimeout,
 		CORSAllowedOrigins: cfg.CORS.AllowedOrigins,
 	})
+	if o.metrics == "" && o.dev {
+		o.metrics = "127.0.0.1:0" // development: a loopback operator listener
+	}
+	metricsURL := "off (--metrics-listen)"
 	if o.metrics != "" {
 		addr, stop, err := serveMetrics(o.metrics, reg)
 		if err != nil {
 			return err
 		}
 		defer stop()
+		metricsURL = "http://" + addr + "/metrics"
 		g.logger.Info("metrics listening", "addr", addr)
-		fmt.Fprintf(g.stdout, "metrics on http://%s/metrics\n", addr)
+		fmt.Fprintf(g.stdout, "metrics on %s\n", metricsURL)
 	}
 	runner := maintenance.New(svc, pool, g.logger, reg)
 	sweepsDone := make(chan struct{})
@@ -160,16 +170,18 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		defer stop()
 		g.logger.Info("debug listening", "addr", addr)
 	}
-	if o.dev {
-		if handler, err = withDevPage(handler, base, devSecret); err != nil {
-			return err
-		}
+	docs := o.dev
+	if cfg.Docs.Enabled != nil {
+		docs = *cfg.Docs.Enabled
+	}
+	if handler, err = withPages(handler, base, o.dev, docs, devSecret); err != nil {
+		return err
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	g.logger.Info("listening", "addr", ln.Addr().String(), "driver", svc.Driver())
 	fmt.Fprintf(g.stdout, "uploadedfile listening on %s\n", base)
 	if o.dev {
-		printDevHelp(g, base, devSecret)
+		printDevHelp(g, base, metricsURL, devSecret)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -189,7 +201,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 // unless one is configured.
 func devDefaults(ctx context.Context, g *globals, cfg *fileConfig, base string) ([]byte, error) {
 	if err := ensureDatabase(ctx, g.databaseURL); err != nil {
-		return nil, err
+		return nil, databaseError(g.databaseURL, err)
 	}
 	if cfg.Driver == "" && cfg.AccessID == "" {
 		cfg.Driver = service.DriverLocal
@@ -221,34 +233,56 @@ func devToken(secret []byte) (string, error) {
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(secret)
 }
 
-// withDevPage serves the development upload page at "/" (signed in with
-// the development token) in front of the API.
-func withDevPage(api http.Handler, base string, secret []byte) (http.Handler, error) {
-	token, err := devToken(secret)
-	if err != nil {
-		return nil, err
+// withPages puts the pages in front of the API: the development upload
+// page at "/" (dev only, signed in with the development token) and the API
+// reference at /docs/ (when enabled; signed in only in dev).
+func withPages(api http.Handler, base string, dev, docs bool, secret []byte) (http.Handler, error) {
+	if !dev && !docs {
+		return api, nil
 	}
-	page, err := webui.Handler(webui.Config{BaseURL: base, Token: token})
-	if err != nil {
-		return nil, err
+	token := ""
+	if dev {
+		var err error
+		if token, err = devToken(secret); err != nil {
+			return nil, err
+		}
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /{$}", page)
-	mux.Handle("GET /_dev/", page)
 	mux.Handle("/", api)
+	if dev {
+		page, err := webui.Handler(webui.Config{BaseURL: base, Token: token})
+		if err != nil {
+			return nil, err
+		}
+		mux.Handle("GET /{$}", page)
+		mux.Handle("GET /_dev/", page)
+	}
+	if docs {
+		ref, err := webui.DocsHandler(webui.DocsConfig{BaseURL: base, Token: token})
+		if err != nil {
+			return nil, err
+		}
+		mux.Handle("GET /docs", ref)
+		mux.Handle("GET /docs/", ref)
+	}
 	return mux, nil
 }
 
-// printDevHelp prints a token for the dev user and curl lines to try the API.
-func printDevHelp(g *globals, base string, secret []byte) {
+// printDevHelp prints the pages' addresses, a token for the dev user and
+// curl lines to try the API.
+func printDevHelp(g *globals, base, metricsURL string, secret []byte) {
 	token, err := devToken(secret)
 	if err != nil {
 		return
 	}
 	fmt.Fprintf(g.stdout, `
 Development mode: files under ./upload, a random signing secret for this run.
-Open %s/ for the upload page. A token for user "dev-user" of tenant "dev",
-valid 12 hours:
+
+  upload page:    %s/
+  API reference:  %s/docs/
+  metrics:        %s
+
+A token for user "dev-user" of tenant "dev", valid 12 hours:
 
   export TOKEN=%s
 
@@ -260,7 +294,7 @@ Try it:
   curl -s -H "Authorization: Bearer $TOKEN" %s/uploaded-file/<id>/download
   curl -s -X DELETE -H "Authorization: Bearer $TOKEN" %s/uploaded-file/<id>
 
-`, base, token, base, base, base, base)
+`, base, base, metricsURL, token, base, base, base, base)
 }
 
 // ensureDatabase creates the database named in databaseURL when it does not

@@ -188,3 +188,48 @@ func download(t *testing.T, api, token, id string) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+// TestAPIReferenceInChromium: the API reference renders the contract's
+// operations in headless Chromium, and "Try it out" -- signed in with the
+// page's token -- reads a file of that user (200).
+func TestAPIReferenceInChromium(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := httptest.NewUnstartedServer(nil)
+	t.Cleanup(srv.Close)
+	base := "http://" + srv.Listener.Addr().String()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc, err := service.New(ctx, service.Config{LocalRoot: t.TempDir(), Host: base}, pgtest.New(t), service.WithLogger(quiet))
+	require.NoError(t, err)
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	guard, err := httpapi.NewGuard(ctx, httpapi.AuthConfig{HMACSecret: secret})
+	require.NoError(t, err)
+	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "dev-user", "tenant": "dev", "exp": time.Now().Add(time.Hour).Unix()}).SignedString(secret)
+	require.NoError(t, err)
+	docs, err := webui.DocsHandler(webui.DocsConfig{BaseURL: base, Token: token})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("/", httpapi.New(httpapi.Options{Service: svc, Guard: guard, Logger: quiet, DownloadPath: svc.EffectiveConfig().DownloadPath}))
+	mux.Handle("GET /docs/", docs)
+	srv.Config.Handler = mux
+	srv.Start()
+
+	r, err := svc.Upload(service.WithRequestContext(ctx, service.RequestContext{Tenant: "dev", UserID: "dev-user"}), strings.NewReader("a,b\n1,2\n"), "rows.csv", nil)
+	require.NoError(t, err)
+
+	cmd := exec.Command("node", "e2e/docs.mjs")
+	cmd.Dir = filepath.Join(repoRoot(t), "web")
+	cmd.Env = append(os.Environ(), "UF_DOCS="+base+"/docs/", "UF_SHOTS="+artifacts(t), "UF_FILE_ID="+r.ID.String())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "browser: %s", stderr.String())
+	var got struct {
+		Operations int
+		Status     string
+	}
+	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
+	require.GreaterOrEqual(t, got.Operations, 20, "the reference renders the contract's operations")
+	require.Equal(t, "200", got.Status, "a call from the reference succeeds with the page's token")
+}

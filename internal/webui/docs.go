@@ -62,7 +62,7 @@ func DocsHandler(cfg DocsConfig) (http.Handler, error) {
 
 // contract is the embedded OpenAPI document as JSON, served from baseURL.
 func contract(baseURL string) ([]byte, error) {
-	doc, err := api.GetSwagger()
+	doc, err := api.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("webui: the embedded contract: %w", err)
 	}

@@ -14,6 +14,16 @@
 // through the typed queries of db/queries. Deletion is durable: a claim is
 // written before any storage I/O, and the sweeps finish what a crash or a
 // storage failure left.
+//
+// Runnable examples (example_test.go, run by `make test` against a real
+// PostgreSQL, and shown with each name on package documentation sites):
+//
+//	Example                           New with a pgx pool and the local driver, a first upload
+//	ExampleService_Upload             a buffer upload, and a refused one with its rule
+//	ExampleService_InitiateUpload     the direct lifecycle: initiate, write, complete
+//	ExampleService_MarkUsed           attach inside the caller's own transaction
+//	ExampleService_DownloadAttached   read through an attachment, with a policy
+//	ExampleService_DeleteByID         durable deletion
 package service
 
 import (

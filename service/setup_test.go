@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -32,7 +33,22 @@ import (
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
-func TestMain(m *testing.M) { os.Exit(s3test.Main(m)) }
+// databaseURL is the migrated database the runnable examples use (in your
+// application: your own, migrated with `uploadedfile migrate up` or
+// migrations.Up).
+var databaseURL string
+
+func TestMain(m *testing.M) {
+	url, drop, err := pgtest.Temporary()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "examples need PostgreSQL:", err)
+		os.Exit(1)
+	}
+	databaseURL = url
+	code := s3test.Main(m)
+	drop()
+	os.Exit(code)
+}
 
 var drivers = []string{service.DriverLocal, service.DriverS3}
 

@@ -67,6 +67,36 @@ func NewDatabase(t testing.TB) string {
 	return createDatabase(t, templateName)
 }
 
+// Temporary creates a fresh, migrated database outside any test (for
+// runnable examples, set up in TestMain) and returns its URL and a function
+// that drops it.
+func Temporary() (string, func(), error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	templateOnce.Do(func() { templateName, templateErr = ensureTemplate(ctx) })
+	if templateErr != nil {
+		return "", nil, templateErr
+	}
+	name := fmt.Sprintf("uploadedfile_example_%d_%d", os.Getpid(), databaseSeq.Add(1))
+	admin, err := pgx.Connect(ctx, ServerURL())
+	if err != nil {
+		return "", nil, fmt.Errorf("pgtest: connect to %s: %w", redact(ServerURL()), err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{templateName}.Sanitize()); err != nil {
+		return "", nil, fmt.Errorf("pgtest: create database %s: %w", name, err)
+	}
+	drop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if admin, err := pgx.Connect(ctx, ServerURL()); err == nil {
+			_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+			admin.Close(ctx)
+		}
+	}
+	return withDatabase(ServerURL(), name), drop, nil
+}
+
 // NewEmptyDatabase creates a database with no schema at all (for migration
 // tests), drops it when t ends, and returns its URL.
 func NewEmptyDatabase(t testing.TB) string {

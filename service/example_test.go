@@ -62,7 +62,6 @@ func exampleService(cfg service.Config) (svc *service.Service, pool *pgxpool.Poo
 	return svc, pool, func() { svc.Close(); pool.Close(); os.RemoveAll(root) }
 }
 
-
 // ExampleService_Upload stores a buffer upload: checked (name, type,
 // content), written, then visible.
 func ExampleService_Upload() {

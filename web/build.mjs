@@ -10,16 +10,18 @@ import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
-// oneUppyCore resolves every @uppy/core import from this package, so the
-// page and the plugin (whose own node_modules has a copy for its type
-// checks) share one Uppy core.
-const oneUppyCore = {
-  name: "one-uppy-core",
+// oneCopy resolves every @uppy/core import from this package, so the page
+// and the plugin (whose own node_modules has a copy for its type checks)
+// share one Uppy core, and @uploadedfile/client to the client's source, so
+// the page and the plugin share one client built from what is in the tree.
+const oneCopy = {
+  name: "one-copy",
   setup(b) {
     b.onResolve({ filter: /^@uppy\/core(\/|$)/ }, (args) => {
-      if (args.pluginData === "one-uppy-core") return undefined;
-      return b.resolve(args.path, { resolveDir: here, kind: args.kind, pluginData: "one-uppy-core" });
+      if (args.pluginData === "one-copy") return undefined;
+      return b.resolve(args.path, { resolveDir: here, kind: args.kind, pluginData: "one-copy" });
     });
+    b.onResolve({ filter: /^@uploadedfile\/client$/ }, () => ({ path: join(here, "../clients/typescript/src/index.ts") }));
   },
 };
 const out = resolve(process.argv[2] ?? join(here, "../internal/webui/dist"));
@@ -33,7 +35,7 @@ await build({
   outdir: out,
   legalComments: "none",
   logLevel: "warning",
-  plugins: [oneUppyCore],
+  plugins: [oneCopy],
   nodePaths: [join(here, "node_modules")],
 });
 copyFileSync(join(here, "src/index.html"), join(out, "index.html"));

@@ -94,7 +94,8 @@ func uploadPage(t *testing.T, driver string) {
 		cfg.LocalRoot = t.TempDir()
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, err := service.New(ctx, cfg, pgtest.New(t), service.WithLogger(quiet))
+	pool := pgtest.New(t)
+	svc, err := service.New(ctx, cfg, pool, service.WithLogger(quiet))
 	require.NoError(t, err)
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)
@@ -165,6 +166,15 @@ func uploadPage(t *testing.T, driver string) {
 	require.Equal(t, 2, got.Rows, "the page lists the two ready files")
 	require.Positive(t, got.ProgressEvents, "the plugin reports progress to the Dashboard")
 	require.True(t, got.Blocked, "a page on an origin the service does not allow cannot call it")
+
+	// The upload cancelled while its bytes were on the way was aborted:
+	// never ready, claimed for deletion (a tombstone until its window ends).
+	var status string
+	var aborted bool
+	require.NoError(t, pool.QueryRow(ctx, `SELECT status, (deletion_pending_at IS NOT NULL OR deleted_at IS NOT NULL)
+		FROM uploaded_file WHERE original_name = 'cancelled.csv'`).Scan(&status, &aborted))
+	require.Equal(t, "pending", status, "a cancelled upload never completes")
+	require.True(t, aborted, "cancelling in Uppy aborts the pending file")
 }
 
 func deref(s *string) string {

@@ -54,6 +54,25 @@ try {
   const progressEvents = await page.evaluate(() => window.progressEvents);
   await page.screenshot({ path: `${shots}/${label}-upload.png`, fullPage: true });
 
+  // Cancel: hold the next upload's PUT at the target, cancel in Uppy, then
+  // drop the held request; the plugin must abort the pending file.
+  let held = null;
+  await page.route(/\/content\?expires=|\/_staging\//, (route) => {
+    held = route;
+  });
+  await page.evaluate(() => {
+    window.uppy.cancelAll(); // the finished files leave the Dashboard
+    window.uppy.addFile({ name: "cancelled.csv", type: "text/csv", data: new Blob(["a,b\n1,2\n"], { type: "text/csv" }) });
+    window.cancelled = window.uppy.upload().catch(() => undefined);
+  });
+  for (let waited = 0; !held && waited < 30_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+  if (!held) throw new Error("the cancelled upload's PUT never started");
+  await page.evaluate(() => window.uppy.cancelAll());
+  await held.abort().catch(() => undefined);
+  await page.evaluate(() => window.cancelled);
+  await page.waitForTimeout(500); // the plugin's DELETE of the pending file
+  await page.unroute(/\/content\?expires=|\/_staging\//);
+
   await page.goto(other);
   const blocked = await page.evaluate(
     async ({ api, token }) => {

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,12 +36,17 @@ func rawRequest(t *testing.T, s *server, head string) net.Conn {
 }
 
 // readUntilClosed reads what the server sends until it closes the
-// connection, or fails the test after limit (the test's own bound).
+// connection, or fails the test after limit (the test's own bound). A
+// server that closes with unread request bytes in its socket makes the
+// kernel answer with a reset: that is a close too.
 func readUntilClosed(t *testing.T, conn net.Conn, limit time.Duration) string {
 	t.Helper()
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(limit)))
 	var out bytes.Buffer
 	_, err := io.Copy(&out, conn)
+	if errors.Is(err, syscall.ECONNRESET) {
+		err = nil
+	}
 	require.NoError(t, err, "the server must close the connection; got so far: %q", out.String())
 	return out.String()
 }
@@ -50,9 +57,9 @@ func readUntilClosed(t *testing.T, conn net.Conn, limit time.Duration) string {
 func TestUnauthenticatedBodyIsNotRead(t *testing.T) {
 	t.Parallel()
 	s := start(t, service.DriverLocal)
+	// 100 KiB announced, none sent: a server that drained the body would
+	// wait for it (the read deadline below would fail the test).
 	conn := rawRequest(t, s, fmt.Sprintf("POST /uploaded-file HTTP/1.1\nHost: x\nContent-Type: multipart/form-data; boundary=b\nContent-Length: %d\n", 100<<10))
-	_, err := conn.Write([]byte("--b\r\n")) // a few bytes of 100 KiB, then nothing
-	require.NoError(t, err)
 	out := readUntilClosed(t, conn, 10*time.Second)
 	require.True(t, strings.HasPrefix(out, "HTTP/1.1 401 "), out)
 	require.Contains(t, out, "Connection: close")

@@ -99,7 +99,10 @@ type fileConfig struct {
 		JWKSURL    string `koanf:"jwksUrl"`
 		Issuer     string `koanf:"issuer"`
 		Audience   string `koanf:"audience"`
-		Claims     struct {
+		// TokenCacheSize bounds the verified-token cache (0: the default,
+		// negative: off).
+		TokenCacheSize int `koanf:"tokenCacheSize"`
+		Claims         struct {
 			Tenant      string `koanf:"tenant"`
 			Department  string `koanf:"department"`
 			User        string `koanf:"user"`
@@ -309,7 +312,7 @@ func (c fileConfig) authConfig() (httpapi.AuthConfig, error) {
 		return httpapi.AuthConfig{}, errors.New("auth: configure auth.hmacSecret, auth.jwksFile or auth.jwksUrl (or run with --dev)")
 	}
 	return httpapi.AuthConfig{
-		HMACSecret: []byte(a.HMACSecret), JWKSFile: a.JWKSFile, JWKSURL: a.JWKSURL, Issuer: a.Issuer, Audience: a.Audience,
+		HMACSecret: []byte(a.HMACSecret), JWKSFile: a.JWKSFile, JWKSURL: a.JWKSURL, Issuer: a.Issuer, Audience: a.Audience, TokenCacheSize: a.TokenCacheSize,
 		Claims: httpapi.ClaimNames{Tenant: a.Claims.Tenant, Department: a.Claims.Department, User: a.Claims.User, Roles: a.Claims.Roles, Permissions: a.Claims.Permissions},
 	}, nil
 }

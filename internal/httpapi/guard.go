@@ -1,15 +1,18 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/MicahParks/jwkset"
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
 
@@ -40,6 +43,10 @@ type AuthConfig struct {
 	Claims     ClaimNames
 	// Leeway tolerated on exp/nbf; default 30 s.
 	Leeway time.Duration
+	// TokenCacheSize bounds the cache of verified tokens (a client reusing
+	// its token pays the signature once); 0: DefaultTokenCacheSize,
+	// negative: no cache.
+	TokenCacheSize int
 }
 
 // Guard verifies bearer tokens and puts the trusted RequestContext in the
@@ -49,6 +56,10 @@ type Guard struct {
 	keyfunc jwt.Keyfunc
 	parser  *jwt.Parser
 	close   func()
+	cache   *tokenCache           // nil: every token is verified
+	jwks    jwkset.Storage        // the key set of a JWKS source, for the cache's rotation check
+	now     func() time.Time      // the cache's clock
+	checks  func(kid string) bool // test hook: counts signature checks when set
 }
 
 // NewGuard validates cfg and loads its keys. A JWKS URL is refreshed in the
@@ -63,7 +74,10 @@ func NewGuard(ctx context.Context, cfg AuthConfig) (*Guard, error) {
 	if cfg.Leeway == 0 {
 		cfg.Leeway = 30 * time.Second
 	}
-	g := &Guard{cfg: cfg, close: func() {}}
+	g := &Guard{cfg: cfg, close: func() {}, now: time.Now}
+	if cfg.TokenCacheSize >= 0 {
+		g.cache = newTokenCache(cmp.Or(cfg.TokenCacheSize, DefaultTokenCacheSize))
+	}
 	opts := []jwt.ParserOption{jwt.WithLeeway(cfg.Leeway), jwt.WithExpirationRequired()}
 	if cfg.Issuer != "" {
 		opts = append(opts, jwt.WithIssuer(cfg.Issuer))
@@ -97,7 +111,7 @@ func NewGuard(ctx context.Context, cfg AuthConfig) (*Guard, error) {
 		if err != nil {
 			return nil, fmt.Errorf("auth.jwksFile: %w", err)
 		}
-		g.keyfunc = kf.Keyfunc
+		g.keyfunc, g.jwks = kf.Keyfunc, kf.Storage()
 		opts = append(opts, jwt.WithValidMethods([]string{"RS256", "ES256", "EdDSA"}))
 	default:
 		kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -106,7 +120,7 @@ func NewGuard(ctx context.Context, cfg AuthConfig) (*Guard, error) {
 			cancel()
 			return nil, fmt.Errorf("auth.jwksUrl: %w", err)
 		}
-		g.keyfunc, g.close = kf.Keyfunc, cancel
+		g.keyfunc, g.close, g.jwks = kf.Keyfunc, cancel, kf.Storage()
 		opts = append(opts, jwt.WithValidMethods([]string{"RS256", "ES256", "EdDSA"}))
 	}
 	g.parser = jwt.NewParser(opts...)
@@ -115,6 +129,15 @@ func NewGuard(ctx context.Context, cfg AuthConfig) (*Guard, error) {
 
 // Close stops a JWKS refresh.
 func (g *Guard) Close() { g.close() }
+
+// clone copies the identity's maps and lists, so no two requests share
+// them (a cached identity serves many).
+func (id identity) clone() identity {
+	id.rc.Roles = slices.Clone(id.rc.Roles)
+	id.rc.Permissions = slices.Clone(id.rc.Permissions)
+	id.rc.Custom = maps.Clone(id.rc.Custom)
+	return id
+}
 
 // errBadClaims: a verified token whose tenant, user or department claim is
 // not a value a scope can hold (too long, blank, not UTF-8, control
@@ -127,12 +150,59 @@ type identity struct {
 	host bool
 }
 
-// verify parses and checks a bearer token.
-func (g *Guard) verify(raw string) (identity, error) {
+// verify checks a bearer token: from the cache when this very token was
+// verified before, is not past its exp and its key is still current;
+// otherwise by its signature and claims, remembering it.
+func (g *Guard) verify(ctx context.Context, raw string) (identity, error) {
+	if g.cache != nil {
+		if t, ok := g.cache.get(raw, g.now()); ok {
+			if g.keyStillValid(ctx, t) {
+				return t.id.clone(), nil
+			}
+			g.cache.drop(raw)
+		}
+	}
+	var kid string
+	var key any
+	keyfunc := func(t *jwt.Token) (any, error) {
+		kid, _ = t.Header["kid"].(string)
+		if g.checks != nil && !g.checks(kid) {
+			return nil, errors.New("refused by the test hook")
+		}
+		k, err := g.keyfunc(t)
+		key = k
+		return k, err
+	}
 	claims := jwt.MapClaims{}
-	if _, err := g.parser.ParseWithClaims(raw, claims, g.keyfunc); err != nil {
+	if _, err := g.parser.ParseWithClaims(raw, claims, keyfunc); err != nil {
 		return identity{}, err
 	}
+	id, err := g.identityOf(claims)
+	if err != nil {
+		return identity{}, err
+	}
+	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil && g.cache != nil {
+		if g.jwks == nil {
+			key = nil // an HMAC secret or a static file: nothing rotates
+		}
+		g.cache.put(raw, cachedToken{id: id.clone(), exp: exp.Time, kid: kid, key: key})
+	}
+	return id, nil
+}
+
+// keyStillValid: a cached token's key is still the key set's (JWKS: the
+// same key under the same kid; a rotated-out key fails, so its tokens are
+// verified again -- and refused).
+func (g *Guard) keyStillValid(ctx context.Context, t cachedToken) bool {
+	if g.jwks == nil {
+		return true
+	}
+	jwk, err := g.jwks.KeyRead(ctx, t.kid)
+	return err == nil && sameKey(jwk.Key(), t.key)
+}
+
+// identityOf is the trusted context and host scope of verified claims.
+func (g *Guard) identityOf(claims jwt.MapClaims) (identity, error) {
 	c := g.cfg.Claims
 	rc := service.RequestContext{
 		Tenant:      str(claims[c.Tenant]),
@@ -212,7 +282,7 @@ func (g *Guard) Middleware(next http.Handler) http.Handler {
 			return
 		}
 		raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		id, err := g.verify(strings.TrimSpace(raw))
+		id, err := g.verify(r.Context(), strings.TrimSpace(raw))
 		if !ok || err != nil {
 			// The body of a refused request is never read: the connection
 			// is closed after the answer instead of drained (a read

@@ -1,0 +1,165 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/MicahParks/jwkset"
+	"github.com/MicahParks/keyfunc/v3"
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/stretchr/testify/require"
+)
+
+// counted makes g count its signature checks.
+func counted(g *Guard) *atomic.Int32 {
+	var n atomic.Int32
+	g.checks = func(string) bool { n.Add(1); return true }
+	return &n
+}
+
+func hmacGuard(t *testing.T, size int) (*Guard, []byte) {
+	t.Helper()
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	g, err := NewGuard(context.Background(), AuthConfig{HMACSecret: secret, TokenCacheSize: size})
+	require.NoError(t, err)
+	return g, secret
+}
+
+func hmacToken(t *testing.T, secret []byte, user string, exp time.Time) string {
+	t.Helper()
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": user, "tenant": "acme", "exp": exp.Unix(), "roles": []any{"a"}}).SignedString(secret)
+	require.NoError(t, err)
+	return tok
+}
+
+// TestTokenCacheReuse: a reused token pays the signature once; a tampered
+// one is checked (and refused); the identity served from the cache is a
+// copy no request can change for the next.
+func TestTokenCacheReuse(t *testing.T) {
+	t.Parallel()
+	g, secret := hmacGuard(t, 0)
+	checks := counted(g)
+	tok := hmacToken(t, secret, "alice", time.Now().Add(time.Hour))
+	for range 5 {
+		id, err := g.verify(context.Background(), tok)
+		require.NoError(t, err)
+		require.Equal(t, "alice", id.rc.UserID)
+		id.rc.Roles[0] = "changed"
+		id.rc.Custom["x"] = 1
+	}
+	require.EqualValues(t, 1, checks.Load(), "verified once, then served from the cache")
+	id, _ := g.verify(context.Background(), tok)
+	require.Equal(t, []string{"a"}, id.rc.Roles, "a caller's change never reaches the cache")
+	require.NotContains(t, id.rc.Custom, "x")
+
+	tampered := tok[:len(tok)-2] + "xx"
+	_, err := g.verify(context.Background(), tampered)
+	require.Error(t, err, "a tampered token is verified, and refused")
+	require.EqualValues(t, 2, checks.Load())
+}
+
+// TestTokenCacheExpiry: an entry is never used at or past the token's exp:
+// the token is verified again (here still within the parser's leeway).
+func TestTokenCacheExpiry(t *testing.T) {
+	t.Parallel()
+	g, secret := hmacGuard(t, 0)
+	checks := counted(g)
+	exp := time.Now().Add(10 * time.Second).Truncate(time.Second)
+	tok := hmacToken(t, secret, "alice", exp)
+	_, err := g.verify(context.Background(), tok)
+	require.NoError(t, err)
+	g.now = func() time.Time { return exp.Add(-time.Second) }
+	_, err = g.verify(context.Background(), tok)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, checks.Load(), "before exp: from the cache")
+	g.now = func() time.Time { return exp }
+	_, err = g.verify(context.Background(), tok)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, checks.Load(), "at exp: verified again, never from the cache")
+}
+
+// TestTokenCacheBound: the cache holds at most its size; the least
+// recently used token goes first and is verified again.
+func TestTokenCacheBound(t *testing.T) {
+	t.Parallel()
+	g, secret := hmacGuard(t, 10)
+	checks := counted(g)
+	var toks []string
+	for i := range 25 {
+		toks = append(toks, hmacToken(t, secret, fmt.Sprintf("user-%d", i), time.Now().Add(time.Hour)))
+		_, err := g.verify(context.Background(), toks[i])
+		require.NoError(t, err)
+	}
+	require.Equal(t, 10, g.cache.len())
+	_, err := g.verify(context.Background(), toks[24])
+	require.NoError(t, err)
+	require.EqualValues(t, 25, checks.Load(), "a recent token is still cached")
+	_, err = g.verify(context.Background(), toks[0])
+	require.NoError(t, err)
+	require.EqualValues(t, 26, checks.Load(), "the oldest was evicted")
+	require.Equal(t, 10, g.cache.len())
+
+	off, secret := hmacGuard(t, -1)
+	offChecks := counted(off)
+	tok := hmacToken(t, secret, "alice", time.Now().Add(time.Hour))
+	for range 3 {
+		_, err := off.verify(context.Background(), tok)
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, 3, offChecks.Load(), "a negative size turns the cache off")
+}
+
+// TestTokenCacheRotation (JWKS): when the key that verified a cached token
+// leaves the key set, the token is verified again and refused; a token of
+// the new key is accepted.
+func TestTokenCacheRotation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := jwkset.NewMemoryStorage()
+	keyA, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	keyB, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	write := func(kid string, k *ecdsa.PrivateKey) {
+		jwk, err := jwkset.NewJWKFromKey(k.Public(), jwkset.JWKOptions{Metadata: jwkset.JWKMetadataOptions{KID: kid, ALG: jwkset.AlgES256}})
+		require.NoError(t, err)
+		require.NoError(t, store.KeyWrite(ctx, jwk))
+	}
+	write("a", keyA)
+	kf, err := keyfunc.New(keyfunc.Options{Ctx: ctx, Storage: store})
+	require.NoError(t, err)
+	g := &Guard{cfg: AuthConfig{Claims: ClaimNames{Tenant: "tenant", Department: "department", User: "sub", Roles: "roles", Permissions: "permissions", Scope: "scope"}},
+		keyfunc: kf.Keyfunc, jwks: kf.Storage(), parser: jwt.NewParser(jwt.WithExpirationRequired(), jwt.WithValidMethods([]string{"ES256"})),
+		cache: newTokenCache(100), now: time.Now, close: func() {}}
+	checks := counted(g)
+	sign := func(kid string, k *ecdsa.PrivateKey) string {
+		tok := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{"sub": "alice", "tenant": "acme", "exp": time.Now().Add(time.Hour).Unix()})
+		tok.Header["kid"] = kid
+		s, err := tok.SignedString(k)
+		require.NoError(t, err)
+		return s
+	}
+	tokA := sign("a", keyA)
+	for range 3 {
+		_, err := g.verify(ctx, tokA)
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, 1, checks.Load())
+
+	_, err = store.KeyDelete(ctx, "a") // rotated out
+	require.NoError(t, err)
+	write("b", keyB)
+	_, err = g.verify(ctx, tokA)
+	require.Error(t, err, "the rotated-out key's token is refused, cached or not")
+	_, err = g.verify(ctx, sign("b", keyB))
+	require.NoError(t, err)
+
+	write("a", keyB) // the same kid, another key: not the key that verified
+	_, err = g.verify(ctx, tokA)
+	require.Error(t, err)
+}

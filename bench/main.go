@@ -111,6 +111,8 @@ func (r *report) markdown(cmd string) string {
 // env is everything the measurements run against.
 type env struct {
 	uf, ufS3, raw, tus, files *proc
+	ufJWKS                    *proc       // the local server verifying tokens from a JWKS
+	jwks                      *jwksSigner // its key set and tokens
 	token                     string
 	dsn, dsnS3                string
 	localRoot                 string
@@ -190,6 +192,21 @@ func run(full bool, write string) error {
 		return err
 	}
 	cleanups = append(cleanups, e.ufS3.stop)
+
+	// The same local server, its tokens verified with a JWKS served on
+	// loopback (RS256 and ES256), as production deployments do.
+	if e.jwks, err = newJWKSSigner(); err != nil {
+		return err
+	}
+	cleanups = append(cleanups, e.jwks.stop)
+	jwksCfgPath := filepath.Join(tmp, "jwks.yaml")
+	if err := os.WriteFile(jwksCfgPath, []byte("maxFileSizeBytes: 26214400\nlocalRoot: "+e.localRoot+"\nauth:\n  jwksUrl: "+e.jwks.url()+"\n"), 0o600); err != nil {
+		return err
+	}
+	if e.ufJWKS, err = startUploadedfile(bin, e.dsn, jwksCfgPath); err != nil {
+		return err
+	}
+	cleanups = append(cleanups, e.ufJWKS.stop)
 
 	rawDir := filepath.Join(tmp, "raw")
 	_ = os.MkdirAll(rawDir, 0o750)
@@ -608,6 +625,9 @@ func benchLookup(ctx context.Context, e *env, rep *report, clients []int) error 
 		if lookup.errors+sel.errors+health.errors+raw.errors > 0 {
 			return fmt.Errorf("lookup errors: %d/%d/%d/%d", lookup.errors, sel.errors, health.errors, raw.errors)
 		}
+		if err := benchJWKSLookup(e, rep, c, n, id, raw); err != nil {
+			return err
+		}
 		rep.add(fmt.Sprintf("HTTP floor: GET /healthz, %s (no token, no query)", clientsLabel(c)), latencies(health), "", true)
 		rep.add(fmt.Sprintf("HTTP lookup floor: minimal handler + bare SELECT, %s", clientsLabel(c)), latencies(raw), "", true)
 		label := fmt.Sprintf("detail lookup GET /uploaded-file/{id}, %s", clientsLabel(c))
@@ -625,6 +645,31 @@ func benchLookup(ctx context.Context, e *env, rep *report, clients []int) error 
 }
 
 // get is one unauthenticated GET that must answer 200.
+// benchJWKSLookup measures the detail lookup with production tokens (RS256
+// and ES256 from a JWKS, each reused as a client does), beside the HMAC
+// rows, as ratios to the HTTP lookup floor measured in the same run.
+func benchJWKSLookup(e *env, rep *report, c, n int, id string, floor stats) error {
+	for _, tok := range []struct{ alg, token string }{{"RS256", e.jwks.rs256}, {"ES256", e.jwks.es256}} {
+		m := medianOf(
+			func() stats {
+				return load(c, n, func(int) error {
+					req, _ := http.NewRequest(http.MethodGet, e.ufJWKS.url+"/uploaded-file/"+id, nil)
+					req.Header.Set("Authorization", "Bearer "+tok.token)
+					_, err := do(req, http.StatusOK)
+					return err
+				})
+			},
+		)
+		if m[0].errors > 0 {
+			return fmt.Errorf("lookup with %s: %d errors", tok.alg, m[0].errors)
+		}
+		ratio := float64(m[0].p50) / float64(floor.p50)
+		rep.add(fmt.Sprintf("detail lookup, %s token from a JWKS (reused), %s: p50 vs HTTP lookup floor", tok.alg, clientsLabel(c)),
+			fmt.Sprintf("%.2f× (p50 %s vs %s; p99 %s)", ratio, m[0].p50.Round(time.Microsecond), floor.p50.Round(time.Microsecond), m[0].p99.Round(time.Microsecond)), "", true)
+	}
+	return nil
+}
+
 func get(u string) error {
 	req, _ := http.NewRequest(http.MethodGet, u, nil)
 	_, err := do(req, http.StatusOK)

@@ -1,7 +1,6 @@
 package webui
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -28,15 +27,10 @@ func DocsHandler(cfg DocsConfig) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	page, err := fs.ReadFile(dist, "dist/docs/index.html")
+	page, err := pageWithConfig("dist/docs/index.html", cfg)
 	if err != nil {
 		return nil, err
 	}
-	js, err := json.Marshal(cfg)
-	if err != nil {
-		return nil, err
-	}
-	page = bytes.Replace(page, []byte("{{CONFIG}}"), js, 1)
 	assets, err := fs.Sub(dist, "dist")
 	if err != nil {
 		return nil, err
@@ -44,12 +38,7 @@ func DocsHandler(cfg DocsConfig) (http.Handler, error) {
 	files := http.FileServerFS(assets)
 	mux := http.NewServeMux()
 	mux.Handle("GET /docs", http.RedirectHandler("/docs/", http.StatusMovedPermanently))
-	mux.HandleFunc("GET /docs/{$}", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		_, _ = w.Write(page)
-	})
+	mux.Handle("GET /docs/{$}", page)
 	mux.HandleFunc("GET /docs/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(spec)

@@ -30,31 +30,40 @@ type Config struct {
 // Handler serves the page at GET / and its bundle at GET /_dev/app.js and
 // /_dev/app.css; any other path is not the page's.
 func Handler(cfg Config) (http.Handler, error) {
-	page, err := fs.ReadFile(dist, "dist/index.html")
+	page, err := pageWithConfig("dist/index.html", cfg)
 	if err != nil {
 		return nil, err
 	}
-	// The config sits in a <script type="application/json"> element;
-	// json.Marshal escapes <, > and &, so nothing in it can close the
-	// element early.
-	js, err := json.Marshal(cfg)
-	if err != nil {
-		return nil, err
-	}
-	page = bytes.Replace(page, []byte("{{CONFIG}}"), js, 1)
 	assets, err := fs.Sub(dist, "dist")
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		_, _ = w.Write(page)
-	})
+	mux.Handle("GET /{$}", page)
 	files := http.StripPrefix("/_dev/", http.FileServerFS(assets))
 	mux.Handle("GET /_dev/app.js", files)
 	mux.Handle("GET /_dev/app.css", files)
 	return mux, nil
+}
+
+// pageWithConfig serves the embedded page at path with cfg in place of its
+// {{CONFIG}} marker. The config sits in a <script type="application/json">
+// element; json.Marshal escapes <, > and &, so nothing in it can close the
+// element early.
+func pageWithConfig(path string, cfg any) (http.Handler, error) {
+	page, err := fs.ReadFile(dist, path)
+	if err != nil {
+		return nil, err
+	}
+	js, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	page = bytes.Replace(page, []byte("{{CONFIG}}"), js, 1)
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		_, _ = w.Write(page)
+	}), nil
 }

@@ -17,10 +17,9 @@ import (
 // jwksSigner is a key set served on loopback (as an identity provider
 // would) with an RSA and an EC key, and the bench's tokens signed by each.
 type jwksSigner struct {
-	srv        *httptest.Server
-	rs256      string // a token signed with the RSA key (kid "rs")
-	es256      string // a token signed with the EC key (kid "es")
-	closeFuncs []func()
+	srv   *httptest.Server
+	rs256 string // a token signed with the RSA key (kid "rs")
+	es256 string // a token signed with the EC key (kid "es")
 }
 
 func newJWKSSigner() (*jwksSigner, error) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/uploadedfile/uploadedfile/gen/db"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
+	"github.com/uploadedfile/uploadedfile/internal/storage/local"
 )
 
 // The local driver's upload target is self-contained, like a presigned S3
@@ -32,8 +33,9 @@ import (
 // an authenticated content PUT.
 
 // ChecksumHeader carries the base64 SHA-256 of the bytes a local upload
-// target receives (the local x-amz-checksum-sha256).
-const ChecksumHeader = "X-Checksum-Sha256"
+// target receives (the local x-amz-checksum-sha256): the local driver's own
+// presigned-PUT header.
+const ChecksumHeader = local.ChecksumHeader
 
 // Query parameters of a signed local upload target.
 const (
@@ -192,19 +194,17 @@ func (s *Service) WriteSignedContent(ctx context.Context, id string, req SignedC
 	if !hmac.Equal([]byte(want), []byte(req.Query.Get(signedSignature))) {
 		return nil, ErrUploadTargetInvalid
 	}
-	if !time.Now().Before(time.Unix(expires, 0)) {
+	if !s.clock().Before(time.Unix(expires, 0)) {
 		return nil, ErrUploadExpired
 	}
 	sum, err := base64.StdEncoding.DecodeString(req.Checksum)
 	if err != nil || len(sum) != sha256.Size {
 		return nil, ErrUploadTargetInvalid
 	}
+	// The signature names this id's size, type and checksum, which never
+	// change: the locked row is the one signed for.
 	return s.receiveContent(ctx, r, req.ContentLength, sum, func(tx pgx.Tx) (db.UploadedFile, error) {
-		row, err := s.q.FileLockPendingContentSigned(ctx, tx, db.FileLockPendingContentSignedParams{ID: uid, Now: s.now()})
-		if err == nil && (row.SizeBytes != req.ContentLength || row.ContentType != req.ContentType || deref(row.Checksum) != "sha256:"+req.Checksum) {
-			return row, ErrUploadTargetInvalid // signed for another declaration: cannot happen with one key
-		}
-		return row, err
+		return s.q.FileLockPendingContentSigned(ctx, tx, db.FileLockPendingContentSignedParams{ID: uid, Now: s.now()})
 	}, func() error { return s.signedMovedOn(ctx, uid) })
 }
 
@@ -214,14 +214,14 @@ func (s *Service) WriteSignedContent(ctx context.Context, id string, req SignedC
 func (s *Service) receiveContent(ctx context.Context, r io.Reader, size int64, sum []byte, lock func(pgx.Tx) (db.UploadedFile, error), movedOn func() error) (*ContentReceipt, error) {
 	sp, err := s.spool(ctx, r, size)
 	if SizeOnly(err) {
-		return nil, &verificationFailed{rule: RuleContentMismatch, retryable: true}
+		return nil, verificationFailed(RuleContentMismatch, true)
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer sp.Close()
 	if sp.Size() != size || !bytes.Equal(sp.sum, sum) {
-		return nil, &verificationFailed{rule: RuleContentMismatch, retryable: true}
+		return nil, verificationFailed(RuleContentMismatch, true)
 	}
 	var row db.UploadedFile
 	var written storage.ObjectInfo
@@ -231,17 +231,15 @@ func (s *Service) receiveContent(ctx context.Context, r io.Reader, size int64, s
 		switch {
 		case isNoRows(err):
 			return movedOn()
-		case errors.Is(err, ErrUploadTargetInvalid):
-			return err
 		case err != nil:
 			return s.internalError(ctx, ErrUploadFailed, "lock pending upload", err)
 		}
 		written, err = sp.Commit(ctx, *row.PendingKey, storage.PutOptions{ContentType: row.ContentType, Size: row.SizeBytes, SHA256: sum})
 		switch {
 		case errors.Is(err, storage.ErrExists):
-			return &invalidUpload{rule: RuleContentWritten}
+			return invalidUpload(RuleContentWritten)
 		case errors.Is(err, storage.ErrPrecondition):
-			return &verificationFailed{rule: RuleContentMismatch, retryable: true}
+			return verificationFailed(RuleContentMismatch, true)
 		case err != nil:
 			return s.internalError(ctx, ErrUploadFailed, "write staging object", err, "file_id", row.ID)
 		}
@@ -263,9 +261,9 @@ func contentRefusal(status string, expires *time.Time, dbNow time.Time) error {
 		}
 		return nil
 	case StatusFailed:
-		return &verificationFailed{rule: RuleContentMismatch}
+		return verificationFailed(RuleContentMismatch, false)
 	default: // completing, ready: the content was written and verified
-		return &invalidUpload{rule: RuleContentWritten}
+		return invalidUpload(RuleContentWritten)
 	}
 }
 

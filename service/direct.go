@@ -249,7 +249,7 @@ func (s *Service) stagingVersion(ctx context.Context, row db.UploadedFile) (*str
 	}
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		return nil, &verificationFailed{rule: RuleContentMissing, retryable: true}
+		return nil, verificationFailed(RuleContentMissing, true)
 	case err != nil:
 		return nil, s.internalError(ctx, ErrUploadFailed, "stat staging object", err, "file_id", row.ID)
 	}
@@ -377,7 +377,7 @@ func (s *Service) failUpload(ctx context.Context, row db.UploadedFile, rule, rea
 	cctx, cancel := detached(ctx)
 	defer cancel()
 	s.finishDeletion(cctx, failed)
-	return &verificationFailed{rule: rule}
+	return verificationFailed(rule, false)
 }
 
 // AbortUpload aborts a pending direct upload durably: a deletion claim,

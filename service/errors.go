@@ -52,18 +52,6 @@ var (
 	ErrUploadTargetInvalid = &Error{Code: "core.file.upload-target-invalid"}
 )
 
-// invalidUpload carries the file check's rule for logs while reporting the
-// one code (errors.Is(err, ErrInvalidUpload)).
-type invalidUpload struct {
-	rule     string
-	sizeOnly bool
-}
-
-func (e *invalidUpload) Error() string { return ErrInvalidUpload.Code }
-func (e *invalidUpload) Is(target error) bool {
-	return target == ErrInvalidUpload || errors.Is(ErrInvalidUpload, target)
-}
-
 // Rules of a direct upload's content, beside the file-check rules
 // (filecheck.Rule*): what a client did or can still do about its own
 // upload, never anything about another scope's files.
@@ -83,30 +71,38 @@ const (
 	RuleTypeMismatch = "type.declared-mismatch"
 )
 
-// verificationFailed is ErrUploadVerificationFailed with the rule the
-// upload broke and whether trying again can help: retryable when nothing
-// is final (no bytes yet, or bytes refused while the upload stays
-// pending), not when the upload itself failed.
-type verificationFailed struct {
-	rule      string
+// ruleError is one of the spec's codes with the rule the upload broke (a
+// file-check rule, or one of the Rule* content rules): the message is the
+// code alone, errors.Is matches the code, and Rule, Retryable and SizeOnly
+// read the rest.
+type ruleError struct {
+	code *Error
+	rule string
+	// retryable: nothing is final (no bytes yet, or bytes refused while the
+	// upload stays pending).
 	retryable bool
+	// sizeOnly: refused only for its size (HTTP 413).
+	sizeOnly bool
 }
 
-func (e *verificationFailed) Error() string { return ErrUploadVerificationFailed.Code }
-func (e *verificationFailed) Is(target error) bool {
-	return target == ErrUploadVerificationFailed || errors.Is(ErrUploadVerificationFailed, target)
+func (e *ruleError) Error() string        { return e.code.Code }
+func (e *ruleError) Is(target error) bool { return errors.Is(e.code, target) }
+
+// invalidUpload is ErrInvalidUpload for a file refused by rule.
+func invalidUpload(rule string) error { return &ruleError{code: ErrInvalidUpload, rule: rule} }
+
+// verificationFailed is ErrUploadVerificationFailed for an upload whose
+// content broke rule; retryable says whether sending the bytes again can
+// help (the upload itself did not fail).
+func verificationFailed(rule string, retryable bool) error {
+	return &ruleError{code: ErrUploadVerificationFailed, rule: rule, retryable: retryable}
 }
 
-// Rule returns the rule an invalid or failed upload broke (a file-check
-// rule, or one of the Rule* content rules), or "".
+// Rule returns the rule an invalid or failed upload broke, or "".
 func Rule(err error) string {
-	var e *invalidUpload
+	var e *ruleError
 	if errors.As(err, &e) {
 		return e.rule
-	}
-	var v *verificationFailed
-	if errors.As(err, &v) {
-		return v.rule
 	}
 	return ""
 }
@@ -117,12 +113,12 @@ func Rule(err error) string {
 // sent again. A failed upload, an expired target or a refused file is
 // final.
 func Retryable(err error) bool {
-	var v *verificationFailed
-	if errors.As(err, &v) {
-		return v.retryable
+	var e *ruleError
+	if errors.As(err, &e) {
+		return e.retryable
 	}
-	for _, e := range []*Error{ErrUploadCompleting, ErrUploadFailed, ErrDeleteFailed, ErrCleanupFailed} {
-		if errors.Is(err, e) {
+	for _, code := range []*Error{ErrUploadCompleting, ErrUploadFailed, ErrDeleteFailed, ErrCleanupFailed} {
+		if errors.Is(err, code) {
 			return true
 		}
 	}
@@ -131,6 +127,6 @@ func Retryable(err error) bool {
 
 // SizeOnly reports an invalid upload refused only for its size (HTTP 413).
 func SizeOnly(err error) bool {
-	var e *invalidUpload
+	var e *ruleError
 	return errors.As(err, &e) && e.sizeOnly
 }

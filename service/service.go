@@ -151,6 +151,18 @@ func (s *Service) Ping(ctx context.Context) error {
 	return nil
 }
 
+// clock is the service's time outside a query: the pinned time (WithClock)
+// or the host's clock, which a deployment keeps in step with the
+// database's. A signed target's expiry, written from the database clock, is
+// checked against it before any byte is read; the locked write checks it
+// again in the database.
+func (s *Service) clock() time.Time {
+	if t := s.now(); t != nil {
+		return *t
+	}
+	return time.Now()
+}
+
 // detached returns a context for cleanup that must finish even when the
 // request's context was cancelled (a client disconnecting must not leave a
 // claimed row unsettled), bounded in time.

@@ -179,7 +179,7 @@ func (s *Service) checkError(ctx context.Context, err error) error {
 	var fe *filecheck.Error
 	if errors.As(err, &fe) {
 		s.log.InfoContext(ctx, "upload refused", "rule", fe.Rule)
-		return &invalidUpload{rule: fe.Rule, sizeOnly: fe.SizeOnly()}
+		return &ruleError{code: ErrInvalidUpload, rule: fe.Rule, sizeOnly: fe.SizeOnly()}
 	}
 	return s.internalError(ctx, ErrUploadFailed, "upload check failed", err)
 }
@@ -304,7 +304,7 @@ func (sp *spooled) checksum() string { return "sha256:" + base64.StdEncoding.Enc
 // source is refused without reading the rest.
 func (s *Service) spool(ctx context.Context, src io.Reader, max int64) (*spooled, error) {
 	if src == nil {
-		return nil, &invalidUpload{rule: filecheck.RuleSizeEmpty}
+		return nil, invalidUpload(filecheck.RuleSizeEmpty)
 	}
 	sp, err := storage.NewSpool(ctx, s.store, s.cfg.SpoolDir)
 	if err != nil {
@@ -323,7 +323,7 @@ func (s *Service) spool(ctx context.Context, src io.Reader, max int64) (*spooled
 	}
 	if n > max {
 		sp.Close()
-		return nil, &invalidUpload{rule: filecheck.RuleSizeTooLarge, sizeOnly: true}
+		return nil, &ruleError{code: ErrInvalidUpload, rule: filecheck.RuleSizeTooLarge, sizeOnly: true}
 	}
 	return &spooled{Spool: sp, sum: sp.SHA256()}, nil
 }

@@ -42,14 +42,14 @@ func newMaintenanceCommand(g *globals) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if err := reachDatabase(ctx, g.databaseURL); err != nil {
-			return err
-		}
 		pool, err := pgxpool.New(ctx, g.databaseURL)
 		if err != nil {
-			return errors.New("maintenance: the database URL is invalid")
+			return databaseError(g.databaseURL, err)
 		}
 		defer pool.Close()
+		if err := pool.Ping(ctx); err != nil { // the pool connects lazily: ask once, explain a failure
+			return databaseError(g.databaseURL, err)
+		}
 		svc, err := service.New(ctx, scfg, pool, service.WithLogger(g.logger))
 		if err != nil {
 			return err

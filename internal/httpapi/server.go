@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -188,6 +189,7 @@ type deadlineBody struct {
 	rc  *http.ResponseController
 	t   bodyTimeouts
 	end time.Time // the total deadline, set at the first read
+	set time.Time // the deadline the connection has now
 }
 
 func (d *deadlineBody) Read(p []byte) (int, error) {
@@ -199,9 +201,14 @@ func (d *deadlineBody) Read(p []byte) (int, error) {
 	if deadline.After(d.end) {
 		deadline = d.end
 	}
-	// Where the connection cannot take a deadline (tests' recorders), the
-	// body is read as it is.
-	_ = d.rc.SetReadDeadline(deadline)
+	// Moving the deadline resets the connection's timer: a fast body does
+	// it once per eighth of the idle time, not on every read. Where the
+	// connection cannot take a deadline (tests' recorders), the body is
+	// read as it is.
+	if !deadline.Equal(d.set) && (d.set.IsZero() || deadline.Sub(d.set) >= d.t.idle/8 || deadline.Equal(d.end)) {
+		_ = d.rc.SetReadDeadline(deadline)
+		d.set = deadline
+	}
 	n, err := d.ReadCloser.Read(p)
 	if err != nil {
 		// The body is done (or refused): lift the deadline, or the
@@ -312,9 +319,10 @@ func (s *Server) CompleteUpload(ctx context.Context, req api.CompleteUploadReque
 func (s *Server) PutUploadContent(ctx context.Context, req api.PutUploadContentRequestObject) (api.PutUploadContentResponseObject, error) {
 	var rc *service.ContentReceipt
 	var err error
-	if r, _ := ctx.Value(requestKey{}).(*http.Request); r != nil && service.IsSigned(r.URL.Query()) {
+	r, _ := ctx.Value(requestKey{}).(*http.Request)
+	if q := queryOf(r); service.IsSigned(q) {
 		rc, err = s.svc.WriteSignedContent(ctx, req.Id, service.SignedContent{
-			Query: r.URL.Query(), ContentType: r.Header.Get("Content-Type"), ContentLength: r.ContentLength,
+			Query: q, ContentType: r.Header.Get("Content-Type"), ContentLength: r.ContentLength,
 			Checksum: r.Header.Get(service.ChecksumHeader),
 		}, req.Body)
 	} else {
@@ -597,6 +605,14 @@ func initiateResult(r *service.InitiateResult) api.InitiateUploadResult {
 		Upload: api.UploadTarget{Method: r.Upload.Method, Url: r.Upload.URL, Headers: r.Upload.Headers, ExpiresAt: r.Upload.ExpiresAt},
 		File:   httpResult(r.File),
 	}
+}
+
+// queryOf is r's query (none without a request).
+func queryOf(r *http.Request) url.Values {
+	if r == nil {
+		return nil
+	}
+	return r.URL.Query()
 }
 
 func deref(s *string) string {

@@ -21,12 +21,12 @@ type tokenCache struct {
 	mu    sync.Mutex
 	max   int
 	order *list.List // front: most recently used
-	items map[[sha256.Size]byte]*list.Element
+	items map[tokenSum]*list.Element
 }
 
 // cachedToken is one verified token.
 type cachedToken struct {
-	sum [sha256.Size]byte
+	sum tokenSum
 	id  identity
 	exp time.Time
 	kid string // the key that verified it (JWKS), and the key itself
@@ -34,12 +34,15 @@ type cachedToken struct {
 }
 
 func newTokenCache(max int) *tokenCache {
-	return &tokenCache{max: max, order: list.New(), items: map[[sha256.Size]byte]*list.Element{}}
+	return &tokenCache{max: max, order: list.New(), items: map[tokenSum]*list.Element{}}
 }
 
-// get returns the entry of raw when it is still usable at now.
-func (c *tokenCache) get(raw string, now time.Time) (cachedToken, bool) {
-	sum := sha256.Sum256([]byte(raw))
+// tokenSum is a token's cache key.
+type tokenSum = [sha256.Size]byte
+
+// get returns the entry of the token whose SHA-256 is sum when it is still
+// usable at now.
+func (c *tokenCache) get(sum tokenSum, now time.Time) (cachedToken, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.items[sum]
@@ -56,10 +59,10 @@ func (c *tokenCache) get(raw string, now time.Time) (cachedToken, bool) {
 	return t, true
 }
 
-// put remembers a verified token, evicting the least recently used entry
-// when full.
-func (c *tokenCache) put(raw string, t cachedToken) {
-	t.sum = sha256.Sum256([]byte(raw))
+// put remembers the verified token whose SHA-256 is sum, evicting the
+// least recently used entry when full.
+func (c *tokenCache) put(sum tokenSum, t cachedToken) {
+	t.sum = sum
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.items[t.sum]; ok {
@@ -75,9 +78,8 @@ func (c *tokenCache) put(raw string, t cachedToken) {
 	}
 }
 
-// drop forgets raw.
-func (c *tokenCache) drop(raw string) {
-	sum := sha256.Sum256([]byte(raw))
+// drop forgets the token whose SHA-256 is sum.
+func (c *tokenCache) drop(sum tokenSum) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.items[sum]; ok {

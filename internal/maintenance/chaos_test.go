@@ -11,12 +11,14 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -154,6 +156,7 @@ type worker struct {
 	s3   bool
 	http *http.Client
 	past []pastUpload
+	turn atomic.Int64 // alternates the local target's two ways in
 }
 
 // pastUpload is an upload target a client still holds.
@@ -211,7 +214,7 @@ func (w *worker) rePut(rnd *rand.Rand) {
 // service, the presigned URL with plain net/http and exactly its headers.
 func (w *worker) put(p pastUpload) {
 	if !w.s3 {
-		_, _ = w.svc.PutUploadContent(p.ctx, p.init.ID.String(), bytes.NewReader(p.body))
+		w.putLocal(p)
 		return
 	}
 	req, err := http.NewRequest(p.target.Method, p.target.URL, bytes.NewReader(p.body))
@@ -226,6 +229,21 @@ func (w *worker) put(p pastUpload) {
 	if resp, err := w.http.Do(req); err == nil {
 		resp.Body.Close()
 	}
+}
+
+// putLocal writes through the local target: its signed URL, exactly as a
+// client without a token would (the service's WriteSignedContent behind the
+// HTTP route), or, every other time, with the caller's own authentication.
+func (w *worker) putLocal(p pastUpload) {
+	u, err := url.Parse(p.target.URL)
+	if err != nil || w.turn.Add(1)%2 == 0 {
+		_, _ = w.svc.PutUploadContent(p.ctx, p.init.ID.String(), bytes.NewReader(p.body))
+		return
+	}
+	_, _ = w.svc.WriteSignedContent(context.Background(), p.init.ID.String(), service.SignedContent{
+		Query: u.Query(), ContentType: p.target.Headers["Content-Type"], ContentLength: int64(len(p.body)),
+		Checksum: p.target.Headers[service.ChecksumHeader],
+	}, bytes.NewReader(p.body))
 }
 
 // concurrently runs n copies of the first function with the others, all
@@ -267,6 +285,8 @@ func runChaos(t *testing.T, driver string) {
 	}
 	runner := maintenance.New(newService(clock), e.pool, quiet, nil)
 	runner.SetClock(clock)
+	repairer := newService(clock)
+	repairs := 0
 
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	spawn := func() *exec.Cmd {
@@ -295,6 +315,13 @@ func runChaos(t *testing.T, driver string) {
 		}
 		_, err := runner.Run(context.Background(), track)
 		require.NoError(t, err)
+		if rnd.IntN(4) == 0 {
+			// A repair in the middle of the work, with no grace: only its
+			// ownership re-check stands between it and live uploads.
+			_, err := repairer.UnsafeSystemReconcile(context.Background(), service.ReconcileOptions{Repair: true}, nil)
+			require.NoError(t, err)
+			repairs++
+		}
 	}
 	for _, w := range workers {
 		_ = w.Process.Signal(syscall.SIGKILL)
@@ -316,6 +343,7 @@ func runChaos(t *testing.T, driver string) {
 		}
 	}
 	counts := checkChaosInvariants(t, e, c)
+	t.Logf("chaos[%s]: %d reconcile repairs ran during the work", driver, repairs)
 	t.Logf("chaos[%s]: %s of work, %d worker kills; checked %d rows (%d ready, %d deleted, %d tombstones, %d other) and %d objects (%d final, %d staging): 0 violations",
 		driver, *chaosDuration, kills, counts.rows, counts.ready, counts.deleted, counts.tombstones, counts.other, counts.objects, counts.final, counts.staging)
 	require.Positive(t, counts.rows, "the workers did work")

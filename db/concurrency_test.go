@@ -199,22 +199,22 @@ func TestConcurrentSweepClaims(t *testing.T) {
 		{"DeletionClaimExpiredTombstones", func(b *bundle, t *testing.T) uuid.UUID {
 			return b.hidden(t, fileOpts{Now: t0.Add(-time.Hour)}).ID
 		}, func(b *bundle, c *pgxpool.Conn) ([]db.UploadedFile, error) {
-			return b.q.DeletionClaimExpiredTombstones(b.ctx, c, db.DeletionClaimExpiredTombstonesParams{Max: max, DeletionLease: deletionLease, Now: at(0)})
+			return asFiles(b.q.DeletionClaimExpiredTombstones(b.ctx, c, db.DeletionClaimExpiredTombstonesParams{Max: max, DeletionLease: deletionLease, Now: at(0)}))
 		}},
 		{"FileClaimExpiredDirectUploads", func(b *bundle, t *testing.T) uuid.UUID {
 			return b.pending(t, fileOpts{Now: t0.Add(-cleanupLease)}).ID
 		}, func(b *bundle, c *pgxpool.Conn) ([]db.UploadedFile, error) {
-			return b.q.FileClaimExpiredDirectUploads(b.ctx, c, db.FileClaimExpiredDirectUploadsParams{Max: max, DeletionLease: deletionLease, Now: at(0)})
+			return asFiles(b.q.FileClaimExpiredDirectUploads(b.ctx, c, db.FileClaimExpiredDirectUploadsParams{Max: max, DeletionLease: deletionLease, Now: at(0)}))
 		}},
 		{"FileClaimExpiredTemporary", func(b *bundle, t *testing.T) uuid.UUID {
 			return b.ready(t, fileOpts{Temporary: true, Now: t0.Add(-25 * time.Hour)}).ID
 		}, func(b *bundle, c *pgxpool.Conn) ([]db.UploadedFile, error) {
-			return b.q.FileClaimExpiredTemporary(b.ctx, c, db.FileClaimExpiredTemporaryParams{Max: max, DeletionLease: deletionLease, Now: at(0)})
+			return asFiles(b.q.FileClaimExpiredTemporary(b.ctx, c, db.FileClaimExpiredTemporaryParams{Max: max, DeletionLease: deletionLease, Now: at(0)}))
 		}},
 		{"FileClaimUnusedBefore", func(b *bundle, t *testing.T) uuid.UUID {
 			return b.ready(t, fileOpts{Now: t0.Add(-48 * time.Hour)}).ID
 		}, func(b *bundle, c *pgxpool.Conn) ([]db.UploadedFile, error) {
-			return b.q.FileClaimUnusedBefore(b.ctx, c, db.FileClaimUnusedBeforeParams{Cutoff: t0.Add(-24 * time.Hour), Max: max, DeletionLease: deletionLease, Now: at(0)})
+			return asFiles(b.q.FileClaimUnusedBefore(b.ctx, c, db.FileClaimUnusedBeforeParams{Cutoff: t0.Add(-24 * time.Hour), Max: max, DeletionLease: deletionLease, Now: at(0)}))
 		}},
 		{"StagingClaimCompleted", func(b *bundle, t *testing.T) uuid.UUID {
 			c := b.completing(t, fileOpts{})

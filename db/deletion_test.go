@@ -67,7 +67,7 @@ func TestFileClaimAbort(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	abort := func(f db.UploadedFile) (db.UploadedFile, error) {
-		return b.q.FileClaimAbort(b.ctx, b.pool, db.FileClaimAbortParams{ID: f.ID, TenantCode: "acme", DeletionLease: deletionLease, Now: at(time.Minute)})
+		return asFile(b.q.FileClaimAbort(b.ctx, b.pool, db.FileClaimAbortParams{ID: f.ID, TenantCode: "acme", DeletionLease: deletionLease, Now: at(time.Minute)}))
 	}
 
 	p := b.pending(t, fileOpts{})

@@ -78,10 +78,19 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	version, dirty, err := m.Version()
 	require.NoError(t, err)
 	require.False(t, dirty)
-	require.EqualValues(t, 20261122120000, version)
+	require.EqualValues(t, 20261123000000, version)
 	require.Contains(t, idx, "uploaded_file_key_bytes_idx")
+	var events bool
+	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_event_order_idx') IS NOT NULL", &events))
+	require.True(t, events)
 
-	// One step down: the shared signing keys go.
+	// One step down: the event outbox goes, the files stay.
+	require.NoError(t, m.Steps(-1))
+	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_event') IS NOT NULL", &events))
+	require.False(t, events)
+	require.True(t, tableExists(t, url))
+
+	// Another: the shared signing keys go.
 	require.NoError(t, m.Steps(-1))
 	var keys bool
 	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_signing_key') IS NOT NULL", &keys))

@@ -110,9 +110,9 @@ func (b *bundle) hidden(t *testing.T, o fileOpts) db.UploadedFile {
 func (b *bundle) ready(t *testing.T, o fileOpts) db.UploadedFile {
 	t.Helper()
 	h := b.hidden(t, o)
-	row, err := b.q.FileActivateUpload(b.ctx, b.pool, db.FileActivateUploadParams{
+	row, err := asFile(b.q.FileActivateUpload(b.ctx, b.pool, db.FileActivateUploadParams{
 		ID: h.ID, UploadMarker: *h.UploadPendingAt, SizeBytes: 42, Checksum: ptr("sha256:x"), Now: o.now(),
-	})
+	}))
 	require.NoError(t, err)
 	return row
 }
@@ -201,4 +201,25 @@ func found(err error) (bool, error) {
 	default:
 		return false, fmt.Errorf("query failed: %w", err)
 	}
+}
+
+// changedRow is a row type of a transition query that also writes its
+// event: the fields of db.UploadedFile under a type of its own.
+type changedRow interface {
+	db.FileActivateUploadRow | db.FileSettleFailedUploadRow | db.FileClaimAbortRow | db.FileClaimDeletionRow |
+		db.FileClaimDeletionByReferencesRow | db.FileSettleDeletionRow | db.FileFailCompletionRow |
+		db.FileFinalizeCompletionRow | db.DeletionClaimExpiredTombstonesRow | db.FileClaimExpiredDirectUploadsRow |
+		db.FileClaimExpiredTemporaryRow | db.FileClaimUnusedBeforeRow
+}
+
+// asFile converts a transition query's result to the model.
+func asFile[R changedRow](r R, err error) (db.UploadedFile, error) { return db.UploadedFile(r), err }
+
+// asFiles converts a transition query's results to the model.
+func asFiles[R changedRow](rows []R, err error) ([]db.UploadedFile, error) {
+	out := make([]db.UploadedFile, len(rows))
+	for i, r := range rows {
+		out[i] = db.UploadedFile(r)
+	}
+	return out, err
 }

@@ -10,10 +10,10 @@ import (
 	"github.com/uploadedfile/uploadedfile/gen/db"
 )
 
-func ids(rows []db.UploadedFile) []uuid.UUID {
+func ids[R db.UploadedFile | changedRow](rows []R) []uuid.UUID {
 	out := make([]uuid.UUID, len(rows))
 	for i, r := range rows {
-		out[i] = r.ID
+		out[i] = db.UploadedFile(r).ID
 	}
 	return out
 }
@@ -22,7 +22,7 @@ func TestDeletionClaimElapsed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	claim := func(f db.UploadedFile) db.UploadedFile {
-		row, err := b.q.FileClaimDeletion(b.ctx, b.pool, db.FileClaimDeletionParams{ID: f.ID, TenantCode: f.TenantCode, DeletionLease: deletionLease, Now: at(0)})
+		row, err := asFile(b.q.FileClaimDeletion(b.ctx, b.pool, db.FileClaimDeletionParams{ID: f.ID, TenantCode: f.TenantCode, DeletionLease: deletionLease, Now: at(0)}))
 		require.NoError(t, err)
 		return row
 	}
@@ -87,7 +87,7 @@ func TestDeletionClaimExpiredTombstones(t *testing.T) {
 	var completingRow db.UploadedFile
 	for _, r := range rows {
 		if r.ID == staleCompleting.ID {
-			completingRow = r
+			completingRow = db.UploadedFile(r)
 		}
 	}
 	done, err := b.q.FileSettleDeletion(b.ctx, b.pool, db.FileSettleDeletionParams{ID: staleCompleting.ID, Claim: *completingRow.DeletionPendingAt, UploadMarker: completingRow.UploadPendingAt, Now: at(now)})
@@ -154,7 +154,7 @@ func TestStagingClaimSettleRelease(t *testing.T) {
 	b := setup(t)
 	finalize := func(retain bool) db.UploadedFile {
 		c := b.completing(t, fileOpts{})
-		row, err := b.q.FileFinalizeCompletion(b.ctx, b.pool, db.FileFinalizeCompletionParams{ID: c.ID, Lease: *c.CompletionLeaseUntil, RetainStaging: retain, ClockSkew: clockSkew, Now: at(0)})
+		row, err := asFile(b.q.FileFinalizeCompletion(b.ctx, b.pool, db.FileFinalizeCompletionParams{ID: c.ID, Lease: *c.CompletionLeaseUntil, RetainStaging: retain, ClockSkew: clockSkew, Now: at(0)}))
 		require.NoError(t, err)
 		return row
 	}

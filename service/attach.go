@@ -131,7 +131,7 @@ func (s *Service) ChangeFiles(ctx context.Context, olds, news []string, entity, 
 		if len(drop) > 0 {
 			dropRefs, _ := checkRefs(drop)
 			var err error
-			if claimed, err = s.claimByRefs(ctx, tx, a, dropRefs); err != nil {
+			if claimed, err = s.claimByRefs(ctx, tx, a, dropRefs, true); err != nil {
 				return err
 			}
 		}

@@ -25,15 +25,18 @@ func (s *Service) DeleteByID(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	row, err := s.q.FileClaimDeletion(ctx, s.db, db.FileClaimDeletionParams{
+	claimed, err := s.q.FileClaimDeletion(ctx, s.db, db.FileClaimDeletionParams{
 		ID: uid, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(),
 		DeletionLease: deletionLease, Now: s.now(),
 	})
+	row := db.UploadedFile(claimed)
 	if isNoRows(err) {
-		row, err = s.q.FileClaimAbort(ctx, s.db, db.FileClaimAbortParams{
+		var aborted db.FileClaimAbortRow
+		aborted, err = s.q.FileClaimAbort(ctx, s.db, db.FileClaimAbortParams{
 			ID: uid, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(),
 			DeletionLease: deletionLease, Now: s.now(),
 		})
+		row = db.UploadedFile(aborted)
 	}
 	switch {
 	case isNoRows(err):
@@ -62,7 +65,7 @@ func (s *Service) Delete(ctx context.Context, refs []string) error {
 	var claimed []db.UploadedFile
 	err = s.inTx(ctx, nil, func(tx pgx.Tx) error {
 		var err error
-		claimed, err = s.claimByRefs(ctx, tx, a, refs)
+		claimed, err = s.claimByRefs(ctx, tx, a, refs, false)
 		return err
 	})
 	if err != nil {
@@ -74,18 +77,20 @@ func (s *Service) Delete(ctx context.Context, refs []string) error {
 
 // claimByRefs locks the files refs name (all of them must exist in scope),
 // then claims them for deletion, in tx.
-func (s *Service) claimByRefs(ctx context.Context, tx pgx.Tx, a access, refs []string) ([]db.UploadedFile, error) {
+// With detach (changeFiles) each file's file.deleted event follows a
+// file.detached one.
+func (s *Service) claimByRefs(ctx context.Context, tx pgx.Tx, a access, refs []string, detach bool) ([]db.UploadedFile, error) {
 	if err := s.lockRefs(ctx, tx, a, refs); err != nil {
 		return nil, err
 	}
 	claimed, err := s.q.FileClaimDeletionByReferences(ctx, tx, db.FileClaimDeletionByReferencesParams{
 		Refs: refs, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(),
-		DeletionLease: deletionLease, Now: s.now(),
+		DeletionLease: deletionLease, Detach: detach, Now: s.now(),
 	})
 	if err != nil {
 		return nil, s.internalError(ctx, ErrDeleteFailed, "claim deletion by references", err)
 	}
-	return claimed, nil
+	return changedRows(claimed), nil
 }
 
 // lockRefs locks the visible files refs name and checks that every

@@ -134,7 +134,7 @@ func (s *Service) initiate(ctx context.Context, in InitiateInput, o UploadOption
 		}); cerr == nil {
 			cctx, cancel := detached(ctx)
 			defer cancel()
-			s.finishDeletion(cctx, claimed)
+			s.finishDeletion(cctx, db.UploadedFile(claimed))
 		}
 		return nil, s.internalError(ctx, ErrUploadFailed, "create upload target", err, "file_id", id)
 	}
@@ -306,7 +306,7 @@ func (s *Service) completeClaimed(ctx context.Context, row db.UploadedFile) (*Re
 	if err != nil {
 		return nil, s.claimLost(ctx, err)
 	}
-	return s.result(ctx, ready, nil)
+	return s.result(ctx, db.UploadedFile(ready), nil)
 }
 
 // isPublic: the row's object is publicly readable (a temporary file never is).
@@ -369,14 +369,14 @@ func (s *Service) verifyStaging(ctx context.Context, row db.UploadedFile, sum []
 func (s *Service) failUpload(ctx context.Context, row db.UploadedFile, rule, reason string) error {
 	s.log.InfoContext(ctx, "direct upload refused", "file_id", row.ID, "rule", rule, "reason", reason)
 	failed, err := s.q.FileFailCompletion(ctx, s.db, db.FileFailCompletionParams{
-		ID: row.ID, Lease: *row.CompletionLeaseUntil, DeletionLease: deletionLease, Now: s.now(),
+		ID: row.ID, Lease: *row.CompletionLeaseUntil, DeletionLease: deletionLease, Rule: rule, Now: s.now(),
 	})
 	if err != nil {
 		return s.claimLost(ctx, err)
 	}
 	cctx, cancel := detached(ctx)
 	defer cancel()
-	s.finishDeletion(cctx, failed)
+	s.finishDeletion(cctx, db.UploadedFile(failed))
 	return verificationFailed(rule, false)
 }
 
@@ -407,7 +407,7 @@ func (s *Service) AbortUpload(ctx context.Context, id string) error {
 	}
 	cctx, cancel := detached(ctx)
 	defer cancel()
-	s.finishDeletion(cctx, claimed)
+	s.finishDeletion(cctx, db.UploadedFile(claimed))
 	return nil
 }
 

@@ -59,7 +59,7 @@ func (s *Service) retryDeletions(ctx context.Context, max int) (done, claimed in
 		if err != nil {
 			return done, claimed, s.internalError(ctx, ErrCleanupFailed, "claim expired tombstones", err)
 		}
-		done += s.finishAll(ctx, tombs)
+		done += s.finishAll(ctx, changedRows(tombs))
 		claimed += len(tombs)
 	}
 	return done, claimed, nil
@@ -109,7 +109,7 @@ func (s *Service) purgeUnused(ctx context.Context, cutoff time.Time, max int) (d
 	if err != nil {
 		return 0, 0, s.internalError(ctx, ErrCleanupFailed, "claim unused files", err)
 	}
-	return s.finishAll(ctx, rows), len(rows), nil
+	return s.finishAll(ctx, changedRows(rows)), len(rows), nil
 }
 
 // CleanupPendingUploads is the pending sweep of one batch of at most limit
@@ -125,7 +125,7 @@ func (s *Service) CleanupPendingUploads(ctx context.Context, limit int) (int, er
 	if err != nil {
 		return 0, s.internalError(ctx, ErrCleanupFailed, "claim expired direct uploads", err)
 	}
-	done := s.finishAll(ctx, rows)
+	done := s.finishAll(ctx, changedRows(rows))
 	rest -= len(rows)
 	if rest > 0 {
 		n, claimed, err := s.retryDeletions(ctx, rest)
@@ -164,7 +164,7 @@ func (s *Service) CleanupExpiredTemporaryFiles(ctx context.Context, now *time.Ti
 	if err != nil {
 		return 0, s.internalError(ctx, ErrCleanupFailed, "claim expired temporary files", err)
 	}
-	return s.finishAll(ctx, rows), nil
+	return s.finishAll(ctx, changedRows(rows)), nil
 }
 
 // UnsafeSystemCleanupCompletedStaging removes the staging objects S3 direct

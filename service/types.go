@@ -192,3 +192,22 @@ func extraDataJSON(v any) (json.RawMessage, error) {
 	}
 	return b, nil
 }
+
+// changedRow is a row type of a transition query that also writes the
+// transition's event (a data-modifying CTE): sqlc gives each its own type,
+// with exactly the fields of db.UploadedFile.
+type changedRow interface {
+	db.FileActivateUploadRow | db.FileSettleFailedUploadRow | db.FileClaimAbortRow | db.FileClaimDeletionRow |
+		db.FileClaimDeletionByReferencesRow | db.FileSettleDeletionRow | db.FileFailCompletionRow |
+		db.FileFinalizeCompletionRow | db.DeletionClaimExpiredTombstonesRow | db.FileClaimExpiredDirectUploadsRow |
+		db.FileClaimExpiredTemporaryRow | db.FileClaimUnusedBeforeRow
+}
+
+// changedRows converts the rows of a transition query to the table's model.
+func changedRows[R changedRow](rows []R) []db.UploadedFile {
+	out := make([]db.UploadedFile, len(rows))
+	for i, r := range rows {
+		out[i] = db.UploadedFile(r)
+	}
+	return out
+}

@@ -216,12 +216,12 @@ func (s *Service) writeAndActivate(ctx context.Context, a access, row db.Uploade
 		ContentType: row.ContentType, Size: sp.Size(), SHA256: sp.sum, Public: vis == Public,
 	})
 	if err == nil {
-		var active db.UploadedFile
+		var active db.FileActivateUploadRow
 		active, err = s.q.FileActivateUpload(ctx, s.db, db.FileActivateUploadParams{
 			ID: row.ID, UploadMarker: marker, SizeBytes: sp.Size(), Checksum: ptr(sp.checksum()), ETag: optional(oi.ETag), Now: s.now(),
 		})
 		if err == nil {
-			return active, nil
+			return db.UploadedFile(active), nil
 		}
 	}
 	s.log.WarnContext(ctx, "upload write or activation failed; cleaning up", "file_id", row.ID, "error", err.Error())
@@ -240,7 +240,7 @@ func (s *Service) settleFailedUpload(ctx context.Context, a access, id uuid.UUID
 	defer cancel()
 	claimed, err := s.q.FileSettleFailedUpload(cctx, s.db, db.FileSettleFailedUploadParams{ID: id, UploadMarker: marker, DeletionLease: deletionLease, Now: s.now()})
 	if err == nil {
-		s.finishDeletion(cctx, claimed)
+		s.finishDeletion(cctx, db.UploadedFile(claimed))
 		return db.UploadedFile{}, ErrUploadFailed
 	}
 	if !isNoRows(err) {

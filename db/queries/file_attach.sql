@@ -5,49 +5,70 @@
 -- The batch updates run after the matching FileLockVisibleBy* query in the
 -- same transaction has confirmed every id or reference, so a batch is marked
 -- whole or not at all.
+--
+-- Every transition that changes what a file is (ready, attached, deleted,
+-- expired, purged, failed, abandoned) writes its lifecycle event in the same
+-- statement, a data-modifying CTE into uploaded_file_event (see
+-- event_outbox.sql): the event commits, or rolls back, with the transition.
 
 -- name: FileMarkUsedByIDs :many
 -- visible -> visible and used, for the ids in @ids within the scope. The
 -- first used_at is kept; provenance is replaced by the given values (NULL
 -- keeps the current value). Returns the ids it marked.
-UPDATE uploaded_file
-SET
-    used_at = coalesce(used_at, coalesce(sqlc.narg('now')::timestamptz, now())),
-    module = coalesce(sqlc.narg('module')::text, module),
-    entity = coalesce(sqlc.narg('entity')::text, entity),
-    entity_id = coalesce(sqlc.narg('entity_id')::text, entity_id),
-    type = coalesce(sqlc.narg('type')::text, type),
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE id = any(@ids::uuid[])
-    AND tenant_code = @tenant_code
-    AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
-    AND (sqlc.narg('owner_user_id')::text IS NULL OR user_id = sqlc.narg('owner_user_id')::text)
-    AND status = 'ready'
-    AND upload_pending_at IS NULL
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-RETURNING id;
+-- Writes file.attached per file.
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        used_at = coalesce(used_at, coalesce(sqlc.narg('now')::timestamptz, now())),
+        module = coalesce(sqlc.narg('module')::text, module),
+        entity = coalesce(sqlc.narg('entity')::text, entity),
+        entity_id = coalesce(sqlc.narg('entity_id')::text, entity_id),
+        type = coalesce(sqlc.narg('type')::text, type),
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    WHERE uploaded_file.id = any(@ids::uuid[])
+        AND uploaded_file.tenant_code = @tenant_code
+        AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
+        AND (sqlc.narg('owner_user_id')::text IS NULL OR user_id = sqlc.narg('owner_user_id')::text)
+        AND status = 'ready'
+        AND upload_pending_at IS NULL
+        AND deletion_pending_at IS NULL
+        AND deleted_at IS NULL
+    RETURNING uploaded_file.*
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'file.attached', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+)
+SELECT id FROM changed;
 
 -- name: FileMarkUsedByReferences :many
 -- As FileMarkUsedByIDs, for exact storage references (key or cdn); useFiles
 -- and the new side of changeFiles.
-UPDATE uploaded_file
-SET
-    used_at = coalesce(used_at, coalesce(sqlc.narg('now')::timestamptz, now())),
-    module = coalesce(sqlc.narg('module')::text, module),
-    entity = coalesce(sqlc.narg('entity')::text, entity),
-    entity_id = coalesce(sqlc.narg('entity_id')::text, entity_id),
-    type = coalesce(sqlc.narg('type')::text, type),
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE (key = any(@refs::text[]) OR cdn = any(@refs::text[]))
-    AND tenant_code = @tenant_code
-    AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
-    AND (sqlc.narg('owner_user_id')::text IS NULL OR user_id = sqlc.narg('owner_user_id')::text)
-    AND status = 'ready'
-    AND upload_pending_at IS NULL
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-RETURNING id;
+-- Writes file.attached per file.
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        used_at = coalesce(used_at, coalesce(sqlc.narg('now')::timestamptz, now())),
+        module = coalesce(sqlc.narg('module')::text, module),
+        entity = coalesce(sqlc.narg('entity')::text, entity),
+        entity_id = coalesce(sqlc.narg('entity_id')::text, entity_id),
+        type = coalesce(sqlc.narg('type')::text, type),
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    WHERE (uploaded_file.key = any(@refs::text[]) OR uploaded_file.cdn = any(@refs::text[]))
+        AND uploaded_file.tenant_code = @tenant_code
+        AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
+        AND (sqlc.narg('owner_user_id')::text IS NULL OR user_id = sqlc.narg('owner_user_id')::text)
+        AND status = 'ready'
+        AND upload_pending_at IS NULL
+        AND deletion_pending_at IS NULL
+        AND deleted_at IS NULL
+    RETURNING uploaded_file.*
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'file.attached', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+)
+SELECT id FROM changed;
 
 -- name: FileMergeExtraData :one
 -- Partial update of extra_data: a top-level JSONB merge done by the database

@@ -8,6 +8,11 @@
 -- The activation lease is a marker, not only a deadline: the activation and
 -- the settled cleanup both name the exact upload_pending_at value the writer
 -- inserted, so whichever commits first wins and the other matches zero rows.
+--
+-- Every transition that changes what a file is (ready, attached, deleted,
+-- expired, purged, failed, abandoned) writes its lifecycle event in the same
+-- statement, a data-modifying CTE into uploaded_file_event (see
+-- event_outbox.sql): the event commits, or rolls back, with the transition.
 
 -- name: FileInsertHidden :one
 -- Persists a buffer upload before its bytes are written: status pending and a
@@ -70,24 +75,32 @@ RETURNING *;
 -- daylight-saving change never stretches it). @size_bytes and @checksum are
 -- what the writer measured while streaming. Zero rows: settled cleanup or
 -- maintenance got there first; the writer must not report success.
-UPDATE uploaded_file
-SET
-    status = 'ready',
-    upload_pending_at = NULL,
-    size_bytes = @size_bytes,
-    checksum = @checksum,
-    etag = sqlc.narg('etag'),
-    completed_at = coalesce(sqlc.narg('now')::timestamptz, now()),
-    expired_at = CASE WHEN is_temporary
-        THEN coalesce(sqlc.narg('now')::timestamptz, now()) + interval '24 hours'
-        ELSE NULL END,
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE id = @id
-    AND status = 'pending'
-    AND upload_pending_at = @upload_marker::timestamptz
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-RETURNING *;
+-- Writes file.ready.
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        status = 'ready',
+        upload_pending_at = NULL,
+        size_bytes = @size_bytes,
+        checksum = @checksum,
+        etag = sqlc.narg('etag'),
+        completed_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+        expired_at = CASE WHEN is_temporary
+            THEN coalesce(sqlc.narg('now')::timestamptz, now()) + interval '24 hours'
+            ELSE NULL END,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    WHERE uploaded_file.id = @id
+        AND status = 'pending'
+        AND uploaded_file.upload_pending_at = @upload_marker::timestamptz
+        AND deletion_pending_at IS NULL
+        AND deleted_at IS NULL
+    RETURNING *
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'file.ready', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+)
+SELECT * FROM changed;
 
 -- name: FileSettleFailedUpload :one
 -- hidden -> claimed for deletion, when the write or the activation failed.
@@ -96,17 +109,26 @@ RETURNING *;
 -- marker matches zero rows and cannot bring the metadata back. Zero rows: the
 -- activation committed (its response was lost) or maintenance took the row
 -- over; the writer reads FileGetUploadState to tell which.
-UPDATE uploaded_file
-SET
-    upload_pending_at = NULL,
-    deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE id = @id
-    AND status = 'pending'
-    AND upload_pending_at = @upload_marker::timestamptz
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-RETURNING *;
+-- Writes upload.failed (@rule: why, NULL when the service failed to store
+-- it).
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        upload_pending_at = NULL,
+        deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    WHERE uploaded_file.id = @id
+        AND status = 'pending'
+        AND uploaded_file.upload_pending_at = @upload_marker::timestamptz
+        AND deletion_pending_at IS NULL
+        AND deleted_at IS NULL
+    RETURNING *
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'upload.failed', changed.tenant_code, changed.id, changed.updated_at, sqlc.narg('rule')::text, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+)
+SELECT * FROM changed;
 
 -- name: FileRestoreUploadForCleanup :one
 -- A slow writer finishing after maintenance reached its expired upload: it

@@ -1,4 +1,5 @@
--- Durable deletion: claim, then storage I/O, then settle.
+-- Durable deletion: claim, then storage I/O, then settle. Each transition
+-- writes its lifecycle event in the same statement (uploaded_file_event).
 --
 --   claim       deletion_pending_at = now + lease, before any storage I/O
 --   release     deletion_pending_at = now + backoff (one minute): a retry marker
@@ -15,38 +16,57 @@
 -- name: FileClaimDeletion :one
 -- visible -> claimed for deletion, by id within the scope (deleteById of a
 -- ready file). Zero rows: missing, out of scope, hidden or already deleted.
-UPDATE uploaded_file
-SET
-    deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE id = @id
-    AND tenant_code = @tenant_code
-    AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
-    AND (sqlc.narg('owner_user_id')::text IS NULL OR user_id = sqlc.narg('owner_user_id')::text)
-    AND status = 'ready'
-    AND upload_pending_at IS NULL
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-RETURNING *;
+-- Writes file.deleted.
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    WHERE uploaded_file.id = @id
+        AND uploaded_file.tenant_code = @tenant_code
+        AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
+        AND (sqlc.narg('owner_user_id')::text IS NULL OR user_id = sqlc.narg('owner_user_id')::text)
+        AND status = 'ready'
+        AND upload_pending_at IS NULL
+        AND deletion_pending_at IS NULL
+        AND deleted_at IS NULL
+    RETURNING *
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'file.deleted', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+)
+SELECT * FROM changed;
 
 -- name: FileClaimDeletionByReferences :many
 -- visible -> claimed for deletion, for every exact reference (key or cdn) in
 -- @references within the scope (delete, changeFiles). Run in a transaction
 -- after FileLockVisibleByReferences has confirmed every reference, so a batch
--- is claimed whole or not at all.
-UPDATE uploaded_file
-SET
-    deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE (key = any(@refs::text[]) OR cdn = any(@refs::text[]))
-    AND tenant_code = @tenant_code
-    AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
-    AND (sqlc.narg('owner_user_id')::text IS NULL OR user_id = sqlc.narg('owner_user_id')::text)
-    AND status = 'ready'
-    AND upload_pending_at IS NULL
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-RETURNING *;
+-- is claimed whole or not at all. Each claimed file gets file.deleted, after
+-- file.detached when @detach (changeFiles drops it from its record).
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    WHERE (uploaded_file.key = any(@refs::text[]) OR uploaded_file.cdn = any(@refs::text[]))
+        AND uploaded_file.tenant_code = @tenant_code
+        AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
+        AND (sqlc.narg('owner_user_id')::text IS NULL OR user_id = sqlc.narg('owner_user_id')::text)
+        AND status = 'ready'
+        AND upload_pending_at IS NULL
+        AND deletion_pending_at IS NULL
+        AND deleted_at IS NULL
+    RETURNING *
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT kind.type, changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+    CROSS JOIN (VALUES (1, 'file.detached'), (2, 'file.deleted')) AS kind (n, type)
+    WHERE kind.type = 'file.deleted' OR @detach::boolean
+    ORDER BY changed.id, kind.n
+)
+SELECT * FROM changed;
 
 -- name: FileClaimAbort :one
 -- A direct upload not yet completing (pending, or failed before its claim was
@@ -55,19 +75,27 @@ RETURNING *;
 -- is valid the client may still write the staging object, so after the bytes
 -- are deleted the row is rescheduled as a tombstone until the window closes.
 -- Zero rows: missing, out of scope, completing or finished.
-UPDATE uploaded_file
-SET
-    deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE id = @id
-    AND tenant_code = @tenant_code
-    AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
-    AND (sqlc.narg('owner_user_id')::text IS NULL OR user_id = sqlc.narg('owner_user_id')::text)
-    AND upload_expires_at IS NOT NULL
-    AND status = 'pending'
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-RETURNING *;
+-- Writes upload.abandoned.
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    WHERE uploaded_file.id = @id
+        AND uploaded_file.tenant_code = @tenant_code
+        AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
+        AND (sqlc.narg('owner_user_id')::text IS NULL OR user_id = sqlc.narg('owner_user_id')::text)
+        AND upload_expires_at IS NOT NULL
+        AND status = 'pending'
+        AND deletion_pending_at IS NULL
+        AND deleted_at IS NULL
+    RETURNING *
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'upload.abandoned', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+)
+SELECT * FROM changed;
 
 -- name: FileReleaseDeletion :one
 -- claimed -> retry marker @backoff ahead (one minute), after a storage or
@@ -87,18 +115,28 @@ RETURNING *;
 -- first soft-delete time is kept) and clear the claim and the upload marker
 -- (@upload_marker, as claimed, possibly NULL). Zero rows: the claim was taken
 -- over by another worker, which settles it instead.
-UPDATE uploaded_file
-SET
-    deleted_at = coalesce(deleted_at, coalesce(sqlc.narg('now')::timestamptz, now())),
-    deletion_pending_at = NULL,
-    upload_pending_at = NULL,
-    completion_lease_until = NULL,
-    status = CASE WHEN status = 'completing' THEN 'failed' ELSE status END,
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE id = @id
-    AND deletion_pending_at = @claim::timestamptz
-    AND upload_pending_at IS NOT DISTINCT FROM sqlc.narg('upload_marker')::timestamptz
-RETURNING *;
+-- Writes file.purged for a row that was ready (an upload that never was has
+-- nothing to purge in anyone's eyes).
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        deleted_at = coalesce(deleted_at, coalesce(sqlc.narg('now')::timestamptz, now())),
+        deletion_pending_at = NULL,
+        upload_pending_at = NULL,
+        completion_lease_until = NULL,
+        status = CASE WHEN status = 'completing' THEN 'failed' ELSE status END,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    WHERE uploaded_file.id = @id
+        AND uploaded_file.deletion_pending_at = @claim::timestamptz
+        AND uploaded_file.upload_pending_at IS NOT DISTINCT FROM sqlc.narg('upload_marker')::timestamptz
+    RETURNING *
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'file.purged', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+    WHERE changed.status = 'ready'
+)
+SELECT * FROM changed;
 
 -- name: FileRescheduleTombstone :one
 -- claimed upload tombstone -> soft-deleted tombstone with a future deletion

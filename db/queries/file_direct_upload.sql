@@ -16,6 +16,11 @@
 -- keeps the row out of every visible lookup. The completion lease is matched
 -- by its exact value, so a completer whose lease was taken over can no longer
 -- finalize or fail the row.
+--
+-- Every transition that changes what a file is (ready, attached, deleted,
+-- expired, purged, failed, abandoned) writes its lifecycle event in the same
+-- statement, a data-modifying CTE into uploaded_file_event (see
+-- event_outbox.sql): the event commits, or rolls back, with the transition.
 
 -- name: FileInsertPending :one
 -- Persists a direct upload before its target is returned: status pending, a
@@ -146,27 +151,35 @@ RETURNING *;
 -- Zero rows: the lease was lost; the caller must not report success and must
 -- not delete the final object unless the row is being deleted (the new
 -- holder owns it).
-UPDATE uploaded_file
-SET
-    status = 'ready',
-    etag = @final_etag,
-    completion_lease_until = NULL,
-    upload_pending_at = NULL,
-    pending_key = CASE WHEN @retain_staging::boolean THEN pending_key ELSE NULL END,
-    staging_cleanup_at = CASE WHEN @retain_staging::boolean
-        THEN greatest(coalesce(sqlc.narg('now')::timestamptz, now()), upload_expires_at + @clock_skew::interval)
-        ELSE NULL END,
-    completed_at = coalesce(sqlc.narg('now')::timestamptz, now()),
-    expired_at = CASE WHEN is_temporary
-        THEN coalesce(sqlc.narg('now')::timestamptz, now()) + interval '24 hours'
-        ELSE NULL END,
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE id = @id
-    AND status = 'completing'
-    AND completion_lease_until = @lease::timestamptz
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-RETURNING *;
+-- Writes file.ready.
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        status = 'ready',
+        etag = @final_etag,
+        completion_lease_until = NULL,
+        upload_pending_at = NULL,
+        pending_key = CASE WHEN @retain_staging::boolean THEN pending_key ELSE NULL END,
+        staging_cleanup_at = CASE WHEN @retain_staging::boolean
+            THEN greatest(coalesce(sqlc.narg('now')::timestamptz, now()), upload_expires_at + @clock_skew::interval)
+            ELSE NULL END,
+        completed_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+        expired_at = CASE WHEN is_temporary
+            THEN coalesce(sqlc.narg('now')::timestamptz, now()) + interval '24 hours'
+            ELSE NULL END,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    WHERE uploaded_file.id = @id
+        AND status = 'completing'
+        AND uploaded_file.completion_lease_until = @lease::timestamptz
+        AND deletion_pending_at IS NULL
+        AND deleted_at IS NULL
+    RETURNING *
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'file.ready', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+)
+SELECT * FROM changed;
 
 -- name: FileFailCompletion :one
 -- completing -> failed, by the holder of exactly @lease, when the staging or
@@ -177,18 +190,26 @@ RETURNING *;
 -- still valid the client could write the staging object again, so the row
 -- stays a tombstone until that window has closed. Zero rows: the lease was
 -- lost to another instance.
-UPDATE uploaded_file
-SET
-    status = 'failed',
-    completion_lease_until = NULL,
-    deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE id = @id
-    AND status = 'completing'
-    AND completion_lease_until = @lease::timestamptz
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-RETURNING *;
+-- Writes upload.failed with @rule.
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        status = 'failed',
+        completion_lease_until = NULL,
+        deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    WHERE uploaded_file.id = @id
+        AND status = 'completing'
+        AND uploaded_file.completion_lease_until = @lease::timestamptz
+        AND deletion_pending_at IS NULL
+        AND deleted_at IS NULL
+    RETURNING *
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'upload.failed', changed.tenant_code, changed.id, changed.updated_at, nullif(@rule::text, ''), uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+)
+SELECT * FROM changed;
 
 -- name: FileLockPendingContentSigned :one
 -- FileLockPendingContent for the local driver's signed upload target: the

@@ -10,6 +10,11 @@
 -- so the claim is a compare-and-swap on the state that was selected. A
 -- replica that dies after claiming leaves the lease to run out; the row then
 -- becomes eligible again.
+--
+-- Every transition that changes what a file is (ready, attached, deleted,
+-- expired, purged, failed, abandoned) writes its lifecycle event in the same
+-- statement, a data-modifying CTE into uploaded_file_event (see
+-- event_outbox.sql): the event commits, or rolls back, with the transition.
 
 -- name: DeletionClaimElapsed :many
 -- Settled deletion claims whose lease or retry marker has elapsed (a worker
@@ -44,6 +49,8 @@ RETURNING uploaded_file.*;
 -- matches the exact upload marker, deletion marker and soft-delete state that
 -- were selected; a completing row is taken only once its completion lease
 -- has run out too.
+-- Writes upload.abandoned for a row claimed for the first time (a writer
+-- that never came back), not for a tombstone passing again.
 WITH candidate AS (
     SELECT id, upload_pending_at, deletion_pending_at, deleted_at
     FROM uploaded_file
@@ -53,18 +60,26 @@ WITH candidate AS (
     ORDER BY upload_pending_at, id
     LIMIT @max::integer
     FOR UPDATE SKIP LOCKED
+), changed AS (
+    UPDATE uploaded_file
+    SET
+        deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
+        deleted_at = NULL,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    FROM candidate
+    WHERE uploaded_file.id = candidate.id
+        AND uploaded_file.upload_pending_at = candidate.upload_pending_at
+        AND uploaded_file.deletion_pending_at IS NOT DISTINCT FROM candidate.deletion_pending_at
+        AND uploaded_file.deleted_at IS NOT DISTINCT FROM candidate.deleted_at
+    RETURNING uploaded_file.*
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'upload.abandoned', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+    JOIN candidate ON candidate.id = changed.id
+    WHERE candidate.deletion_pending_at IS NULL AND candidate.deleted_at IS NULL
 )
-UPDATE uploaded_file
-SET
-    deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
-    deleted_at = NULL,
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-FROM candidate
-WHERE uploaded_file.id = candidate.id
-    AND uploaded_file.upload_pending_at = candidate.upload_pending_at
-    AND uploaded_file.deletion_pending_at IS NOT DISTINCT FROM candidate.deletion_pending_at
-    AND uploaded_file.deleted_at IS NOT DISTINCT FROM candidate.deleted_at
-RETURNING uploaded_file.*;
+SELECT * FROM changed;
 
 -- name: FileClaimExpiredDirectUploads :many
 -- Direct uploads still pending or completing whose in-flight cleanup lease
@@ -72,6 +87,7 @@ RETURNING uploaded_file.*;
 -- over) -> claimed for deletion. The upload marker stays, so the claim is
 -- settled by FileSettleDeletion naming it once the staging and final objects
 -- are gone.
+-- Writes upload.abandoned.
 WITH candidate AS (
     SELECT id, upload_pending_at
     FROM uploaded_file
@@ -84,23 +100,30 @@ WITH candidate AS (
     ORDER BY upload_pending_at, id
     LIMIT @max::integer
     FOR UPDATE SKIP LOCKED
+), changed AS (
+    UPDATE uploaded_file
+    SET
+        deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    FROM candidate
+    WHERE uploaded_file.id = candidate.id
+        AND uploaded_file.upload_pending_at = candidate.upload_pending_at
+        AND uploaded_file.deletion_pending_at IS NULL
+        AND uploaded_file.deleted_at IS NULL
+    RETURNING uploaded_file.*
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'upload.abandoned', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
 )
-UPDATE uploaded_file
-SET
-    deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-FROM candidate
-WHERE uploaded_file.id = candidate.id
-    AND uploaded_file.upload_pending_at = candidate.upload_pending_at
-    AND uploaded_file.deletion_pending_at IS NULL
-    AND uploaded_file.deleted_at IS NULL
-RETURNING uploaded_file.*;
+SELECT * FROM changed;
 
 -- name: FileClaimExpiredTemporary :many
 -- Ready temporary files expired exactly by their expired_at (expired_at <=
 -- @now, the database clock when @now is NULL) -> claimed for deletion. The
 -- claim re-checks the very expired_at that was selected. Reads are refused
 -- from expired_at on whether or not this sweep has run.
+-- Writes file.expired.
 WITH candidate AS (
     SELECT id, expired_at
     FROM uploaded_file
@@ -113,22 +136,29 @@ WITH candidate AS (
     ORDER BY expired_at, id
     LIMIT @max::integer
     FOR UPDATE SKIP LOCKED
+), changed AS (
+    UPDATE uploaded_file
+    SET
+        deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    FROM candidate
+    WHERE uploaded_file.id = candidate.id
+        AND uploaded_file.expired_at = candidate.expired_at
+        AND uploaded_file.deletion_pending_at IS NULL
+        AND uploaded_file.deleted_at IS NULL
+    RETURNING uploaded_file.*
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'file.expired', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
 )
-UPDATE uploaded_file
-SET
-    deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-FROM candidate
-WHERE uploaded_file.id = candidate.id
-    AND uploaded_file.expired_at = candidate.expired_at
-    AND uploaded_file.deletion_pending_at IS NULL
-    AND uploaded_file.deleted_at IS NULL
-RETURNING uploaded_file.*;
+SELECT * FROM changed;
 
 -- name: FileClaimUnusedBefore :many
 -- Active permanent files never marked used and created before @cutoff -> 
 -- claimed for deletion (the legacy age purge; cleanupAfterDays). Temporary
 -- files are left to their own 24-hour expiry.
+-- Writes file.expired.
 WITH candidate AS (
     SELECT id
     FROM uploaded_file
@@ -141,18 +171,24 @@ WITH candidate AS (
     ORDER BY created_at, id
     LIMIT @max::integer
     FOR UPDATE SKIP LOCKED
+), changed AS (
+    UPDATE uploaded_file
+    SET
+        deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    FROM candidate
+    WHERE uploaded_file.id = candidate.id
+        AND uploaded_file.used_at IS NULL
+        AND uploaded_file.status = 'ready'
+        AND uploaded_file.deletion_pending_at IS NULL
+        AND uploaded_file.deleted_at IS NULL
+    RETURNING uploaded_file.*
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'file.expired', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
 )
-UPDATE uploaded_file
-SET
-    deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-FROM candidate
-WHERE uploaded_file.id = candidate.id
-    AND uploaded_file.used_at IS NULL
-    AND uploaded_file.status = 'ready'
-    AND uploaded_file.deletion_pending_at IS NULL
-    AND uploaded_file.deleted_at IS NULL
-RETURNING uploaded_file.*;
+SELECT * FROM changed;
 
 -- name: StagingClaimCompleted :many
 -- S3 direct uploads, ready or since deleted, whose retained staging object

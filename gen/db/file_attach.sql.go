@@ -15,23 +15,30 @@ import (
 
 const fileMarkUsedByIDs = `-- name: FileMarkUsedByIDs :many
 
-UPDATE uploaded_file
-SET
-    used_at = coalesce(used_at, coalesce($1::timestamptz, now())),
-    module = coalesce($2::text, module),
-    entity = coalesce($3::text, entity),
-    entity_id = coalesce($4::text, entity_id),
-    type = coalesce($5::text, type),
-    updated_at = coalesce($1::timestamptz, now())
-WHERE id = any($6::uuid[])
-    AND tenant_code = $7
-    AND ($8::text IS NULL OR department_code = $8::text)
-    AND ($9::text IS NULL OR user_id = $9::text)
-    AND status = 'ready'
-    AND upload_pending_at IS NULL
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-RETURNING id
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        used_at = coalesce(used_at, coalesce($1::timestamptz, now())),
+        module = coalesce($2::text, module),
+        entity = coalesce($3::text, entity),
+        entity_id = coalesce($4::text, entity_id),
+        type = coalesce($5::text, type),
+        updated_at = coalesce($1::timestamptz, now())
+    WHERE uploaded_file.id = any($6::uuid[])
+        AND uploaded_file.tenant_code = $7
+        AND ($8::text IS NULL OR department_code = $8::text)
+        AND ($9::text IS NULL OR user_id = $9::text)
+        AND status = 'ready'
+        AND upload_pending_at IS NULL
+        AND deletion_pending_at IS NULL
+        AND deleted_at IS NULL
+    RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'file.attached', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+)
+SELECT id FROM changed
 `
 
 type FileMarkUsedByIDsParams struct {
@@ -53,9 +60,15 @@ type FileMarkUsedByIDsParams struct {
 // The batch updates run after the matching FileLockVisibleBy* query in the
 // same transaction has confirmed every id or reference, so a batch is marked
 // whole or not at all.
+//
+// Every transition that changes what a file is (ready, attached, deleted,
+// expired, purged, failed, abandoned) writes its lifecycle event in the same
+// statement, a data-modifying CTE into uploaded_file_event (see
+// event_outbox.sql): the event commits, or rolls back, with the transition.
 // visible -> visible and used, for the ids in @ids within the scope. The
 // first used_at is kept; provenance is replaced by the given values (NULL
 // keeps the current value). Returns the ids it marked.
+// Writes file.attached per file.
 func (q *Queries) FileMarkUsedByIDs(ctx context.Context, db DBTX, arg FileMarkUsedByIDsParams) ([]uuid.UUID, error) {
 	rows, err := db.Query(ctx, fileMarkUsedByIDs,
 		arg.Now,
@@ -87,23 +100,30 @@ func (q *Queries) FileMarkUsedByIDs(ctx context.Context, db DBTX, arg FileMarkUs
 }
 
 const fileMarkUsedByReferences = `-- name: FileMarkUsedByReferences :many
-UPDATE uploaded_file
-SET
-    used_at = coalesce(used_at, coalesce($1::timestamptz, now())),
-    module = coalesce($2::text, module),
-    entity = coalesce($3::text, entity),
-    entity_id = coalesce($4::text, entity_id),
-    type = coalesce($5::text, type),
-    updated_at = coalesce($1::timestamptz, now())
-WHERE (key = any($6::text[]) OR cdn = any($6::text[]))
-    AND tenant_code = $7
-    AND ($8::text IS NULL OR department_code = $8::text)
-    AND ($9::text IS NULL OR user_id = $9::text)
-    AND status = 'ready'
-    AND upload_pending_at IS NULL
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-RETURNING id
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        used_at = coalesce(used_at, coalesce($1::timestamptz, now())),
+        module = coalesce($2::text, module),
+        entity = coalesce($3::text, entity),
+        entity_id = coalesce($4::text, entity_id),
+        type = coalesce($5::text, type),
+        updated_at = coalesce($1::timestamptz, now())
+    WHERE (uploaded_file.key = any($6::text[]) OR uploaded_file.cdn = any($6::text[]))
+        AND uploaded_file.tenant_code = $7
+        AND ($8::text IS NULL OR department_code = $8::text)
+        AND ($9::text IS NULL OR user_id = $9::text)
+        AND status = 'ready'
+        AND upload_pending_at IS NULL
+        AND deletion_pending_at IS NULL
+        AND deleted_at IS NULL
+    RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'file.attached', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+)
+SELECT id FROM changed
 `
 
 type FileMarkUsedByReferencesParams struct {
@@ -120,6 +140,7 @@ type FileMarkUsedByReferencesParams struct {
 
 // As FileMarkUsedByIDs, for exact storage references (key or cdn); useFiles
 // and the new side of changeFiles.
+// Writes file.attached per file.
 func (q *Queries) FileMarkUsedByReferences(ctx context.Context, db DBTX, arg FileMarkUsedByReferencesParams) ([]uuid.UUID, error) {
 	rows, err := db.Query(ctx, fileMarkUsedByReferences,
 		arg.Now,

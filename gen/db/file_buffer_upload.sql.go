@@ -14,24 +14,31 @@ import (
 )
 
 const fileActivateUpload = `-- name: FileActivateUpload :one
-UPDATE uploaded_file
-SET
-    status = 'ready',
-    upload_pending_at = NULL,
-    size_bytes = $1,
-    checksum = $2,
-    etag = $3,
-    completed_at = coalesce($4::timestamptz, now()),
-    expired_at = CASE WHEN is_temporary
-        THEN coalesce($4::timestamptz, now()) + interval '24 hours'
-        ELSE NULL END,
-    updated_at = coalesce($4::timestamptz, now())
-WHERE id = $5
-    AND status = 'pending'
-    AND upload_pending_at = $6::timestamptz
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        status = 'ready',
+        upload_pending_at = NULL,
+        size_bytes = $1,
+        checksum = $2,
+        etag = $3,
+        completed_at = coalesce($4::timestamptz, now()),
+        expired_at = CASE WHEN is_temporary
+            THEN coalesce($4::timestamptz, now()) + interval '24 hours'
+            ELSE NULL END,
+        updated_at = coalesce($4::timestamptz, now())
+    WHERE uploaded_file.id = $5
+        AND status = 'pending'
+        AND uploaded_file.upload_pending_at = $6::timestamptz
+        AND deletion_pending_at IS NULL
+        AND deleted_at IS NULL
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'file.ready', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+)
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
 `
 
 type FileActivateUploadParams struct {
@@ -43,13 +50,49 @@ type FileActivateUploadParams struct {
 	UploadMarker time.Time
 }
 
+type FileActivateUploadRow struct {
+	ID                   uuid.UUID
+	TenantCode           string
+	DepartmentCode       *string
+	UserID               string
+	Key                  string
+	CDN                  *string
+	OriginalName         string
+	SizeBytes            int64
+	ContentType          string
+	Visibility           string
+	IsTemporary          bool
+	UploadPendingAt      *time.Time
+	DeletionPendingAt    *time.Time
+	ExpiredAt            *time.Time
+	ExtraData            json.RawMessage
+	Module               *string
+	Entity               *string
+	EntityID             *string
+	Type                 *string
+	UsedAt               *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+	DeletedAt            *time.Time
+	Status               string
+	PendingKey           *string
+	Checksum             *string
+	ETag                 *string
+	Disposition          string
+	CompletedAt          *time.Time
+	UploadExpiresAt      *time.Time
+	CompletionLeaseUntil *time.Time
+	StagingCleanupAt     *time.Time
+}
+
 // hidden -> ready. Clears exactly the marker the writer inserted, only while
 // no deletion claim exists and the row is not soft-deleted; a temporary file
 // expires 24 elapsed hours after this moment (an interval in hours, so a
 // daylight-saving change never stretches it). @size_bytes and @checksum are
 // what the writer measured while streaming. Zero rows: settled cleanup or
 // maintenance got there first; the writer must not report success.
-func (q *Queries) FileActivateUpload(ctx context.Context, db DBTX, arg FileActivateUploadParams) (UploadedFile, error) {
+// Writes file.ready.
+func (q *Queries) FileActivateUpload(ctx context.Context, db DBTX, arg FileActivateUploadParams) (FileActivateUploadRow, error) {
 	row := db.QueryRow(ctx, fileActivateUpload,
 		arg.SizeBytes,
 		arg.Checksum,
@@ -58,7 +101,7 @@ func (q *Queries) FileActivateUpload(ctx context.Context, db DBTX, arg FileActiv
 		arg.ID,
 		arg.UploadMarker,
 	)
-	var i UploadedFile
+	var i FileActivateUploadRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantCode,
@@ -181,6 +224,11 @@ type FileInsertHiddenParams struct {
 // The activation lease is a marker, not only a deadline: the activation and
 // the settled cleanup both name the exact upload_pending_at value the writer
 // inserted, so whichever commits first wins and the other matches zero rows.
+//
+// Every transition that changes what a file is (ready, attached, deleted,
+// expired, purged, failed, abandoned) writes its lifecycle event in the same
+// statement, a data-modifying CTE into uploaded_file_event (see
+// event_outbox.sql): the event commits, or rolls back, with the transition.
 // Persists a buffer upload before its bytes are written: status pending and a
 // future activation lease in upload_pending_at, so the row is invisible to
 // every normal read and, should the writer die, the deletion-retry sweep finds
@@ -327,17 +375,24 @@ func (q *Queries) FileRestoreUploadForCleanup(ctx context.Context, db DBTX, arg 
 }
 
 const fileSettleFailedUpload = `-- name: FileSettleFailedUpload :one
-UPDATE uploaded_file
-SET
-    upload_pending_at = NULL,
-    deletion_pending_at = coalesce($1::timestamptz, now()) + $2::interval,
-    updated_at = coalesce($1::timestamptz, now())
-WHERE id = $3
-    AND status = 'pending'
-    AND upload_pending_at = $4::timestamptz
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        upload_pending_at = NULL,
+        deletion_pending_at = coalesce($1::timestamptz, now()) + $2::interval,
+        updated_at = coalesce($1::timestamptz, now())
+    WHERE uploaded_file.id = $3
+        AND status = 'pending'
+        AND uploaded_file.upload_pending_at = $4::timestamptz
+        AND deletion_pending_at IS NULL
+        AND deleted_at IS NULL
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'upload.failed', changed.tenant_code, changed.id, changed.updated_at, $5::text, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+)
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
 `
 
 type FileSettleFailedUploadParams struct {
@@ -345,6 +400,42 @@ type FileSettleFailedUploadParams struct {
 	DeletionLease time.Duration
 	ID            uuid.UUID
 	UploadMarker  time.Time
+	Rule          *string
+}
+
+type FileSettleFailedUploadRow struct {
+	ID                   uuid.UUID
+	TenantCode           string
+	DepartmentCode       *string
+	UserID               string
+	Key                  string
+	CDN                  *string
+	OriginalName         string
+	SizeBytes            int64
+	ContentType          string
+	Visibility           string
+	IsTemporary          bool
+	UploadPendingAt      *time.Time
+	DeletionPendingAt    *time.Time
+	ExpiredAt            *time.Time
+	ExtraData            json.RawMessage
+	Module               *string
+	Entity               *string
+	EntityID             *string
+	Type                 *string
+	UsedAt               *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+	DeletedAt            *time.Time
+	Status               string
+	PendingKey           *string
+	Checksum             *string
+	ETag                 *string
+	Disposition          string
+	CompletedAt          *time.Time
+	UploadExpiresAt      *time.Time
+	CompletionLeaseUntil *time.Time
+	StagingCleanupAt     *time.Time
 }
 
 // hidden -> claimed for deletion, when the write or the activation failed.
@@ -353,14 +444,17 @@ type FileSettleFailedUploadParams struct {
 // marker matches zero rows and cannot bring the metadata back. Zero rows: the
 // activation committed (its response was lost) or maintenance took the row
 // over; the writer reads FileGetUploadState to tell which.
-func (q *Queries) FileSettleFailedUpload(ctx context.Context, db DBTX, arg FileSettleFailedUploadParams) (UploadedFile, error) {
+// Writes upload.failed (@rule: why, NULL when the service failed to store
+// it).
+func (q *Queries) FileSettleFailedUpload(ctx context.Context, db DBTX, arg FileSettleFailedUploadParams) (FileSettleFailedUploadRow, error) {
 	row := db.QueryRow(ctx, fileSettleFailedUpload,
 		arg.Now,
 		arg.DeletionLease,
 		arg.ID,
 		arg.UploadMarker,
+		arg.Rule,
 	)
-	var i UploadedFile
+	var i FileSettleFailedUploadRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantCode,

@@ -7,25 +7,33 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
 )
 
 const fileClaimAbort = `-- name: FileClaimAbort :one
-UPDATE uploaded_file
-SET
-    deletion_pending_at = coalesce($1::timestamptz, now()) + $2::interval,
-    updated_at = coalesce($1::timestamptz, now())
-WHERE id = $3
-    AND tenant_code = $4
-    AND ($5::text IS NULL OR department_code = $5::text)
-    AND ($6::text IS NULL OR user_id = $6::text)
-    AND upload_expires_at IS NOT NULL
-    AND status = 'pending'
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        deletion_pending_at = coalesce($1::timestamptz, now()) + $2::interval,
+        updated_at = coalesce($1::timestamptz, now())
+    WHERE uploaded_file.id = $3
+        AND uploaded_file.tenant_code = $4
+        AND ($5::text IS NULL OR department_code = $5::text)
+        AND ($6::text IS NULL OR user_id = $6::text)
+        AND upload_expires_at IS NOT NULL
+        AND status = 'pending'
+        AND deletion_pending_at IS NULL
+        AND deleted_at IS NULL
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'upload.abandoned', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+)
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
 `
 
 type FileClaimAbortParams struct {
@@ -37,13 +45,49 @@ type FileClaimAbortParams struct {
 	OwnerUserID    *string
 }
 
+type FileClaimAbortRow struct {
+	ID                   uuid.UUID
+	TenantCode           string
+	DepartmentCode       *string
+	UserID               string
+	Key                  string
+	CDN                  *string
+	OriginalName         string
+	SizeBytes            int64
+	ContentType          string
+	Visibility           string
+	IsTemporary          bool
+	UploadPendingAt      *time.Time
+	DeletionPendingAt    *time.Time
+	ExpiredAt            *time.Time
+	ExtraData            json.RawMessage
+	Module               *string
+	Entity               *string
+	EntityID             *string
+	Type                 *string
+	UsedAt               *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+	DeletedAt            *time.Time
+	Status               string
+	PendingKey           *string
+	Checksum             *string
+	ETag                 *string
+	Disposition          string
+	CompletedAt          *time.Time
+	UploadExpiresAt      *time.Time
+	CompletionLeaseUntil *time.Time
+	StagingCleanupAt     *time.Time
+}
+
 // A direct upload not yet completing (pending, or failed before its claim was
 // set) -> claimed for deletion, by id within the scope (abortUpload, or
 // deleteById of a pending file). The upload marker is kept: while the target
 // is valid the client may still write the staging object, so after the bytes
 // are deleted the row is rescheduled as a tombstone until the window closes.
 // Zero rows: missing, out of scope, completing or finished.
-func (q *Queries) FileClaimAbort(ctx context.Context, db DBTX, arg FileClaimAbortParams) (UploadedFile, error) {
+// Writes upload.abandoned.
+func (q *Queries) FileClaimAbort(ctx context.Context, db DBTX, arg FileClaimAbortParams) (FileClaimAbortRow, error) {
 	row := db.QueryRow(ctx, fileClaimAbort,
 		arg.Now,
 		arg.DeletionLease,
@@ -52,7 +96,7 @@ func (q *Queries) FileClaimAbort(ctx context.Context, db DBTX, arg FileClaimAbor
 		arg.DepartmentCode,
 		arg.OwnerUserID,
 	)
-	var i UploadedFile
+	var i FileClaimAbortRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantCode,
@@ -92,19 +136,26 @@ func (q *Queries) FileClaimAbort(ctx context.Context, db DBTX, arg FileClaimAbor
 
 const fileClaimDeletion = `-- name: FileClaimDeletion :one
 
-UPDATE uploaded_file
-SET
-    deletion_pending_at = coalesce($1::timestamptz, now()) + $2::interval,
-    updated_at = coalesce($1::timestamptz, now())
-WHERE id = $3
-    AND tenant_code = $4
-    AND ($5::text IS NULL OR department_code = $5::text)
-    AND ($6::text IS NULL OR user_id = $6::text)
-    AND status = 'ready'
-    AND upload_pending_at IS NULL
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        deletion_pending_at = coalesce($1::timestamptz, now()) + $2::interval,
+        updated_at = coalesce($1::timestamptz, now())
+    WHERE uploaded_file.id = $3
+        AND uploaded_file.tenant_code = $4
+        AND ($5::text IS NULL OR department_code = $5::text)
+        AND ($6::text IS NULL OR user_id = $6::text)
+        AND status = 'ready'
+        AND upload_pending_at IS NULL
+        AND deletion_pending_at IS NULL
+        AND deleted_at IS NULL
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'file.deleted', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+)
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
 `
 
 type FileClaimDeletionParams struct {
@@ -116,7 +167,43 @@ type FileClaimDeletionParams struct {
 	OwnerUserID    *string
 }
 
-// Durable deletion: claim, then storage I/O, then settle.
+type FileClaimDeletionRow struct {
+	ID                   uuid.UUID
+	TenantCode           string
+	DepartmentCode       *string
+	UserID               string
+	Key                  string
+	CDN                  *string
+	OriginalName         string
+	SizeBytes            int64
+	ContentType          string
+	Visibility           string
+	IsTemporary          bool
+	UploadPendingAt      *time.Time
+	DeletionPendingAt    *time.Time
+	ExpiredAt            *time.Time
+	ExtraData            json.RawMessage
+	Module               *string
+	Entity               *string
+	EntityID             *string
+	Type                 *string
+	UsedAt               *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+	DeletedAt            *time.Time
+	Status               string
+	PendingKey           *string
+	Checksum             *string
+	ETag                 *string
+	Disposition          string
+	CompletedAt          *time.Time
+	UploadExpiresAt      *time.Time
+	CompletionLeaseUntil *time.Time
+	StagingCleanupAt     *time.Time
+}
+
+// Durable deletion: claim, then storage I/O, then settle. Each transition
+// writes its lifecycle event in the same statement (uploaded_file_event).
 //
 //	claim       deletion_pending_at = now + lease, before any storage I/O
 //	release     deletion_pending_at = now + backoff (one minute): a retry marker
@@ -131,7 +218,8 @@ type FileClaimDeletionParams struct {
 // prevents is metadata coming back, or disappearing, without its bytes.
 // visible -> claimed for deletion, by id within the scope (deleteById of a
 // ready file). Zero rows: missing, out of scope, hidden or already deleted.
-func (q *Queries) FileClaimDeletion(ctx context.Context, db DBTX, arg FileClaimDeletionParams) (UploadedFile, error) {
+// Writes file.deleted.
+func (q *Queries) FileClaimDeletion(ctx context.Context, db DBTX, arg FileClaimDeletionParams) (FileClaimDeletionRow, error) {
 	row := db.QueryRow(ctx, fileClaimDeletion,
 		arg.Now,
 		arg.DeletionLease,
@@ -140,7 +228,7 @@ func (q *Queries) FileClaimDeletion(ctx context.Context, db DBTX, arg FileClaimD
 		arg.DepartmentCode,
 		arg.OwnerUserID,
 	)
-	var i UploadedFile
+	var i FileClaimDeletionRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantCode,
@@ -179,19 +267,29 @@ func (q *Queries) FileClaimDeletion(ctx context.Context, db DBTX, arg FileClaimD
 }
 
 const fileClaimDeletionByReferences = `-- name: FileClaimDeletionByReferences :many
-UPDATE uploaded_file
-SET
-    deletion_pending_at = coalesce($1::timestamptz, now()) + $2::interval,
-    updated_at = coalesce($1::timestamptz, now())
-WHERE (key = any($3::text[]) OR cdn = any($3::text[]))
-    AND tenant_code = $4
-    AND ($5::text IS NULL OR department_code = $5::text)
-    AND ($6::text IS NULL OR user_id = $6::text)
-    AND status = 'ready'
-    AND upload_pending_at IS NULL
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        deletion_pending_at = coalesce($1::timestamptz, now()) + $2::interval,
+        updated_at = coalesce($1::timestamptz, now())
+    WHERE (uploaded_file.key = any($3::text[]) OR uploaded_file.cdn = any($3::text[]))
+        AND uploaded_file.tenant_code = $4
+        AND ($5::text IS NULL OR department_code = $5::text)
+        AND ($6::text IS NULL OR user_id = $6::text)
+        AND status = 'ready'
+        AND upload_pending_at IS NULL
+        AND deletion_pending_at IS NULL
+        AND deleted_at IS NULL
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT kind.type, changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+    CROSS JOIN (VALUES (1, 'file.detached'), (2, 'file.deleted')) AS kind (n, type)
+    WHERE kind.type = 'file.deleted' OR $7::boolean
+    ORDER BY changed.id, kind.n
+)
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
 `
 
 type FileClaimDeletionByReferencesParams struct {
@@ -201,13 +299,50 @@ type FileClaimDeletionByReferencesParams struct {
 	TenantCode     string
 	DepartmentCode *string
 	OwnerUserID    *string
+	Detach         bool
+}
+
+type FileClaimDeletionByReferencesRow struct {
+	ID                   uuid.UUID
+	TenantCode           string
+	DepartmentCode       *string
+	UserID               string
+	Key                  string
+	CDN                  *string
+	OriginalName         string
+	SizeBytes            int64
+	ContentType          string
+	Visibility           string
+	IsTemporary          bool
+	UploadPendingAt      *time.Time
+	DeletionPendingAt    *time.Time
+	ExpiredAt            *time.Time
+	ExtraData            json.RawMessage
+	Module               *string
+	Entity               *string
+	EntityID             *string
+	Type                 *string
+	UsedAt               *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+	DeletedAt            *time.Time
+	Status               string
+	PendingKey           *string
+	Checksum             *string
+	ETag                 *string
+	Disposition          string
+	CompletedAt          *time.Time
+	UploadExpiresAt      *time.Time
+	CompletionLeaseUntil *time.Time
+	StagingCleanupAt     *time.Time
 }
 
 // visible -> claimed for deletion, for every exact reference (key or cdn) in
 // @references within the scope (delete, changeFiles). Run in a transaction
 // after FileLockVisibleByReferences has confirmed every reference, so a batch
-// is claimed whole or not at all.
-func (q *Queries) FileClaimDeletionByReferences(ctx context.Context, db DBTX, arg FileClaimDeletionByReferencesParams) ([]UploadedFile, error) {
+// is claimed whole or not at all. Each claimed file gets file.deleted, after
+// file.detached when @detach (changeFiles drops it from its record).
+func (q *Queries) FileClaimDeletionByReferences(ctx context.Context, db DBTX, arg FileClaimDeletionByReferencesParams) ([]FileClaimDeletionByReferencesRow, error) {
 	rows, err := db.Query(ctx, fileClaimDeletionByReferences,
 		arg.Now,
 		arg.DeletionLease,
@@ -215,14 +350,15 @@ func (q *Queries) FileClaimDeletionByReferences(ctx context.Context, db DBTX, ar
 		arg.TenantCode,
 		arg.DepartmentCode,
 		arg.OwnerUserID,
+		arg.Detach,
 	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []UploadedFile{}
+	items := []FileClaimDeletionByReferencesRow{}
 	for rows.Next() {
-		var i UploadedFile
+		var i FileClaimDeletionByReferencesRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.TenantCode,
@@ -410,18 +546,26 @@ func (q *Queries) FileRescheduleTombstone(ctx context.Context, db DBTX, arg File
 }
 
 const fileSettleDeletion = `-- name: FileSettleDeletion :one
-UPDATE uploaded_file
-SET
-    deleted_at = coalesce(deleted_at, coalesce($1::timestamptz, now())),
-    deletion_pending_at = NULL,
-    upload_pending_at = NULL,
-    completion_lease_until = NULL,
-    status = CASE WHEN status = 'completing' THEN 'failed' ELSE status END,
-    updated_at = coalesce($1::timestamptz, now())
-WHERE id = $2
-    AND deletion_pending_at = $3::timestamptz
-    AND upload_pending_at IS NOT DISTINCT FROM $4::timestamptz
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        deleted_at = coalesce(deleted_at, coalesce($1::timestamptz, now())),
+        deletion_pending_at = NULL,
+        upload_pending_at = NULL,
+        completion_lease_until = NULL,
+        status = CASE WHEN status = 'completing' THEN 'failed' ELSE status END,
+        updated_at = coalesce($1::timestamptz, now())
+    WHERE uploaded_file.id = $2
+        AND uploaded_file.deletion_pending_at = $3::timestamptz
+        AND uploaded_file.upload_pending_at IS NOT DISTINCT FROM $4::timestamptz
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'file.purged', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+    WHERE changed.status = 'ready'
+)
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
 `
 
 type FileSettleDeletionParams struct {
@@ -431,18 +575,55 @@ type FileSettleDeletionParams struct {
 	UploadMarker *time.Time
 }
 
+type FileSettleDeletionRow struct {
+	ID                   uuid.UUID
+	TenantCode           string
+	DepartmentCode       *string
+	UserID               string
+	Key                  string
+	CDN                  *string
+	OriginalName         string
+	SizeBytes            int64
+	ContentType          string
+	Visibility           string
+	IsTemporary          bool
+	UploadPendingAt      *time.Time
+	DeletionPendingAt    *time.Time
+	ExpiredAt            *time.Time
+	ExtraData            json.RawMessage
+	Module               *string
+	Entity               *string
+	EntityID             *string
+	Type                 *string
+	UsedAt               *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+	DeletedAt            *time.Time
+	Status               string
+	PendingKey           *string
+	Checksum             *string
+	ETag                 *string
+	Disposition          string
+	CompletedAt          *time.Time
+	UploadExpiresAt      *time.Time
+	CompletionLeaseUntil *time.Time
+	StagingCleanupAt     *time.Time
+}
+
 // claimed -> deleted, once every object of the row is gone: soft-delete (the
 // first soft-delete time is kept) and clear the claim and the upload marker
 // (@upload_marker, as claimed, possibly NULL). Zero rows: the claim was taken
 // over by another worker, which settles it instead.
-func (q *Queries) FileSettleDeletion(ctx context.Context, db DBTX, arg FileSettleDeletionParams) (UploadedFile, error) {
+// Writes file.purged for a row that was ready (an upload that never was has
+// nothing to purge in anyone's eyes).
+func (q *Queries) FileSettleDeletion(ctx context.Context, db DBTX, arg FileSettleDeletionParams) (FileSettleDeletionRow, error) {
 	row := db.QueryRow(ctx, fileSettleDeletion,
 		arg.Now,
 		arg.ID,
 		arg.Claim,
 		arg.UploadMarker,
 	)
-	var i UploadedFile
+	var i FileSettleDeletionRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantCode,

@@ -7,6 +7,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -90,18 +91,25 @@ func (q *Queries) FileClaimCompletion(ctx context.Context, db DBTX, arg FileClai
 }
 
 const fileFailCompletion = `-- name: FileFailCompletion :one
-UPDATE uploaded_file
-SET
-    status = 'failed',
-    completion_lease_until = NULL,
-    deletion_pending_at = coalesce($1::timestamptz, now()) + $2::interval,
-    updated_at = coalesce($1::timestamptz, now())
-WHERE id = $3
-    AND status = 'completing'
-    AND completion_lease_until = $4::timestamptz
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        status = 'failed',
+        completion_lease_until = NULL,
+        deletion_pending_at = coalesce($1::timestamptz, now()) + $2::interval,
+        updated_at = coalesce($1::timestamptz, now())
+    WHERE uploaded_file.id = $3
+        AND status = 'completing'
+        AND uploaded_file.completion_lease_until = $4::timestamptz
+        AND deletion_pending_at IS NULL
+        AND deleted_at IS NULL
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'upload.failed', changed.tenant_code, changed.id, changed.updated_at, nullif($5::text, ''), uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+)
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
 `
 
 type FileFailCompletionParams struct {
@@ -109,6 +117,42 @@ type FileFailCompletionParams struct {
 	DeletionLease time.Duration
 	ID            uuid.UUID
 	Lease         time.Time
+	Rule          string
+}
+
+type FileFailCompletionRow struct {
+	ID                   uuid.UUID
+	TenantCode           string
+	DepartmentCode       *string
+	UserID               string
+	Key                  string
+	CDN                  *string
+	OriginalName         string
+	SizeBytes            int64
+	ContentType          string
+	Visibility           string
+	IsTemporary          bool
+	UploadPendingAt      *time.Time
+	DeletionPendingAt    *time.Time
+	ExpiredAt            *time.Time
+	ExtraData            json.RawMessage
+	Module               *string
+	Entity               *string
+	EntityID             *string
+	Type                 *string
+	UsedAt               *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+	DeletedAt            *time.Time
+	Status               string
+	PendingKey           *string
+	Checksum             *string
+	ETag                 *string
+	Disposition          string
+	CompletedAt          *time.Time
+	UploadExpiresAt      *time.Time
+	CompletionLeaseUntil *time.Time
+	StagingCleanupAt     *time.Time
 }
 
 // completing -> failed, by the holder of exactly @lease, when the staging or
@@ -119,14 +163,16 @@ type FileFailCompletionParams struct {
 // still valid the client could write the staging object again, so the row
 // stays a tombstone until that window has closed. Zero rows: the lease was
 // lost to another instance.
-func (q *Queries) FileFailCompletion(ctx context.Context, db DBTX, arg FileFailCompletionParams) (UploadedFile, error) {
+// Writes upload.failed with @rule.
+func (q *Queries) FileFailCompletion(ctx context.Context, db DBTX, arg FileFailCompletionParams) (FileFailCompletionRow, error) {
 	row := db.QueryRow(ctx, fileFailCompletion,
 		arg.Now,
 		arg.DeletionLease,
 		arg.ID,
 		arg.Lease,
+		arg.Rule,
 	)
-	var i UploadedFile
+	var i FileFailCompletionRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantCode,
@@ -165,27 +211,34 @@ func (q *Queries) FileFailCompletion(ctx context.Context, db DBTX, arg FileFailC
 }
 
 const fileFinalizeCompletion = `-- name: FileFinalizeCompletion :one
-UPDATE uploaded_file
-SET
-    status = 'ready',
-    etag = $1,
-    completion_lease_until = NULL,
-    upload_pending_at = NULL,
-    pending_key = CASE WHEN $2::boolean THEN pending_key ELSE NULL END,
-    staging_cleanup_at = CASE WHEN $2::boolean
-        THEN greatest(coalesce($3::timestamptz, now()), upload_expires_at + $4::interval)
-        ELSE NULL END,
-    completed_at = coalesce($3::timestamptz, now()),
-    expired_at = CASE WHEN is_temporary
-        THEN coalesce($3::timestamptz, now()) + interval '24 hours'
-        ELSE NULL END,
-    updated_at = coalesce($3::timestamptz, now())
-WHERE id = $5
-    AND status = 'completing'
-    AND completion_lease_until = $6::timestamptz
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        status = 'ready',
+        etag = $1,
+        completion_lease_until = NULL,
+        upload_pending_at = NULL,
+        pending_key = CASE WHEN $2::boolean THEN pending_key ELSE NULL END,
+        staging_cleanup_at = CASE WHEN $2::boolean
+            THEN greatest(coalesce($3::timestamptz, now()), upload_expires_at + $4::interval)
+            ELSE NULL END,
+        completed_at = coalesce($3::timestamptz, now()),
+        expired_at = CASE WHEN is_temporary
+            THEN coalesce($3::timestamptz, now()) + interval '24 hours'
+            ELSE NULL END,
+        updated_at = coalesce($3::timestamptz, now())
+    WHERE uploaded_file.id = $5
+        AND status = 'completing'
+        AND uploaded_file.completion_lease_until = $6::timestamptz
+        AND deletion_pending_at IS NULL
+        AND deleted_at IS NULL
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'file.ready', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+)
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
 `
 
 type FileFinalizeCompletionParams struct {
@@ -195,6 +248,41 @@ type FileFinalizeCompletionParams struct {
 	ClockSkew     time.Duration
 	ID            uuid.UUID
 	Lease         time.Time
+}
+
+type FileFinalizeCompletionRow struct {
+	ID                   uuid.UUID
+	TenantCode           string
+	DepartmentCode       *string
+	UserID               string
+	Key                  string
+	CDN                  *string
+	OriginalName         string
+	SizeBytes            int64
+	ContentType          string
+	Visibility           string
+	IsTemporary          bool
+	UploadPendingAt      *time.Time
+	DeletionPendingAt    *time.Time
+	ExpiredAt            *time.Time
+	ExtraData            json.RawMessage
+	Module               *string
+	Entity               *string
+	EntityID             *string
+	Type                 *string
+	UsedAt               *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+	DeletedAt            *time.Time
+	Status               string
+	PendingKey           *string
+	Checksum             *string
+	ETag                 *string
+	Disposition          string
+	CompletedAt          *time.Time
+	UploadExpiresAt      *time.Time
+	CompletionLeaseUntil *time.Time
+	StagingCleanupAt     *time.Time
 }
 
 // completing -> ready, by the holder of exactly @lease, after the promoted
@@ -209,7 +297,8 @@ type FileFinalizeCompletionParams struct {
 // Zero rows: the lease was lost; the caller must not report success and must
 // not delete the final object unless the row is being deleted (the new
 // holder owns it).
-func (q *Queries) FileFinalizeCompletion(ctx context.Context, db DBTX, arg FileFinalizeCompletionParams) (UploadedFile, error) {
+// Writes file.ready.
+func (q *Queries) FileFinalizeCompletion(ctx context.Context, db DBTX, arg FileFinalizeCompletionParams) (FileFinalizeCompletionRow, error) {
 	row := db.QueryRow(ctx, fileFinalizeCompletion,
 		arg.FinalETag,
 		arg.RetainStaging,
@@ -218,7 +307,7 @@ func (q *Queries) FileFinalizeCompletion(ctx context.Context, db DBTX, arg FileF
 		arg.ID,
 		arg.Lease,
 	)
-	var i UploadedFile
+	var i FileFinalizeCompletionRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantCode,
@@ -340,6 +429,11 @@ type FileInsertPendingParams struct {
 // keeps the row out of every visible lookup. The completion lease is matched
 // by its exact value, so a completer whose lease was taken over can no longer
 // finalize or fail the row.
+//
+// Every transition that changes what a file is (ready, attached, deleted,
+// expired, purged, failed, abandoned) writes its lifecycle event in the same
+// statement, a data-modifying CTE into uploaded_file_event (see
+// event_outbox.sql): the event commits, or rolls back, with the transition.
 // Persists a direct upload before its target is returned: status pending, a
 // private staging key distinct from the generated final key, the exact
 // expected size and type, the declared checksum, the upload expiry

@@ -7,6 +7,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -52,6 +53,11 @@ type DeletionClaimElapsedParams struct {
 // so the claim is a compare-and-swap on the state that was selected. A
 // replica that dies after claiming leaves the lease to run out; the row then
 // becomes eligible again.
+//
+// Every transition that changes what a file is (ready, attached, deleted,
+// expired, purged, failed, abandoned) writes its lifecycle event in the same
+// statement, a data-modifying CTE into uploaded_file_event (see
+// event_outbox.sql): the event commits, or rolls back, with the transition.
 // Settled deletion claims whose lease or retry marker has elapsed (a worker
 // died, or its storage call failed and was released) -> claimed again by
 // this worker. Rows with an upload marker are tombstones, handled by
@@ -117,26 +123,69 @@ WITH candidate AS (
         AND (deletion_pending_at IS NULL OR deletion_pending_at <= coalesce($1::timestamptz, now()))
         AND (completion_lease_until IS NULL OR completion_lease_until <= coalesce($1::timestamptz, now()))
     ORDER BY upload_pending_at, id
-    LIMIT $3::integer
+    LIMIT $2::integer
     FOR UPDATE SKIP LOCKED
+), changed AS (
+    UPDATE uploaded_file
+    SET
+        deletion_pending_at = coalesce($1::timestamptz, now()) + $3::interval,
+        deleted_at = NULL,
+        updated_at = coalesce($1::timestamptz, now())
+    FROM candidate
+    WHERE uploaded_file.id = candidate.id
+        AND uploaded_file.upload_pending_at = candidate.upload_pending_at
+        AND uploaded_file.deletion_pending_at IS NOT DISTINCT FROM candidate.deletion_pending_at
+        AND uploaded_file.deleted_at IS NOT DISTINCT FROM candidate.deleted_at
+    RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'upload.abandoned', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+    JOIN candidate ON candidate.id = changed.id
+    WHERE candidate.deletion_pending_at IS NULL AND candidate.deleted_at IS NULL
 )
-UPDATE uploaded_file
-SET
-    deletion_pending_at = coalesce($1::timestamptz, now()) + $2::interval,
-    deleted_at = NULL,
-    updated_at = coalesce($1::timestamptz, now())
-FROM candidate
-WHERE uploaded_file.id = candidate.id
-    AND uploaded_file.upload_pending_at = candidate.upload_pending_at
-    AND uploaded_file.deletion_pending_at IS NOT DISTINCT FROM candidate.deletion_pending_at
-    AND uploaded_file.deleted_at IS NOT DISTINCT FROM candidate.deleted_at
-RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
 `
 
 type DeletionClaimExpiredTombstonesParams struct {
 	Now           *time.Time
-	DeletionLease time.Duration
 	Max           int32
+	DeletionLease time.Duration
+}
+
+type DeletionClaimExpiredTombstonesRow struct {
+	ID                   uuid.UUID
+	TenantCode           string
+	DepartmentCode       *string
+	UserID               string
+	Key                  string
+	CDN                  *string
+	OriginalName         string
+	SizeBytes            int64
+	ContentType          string
+	Visibility           string
+	IsTemporary          bool
+	UploadPendingAt      *time.Time
+	DeletionPendingAt    *time.Time
+	ExpiredAt            *time.Time
+	ExtraData            json.RawMessage
+	Module               *string
+	Entity               *string
+	EntityID             *string
+	Type                 *string
+	UsedAt               *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+	DeletedAt            *time.Time
+	Status               string
+	PendingKey           *string
+	Checksum             *string
+	ETag                 *string
+	Disposition          string
+	CompletedAt          *time.Time
+	UploadExpiresAt      *time.Time
+	CompletionLeaseUntil *time.Time
+	StagingCleanupAt     *time.Time
 }
 
 // Uploads whose upload marker has expired -> restored to hidden pending
@@ -147,15 +196,17 @@ type DeletionClaimExpiredTombstonesParams struct {
 // matches the exact upload marker, deletion marker and soft-delete state that
 // were selected; a completing row is taken only once its completion lease
 // has run out too.
-func (q *Queries) DeletionClaimExpiredTombstones(ctx context.Context, db DBTX, arg DeletionClaimExpiredTombstonesParams) ([]UploadedFile, error) {
-	rows, err := db.Query(ctx, deletionClaimExpiredTombstones, arg.Now, arg.DeletionLease, arg.Max)
+// Writes upload.abandoned for a row claimed for the first time (a writer
+// that never came back), not for a tombstone passing again.
+func (q *Queries) DeletionClaimExpiredTombstones(ctx context.Context, db DBTX, arg DeletionClaimExpiredTombstonesParams) ([]DeletionClaimExpiredTombstonesRow, error) {
+	rows, err := db.Query(ctx, deletionClaimExpiredTombstones, arg.Now, arg.Max, arg.DeletionLease)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []UploadedFile{}
+	items := []DeletionClaimExpiredTombstonesRow{}
 	for rows.Next() {
-		var i UploadedFile
+		var i DeletionClaimExpiredTombstonesRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.TenantCode,
@@ -211,25 +262,66 @@ WITH candidate AS (
         AND deleted_at IS NULL
         AND (completion_lease_until IS NULL OR completion_lease_until <= coalesce($1::timestamptz, now()))
     ORDER BY upload_pending_at, id
-    LIMIT $3::integer
+    LIMIT $2::integer
     FOR UPDATE SKIP LOCKED
+), changed AS (
+    UPDATE uploaded_file
+    SET
+        deletion_pending_at = coalesce($1::timestamptz, now()) + $3::interval,
+        updated_at = coalesce($1::timestamptz, now())
+    FROM candidate
+    WHERE uploaded_file.id = candidate.id
+        AND uploaded_file.upload_pending_at = candidate.upload_pending_at
+        AND uploaded_file.deletion_pending_at IS NULL
+        AND uploaded_file.deleted_at IS NULL
+    RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'upload.abandoned', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
 )
-UPDATE uploaded_file
-SET
-    deletion_pending_at = coalesce($1::timestamptz, now()) + $2::interval,
-    updated_at = coalesce($1::timestamptz, now())
-FROM candidate
-WHERE uploaded_file.id = candidate.id
-    AND uploaded_file.upload_pending_at = candidate.upload_pending_at
-    AND uploaded_file.deletion_pending_at IS NULL
-    AND uploaded_file.deleted_at IS NULL
-RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
 `
 
 type FileClaimExpiredDirectUploadsParams struct {
 	Now           *time.Time
-	DeletionLease time.Duration
 	Max           int32
+	DeletionLease time.Duration
+}
+
+type FileClaimExpiredDirectUploadsRow struct {
+	ID                   uuid.UUID
+	TenantCode           string
+	DepartmentCode       *string
+	UserID               string
+	Key                  string
+	CDN                  *string
+	OriginalName         string
+	SizeBytes            int64
+	ContentType          string
+	Visibility           string
+	IsTemporary          bool
+	UploadPendingAt      *time.Time
+	DeletionPendingAt    *time.Time
+	ExpiredAt            *time.Time
+	ExtraData            json.RawMessage
+	Module               *string
+	Entity               *string
+	EntityID             *string
+	Type                 *string
+	UsedAt               *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+	DeletedAt            *time.Time
+	Status               string
+	PendingKey           *string
+	Checksum             *string
+	ETag                 *string
+	Disposition          string
+	CompletedAt          *time.Time
+	UploadExpiresAt      *time.Time
+	CompletionLeaseUntil *time.Time
+	StagingCleanupAt     *time.Time
 }
 
 // Direct uploads still pending or completing whose in-flight cleanup lease
@@ -237,15 +329,16 @@ type FileClaimExpiredDirectUploadsParams struct {
 // over) -> claimed for deletion. The upload marker stays, so the claim is
 // settled by FileSettleDeletion naming it once the staging and final objects
 // are gone.
-func (q *Queries) FileClaimExpiredDirectUploads(ctx context.Context, db DBTX, arg FileClaimExpiredDirectUploadsParams) ([]UploadedFile, error) {
-	rows, err := db.Query(ctx, fileClaimExpiredDirectUploads, arg.Now, arg.DeletionLease, arg.Max)
+// Writes upload.abandoned.
+func (q *Queries) FileClaimExpiredDirectUploads(ctx context.Context, db DBTX, arg FileClaimExpiredDirectUploadsParams) ([]FileClaimExpiredDirectUploadsRow, error) {
+	rows, err := db.Query(ctx, fileClaimExpiredDirectUploads, arg.Now, arg.Max, arg.DeletionLease)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []UploadedFile{}
+	items := []FileClaimExpiredDirectUploadsRow{}
 	for rows.Next() {
-		var i UploadedFile
+		var i FileClaimExpiredDirectUploadsRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.TenantCode,
@@ -301,40 +394,82 @@ WITH candidate AS (
         AND upload_pending_at IS NULL
         AND status = 'ready'
     ORDER BY expired_at, id
-    LIMIT $3::integer
+    LIMIT $2::integer
     FOR UPDATE SKIP LOCKED
+), changed AS (
+    UPDATE uploaded_file
+    SET
+        deletion_pending_at = coalesce($1::timestamptz, now()) + $3::interval,
+        updated_at = coalesce($1::timestamptz, now())
+    FROM candidate
+    WHERE uploaded_file.id = candidate.id
+        AND uploaded_file.expired_at = candidate.expired_at
+        AND uploaded_file.deletion_pending_at IS NULL
+        AND uploaded_file.deleted_at IS NULL
+    RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'file.expired', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
 )
-UPDATE uploaded_file
-SET
-    deletion_pending_at = coalesce($1::timestamptz, now()) + $2::interval,
-    updated_at = coalesce($1::timestamptz, now())
-FROM candidate
-WHERE uploaded_file.id = candidate.id
-    AND uploaded_file.expired_at = candidate.expired_at
-    AND uploaded_file.deletion_pending_at IS NULL
-    AND uploaded_file.deleted_at IS NULL
-RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
 `
 
 type FileClaimExpiredTemporaryParams struct {
 	Now           *time.Time
-	DeletionLease time.Duration
 	Max           int32
+	DeletionLease time.Duration
+}
+
+type FileClaimExpiredTemporaryRow struct {
+	ID                   uuid.UUID
+	TenantCode           string
+	DepartmentCode       *string
+	UserID               string
+	Key                  string
+	CDN                  *string
+	OriginalName         string
+	SizeBytes            int64
+	ContentType          string
+	Visibility           string
+	IsTemporary          bool
+	UploadPendingAt      *time.Time
+	DeletionPendingAt    *time.Time
+	ExpiredAt            *time.Time
+	ExtraData            json.RawMessage
+	Module               *string
+	Entity               *string
+	EntityID             *string
+	Type                 *string
+	UsedAt               *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+	DeletedAt            *time.Time
+	Status               string
+	PendingKey           *string
+	Checksum             *string
+	ETag                 *string
+	Disposition          string
+	CompletedAt          *time.Time
+	UploadExpiresAt      *time.Time
+	CompletionLeaseUntil *time.Time
+	StagingCleanupAt     *time.Time
 }
 
 // Ready temporary files expired exactly by their expired_at (expired_at <=
 // @now, the database clock when @now is NULL) -> claimed for deletion. The
 // claim re-checks the very expired_at that was selected. Reads are refused
 // from expired_at on whether or not this sweep has run.
-func (q *Queries) FileClaimExpiredTemporary(ctx context.Context, db DBTX, arg FileClaimExpiredTemporaryParams) ([]UploadedFile, error) {
-	rows, err := db.Query(ctx, fileClaimExpiredTemporary, arg.Now, arg.DeletionLease, arg.Max)
+// Writes file.expired.
+func (q *Queries) FileClaimExpiredTemporary(ctx context.Context, db DBTX, arg FileClaimExpiredTemporaryParams) ([]FileClaimExpiredTemporaryRow, error) {
+	rows, err := db.Query(ctx, fileClaimExpiredTemporary, arg.Now, arg.Max, arg.DeletionLease)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []UploadedFile{}
+	items := []FileClaimExpiredTemporaryRow{}
 	for rows.Next() {
-		var i UploadedFile
+		var i FileClaimExpiredTemporaryRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.TenantCode,
@@ -384,52 +519,94 @@ WITH candidate AS (
     SELECT id
     FROM uploaded_file
     WHERE used_at IS NULL
-        AND created_at < $3::timestamptz
+        AND created_at < $1::timestamptz
         AND deleted_at IS NULL
         AND deletion_pending_at IS NULL
         AND upload_pending_at IS NULL
         AND NOT is_temporary
     ORDER BY created_at, id
-    LIMIT $4::integer
+    LIMIT $2::integer
     FOR UPDATE SKIP LOCKED
+), changed AS (
+    UPDATE uploaded_file
+    SET
+        deletion_pending_at = coalesce($3::timestamptz, now()) + $4::interval,
+        updated_at = coalesce($3::timestamptz, now())
+    FROM candidate
+    WHERE uploaded_file.id = candidate.id
+        AND uploaded_file.used_at IS NULL
+        AND uploaded_file.status = 'ready'
+        AND uploaded_file.deletion_pending_at IS NULL
+        AND uploaded_file.deleted_at IS NULL
+    RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'file.expired', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
 )
-UPDATE uploaded_file
-SET
-    deletion_pending_at = coalesce($1::timestamptz, now()) + $2::interval,
-    updated_at = coalesce($1::timestamptz, now())
-FROM candidate
-WHERE uploaded_file.id = candidate.id
-    AND uploaded_file.used_at IS NULL
-    AND uploaded_file.status = 'ready'
-    AND uploaded_file.deletion_pending_at IS NULL
-    AND uploaded_file.deleted_at IS NULL
-RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
 `
 
 type FileClaimUnusedBeforeParams struct {
-	Now           *time.Time
-	DeletionLease time.Duration
 	Cutoff        time.Time
 	Max           int32
+	Now           *time.Time
+	DeletionLease time.Duration
+}
+
+type FileClaimUnusedBeforeRow struct {
+	ID                   uuid.UUID
+	TenantCode           string
+	DepartmentCode       *string
+	UserID               string
+	Key                  string
+	CDN                  *string
+	OriginalName         string
+	SizeBytes            int64
+	ContentType          string
+	Visibility           string
+	IsTemporary          bool
+	UploadPendingAt      *time.Time
+	DeletionPendingAt    *time.Time
+	ExpiredAt            *time.Time
+	ExtraData            json.RawMessage
+	Module               *string
+	Entity               *string
+	EntityID             *string
+	Type                 *string
+	UsedAt               *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+	DeletedAt            *time.Time
+	Status               string
+	PendingKey           *string
+	Checksum             *string
+	ETag                 *string
+	Disposition          string
+	CompletedAt          *time.Time
+	UploadExpiresAt      *time.Time
+	CompletionLeaseUntil *time.Time
+	StagingCleanupAt     *time.Time
 }
 
 // Active permanent files never marked used and created before @cutoff ->
 // claimed for deletion (the legacy age purge; cleanupAfterDays). Temporary
 // files are left to their own 24-hour expiry.
-func (q *Queries) FileClaimUnusedBefore(ctx context.Context, db DBTX, arg FileClaimUnusedBeforeParams) ([]UploadedFile, error) {
+// Writes file.expired.
+func (q *Queries) FileClaimUnusedBefore(ctx context.Context, db DBTX, arg FileClaimUnusedBeforeParams) ([]FileClaimUnusedBeforeRow, error) {
 	rows, err := db.Query(ctx, fileClaimUnusedBefore,
-		arg.Now,
-		arg.DeletionLease,
 		arg.Cutoff,
 		arg.Max,
+		arg.Now,
+		arg.DeletionLease,
 	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []UploadedFile{}
+	items := []FileClaimUnusedBeforeRow{}
 	for rows.Next() {
-		var i UploadedFile
+		var i FileClaimUnusedBeforeRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.TenantCode,

@@ -79,6 +79,74 @@ type UploadedFile struct {
 	StagingCleanupAt *time.Time
 }
 
+// The lifecycle event outbox: one row per state change of uploaded_file, written by the transition's own statement; pruned after events.retention once every sink has it.
+type UploadedFileEvent struct {
+	// Insertion order. Within one file it follows the row lock, so it is the file's transition order.
+	Seq int64
+	// The CloudEvents id (UUIDv7); a redelivery carries the same id.
+	ID uuid.UUID
+	// The writing transaction (pg_current_xact_id): the relay reads (tx, seq) order and only transactions older than every running one.
+	Tx int64
+	// The event name; the CloudEvents type is io.uploadedfile.<type>.
+	Type string
+	// The file's tenant (CloudEvents extension attribute tenant).
+	TenantCode string
+	// The file (CloudEvents subject).
+	FileID uuid.UUID
+	// The transition's time from the database clock (the row's updated_at).
+	OccurredAt time.Time
+	// upload.failed: the rule the upload broke (content.mismatch, size.mismatch, ...); NULL otherwise.
+	Rule *string
+	// The HTTP-safe file representation at the transition (uploaded_file_event_data).
+	Data json.RawMessage
+}
+
+// Events a sink failed maxAttempts times; the cursor moved past them. events replay delivers them again.
+type UploadedFileEventParked struct {
+	// The sink that refused the event.
+	Sink string
+	// The parked event.
+	EventSeq int64
+	// Attempts made before parking.
+	Attempts int32
+	// The last failure (status or error class; never a URL or a secret).
+	LastError *string
+	// When it was parked (database clock).
+	ParkedAt time.Time
+}
+
+// Events an operator asked to deliver again (events replay), delivered by the relay before new events.
+type UploadedFileEventReplay struct {
+	// The sink to deliver to again.
+	Sink string
+	// The event to deliver again.
+	EventSeq int64
+	// Failed attempts of this replay; parked again at the sink's maxAttempts.
+	Attempts int32
+	// When the operator asked (database clock).
+	RequestedAt time.Time
+}
+
+// Per-sink delivery progress. One relay at a time holds a sink (lease_until), so a sink's events go out in order.
+type UploadedFileEventSink struct {
+	// The sink's name in events.sinks.
+	Name string
+	// Cursor: every event at or before (after_tx, after_seq) was delivered (or parked).
+	AfterTx int64
+	// Cursor, with after_tx.
+	AfterSeq int64
+	// The relay holding the sink until then; NULL when free. A relay that dies leaves it to run out.
+	LeaseUntil *time.Time
+	// Failed attempts of the event after the cursor; parked at events.sinks.<name>.maxAttempts.
+	Attempts int32
+	// Backoff: the sink is not claimed again before then.
+	RetryAt *time.Time
+	// The last delivery failure (status or error class; never a URL or a secret).
+	LastError *string
+	// Last change (database clock).
+	UpdatedAt time.Time
+}
+
 // Objects no row owns that a reconcile repair is deleting (durable claims: written before the storage delete, removed after it).
 type UploadedFileOrphanClaim struct {
 	// The storage key of the orphan object.

@@ -110,6 +110,41 @@ type fileConfig struct {
 			Permissions string `koanf:"permissions"`
 		} `koanf:"claims"`
 	} `koanf:"auth"`
+
+	// Events: the lifecycle event relay and its sinks (docs/events.md).
+	Events eventsConfig `koanf:"events"`
+}
+
+// eventsConfig is the events section.
+type eventsConfig struct {
+	// Relay runs the relay inside serve (default true; `uploadedfile
+	// events relay` runs it on its own).
+	Relay     *bool         `koanf:"relay"`
+	Source    string        `koanf:"source"`
+	Retention time.Duration `koanf:"retention"`
+	Batch     int           `koanf:"batch"`
+	Interval  time.Duration `koanf:"interval"`
+	// Sinks by name (the name keys the sink's progress in the database).
+	Sinks map[string]sinkConfig `koanf:"sinks"`
+}
+
+// sinkConfig is one sink: exactly one of webhook and nats.
+type sinkConfig struct {
+	Types       []string      `koanf:"types"`
+	MaxAttempts int           `koanf:"maxAttempts"`
+	Backoff     time.Duration `koanf:"backoff"`
+	MaxBackoff  time.Duration `koanf:"maxBackoff"`
+	Webhook     struct {
+		URL     string        `koanf:"url"`
+		Secret  string        `koanf:"secret"`
+		Timeout time.Duration `koanf:"timeout"`
+	} `koanf:"webhook"`
+	NATS struct {
+		URL           string        `koanf:"url"`
+		SubjectPrefix string        `koanf:"subjectPrefix"`
+		Stream        string        `koanf:"stream"`
+		Timeout       time.Duration `koanf:"timeout"`
+	} `koanf:"nats"`
 }
 
 // loadConfig reads path (optional) and the environment. An unknown key is
@@ -186,6 +221,11 @@ func knownKeys(t reflect.Type, prefix string) []string {
 			keys = append(keys, knownKeys(f.Type, prefix+tag+".")...)
 			continue
 		}
+		if f.Type.Kind() == reflect.Map && f.Type.Elem().Kind() == reflect.Struct {
+			// A map of sections by name: any name, then the section's keys.
+			keys = append(keys, knownKeys(f.Type.Elem(), prefix+tag+".*.")...)
+			continue
+		}
 		keys = append(keys, prefix+tag)
 	}
 	return keys
@@ -196,7 +236,7 @@ func knownKeys(t reflect.Type, prefix string) []string {
 func unknownKey(keys, known []string, where func(key string) string) error {
 	sort.Strings(keys)
 	for _, key := range keys {
-		if slices.Contains(known, key) {
+		if slices.ContainsFunc(known, func(k string) bool { return keyMatches(k, key) }) {
 			continue
 		}
 		msg := where(key)
@@ -208,11 +248,43 @@ func unknownKey(keys, known []string, where func(key string) string) error {
 	return nil
 }
 
+// keyMatches: key is the known key pattern, where a * segment stands for
+// any one name.
+func keyMatches(pattern, key string) bool {
+	ps, ks := strings.Split(pattern, "."), strings.Split(key, ".")
+	if len(ps) != len(ks) {
+		return false
+	}
+	for i := range ps {
+		if ps[i] != "*" && ps[i] != ks[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// fillPattern puts key's names in the * segments of pattern (when both have
+// as many segments), so a typo inside a named section is measured against
+// the section's keys.
+func fillPattern(pattern, key string) string {
+	ps, ks := strings.Split(pattern, "."), strings.Split(key, ".")
+	if len(ps) != len(ks) {
+		return pattern
+	}
+	for i := range ps {
+		if ps[i] == "*" {
+			ps[i] = ks[i]
+		}
+	}
+	return strings.Join(ps, ".")
+}
+
 // nearest is the known key closest to key by edit distance (ignoring
 // case), or "" when none is close enough to be a likely typo.
 func nearest(key string, known []string) string {
 	best, bestD := "", -1
 	for _, k := range known {
+		k = fillPattern(k, key)
 		d := editDistance(strings.ToLower(key), strings.ToLower(k))
 		if bestD < 0 || d < bestD {
 			best, bestD = k, d

@@ -161,6 +161,11 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		}()
 	}
 	defer func() { <-sweepsDone }()
+	eventsDone, err := runEvents(ctx, g, cfg.Events, pool, reg)
+	if err != nil {
+		return err
+	}
+	defer func() { <-eventsDone }()
 
 	if o.debug != "" {
 		addr, stop, err := serveDebug(o.debug)
@@ -386,4 +391,26 @@ func serveDebug(addr string) (string, func(), error) {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+// runEvents starts the lifecycle event relay in the background (unless
+// events.relay is false); it stops with ctx, and done closes once it has.
+func runEvents(ctx context.Context, g *globals, c eventsConfig, pool *pgxpool.Pool, reg prometheus.Registerer) (done <-chan struct{}, err error) {
+	ch := make(chan struct{})
+	if !c.relayEnabled() {
+		close(ch)
+		return ch, nil
+	}
+	relay, closeSinks, err := c.relay(ctx, pool, g, reg)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		defer close(ch)
+		defer closeSinks()
+		if err := relay.Run(ctx); err != nil {
+			g.logger.Error("event relay stopped", "error", err.Error())
+		}
+	}()
+	return ch, nil
 }

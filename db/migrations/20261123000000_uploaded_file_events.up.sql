@@ -102,7 +102,7 @@ CREATE TABLE uploaded_file_event_sink (
     last_error text,
     updated_at timestamptz NOT NULL DEFAULT now(),
 
-    CONSTRAINT uploaded_file_event_sink_name_check CHECK (name ~ '^[a-z0-9][a-z0-9_-]{0,62}$'),
+    CONSTRAINT uploaded_file_event_sink_name_check CHECK (name ~ '^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$'),
     CONSTRAINT uploaded_file_event_sink_attempts_check CHECK (attempts >= 0)
 );
 

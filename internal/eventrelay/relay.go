@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,7 +38,7 @@ type Sink interface {
 
 // SinkConfig is one configured sink.
 type SinkConfig struct {
-	// Name identifies the sink's progress row: [a-z0-9][a-z0-9_-]{0,62}.
+	// Name identifies the sink's progress row: [A-Za-z0-9][A-Za-z0-9_-]{0,62}.
 	Name string
 	// Types limits the sink to these event types (file.ready, ...); empty
 	// delivers every type.
@@ -84,6 +85,8 @@ type Relay struct {
 	cfg   Config
 	sinks map[string]SinkConfig
 	names []string
+
+	ensured atomic.Bool
 }
 
 // DB is what the relay needs of a pool: pgxpool.Pool satisfies it.
@@ -124,7 +127,7 @@ func New(pool DB, cfg Config) (*Relay, error) {
 	r := &Relay{pool: pool, q: db.New(), cfg: cfg, sinks: map[string]SinkConfig{}}
 	for _, s := range cfg.Sinks {
 		if !validSinkName(s.Name) {
-			return nil, fmt.Errorf("%w: sink name %q (want [a-z0-9][a-z0-9_-]{0,62})", ErrConfig, s.Name)
+			return nil, fmt.Errorf("%w: sink name %q (want [A-Za-z0-9][A-Za-z0-9_-]{0,62})", ErrConfig, s.Name)
 		}
 		if _, dup := r.sinks[s.Name]; dup {
 			return nil, fmt.Errorf("%w: sink %q configured twice", ErrConfig, s.Name)
@@ -158,7 +161,7 @@ func validSinkName(s string) bool {
 		return false
 	}
 	for i, c := range s {
-		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || i > 0 && (c == '_' || c == '-')
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || i > 0 && (c == '_' || c == '-')
 		if !ok {
 			return false
 		}
@@ -170,8 +173,8 @@ func validSinkName(s string) bool {
 // passes find work, or after Interval when one found none. Pass errors are
 // logged and retried; Run returns nil when ctx is done.
 func (r *Relay) Run(ctx context.Context) error {
-	if err := r.q.EventSinkEnsure(ctx, r.pool, db.EventSinkEnsureParams{Names: r.names, Now: r.cfg.Now()}); err != nil && ctx.Err() == nil {
-		return fmt.Errorf("eventrelay: create sink progress: %w", err)
+	if err := r.Ensure(ctx); err != nil && ctx.Err() == nil {
+		return err
 	}
 	lastPrune := time.Time{}
 	for ctx.Err() == nil {
@@ -196,6 +199,19 @@ func (r *Relay) Run(ctx context.Context) error {
 	return nil
 }
 
+// Ensure creates the progress rows of configured sinks that have none (a
+// new sink starts at the beginning of the retained outbox).
+func (r *Relay) Ensure(ctx context.Context) error {
+	if len(r.names) == 0 || r.ensured.Load() {
+		return nil
+	}
+	if err := r.q.EventSinkEnsure(ctx, r.pool, db.EventSinkEnsureParams{Names: r.names, Now: r.cfg.Now()}); err != nil {
+		return fmt.Errorf("eventrelay: create sink progress: %w", err)
+	}
+	r.ensured.Store(true)
+	return nil
+}
+
 // Pass claims the sinks no other relay holds, delivers one batch to each
 // (queued replays first) and releases them. It returns how many events it
 // moved past (delivered, filtered out or parked).
@@ -203,8 +219,8 @@ func (r *Relay) Pass(ctx context.Context) (int, error) {
 	if len(r.names) == 0 {
 		return 0, nil
 	}
-	if err := r.q.EventSinkEnsure(ctx, r.pool, db.EventSinkEnsureParams{Names: r.names, Now: r.cfg.Now()}); err != nil {
-		return 0, fmt.Errorf("eventrelay: create sink progress: %w", err)
+	if err := r.Ensure(ctx); err != nil {
+		return 0, err
 	}
 	held, err := r.q.EventSinkClaim(ctx, r.pool, db.EventSinkClaimParams{Names: r.names, Lease: r.cfg.Lease, Now: r.cfg.Now()})
 	if err != nil {

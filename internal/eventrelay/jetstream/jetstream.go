@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -39,12 +40,18 @@ type Config struct {
 type Sink struct {
 	nc      *nats.Conn
 	js      js.JetStream
+	cfg     Config
 	prefix  string
 	timeout time.Duration
+
+	mu     sync.Mutex
+	stream bool // the stream is known to exist
 }
 
-// New connects, creates the stream when it does not exist, and returns the
-// sink. Close it when done.
+// New checks c and starts connecting (in the background: a server that is
+// down is retried, and deliveries fail until it is up). The stream is
+// created on the first delivery when it does not exist. Close the sink when
+// done.
 func New(ctx context.Context, c Config) (*Sink, error) {
 	if c.SubjectPrefix == "" {
 		c.SubjectPrefix = "uploadedfile"
@@ -61,7 +68,8 @@ func New(ctx context.Context, c Config) (*Sink, error) {
 	if !validPrefix(c.SubjectPrefix) {
 		return nil, fmt.Errorf("jetstream: subject prefix %q: letters, digits, - and _ in dot-separated tokens", c.SubjectPrefix)
 	}
-	nc, err := nats.Connect(c.URL, nats.Timeout(c.Timeout), nats.Name("uploadedfile events relay"), nats.MaxReconnects(-1))
+	nc, err := nats.Connect(c.URL, nats.Timeout(c.Timeout), nats.Name("uploadedfile events relay"),
+		nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true))
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: connect: %w", err)
 	}
@@ -70,17 +78,23 @@ func New(ctx context.Context, c Config) (*Sink, error) {
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	s := &Sink{nc: nc, js: j, prefix: c.SubjectPrefix, timeout: c.Timeout}
-	if err := s.ensureStream(ctx, c); err != nil {
+	s := &Sink{nc: nc, js: j, cfg: c, prefix: c.SubjectPrefix, timeout: c.Timeout}
+	if err := s.ensureStream(ctx); err != nil && nc.IsConnected() {
 		nc.Close()
-		return nil, err
+		return nil, err // connected, but the stream cannot be made: a configuration error
 	}
 	return s, nil
 }
 
 // ensureStream creates the stream when it is missing; an existing stream
 // is used as it is (its subjects must cover <prefix>.>).
-func (s *Sink) ensureStream(ctx context.Context, c Config) error {
+func (s *Sink) ensureStream(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stream {
+		return nil
+	}
+	c := s.cfg
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
 	_, err := s.js.Stream(ctx, c.Stream)
@@ -95,6 +109,7 @@ func (s *Sink) ensureStream(ctx context.Context, c Config) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: stream %s: %w", c.Stream, err)
 	}
+	s.stream = true
 	return nil
 }
 
@@ -111,6 +126,9 @@ func (s *Sink) Subject(e eventrelay.Event) string {
 // acknowledgements in order; it reports how many from the first were
 // acknowledged (a duplicate acknowledgement counts: the stream has it).
 func (s *Sink) Deliver(ctx context.Context, events []eventrelay.Event) (int, error) {
+	if err := s.ensureStream(ctx); err != nil {
+		return 0, err
+	}
 	futures := make([]js.PubAckFuture, 0, len(events))
 	for _, e := range events {
 		msg := nats.NewMsg(s.Subject(e))

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+
+	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/internal/eventrelay"
+	"github.com/uploadedfile/uploadedfile/internal/eventrelay/jetstream"
+	"github.com/uploadedfile/uploadedfile/internal/eventrelay/webhook"
+)
+
+// newEventsCommand is the operators' entry to the lifecycle event relay.
+func newEventsCommand(g *globals) *cobra.Command {
+	var configFile string
+	cmd := &cobra.Command{
+		Use:   "events",
+		Short: "Run the lifecycle event relay, list parked events, replay events",
+		Example: `  uploadedfile events relay --config /etc/uploadedfile.yaml
+  uploadedfile events status
+  uploadedfile events list --parked
+  uploadedfile events replay 0192f0c4-6a1e-7c3d-9b2a-5e8f7a6b4c3d
+  uploadedfile events replay --since 2026-11-22T00:00:00Z --sink billing`,
+	}
+	cmd.PersistentFlags().StringVar(&configFile, "config", os.Getenv("UPLOADEDFILE_CONFIG"), "YAML configuration file (env UPLOADEDFILE_CONFIG)")
+
+	// withRelay opens the database and the configured sinks for one command.
+	withRelay := func(ctx context.Context, reg prometheus.Registerer, fn func(*eventrelay.Relay, *pgxpool.Pool) error) error {
+		cfg, err := loadConfig(configFile, os.Environ)
+		if err != nil {
+			return err
+		}
+		if cfg.DatabaseURL != "" && os.Getenv("DATABASE_URL") == "" && !cmd.Flags().Changed("database-url") {
+			g.databaseURL = cfg.DatabaseURL
+		}
+		pool, err := pgxpool.New(ctx, g.databaseURL)
+		if err != nil {
+			return databaseError(g.databaseURL, err)
+		}
+		defer pool.Close()
+		if err := pool.Ping(ctx); err != nil {
+			return databaseError(g.databaseURL, err)
+		}
+		relay, closeSinks, err := cfg.Events.relay(ctx, pool, g, reg)
+		if err != nil {
+			return err
+		}
+		defer closeSinks()
+		return fn(relay, pool)
+	}
+
+	relay := &cobra.Command{
+		Use:     "relay",
+		Short:   "Deliver the event outbox to the configured sinks until stopped (replicas share the sinks)",
+		Example: "  uploadedfile events relay --config /etc/uploadedfile.yaml",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withRelay(cmd.Context(), nil, func(r *eventrelay.Relay, _ *pgxpool.Pool) error {
+				g.logger.Info("event relay running")
+				return r.Run(cmd.Context())
+			})
+		},
+	}
+
+	status := &cobra.Command{
+		Use:     "status",
+		Short:   "Show each configured sink's backlog and failure state",
+		Example: "  uploadedfile events status",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withRelay(cmd.Context(), nil, func(r *eventrelay.Relay, _ *pgxpool.Pool) error {
+				if err := r.Ensure(cmd.Context()); err != nil {
+					return err
+				}
+				rows, err := r.Status(cmd.Context())
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "SINK\tBACKLOG\tNEXT EVENT AT\tATTEMPTS\tLAST ERROR")
+				for _, s := range rows {
+					next := "-"
+					if s.Depth > 0 {
+						next = s.Oldest.UTC().Format(time.RFC3339)
+					}
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\n", s.Name, s.Depth, next, s.Attempts, deref(s.LastError))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+
+	var parked bool
+	var limit int
+	list := &cobra.Command{
+		Use:     "list --parked",
+		Short:   "List the events a sink parked after its last attempt",
+		Example: "  uploadedfile events list --parked --limit 20",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !parked {
+				return errors.New("events list: only --parked is listed (the outbox itself is in uploaded_file_event)")
+			}
+			return withRelay(cmd.Context(), nil, func(_ *eventrelay.Relay, pool *pgxpool.Pool) error {
+				rows, err := db.New().EventListParked(cmd.Context(), pool, int32(limit))
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "EVENT\tTYPE\tFILE\tSINK\tATTEMPTS\tPARKED AT\tLAST ERROR")
+				for _, p := range rows {
+					e := p.UploadedFileEvent
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.ID, e.Type, e.FileID, p.Sink, p.Attempts,
+						p.ParkedAt.UTC().Format(time.RFC3339), deref(p.LastError))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	list.Flags().BoolVar(&parked, "parked", false, "list parked events")
+	list.Flags().IntVar(&limit, "limit", 100, "at most this many")
+
+	var since, sink string
+	replay := &cobra.Command{
+		Use:   "replay <event id> | --since <time>",
+		Short: "Queue events for delivery again (a parked event, or everything since a time)",
+		Example: `  uploadedfile events replay 0192f0c4-6a1e-7c3d-9b2a-5e8f7a6b4c3d
+  uploadedfile events replay --since 24h --sink billing`,
+		Long: `Queue events for delivery again, to --sink or to every sink: the event with
+the given id, or every event that occurred at or after --since (an RFC 3339
+time, or an age like 24h). A parked event is unparked. The relay delivers
+replays before new events; a receiver sees the same event ids again.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p := db.EventReplayRequestParams{}
+			switch {
+			case len(args) == 1 && since == "":
+				id, err := uuid.Parse(args[0])
+				if err != nil {
+					return fmt.Errorf("events replay: %q is not an event id", args[0])
+				}
+				p.ID = &id
+			case len(args) == 0 && since != "":
+				t, err := parseCutoff(since, time.Now())
+				if err != nil {
+					return err
+				}
+				p.Since = &t
+			default:
+				return errors.New("events replay: give an event id or --since, not both")
+			}
+			if sink != "" {
+				p.Sink = &sink
+			}
+			return withRelay(cmd.Context(), nil, func(r *eventrelay.Relay, pool *pgxpool.Pool) error {
+				if err := r.Ensure(cmd.Context()); err != nil {
+					return err
+				}
+				n, err := db.New().EventReplayRequest(cmd.Context(), pool, p)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(g.stdout, "events replay: %d deliveries queued\n", n)
+				if n == 0 {
+					return errors.New("events replay: nothing matched (no such event, or no sink of that name)")
+				}
+				return nil
+			})
+		},
+	}
+	replay.Flags().StringVar(&since, "since", "", "replay every event since this time (RFC 3339 or an age like 24h)")
+	replay.Flags().StringVar(&sink, "sink", "", "only to this sink")
+
+	cmd.AddCommand(relay, status, list, replay)
+	return cmd
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// relay builds the relay and its sinks; closeSinks closes their connections.
+func (c eventsConfig) relay(ctx context.Context, pool *pgxpool.Pool, g *globals, reg prometheus.Registerer) (*eventrelay.Relay, func(), error) {
+	var closers []func()
+	closeAll := func() {
+		for _, f := range closers {
+			f()
+		}
+	}
+	names := make([]string, 0, len(c.Sinks))
+	for name := range c.Sinks {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var sinks []eventrelay.SinkConfig
+	for _, name := range names {
+		sc := c.Sinks[name]
+		sink, closeSink, err := sc.build(ctx, name)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		if closeSink != nil {
+			closers = append(closers, closeSink)
+		}
+		sinks = append(sinks, eventrelay.SinkConfig{
+			Name: name, Types: sc.Types, Sink: sink, MaxAttempts: sc.MaxAttempts, Backoff: sc.Backoff, MaxBackoff: sc.MaxBackoff,
+		})
+	}
+	var metrics *eventrelay.Metrics
+	if reg != nil {
+		metrics = eventrelay.NewMetrics(reg)
+	}
+	r, err := eventrelay.New(pool, eventrelay.Config{
+		Source: c.Source, Sinks: sinks, Batch: c.Batch, Interval: c.Interval, Retention: c.Retention,
+		Logger: g.logger, Metrics: metrics,
+	})
+	if err != nil {
+		closeAll()
+		return nil, nil, fmt.Errorf("events: %w", err)
+	}
+	return r, closeAll, nil
+}
+
+// build makes the sink's destination: exactly one of webhook and nats.
+func (sc sinkConfig) build(ctx context.Context, name string) (eventrelay.Sink, func(), error) {
+	where := "events.sinks." + name
+	switch {
+	case sc.Webhook.URL != "" && sc.NATS.URL != "":
+		return nil, nil, fmt.Errorf("%s: configure webhook.url or nats.url, not both", where)
+	case sc.Webhook.URL != "":
+		s, err := webhook.New(webhook.Config{URL: sc.Webhook.URL, Secret: sc.Webhook.Secret, Timeout: sc.Webhook.Timeout})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s.webhook: %w", where, err)
+		}
+		return s, nil, nil
+	case sc.NATS.URL != "":
+		s, err := jetstream.New(ctx, jetstream.Config{URL: sc.NATS.URL, SubjectPrefix: sc.NATS.SubjectPrefix, Stream: sc.NATS.Stream, Timeout: sc.NATS.Timeout})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s.nats: %w", where, err)
+		}
+		return s, s.Close, nil
+	default:
+		return nil, nil, fmt.Errorf("%s: configure webhook.url or nats.url", where)
+	}
+}
+
+// relayEnabled: serve runs the relay unless events.relay is false.
+func (c eventsConfig) relayEnabled() bool { return c.Relay == nil || *c.Relay }
+

@@ -124,6 +124,7 @@ type eventsConfig struct {
 	Retention time.Duration `koanf:"retention"`
 	Batch     int           `koanf:"batch"`
 	Interval  time.Duration `koanf:"interval"`
+	Lease     time.Duration `koanf:"lease"`
 	// Sinks by name (the name keys the sink's progress in the database).
 	Sinks map[string]sinkConfig `koanf:"sinks"`
 }

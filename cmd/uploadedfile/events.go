@@ -225,7 +225,7 @@ func (c eventsConfig) relay(ctx context.Context, pool *pgxpool.Pool, g *globals,
 		metrics = eventrelay.NewMetrics(reg)
 	}
 	r, err := eventrelay.New(pool, eventrelay.Config{
-		Source: c.Source, Sinks: sinks, Batch: c.Batch, Interval: c.Interval, Retention: c.Retention,
+		Source: c.Source, Sinks: sinks, Batch: c.Batch, Interval: c.Interval, Lease: c.Lease, Retention: c.Retention,
 		Logger: g.logger, Metrics: metrics,
 	})
 	if err != nil {

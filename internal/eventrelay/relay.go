@@ -64,8 +64,10 @@ type Config struct {
 	// Interval is the pause between passes that found nothing to deliver
 	// (default 1s).
 	Interval time.Duration
-	// Lease is how long a relay holds a sink per pass (default 30s); a
-	// pass stops delivering 5 seconds before its lease ends.
+	// Lease is how long a relay holds a sink per pass (default 30s, at
+	// least 1s): a relay that dies holds its sinks until it runs out. A
+	// pass stops delivering when two thirds of it are gone, so the cursor
+	// moves while the lease is still its own.
 	Lease time.Duration
 	// Retention is how long delivered events stay in the outbox (default
 	// 7 days); 0 keeps the default, a negative value never prunes.
@@ -112,8 +114,8 @@ func New(pool DB, cfg Config) (*Relay, error) {
 	if cfg.Lease <= 0 {
 		cfg.Lease = 30 * time.Second
 	}
-	if cfg.Lease < 10*time.Second {
-		return nil, fmt.Errorf("%w: lease %s is shorter than 10s", ErrConfig, cfg.Lease)
+	if cfg.Lease < time.Second {
+		return nil, fmt.Errorf("%w: lease %s is shorter than 1s", ErrConfig, cfg.Lease)
 	}
 	if cfg.Retention == 0 {
 		cfg.Retention = 7 * 24 * time.Hour
@@ -253,7 +255,7 @@ type holding struct {
 // its cursor; then releases it (or leaves it backing off after a failure).
 func (r *Relay) serve(ctx context.Context, sc SinkConfig, row db.UploadedFileEventSink) (int, error) {
 	h := &holding{sink: sc, row: row}
-	dctx, cancel := context.WithTimeout(ctx, r.cfg.Lease-5*time.Second)
+	dctx, cancel := context.WithTimeout(ctx, r.cfg.Lease*2/3)
 	defer cancel()
 	failed, err := r.replays(dctx, h)
 	if err != nil || failed {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/google/uuid"
 	"io/fs"
 	"math/rand/v2"
 	"net/http"
@@ -485,5 +486,55 @@ func checkChaosInvariants(t *testing.T, e *env, c chaosTarget) chaosCounts {
 		require.True(t, owned[key], "object %s has no row or pending claim", key)
 	}
 	require.Zero(t, n.other, "everything settled: no claim or in-flight row is left but tombstones")
+	checkChaosEvents(t, e, all)
 	return n
+}
+
+// checkChaosEvents: every row has the lifecycle events of what happened to
+// it, in order -- a ready row its file.ready; a row that was ready and is
+// deleted file.ready, then file.deleted or file.expired, then file.purged;
+// an upload that never became ready and is gone upload.failed or
+// upload.abandoned, and never file.ready or file.purged.
+func checkChaosEvents(t *testing.T, e *env, all []db.UploadedFile) {
+	t.Helper()
+	rows, err := e.pool.Query(context.Background(), "SELECT file_id, type FROM uploaded_file_event ORDER BY tx, seq")
+	require.NoError(t, err)
+	events := map[uuid.UUID][]string{}
+	total := 0
+	for rows.Next() {
+		var id uuid.UUID
+		var typ string
+		require.NoError(t, rows.Scan(&id, &typ))
+		events[id] = append(events[id], typ)
+		total++
+	}
+	require.NoError(t, rows.Err())
+	ends := func(es []string) []string { // without attached/detached
+		var out []string
+		for _, e := range es {
+			if e != "file.attached" && e != "file.detached" {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	for _, r := range all {
+		es := ends(events[r.ID])
+		wasReady := r.CompletedAt != nil
+		visible := r.Status == "ready" && r.UploadPendingAt == nil && r.DeletionPendingAt == nil && r.DeletedAt == nil
+		settled := r.DeletedAt != nil && r.DeletionPendingAt == nil
+		switch {
+		case visible:
+			require.Equal(t, []string{"file.ready"}, es, "ready row %s", r.ID)
+		case wasReady && settled:
+			require.Len(t, es, 3, "deleted row %s: %v", r.ID, es)
+			require.Equal(t, "file.ready", es[0], "row %s", r.ID)
+			require.Contains(t, []string{"file.deleted", "file.expired"}, es[1], "row %s", r.ID)
+			require.Equal(t, "file.purged", es[2], "row %s", r.ID)
+		case !wasReady && settled:
+			require.Len(t, es, 1, "a gone upload %s: %v", r.ID, es)
+			require.Contains(t, []string{"upload.failed", "upload.abandoned"}, es[0], "row %s", r.ID)
+		}
+	}
+	t.Logf("events: %d in the outbox, each row's lifecycle complete", total)
 }

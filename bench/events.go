@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	natsgo "github.com/nats-io/nats.go"
+	js "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/uploadedfile/uploadedfile/internal/eventrelay"
+	"github.com/uploadedfile/uploadedfile/internal/eventrelay/jetstream"
+	"github.com/uploadedfile/uploadedfile/internal/eventrelay/webhook"
+	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+)
+
+// natsURL is the machine's NATS server with JetStream.
+const natsURL = "nats://127.0.0.1:4222"
+
+// webhookSecret signs the bench's webhook sink.
+var webhookSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("bench-webhook-secret-0123456789ab"))
+
+// sinkReceiver is a loopback webhook endpoint that accepts everything.
+func sinkReceiver() (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String() + "/hook", func() { _ = srv.Close() }, nil
+}
+
+// benchEvents compares uploads on a server with one webhook sink and one
+// NATS sink configured (its relay delivering while the uploads run) with
+// the same server with none, in interleaved rounds; then measures the
+// relay's sustained delivery rate to each kind of sink.
+func benchEvents(ctx context.Context, e *env, rep *report, bin, tmp, secret string) error {
+	hookURL, stopHook, err := sinkReceiver()
+	if err != nil {
+		return err
+	}
+	defer stopHook()
+	stream := fmt.Sprintf("UFBENCH_%d", time.Now().UnixNano())
+	defer deleteStream(stream)
+	dsn, drop, err := createDatabase(ctx, pgtest.ServerURL())
+	if err != nil {
+		return err
+	}
+	defer drop()
+	root := filepath.Join(tmp, "files-events")
+	cfg := filepath.Join(tmp, "events.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`maxFileSizeBytes: 26214400
+localRoot: %s
+auth:
+  hmacSecret: %s
+events:
+  sinks:
+    hook:
+      webhook: {url: %s, secret: %s}
+    bus:
+      nats: {url: %s, subjectPrefix: %s, stream: %s}
+`, root, secret, hookURL, webhookSecret, natsURL, strings.ToLower(stream), stream)), 0o600); err != nil {
+		return err
+	}
+	withSinks, err := startUploadedfile(bin, dsn, cfg)
+	if err != nil {
+		return err
+	}
+	defer withSinks.stop()
+
+	size, clients := 1<<20, 32
+	body := payload(size)
+	ct, form := multipartBody("data.csv", body)
+	in := initiateInput(body)
+	on := &env{uf: withSinks, token: e.token}
+	n := count(size)
+	m := medianOf(
+		func() stats { return load(clients, n, func(int) error { return e.bufferUpload(ct, form) }) },
+		func() stats { return load(clients, n, func(int) error { return on.bufferUpload(ct, form) }) },
+		func() stats { return load(8, n, func(int) error { return e.directUpload(in, body) }) },
+		func() stats { return load(8, n, func(int) error { return on.directUpload(in, body) }) },
+	)
+	for _, s := range m {
+		if s.errors > 0 {
+			return fmt.Errorf("events bench: %d upload errors", s.errors)
+		}
+	}
+	for i, label := range []string{"buffer upload 1 MiB, 32 clients", "direct upload 1 MiB, 8 clients"} {
+		off, with := m[2*i], m[2*i+1]
+		r := with.rps() / off.rps()
+		rep.add(label+": webhook + NATS sinks vs none", fmt.Sprintf("%.2f× (%.0f vs %.0f uploads/s)", r, with.rps(), off.rps()), "≥ 0.9×", r >= 0.9)
+	}
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	var pending int64
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM uploaded_file_event e, uploaded_file_event_sink s WHERE (e.tx, e.seq) > (s.after_tx, s.after_seq)`).Scan(&pending); err != nil {
+			return err
+		}
+		if pending == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if pending != 0 {
+		return fmt.Errorf("events bench: the relay left %d deliveries behind", pending)
+	}
+
+	// Sustained delivery: an outbox of 20,000 events, drained by one relay
+	// to one sink.
+	const events = 20_000
+	hook, err := webhook.New(webhook.Config{URL: hookURL, Secret: webhookSecret})
+	if err != nil {
+		return err
+	}
+	bus, err := jetstream.New(ctx, jetstream.Config{URL: natsURL, SubjectPrefix: strings.ToLower(stream), Stream: stream})
+	if err != nil {
+		return err
+	}
+	defer bus.Close()
+	for _, sink := range []struct {
+		label string
+		sink  eventrelay.Sink
+	}{{"NATS JetStream", bus}, {"webhook (loopback)", hook}} {
+		rate, err := relayRate(ctx, sink.sink, events)
+		if err != nil {
+			return fmt.Errorf("relay rate %s: %w", sink.label, err)
+		}
+		rep.add("event relay, sustained delivery to "+sink.label, fmt.Sprintf("%.0f events/s (%s events, batch 256)", rate, thousands(events)), "", true)
+	}
+	return nil
+}
+
+// relayRate fills a fresh outbox with n events and returns how many per
+// second one relay delivers to sink.
+func relayRate(ctx context.Context, sink eventrelay.Sink, n int) (float64, error) {
+	dsn, drop, err := createDatabase(ctx, pgtest.ServerURL())
+	if err != nil {
+		return 0, err
+	}
+	defer drop()
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return 0, err
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `
+INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, data)
+SELECT 'file.ready', 'bench', f.id, now(), uploaded_file_event_data(jsonb_build_object(
+    'id', f.id, 'user_id', 'bench', 'original_name', 'data.csv', 'size_bytes', 1048576,
+    'content_type', 'text/csv', 'visibility', 'private', 'status', 'ready', 'is_temporary', false,
+    'disposition', 'attachment', 'checksum', 'sha256:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=',
+    'created_at', now(), 'completed_at', now()))
+FROM (SELECT gen_random_uuid() AS id FROM generate_series(1, $1)) AS f`, n); err != nil {
+		return 0, err
+	}
+	r, err := eventrelay.New(pool, eventrelay.Config{Sinks: []eventrelay.SinkConfig{{Name: "bench", Sink: sink}}, Batch: 256})
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	done := 0
+	for done < n {
+		k, err := r.Pass(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if k == 0 {
+			return 0, fmt.Errorf("stalled after %d events", done)
+		}
+		done += k
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+func deleteStream(name string) {
+	nc, err := natsgo.Connect(natsURL)
+	if err != nil {
+		return
+	}
+	defer nc.Close()
+	if j, err := js.New(nc); err == nil {
+		_ = j.DeleteStream(context.Background(), name)
+	}
+}

@@ -67,7 +67,7 @@ func TestEventsOfABufferUpload(t *testing.T) {
 		"id": f.ID.String(), "userId": "alice", "departmentCode": "sales", "originalName": "report.pdf",
 		"sizeBytes": float64(len(pdf)), "contentType": "application/pdf", "visibility": "private", "status": "ready",
 		"isTemporary": false, "disposition": "attachment", "checksum": *row.Checksum,
-		"createdAt": row.CreatedAt.UTC().Format("2006-01-02T15:04:05.000000Z"),
+		"createdAt":   row.CreatedAt.UTC().Format("2006-01-02T15:04:05.000000Z"),
 		"completedAt": row.CompletedAt.UTC().Format("2006-01-02T15:04:05.000000Z"),
 	}, ready.Data, "the HTTP-safe representation: no key, no cdn")
 

@@ -260,4 +260,3 @@ func (sc sinkConfig) build(ctx context.Context, name string) (eventrelay.Sink, f
 
 // relayEnabled: serve runs the relay unless events.relay is false.
 func (c eventsConfig) relayEnabled() bool { return c.Relay == nil || *c.Relay }
-

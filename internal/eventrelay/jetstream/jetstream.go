@@ -195,4 +195,3 @@ func validPrefix(s string) bool {
 	}
 	return true
 }
-

@@ -44,6 +44,72 @@ func (e Disposition) Valid() bool {
 	}
 }
 
+// Defines values for FileEventDatacontenttype.
+const (
+	Applicationjson FileEventDatacontenttype = "application/json"
+)
+
+// Valid indicates whether the value is a known member of the FileEventDatacontenttype enum.
+func (e FileEventDatacontenttype) Valid() bool {
+	switch e {
+	case Applicationjson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FileEventSpecversion.
+const (
+	N10 FileEventSpecversion = "1.0"
+)
+
+// Valid indicates whether the value is a known member of the FileEventSpecversion enum.
+func (e FileEventSpecversion) Valid() bool {
+	switch e {
+	case N10:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FileEventType.
+const (
+	IoUploadedfileFileAttached    FileEventType = "io.uploadedfile.file.attached"
+	IoUploadedfileFileDeleted     FileEventType = "io.uploadedfile.file.deleted"
+	IoUploadedfileFileDetached    FileEventType = "io.uploadedfile.file.detached"
+	IoUploadedfileFileExpired     FileEventType = "io.uploadedfile.file.expired"
+	IoUploadedfileFilePurged      FileEventType = "io.uploadedfile.file.purged"
+	IoUploadedfileFileReady       FileEventType = "io.uploadedfile.file.ready"
+	IoUploadedfileUploadAbandoned FileEventType = "io.uploadedfile.upload.abandoned"
+	IoUploadedfileUploadFailed    FileEventType = "io.uploadedfile.upload.failed"
+)
+
+// Valid indicates whether the value is a known member of the FileEventType enum.
+func (e FileEventType) Valid() bool {
+	switch e {
+	case IoUploadedfileFileAttached:
+		return true
+	case IoUploadedfileFileDeleted:
+		return true
+	case IoUploadedfileFileDetached:
+		return true
+	case IoUploadedfileFileExpired:
+		return true
+	case IoUploadedfileFilePurged:
+		return true
+	case IoUploadedfileFileReady:
+		return true
+	case IoUploadedfileUploadAbandoned:
+		return true
+	case IoUploadedfileUploadFailed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProblemCode.
 const (
 	CoreAuthInvalidClaims            ProblemCode = "core.auth.invalid-claims"
@@ -175,6 +241,65 @@ type DeleteInput struct {
 
 // Disposition defines model for Disposition.
 type Disposition string
+
+// FileEvent A lifecycle event as a CloudEvent 1.0 (structured mode). `type` is
+// io.uploadedfile.<name>; `subject` the file id; `tenant` the file's
+// tenant (extension attribute); `rule` (upload.failed) the rule the
+// upload broke.
+type FileEvent struct {
+	// Data The file at the transition -- the HTTP-safe representation with its owner; never a storage key or the persisted cdn.
+	Data            FileEventData            `json:"data"`
+	Datacontenttype FileEventDatacontenttype `json:"datacontenttype"`
+
+	// Id UUIDv7; the same on every delivery of the event.
+	Id openapi_types.UUID `json:"id"`
+
+	// Rule upload.failed: the rule the upload broke (content.mismatch, size.mismatch, ...); absent when the service failed to store it.
+	Rule *string `json:"rule,omitempty"`
+
+	// Source events.source (default /uploadedfile).
+	Source      string               `json:"source"`
+	Specversion FileEventSpecversion `json:"specversion"`
+
+	// Subject The file id.
+	Subject openapi_types.UUID `json:"subject"`
+	Tenant  string             `json:"tenant"`
+
+	// Time When the transition committed its state (database clock).
+	Time time.Time     `json:"time"`
+	Type FileEventType `json:"type"`
+}
+
+// FileEventDatacontenttype defines model for FileEvent.Datacontenttype.
+type FileEventDatacontenttype string
+
+// FileEventSpecversion defines model for FileEvent.Specversion.
+type FileEventSpecversion string
+
+// FileEventData The file at the transition -- the HTTP-safe representation with its owner; never a storage key or the persisted cdn.
+type FileEventData struct {
+	Checksum       *string            `json:"checksum,omitempty"`
+	CompletedAt    *time.Time         `json:"completedAt,omitempty"`
+	ContentType    string             `json:"contentType"`
+	CreatedAt      time.Time          `json:"createdAt"`
+	DepartmentCode *string            `json:"departmentCode,omitempty"`
+	Disposition    Disposition        `json:"disposition"`
+	Entity         *string            `json:"entity,omitempty"`
+	EntityId       *string            `json:"entityId,omitempty"`
+	ExpiredAt      *time.Time         `json:"expiredAt,omitempty"`
+	Id             openapi_types.UUID `json:"id"`
+	IsTemporary    bool               `json:"isTemporary"`
+	Module         *string            `json:"module,omitempty"`
+	OriginalName   string             `json:"originalName"`
+	SizeBytes      int64              `json:"sizeBytes"`
+	Status         Status             `json:"status"`
+	Type           *string            `json:"type,omitempty"`
+	UserId         string             `json:"userId"`
+	Visibility     Visibility         `json:"visibility"`
+}
+
+// FileEventType defines model for FileEventType.
+type FileEventType string
 
 // HostFile The file for a host backend, with its extra data and legacy storage references.
 type HostFile struct {
@@ -3768,80 +3893,92 @@ func (sh *strictHandler) DownloadFile(w http.ResponseWriter, r *http.Request, id
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Fx7b9s4tv8qB7oXqIMry26SdmfdvzLT9jaDzkxvHtMFxgFMi8cWNxKpJakkbpHvfsGHZMmS7ThNgnS3",
-	"/xSpRfFxHr/zpL4GschywZFrFYy+BjmRJEON0v7vPUvx+K35i6KKJcs1EzwYBWcJwoyl+ELB+fnx2ygI",
-	"A2Z+z4lOgjDgJMNgFDAahIHEfxVMIg1GWhYYBipOMCNmyozcfEQ+10kwen0YBnqRm5eUlozPg9vbW/Ou",
-	"ygVXaPfy80K7P2LBNXJt/iR5nrKYmF0NRKxR95WWSDLzbLnQTMiM6GAUTBknchF0rrX2gFOzrjlhgoR6",
-	"uvzittB/y1QuFHMv1ZdcXSAM3p2R+bYx/+iXE58tcuz/YXejNr9l3vtFZHmK2vywnj65FNMUs//5p1rd",
-	"7H9LnAWj4L8GS1EYuKdq8Mm91UWjIy50ghIYV5rwGIEpiKudgE6YgiJPBaFvQKKWC0iJRrlCyhPzpH80",
-	"0yg7D8q4xjlKf9JyO096TEAphQyBKDh5/wv8/fDV38AvAxQ1YamKgtswOOek0ImQ7IsR96fb4W9MKUNx",
-	"YXhxRVJGYYpEogQtLpGvEPzz58/9o0InyLXZEW4Tr9tSZ53kJ4TP0eCCOuZ54Q5HqVUBkn6SIkepmVHU",
-	"GUkVhkFe++lrYBbVi46FQv/omHY+5Hht32caM7UCHi+H+234CM2IYzf65XBYPSdSkoV5LFL6oDPe1qHu",
-	"Lze93/dFNVZM/4mxNnP9kgqOT0lBvNGSvCWarF/PAXRrqwYHf7eIficiCVqk2LkF90PHg0KmK5PvDw9/",
-	"CjsQsk5i81YXad9iivpetJU4Q4k8xm+UjIzx8r9bxKS2YudRmvYFeZGZtxhPGccgDIjWJE4yAzIXHdv6",
-	"IJQ2qmrJkKZ/zILRX5tR5tziNVL71m34dYVAMeUPLFyXuOi2hXUqmUFt8lysM9owExIIJEJpmJL4EjkN",
-	"4ZrpBJhWYPcKlGgChFNIcU7iBSgtJJkjLBkSlRQ85kwzotHR5m5y1dxYxwyQp4UCnSBcMcWmLGV6sbJn",
-	"yMgC4kQIhdDLi2nKYuCIVAFJU3H9yf7iplR7BuRXeJVgfKmKrO29jQOVkP1Xr0fjAGbCzIUUpgu7mylR",
-	"+PoQTj8c9fdfvQYxc7+WPlBDFYYdIudt3plX9bpKv3rVMZ42JXyTbNaVwQC4ZHPGSXp3aFLsC1ZeZOUU",
-	"Mq5fHwZWaVlmyLXU2cr3CIMll7Zt88/lyJZRqG+5Sav67sIl77pAoZSmM8xyIYlc7CKY62XkP5S1j8qi",
-	"h+HMD+199iw+QVWklsdNNs689d3B5pqwuX7CorBxdNtpsq/dbfIzIueoW5SwE/t5nJ/XedTfiLw8V0if",
-	"0l1lK975N7hc9/FJW4Tq9s9q4eiK+gqK3WkTpck0RRdSghlmFLN07GIhMTJ8iLjQ/ZkoOLUSWv7qw7t+",
-	"xbP2oww1aTyQmAmNfcqUWZh2PZuhjpP+jLDV526dPt7klhIdj5YBf9fTK5Rs5uPervmdV+OP073FDWt3",
-	"TEit79/1JE6R8CLfcEptlaTvCVmOMCF9VNQj+/qDkupxSlimykcGeSQnaadTblMh5pxt+ficoM2oGNBW",
-	"JEOISZpCTDioIo4RqcugjMA403CdGF+XuCzMmFdpGM8SdO6lO1wI1wlyIEAxR06RxwtwlAhBSPtwzCfl",
-	"mxOwogdcONsBC9TQU8Yn1QlmofmXV+sAmRPG996MuUUAt9Jyab+OWUaXDvo1UcbTLhTSCI6mCrkGwce8",
-	"knrrmscSqQEJkpbpFhWN+RILp0IYplqiFt30JBoIr7IiQpab8VubSnGJoY8Xzo9BC1CJuIZeypRGCoyP",
-	"ORWxGiRa51FG90ZA7An61jaAWdbwJgGiYGK2ZRWXOKs8Ccd8wkmGEWa5XkxCmBjzEmkh+qkRNvOLNz+R",
-	"YnNOdCHRvvWF5RHyWC5ybeYBu0E/dGXVcoLMZYHs67XfMqLjpL4QSSUSuuhfS6Y18kkEf/B0AXiFEshU",
-	"FNqwacyN6KF8oUBcc0+uBvFrhlkTXaiulF0YaKa3AO9Ksg3OT46Bk8xlELHKs1naBttSAtoZcbdqtbPQ",
-	"wXEXgJ+gEukV0nOXgWiCuE9LdKUr3jlUOtINU02Jxr5m1q3gRZo6LW9EvjvmMk4r2pYmwqhvibY16LU8",
-	"NUbcwVsX8DRcgdZhHc6qDSdqTVhLKnZ7BGvZXjthhjoRdFNaaDPl/Ptu9HJPYe1AXYRtOF0tMaw//aB1",
-	"7tw76PeBOz2p8gWXuCiRLUepHGzElG+Oxzscb4eldBf6r3jr7ecSyY5T3t+hv39ecpsmdfiGd3KQmaoi",
-	"5NrKNaOxwS1cDU92jEbaQLgEyU009ep+h1zpo4DSA6U5LDtWoqxGXNWIuGpL1hC7zrymWNblulOz1dOX",
-	"J55d4vjPBh8r22HdbYtM7Ipo7DATRlQxLiTTi1PDaXciV05a/vW+FK5fP58Fvj5klcuNq2Y1bpOrWDE+",
-	"E22cPdVCYlklRGpdKzUCE8PYBC3j8EkoPZd4+n8fQ++MCuPHpiImKVCmLl3Za8wJh9MDG48QzUyI5ahh",
-	"kRqjMR/zd1coF84BlaLQ6LOpkyPv29swZQQ/u9rZuBgOD+JfP5/ZP3ASga+zhZCR1KgX0nBsfGmGpb8q",
-	"lOpr5MQ4aahEIWO02VogXF3XHfvD4WHp2oSgBJAxL4vd3sRoTFNlfGkbESiRoeAImCp8odwZ8IYprSJ4",
-	"x2m/UCjdodSY9yaDkqJ9M3Ky5+eUqAvJ67ZLdRovsxkvXm9cStpNDb3JoIxtWksQ2ZV4H3MS23Kwe2T3",
-	"aWhlSG8XnjTmGZl3J6BikXuemThZ2cmr2utkXTV14rL8pAyyJ8bvmzi3NWUxcmUx1bcnGDSQDLWDGIur",
-	"VmDVaDDAG2IMchnfDcq3ly5tUO7bpk3C4MoQ0Ar1y2gYDa0RyZGTnAWj4CAaRgdG74hOrEINEiSpTr6Y",
-	"v707ZnDIHslgTPDBP19pgtgfDlcqyxpv9CBPCdvSgdCua6fsCqOGxgejvy7CQBVZZm2mzVfkUsSolJdg",
-	"A82azJVBE3eE4MLMsEYsBrEtF9u/XXuJUF2HFUrXCsu+awSV/lnQxYZK+m4V9Fbp+rYJqsYk3rbofdhG",
-	"LTcRtQWiQ8eQrnWriZa1ezP+5fbxjUYC+9LhDovc1ll4gnlKYgQCEmMhqQcPBT2RUhAcFbicCQVaSDJN",
-	"F3t1Fht2bWZwKjjWOdvOeJ2ffASmwCaZkDoVPT09eW9ES2Nse1yqAhehVKJSFubTRWjD0oXBI8qkQXOJ",
-	"ViGN/Q9hKgpuzIZxLiyqGDdnr0xPGH/bI7O1AXTMU3ZpBi4aAW2HLJpDvZciO7cxxaMI47L+fycxfPlg",
-	"K1dF4TVtT45WVkqeUsIPdlzkcLfxL3ecf39/p/GvhruOP7ivRlufyWaD8gWImdXsTGifWevZ7Jv/xSin",
-	"sb1MAXKbWt1NuR0ybMZt123xSFpSb+W4L1q7Ob4PtHZ79Qg9XQDeEIt53hmDnvElhQQuOO7GSubLVeuh",
-	"+qPBRtaoaoUdDh3ohGjflrDawDAa84nD8UnpW7dbFSbQsxnra6bQpio3FwMmexEYWHK+q3EabQLLyHRC",
-	"LPprMeZmH3HKkGu3P4Wcqlrxcw3QN4t4jyTE63pInhj3OwuWa2yATzI6SDEGlOkySvP0/2EangTqidRA",
-	"wPs+ZT3Fh2w+sDIhVQjefRISyth+F3TIiLw0MSTdjPVlIfiRFKVZZ74v3ptZvhO4N1v1YG+IbxCfABUZ",
-	"Ydy769+A+O5/W6KuOwBfVqSa5UTqwUzIrE99l9+SpY/Qn7paFPr19I/ffT7HtmGboDfqyvmW/RZbW/7D",
-	"wDX+tVc7cUkSo2G+N9DtG3pC2nS/TfVQ7m2jLtOUlpF7UWd5clMDwuYc9do88INkate0fDzbgKTWxrmm",
-	"YfOHSXpck/Qb4WRuoKqYzVBuMEm7YZW6U46oTO0/kv1pVg7+8+xP+LAhx1dGb9fnN4XS/4tO78PGrbM1",
-	"HerLIQN/K+32Ymty9PFAqZYeeXSeGUAY3pfHR77jZk37extGd+bxwN1CcM7jWma/FdfcvHlUDr4v18Ov",
-	"7q7hvwq0ht1n872J3XThsFXq6p7JezAPNtMx3WmuNVK9mfeutPodiONZGZK71JULML1IOOxJF6DFqh+8",
-	"u1BaOa+81ZzoOOkWzFPU7yrf85ug6H4WaYfrMve1SCi/l3KF3aorTDKuRdUx+KIOXLsLg2+aWAtOvg3M",
-	"pfufnzGqd6mtsUfnJx+/E3N0fvLRKLhEQiv2hlWSybYDLbo5bHvc1pdMT9zjx6uY2gWimgP9IGXYeksu",
-	"U1BwckWY7dLZXpw12jAlyhe/fKxkzLmr1q4r1jY0pJkRziXGRC/t1MpmNWRCaRC84pv/Zf8V/MZ+hp7d",
-	"BMorFqO9v4Z8JqStP6biGiWkLGPaRslN5rlEhHcHHywZced0wHOMi5v3Qn4U655D+Ot4Usk/MA4EKqE0",
-	"cXAGvbIHyV3qtK0z9cjJBboXYXDTX+pbXyJRrvdUoVXlZtK3V1ZmwmYePqza8PccXOxc9/nT19NduYRi",
-	"nBIjUsaFDW3btYsT2BcMyy4h5VuGlkWCMTeDXI1GATEE6vv+q2bZAE6R1xy9WmFnzH3v7hv7sy/z+C5e",
-	"gzO+UyiqGnsntvfJZhsUkPSaLNSYK58z92nw6gsUpEyRN+nK1Ep964Ua817SKtnsRXAEGWbTsovLKilQ",
-	"gQq40JAypV2bPl/ohPH5mJOZ9oMb6Utme/a7ru1MuspUT1Ki+lGe+gGGD1SeagNdBypVSe/71aXfLG8S",
-	"MVVpOrHA4uBi/xASURhYsEpYXpUQPILfRf3KvTAuyQw1s7etOEwR5uzKfTSlWxFXrl0/skZ2XvL+oZqP",
-	"FNZ8Z5Vgm0JpFqDupH5lZnbZ39MUddeG8sC52fWtOdDzrYdvQGJGmO1ZKiOZayEvjZZL1JLZK3n+pnt8",
-	"OZei4HTvCePe4d+3j699jOvbeH40Fc6T8SpVMl36jk3b+UXoWr6H3WHyc8663yXk+c4y7y+U/0ZY2Zte",
-	"z38wfWd9HZR+/voSmZe8pav4fTJ4KdTPWrN3k4wntRZ/omSzRQi5FLYP1NjhGeMktX3S9/DXvABWAuBv",
-	"VrV556/lSHZl7w6vxH5HatnGN13AMqTVVZv4mCs2N897E+/LuWvT5eXover2iIm73AfuRrbdrwwqx7wM",
-	"FH08OYHepP5dxYmdYvKP/i/+Rmb/1H5QZRLCVOik3MGeU9hlDyEcQbUP12XIFFxLwef+frZbzz4ac8pm",
-	"MxOXzqTIXMToziU42hjwcHhQRrQrXx6YvAHCx9xfjLS5hsOXwwg+M52IwliE+jbKu0yaXPoQvry5Peb1",
-	"rwDazzQioa6b0t9HiomUzL/m4tMXCibvzsh8YvtszD5OD+DT+ZmNdLvi00+FbyLyJP6Wul5Tnux1Rt/i",
-	"7InnkwK9c85uQGEsuP/0VWf1zclPsKVwt3IjrSJte911C1XsCLbW9e4SKHzjh0y3xQVPC+b1eCC0wYCr",
-	"/vmvD6x8m7L8SGp7Hn+9qvykkc8t1WbZ/IXU5xna/zsYnWV1YnlN9K+L2/DrbaNa8VkyjUswddq1kuKs",
-	"Gw97/Wfv7saJ+vaCWnVoWzHjFLle9kXYRnX/2Y/yQxtGkkJrKTo+ywtcKM5mM2dOCIflxxihdl85gtMi",
-	"z4XUCk4InztjbIDLF33Bg4JqZxzKlonHcNfv2E6wP3y9w+iDriDvd6EhE5TNWFWDfv4tCvVvPz9UQr+Q",
-	"aQlfjcAgcti5TpOMGqG8Ktm+vKc6Ggxe7v8tGkbD6OXop+FPQ8tsv6mWMW1eEo6W1svtvm0JP9QvfZT3",
-	"f+3F3M47u3u1KW3Ntj3jp+oqKa0XPV1psv66q1XeXtz+fwAAAP//",
+	"7F17b9s4tv8qB7oXqI0rK06admadvzJt57aDdqY3j+kC4wKixWObG4nUklQSt8h3v+BDsmRLdpwm2XS3",
+	"/xSuKPFxeM7vPMl8DRKR5YIj1yoYfQ1yIkmGGqX9368sxXevzS+KKpEs10zwYBSczRGmLMVnCs7P372O",
+	"gjBg5nlO9DwIA04yDEYBo0EYSPxnwSTSYKRlgWGgkjlmxHSZkev3yGd6HoxeHoaBXuTmI6Ul47Pg5ubG",
+	"fKtywRXaufyy0O5HIrhGrs1PkucpS4iZ1Z5INOqB0hJJZtqWA02FzIgORsGEcSIXQetYnQucmHHNCudI",
+	"qKfLKzeFwWumcqGY+6g+5OoAYfDmjMy2vfP3Qdnx2SLHwR92NmrzV+a7VyLLU9TmQTd9cikmKWb/8w+1",
+	"Otn/ljgNRsF/7S1ZYc+1qr2P7qs2Gh1zoecogXGlCU8QmIKkmgnoOVNQ5Kkg9AgkarmAlGiUK6Q8MS2D",
+	"46lG2bpQxjXOUPqVltN51GUCSilkCETBya+v4G+HL34CPwxQ1ISlKgpuwuCck0LPhWRfDLs/3gw/MKUM",
+	"xYXZi0uSMgoTJBIlaHGBfIXgnz59GhwXeo5cmxnhNva6KWXWcf6c8BkaXFDveF64xVFqRYCkH6XIUWpm",
+	"BHVKUoVhkNcefQ3MoHrRMlDom97R1kaOV/Z7pjFTK+CxPzxYh4/QvPHOvb0/HFbtREqyMM0ipffa400d",
+	"6v5y3ft5f67eFZN/YKJNX69SwfExKYjXWpLXRJPu8RxAr03V4ODvFtFvRSRBixRbp+AetDQUMl3p/GB4",
+	"+HPYgpB1Epuv2kj7GlPUd6KtxClK5Al+I2dkjJf/3cImtRFbl9LUL8iLzHzFeMo4BmFAtCbJPDMg87ll",
+	"WkZM31x6CFpBNUjZFJNFkiKgecWgG4FXqSio/QT2oyH0lJZFoguJFDJBsR9BbEaJgakxZyJy+I7U8Eg0",
+	"LobD54lR/vYXHkGsCruWGLRXqMDoEcQaOeG1p8/UmLtn0MNrjVwxwYFoLdmk0Ng/glgWKcbQcwNGU8JS",
+	"pH3bgWkxP8bcNcJEiguMxjxY3V/q2X8TzlY0s7JisJZo4pG8ZOByH+qobtG8bRMYXae+MZoufzqy01ck",
+	"QxDc7IJcAMWU2R9ialvt3hgEr4yYorB21do40otdc6QGvUYNekGdXNDza4wypjKik3kIin3B2n+jKOof",
+	"AZkowx1Xc+Ru+igvWYLgRgAtQGkhEZid9doslShk0jJPu04VuWboUZySItWwV2ewfnuPOSaXKNWKjOxH",
+	"w9bt8BzZbdMCo7eit+PXdqBjWcsSP5Uk05JwJ9TGXsqY1kiBaQVKE20WTzSZEIWQpCK56DdmQ4nGge0/",
+	"7AbYW/G3MTHX8KhOzNAZ8H7HfO9LAvplVoRYlxT3pBXYmlLWvRdEr1JsMLBP3p6dfRwoMkWQmEs0PGnl",
+	"EK6YnltiiiuO8gi4kSsglivJDOECF8ZQMn3kZqHKED+h1kpqokUyx+RCFVnrFntDF+mxbrgYG/fHE+es",
+	"Sw8mEsmOXVLMidRGA7wStL1X2lQim5ijrm8qg+IutkZuGGqXdTiU3Cp0TJ1hlgtp3LjlyBMhUiR8i/kh",
+	"JJsxTtLSllmHBvYFKy+zmgrj+uXhci6VPxIGRlwLtY2mp+6tjfaPQtlBykum2ISlfhs2jfPn8s1Vqba0",
+	"9IOs0KG+6iaDNsauFtvcgiZz1Rl4o9CfrejRVUPC/iORUDNCayO1Nh7tas4LOetu9ezZ1eyMqu524/J1",
+	"tDe0bXc7mRBOBUfaqqHeCqUNqazxmqZ/TIPRX5u3/tyPYb+6Cb+uAhnl9+wSXOCiPYJR5zrz0jobfO4K",
+	"tcBUGJyeC6VhQpIL5DRcormdKxh9AoRTSHFGkkUF6kszOiop+I4zzYhGR5vbeQPNibX0AHlaKKs7lrKx",
+	"MmfIyAKSuRAKoZcXk5QlwBGpApKm4uqjfeK6VP3NSqc5nXGg5uTgxcvROICpMH0hhcnCzsZYCy8P4fTt",
+	"8eDgxcvSdqwiVw0HZrhdMdUdsRcvwvtUKasgvN232ozKGeMsM+Tab0Poe0HPFbxsYmQDPcu9awO/kpsq",
+	"8NyFMbt55D90ax90i+5nZ35I75Pf4hNURWr3uLmNU699d9C5tzVgnQVwu87PiJyh7rDmXD8uOte61A9E",
+	"XpwrpI8ZZGQrMdVvCJTdJZK4Rqj2qFotibAivt6FWjdQlCaTFF0iAMxrRjBL8zUR0puGXOjBVBScWg4t",
+	"n/qg/KDas/WmDDVpNEjMhMYBZcoMTNvapqiT+aCyNZftbpzB0sxda1qmadpaL1GyqY9rtfXvrBq/nPYp",
+	"bhi7pUNnzbe1JMavK/INq9RWSAaekOUbpNDzqKjnY+oNJdWTlLBMlU0GeSQnaatRbhNYZp2tcR2bB6uC",
+	"eQlJU0gIB1UkCSJ1ea8RGGMaruY2ruFyZ2NeJc/KgIKqheZCF2YjQDFHTpEnCx9nC0FI2zjmcfllDJb1",
+	"gAunO2CBGnrK2KR6jllo/uXVOEBmhPH+0ZhbBFgG9HxU0MfzfKjEGuhXRBlLu1BIIzh2cUDBx7ziemua",
+	"JxKpAQmSlkky5WKx6856e8jy05xoILzKZQlZTqYesAy9v3D+zsYc5+IKeqmL5jA+5lQkam+udR5ltD8C",
+	"YlcwsLrBBUBVkcyBKBfPtoJLnFaOwzGPOckwwizXiziE2AZCtRCD1DCbeVIGSxWbcaILifarLyyPkCdy",
+	"kWvTD9gJ+ldXRq1FWxXjM/v5agS2PhBJrT88uJJMa+RxBH/wdAEuuDURhXYRcMN6KJ/Z6JcnV4P4NcVc",
+	"BS/WzWbN9BbgXU0mnJ+8A04yl/fFKjtqaRtsS+T4YKEbtRZpsHDcBuAnqER6ifTc5Y2aIO6TSW1Jpjdb",
+	"41K8SFMn5Q3Pd8cM1GlF21JFGPEt0bYGvWWMw8NbG/A0TIG1xTqcVbtE2mqp4HaLoHPbayvMUM8F3ZTM",
+	"20w5/717ezmnsLagNsI2jK71rEqt9a3WuTPvYDD4tw8C/4jwPvUI7wOC0n0Gif9lseFz9fhFJU8u3f9n",
+	"Yx8r3WHNbYtM7JJobFEThlUxKSTTi1Oz025Frgho+evXkrl++3QW+KoeK1zuvapXYza5OiPGp2IdZ0+1",
+	"kFjWdiG1ppUagfFhbICWcfgolJ5JPP2/96E3RoWxY1ORkBQoUxeuWGnMCYfT59YfIZoZF8tRwyWRozEf",
+	"8zc2HW4NUCkKjT6aGh972966KSP4xVU8uRqE3z6duRKEOAJfHRVCRlIjXkjDsbGlGZb2qlBq4KsPJLp0",
+	"p43WAuHqqm7YHw4PS9MmBCWAjHlZouhVjMY0VcaWth6BEhkKjoCpwmfKrQGvmdIqgjecDgqF0i1KjXkv",
+	"rpLdA/Nm3Pd9StSF5HXdpVqVl5mMZ68jF5J2XUMv3it9m7UhiGwLvI85SWwRn2uy8zS0MqS3A8eNfkbm",
+	"2xhUInK/Z8ZPVrbzqmIu7qqBi12Un5ROdmzsvtiZrSlLkCuLqb6o1KCBZKgdxFhctQyrRnt7eE2MQi79",
+	"u73y66VJG9TTMQbGysKBYD8aRkOrRHLkJGfBKHgeDaPnRu6InluB2psjSfX8i/ntzTGDQ3ZJBmOCt759",
+	"pXT1YDhcqQfUeK338pSwLXWj69WIKbvEqCHxweivz2GgiiyzOtPGK3IpElTKc7CBZk1myqCJW0Lw2fTQ",
+	"wRZ7iS3ys79dUbBQbYsVStfKAX2tLyr9i6CLDfWPu9U9rhUc3jRB1ajEmzV6H66jluuI2gTRoduQtnGr",
+	"jpYVl+b9/e3vN8o/7UeHOwxyU9/CE8xTkiAQkJgIST14KOiJlILgqMBnQIEWkkzSRb++xWa7Nm9wKjjW",
+	"d3Y94nV+8h6YAhtkQupE9PT05FfDWhoTW5lcJbgIpRKVsjCfLkJXy2TwiDJp0FyiFUij/0OYiIIbtWGM",
+	"C4sqxszpl+EJY297ZLY6gI55yi7Mi4uGQ9vCi2ZRv0qRnVuf4kGYcVm1eSs23L+3kaukcEexuqOV5ZLH",
+	"5PDnOw5yuNv7+zv2f3Cw0/svhru+//yuEm1tJhsNym1tn5HsTGgfWevZ6Jt/YoTT6F6mALkNre4m3A4Z",
+	"NuO2q5F9ICmpF+DeFa1dH98HWru5eoSeLACvicU8b4xBz9iSQgIXHHfbSubTVd1Q/d5gI2tktcIWgw70",
+	"nGhflrBawDAa89jheFza1uulCjH0bMT6iim0ocrNyYC4H4GBJWe7GqPRBrAMT8+JRX8txtzMI0kZcu3m",
+	"p5BTVUt+dgB9M4n3QEzcVUPyyLjfmrDs0AE+yOgrJ7mrKfUxc0f/H6rhUaCeSA0EvO1T5lO8y+YdK+NS",
+	"heDNJyGh9O13QYeMyAvjQ9LNWF8mgh9IUJp55rvivenlO4F7M1UP9ob4BvEJUJERxr25/g2I7/63xeu6",
+	"BfBlRapZTqTemwqZDcqTD8stfYBTRatJod9O//jdx3Ps4Tnj9LaW8Jf1FlsPaoaBK/xbH+3EBUmMhPna",
+	"QDdv6Alpw/021EO51426DFPC6sGC20Wa9eYYdWcc+F4itR0lH0/WIamVcXYUbP5QSQ+rkj4QTmYGqorp",
+	"FOUGlbQbVqlbxYjK0P4D6Z9m5uA/T/+E9+tyfGX0pju+KZT+X3RyHzbuCuioUF++sufvErj5vDU4+nCg",
+	"VAuPPPieGUAY3nWPj33FTUf5+zqM7rzHe9Uxh02b/VpccfPl8fJMxN12Pfzqboj4Z4FWsftovlexm66J",
+	"WEt1tffkLZh76+kd3amvDq7evPcutfodsONZ6ZK70JU/mudYwmFPugAtVu3g3ZnS8nllreZEJ/N2xjxF",
+	"/aayPb8Jiu6mkXY4LnNXjYTye0lX2Km6xCTjWtSOddeAa3dm8EUTneDky8BcuP/pKaN6lVqHPjo/ef+d",
+	"qKPzk/dGwCUSWm1vWAWZbDnQon2HbY1bd8r0xDU/XMbUDhDVDOh7ScPWS3KZgoKTS8Jslc725Gx1vpu4",
+	"0txKnbtsbVeytiEhzYhwLjEheqmnViarIRNKg+DVvvknBy/gA/sFevWD/BkxvvNUSJt/TMUVSkhZxrT1",
+	"kpub5wIR3hy8t2DErcMBT9Evbp4L+ZGsewrur9uTiv+BcSBQMaXxgzPolTVI7lCnLZ2pe07O0f0cBteD",
+	"pbwNJBLlak+Vu1OjGfTtlZmZsBmHD6sy/L6Di53zPn/6fLpLl1BMUmJYypiwoS27dn4C+4JhWSWkfMnQ",
+	"Mkkw5uYll6NRQAyBBr7+qpk2gFPkNUOvltgZc1+76y4z8WkeX8VrcMZXCkVVYW9sa59stEEBSa/IQo25",
+	"8jFzHwav7g0jZYi8SVemVvJbz9SY9+ZrKZt+BMeQYTYpq7iskAIVqIALDSlT2pXp84WeMz4bczLV/uVG",
+	"+JLZmv22YztxW5rqUVJUP9JTP8DwntJT60DXgkpV0Ptueemj2iVQqpJ0YoHFwcXBIcxFYWDBCmF5VELw",
+	"CH4X9SP3QtrrqzSzp604TBBm7NJdddcuiCvHrh9YIlsPef8QzQdya76zTLANoTQTULcSvzIyu6zvabK6",
+	"K0O559hsd2kO9Hzp4RFIzAizNUulJ3Ml5IWRcolaMnskz590Ty5mUhSc9h/R7x3+bfv7tStUv23PjyfC",
+	"WTJepMpNl75i01Z+Edq572G7m/yUo+63cXm+s8j7M+Vvdi1r0+vxD6ZvLa97pZ3fnSLznLc0Fb/PDV4y",
+	"9ZOW7N0441G1xZ8o2XQRQi6FrQM1enjKOEltnfQd7DXPgBUD+JNV63vnj+VIdmnPDq/4fsdqWcY3WcDS",
+	"pdVVmfiYKzYz7b3Y23Lu2HR5OLpfnR4xfpe7lnhky/1Kp3LMS0fR+5Mx9OL6bdix7SL+++CVP5E5OLUX",
+	"qsQhTISelzPoO4Fd1hDCMVTzcFWGTMGVFHzmz2e78WzTmFM2nRq/dCpF5jxGty7B0fqAh8PnpUe7cvNA",
+	"fASEj7k/GGljDYf7wwg+MT0XhdEI9WmUZ5k0ufAufHlye8zrdzfby7WRUFdN6c8jJURK5j9z/ukzBfGb",
+	"MzKLbZ2Nmcfpc/h4fmY93Tb/9GPhi4g8ib8lr9fkJ3uc0Zc4e+L5oEDvnLNrUJgI7q++as2+Of4JtiTu",
+	"Vk6kVaRdH7droGo7gq15vds4Ct94/fw2v+BxwbzuD4TWGXDZP3/7wMqN4uXV9uv9+ONV5ZVGPrZU62Xz",
+	"vfZP07X/d1A6y+zE8pjoX59vwq83jWzFJ8k0LsHUSddKiLOuPOzxn/7tlRP15QW17NC2ZMapvX24rIuw",
+	"her+2o/yog3DSaHVFC1/TAG4UJxNp06dEA7LK7Shdl45gtMiz4XUCk4InzllbIDLJ33Bg4JajziUJRMP",
+	"Ya7fspzgYPhyh7eftzl5vwsNmaBsyqoc9NMvUaj/xY77CugXMi3hq+EYRA47uyTJiBHKy3Lbl+dUR3t7",
+	"+wc/RcNoGO2Pfh7+PLSb7Se1pkybh4SjpfZys1/XhG/rhz7K87/2YG7rmd1+rUubs13v8WN1lJTWk54u",
+	"NVn/3OUqbyxFr3AyF+KiSudVt9C3Rwvrkto8KJykoqDucnB3WDiCt07zQOwHGTAaj3mvui0dGO2Hy1bN",
+	"MlSaZHnctEDcrjJlEACzXPddNqT6bmm9Qi++3A/dyXJ/V9/bD8evBqdvj919fWM+Dlwzo+7cub8Lvxq7",
+	"8XQi6MI98J9hDAWnZY6C8YtnysxSou5H8Lq8Ed5OdcxTJDaXmxjNzEFI82GO0rLnkQ0vVJfIz4lanl5n",
+	"9lTlmJvhIzh2tuTB9bVFUx+gMRMWhT6qEiL27HotktNmTEpMkF3i8q8N3NZmWt3c2xsxy7HuWl5znCSY",
+	"r5wwWy0csFddHfl8V0oWngjKn1XNibxQ9Vv6NyX+q7jC6t9d6F3Z+67A853df/AkVX1rCf1/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -36,6 +36,72 @@ func (e Disposition) Valid() bool {
 	}
 }
 
+// Defines values for FileEventDatacontenttype.
+const (
+	Applicationjson FileEventDatacontenttype = "application/json"
+)
+
+// Valid indicates whether the value is a known member of the FileEventDatacontenttype enum.
+func (e FileEventDatacontenttype) Valid() bool {
+	switch e {
+	case Applicationjson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FileEventSpecversion.
+const (
+	N10 FileEventSpecversion = "1.0"
+)
+
+// Valid indicates whether the value is a known member of the FileEventSpecversion enum.
+func (e FileEventSpecversion) Valid() bool {
+	switch e {
+	case N10:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FileEventType.
+const (
+	IoUploadedfileFileAttached    FileEventType = "io.uploadedfile.file.attached"
+	IoUploadedfileFileDeleted     FileEventType = "io.uploadedfile.file.deleted"
+	IoUploadedfileFileDetached    FileEventType = "io.uploadedfile.file.detached"
+	IoUploadedfileFileExpired     FileEventType = "io.uploadedfile.file.expired"
+	IoUploadedfileFilePurged      FileEventType = "io.uploadedfile.file.purged"
+	IoUploadedfileFileReady       FileEventType = "io.uploadedfile.file.ready"
+	IoUploadedfileUploadAbandoned FileEventType = "io.uploadedfile.upload.abandoned"
+	IoUploadedfileUploadFailed    FileEventType = "io.uploadedfile.upload.failed"
+)
+
+// Valid indicates whether the value is a known member of the FileEventType enum.
+func (e FileEventType) Valid() bool {
+	switch e {
+	case IoUploadedfileFileAttached:
+		return true
+	case IoUploadedfileFileDeleted:
+		return true
+	case IoUploadedfileFileDetached:
+		return true
+	case IoUploadedfileFileExpired:
+		return true
+	case IoUploadedfileFilePurged:
+		return true
+	case IoUploadedfileFileReady:
+		return true
+	case IoUploadedfileUploadAbandoned:
+		return true
+	case IoUploadedfileUploadFailed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProblemCode.
 const (
 	CoreAuthInvalidClaims            ProblemCode = "core.auth.invalid-claims"
@@ -167,6 +233,65 @@ type DeleteInput struct {
 
 // Disposition defines model for Disposition.
 type Disposition string
+
+// FileEvent A lifecycle event as a CloudEvent 1.0 (structured mode). `type` is
+// io.uploadedfile.<name>; `subject` the file id; `tenant` the file's
+// tenant (extension attribute); `rule` (upload.failed) the rule the
+// upload broke.
+type FileEvent struct {
+	// Data The file at the transition -- the HTTP-safe representation with its owner; never a storage key or the persisted cdn.
+	Data            FileEventData            `json:"data"`
+	Datacontenttype FileEventDatacontenttype `json:"datacontenttype"`
+
+	// Id UUIDv7; the same on every delivery of the event.
+	Id openapi_types.UUID `json:"id"`
+
+	// Rule upload.failed: the rule the upload broke (content.mismatch, size.mismatch, ...); absent when the service failed to store it.
+	Rule *string `json:"rule,omitempty"`
+
+	// Source events.source (default /uploadedfile).
+	Source      string               `json:"source"`
+	Specversion FileEventSpecversion `json:"specversion"`
+
+	// Subject The file id.
+	Subject openapi_types.UUID `json:"subject"`
+	Tenant  string             `json:"tenant"`
+
+	// Time When the transition committed its state (database clock).
+	Time time.Time     `json:"time"`
+	Type FileEventType `json:"type"`
+}
+
+// FileEventDatacontenttype defines model for FileEvent.Datacontenttype.
+type FileEventDatacontenttype string
+
+// FileEventSpecversion defines model for FileEvent.Specversion.
+type FileEventSpecversion string
+
+// FileEventData The file at the transition -- the HTTP-safe representation with its owner; never a storage key or the persisted cdn.
+type FileEventData struct {
+	Checksum       *string            `json:"checksum,omitempty"`
+	CompletedAt    *time.Time         `json:"completedAt,omitempty"`
+	ContentType    string             `json:"contentType"`
+	CreatedAt      time.Time          `json:"createdAt"`
+	DepartmentCode *string            `json:"departmentCode,omitempty"`
+	Disposition    Disposition        `json:"disposition"`
+	Entity         *string            `json:"entity,omitempty"`
+	EntityId       *string            `json:"entityId,omitempty"`
+	ExpiredAt      *time.Time         `json:"expiredAt,omitempty"`
+	Id             openapi_types.UUID `json:"id"`
+	IsTemporary    bool               `json:"isTemporary"`
+	Module         *string            `json:"module,omitempty"`
+	OriginalName   string             `json:"originalName"`
+	SizeBytes      int64              `json:"sizeBytes"`
+	Status         Status             `json:"status"`
+	Type           *string            `json:"type,omitempty"`
+	UserId         string             `json:"userId"`
+	Visibility     Visibility         `json:"visibility"`
+}
+
+// FileEventType defines model for FileEventType.
+type FileEventType string
 
 // HostFile The file for a host backend, with its extra data and legacy storage references.
 type HostFile struct {

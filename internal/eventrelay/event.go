@@ -66,7 +66,8 @@ func NewEvent(source string, row db.UploadedFileEvent) (Event, error) {
 	if row.Rule != nil {
 		ce.SetExtension("rule", *row.Rule)
 	}
-	if err := ce.SetData("application/json", []byte(row.Data)); err != nil {
+	// json.RawMessage, not []byte: the SDK would send bytes as data_base64.
+	if err := ce.SetData("application/json", json.RawMessage(row.Data)); err != nil {
 		return Event{}, fmt.Errorf("eventrelay: event %s data: %w", row.ID, err)
 	}
 	if err := ce.Validate(); err != nil {

@@ -20,6 +20,8 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/uploadedfile/uploadedfile/gen/api"
+	"github.com/uploadedfile/uploadedfile/gen/client"
 	"github.com/uploadedfile/uploadedfile/gen/db"
 	"github.com/uploadedfile/uploadedfile/internal/eventrelay"
 	"github.com/uploadedfile/uploadedfile/internal/eventrelay/jetstream"
@@ -225,6 +227,20 @@ func TestWebhookDeliversEveryEventInOrder(t *testing.T) {
 	require.Equal(t, "notes.txt", data["originalName"])
 	require.NotContains(t, data, "key")
 	require.NotContains(t, data, "cdn")
+
+	// Every body is a FileEvent of the contract, and decodes into the
+	// generated client's type.
+	spec, err := api.GetSwagger()
+	require.NoError(t, err)
+	schema := spec.Components.Schemas["FileEvent"].Value
+	for _, body := range rc.bodies {
+		var doc any
+		require.NoError(t, json.Unmarshal(body, &doc))
+		require.NoError(t, schema.VisitJSON(doc), "the contract's FileEvent: %s", body)
+		var typed client.FileEvent
+		require.NoError(t, json.Unmarshal(body, &typed))
+		require.Equal(t, typed.Subject.String(), typed.Data.Id.String())
+	}
 
 	// Nothing new: a pass delivers nothing again.
 	n, err := r.Pass(context.Background())

@@ -389,6 +389,68 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description A lifecycle event as a CloudEvent 1.0 (structured mode). `type` is
+         *     io.uploadedfile.<name>; `subject` the file id; `tenant` the file's
+         *     tenant (extension attribute); `rule` (upload.failed) the rule the
+         *     upload broke.
+         */
+        FileEvent: {
+            /** @enum {string} */
+            specversion: "1.0";
+            /**
+             * Format: uuid
+             * @description UUIDv7; the same on every delivery of the event.
+             */
+            id: string;
+            /** @description events.source (default /uploadedfile). */
+            source: string;
+            type: components["schemas"]["FileEventType"];
+            /**
+             * Format: uuid
+             * @description The file id.
+             */
+            subject: string;
+            /**
+             * Format: date-time
+             * @description When the transition committed its state (database clock).
+             */
+            time: string;
+            tenant: string;
+            /** @description upload.failed: the rule the upload broke (content.mismatch, size.mismatch, ...); absent when the service failed to store it. */
+            rule?: string;
+            /** @enum {string} */
+            datacontenttype: "application/json";
+            data: components["schemas"]["FileEventData"];
+        };
+        /** @enum {string} */
+        FileEventType: "io.uploadedfile.file.ready" | "io.uploadedfile.file.deleted" | "io.uploadedfile.file.purged" | "io.uploadedfile.file.expired" | "io.uploadedfile.file.attached" | "io.uploadedfile.file.detached" | "io.uploadedfile.upload.failed" | "io.uploadedfile.upload.abandoned";
+        /** @description The file at the transition -- the HTTP-safe representation with its owner; never a storage key or the persisted cdn. */
+        FileEventData: {
+            /** Format: uuid */
+            id: string;
+            userId: string;
+            departmentCode?: string;
+            originalName: string;
+            /** Format: int64 */
+            sizeBytes: number;
+            contentType: string;
+            visibility: components["schemas"]["Visibility"];
+            status: components["schemas"]["Status"];
+            isTemporary: boolean;
+            disposition: components["schemas"]["Disposition"];
+            checksum?: string;
+            module?: string;
+            entity?: string;
+            entityId?: string;
+            type?: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            completedAt?: string;
+            /** Format: date-time */
+            expiredAt?: string;
+        };
         Problem: {
             /** @description A URI naming the problem type. */
             type: string;

@@ -323,3 +323,50 @@ func TestServeOptionsFromFile(t *testing.T) {
 	require.Equal(t, "127.0.0.1:8080", o.listen)
 	require.False(t, o.noMigrate, "migrations run by default")
 }
+
+// TestEventSinksConfig: sinks are named sections from the file or the
+// environment; a typo inside one is named with a suggestion; a sink needs
+// exactly one destination and a valid secret.
+func TestEventSinksConfig(t *testing.T) {
+	t.Parallel()
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte(`
+events:
+  retention: 24h
+  sinks:
+    billing:
+      types: [file.ready, file.purged]
+      maxAttempts: 5
+      webhook: {url: "https://billing.example.test/hooks", timeout: 3s}
+`), 0o600))
+	c, err := loadConfig(cfgFile, func() []string {
+		return []string{"UPLOADEDFILE_EVENTS__SINKS__BILLING__WEBHOOK__SECRET=whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+			"UPLOADEDFILE_EVENTS__SINKS__BUS__NATS__URL=nats://127.0.0.1:4222"}
+	})
+	require.NoError(t, err)
+	require.Equal(t, 24*time.Hour, c.Events.Retention)
+	billing := c.Events.Sinks["billing"]
+	require.Equal(t, []string{"file.ready", "file.purged"}, billing.Types)
+	require.Equal(t, 5, billing.MaxAttempts)
+	require.Equal(t, "https://billing.example.test/hooks", billing.Webhook.URL)
+	require.Equal(t, 3*time.Second, billing.Webhook.Timeout)
+	require.Equal(t, "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=", billing.Webhook.Secret, "the secret from the environment")
+	require.Equal(t, "nats://127.0.0.1:4222", c.Events.Sinks["bus"].NATS.URL)
+	_, _, err = billing.build(context.Background(), "billing")
+	require.NoError(t, err)
+
+	require.NoError(t, os.WriteFile(cfgFile, []byte("events:\n  sinks:\n    billing:\n      webhok: {url: x}\n"), 0o600))
+	_, err = loadConfig(cfgFile, func() []string { return nil })
+	require.ErrorContains(t, err, `unknown key "events.sinks.billing.webhok.url" (did you mean "events.sinks.billing.webhook.url"?)`)
+
+	bad := sinkConfig{}
+	_, _, err = bad.build(context.Background(), "x")
+	require.ErrorContains(t, err, "events.sinks.x: configure webhook.url or nats.url")
+	bad.Webhook.URL, bad.NATS.URL = "https://a.example.test", "nats://127.0.0.1:4222"
+	_, _, err = bad.build(context.Background(), "x")
+	require.ErrorContains(t, err, "not both")
+	bad.NATS.URL, bad.Webhook.Secret = "", "plain-secret"
+	_, _, err = bad.build(context.Background(), "x")
+	require.ErrorContains(t, err, "events.sinks.x.webhook: webhook: invalid configuration: the secret must start with whsec_")
+	require.NotContains(t, err.Error(), "plain-secret", "a secret is never echoed")
+}

@@ -415,11 +415,16 @@ func (r *Relay) replays(ctx context.Context, h *holding) (failed bool, err error
 	return false, nil
 }
 
-// Prune deletes delivered events older than Retention, in batches, and
+// Prune deletes events older than Retention that every configured sink has
+// passed (and none holds parked or queued for a replay), in batches, and
 // returns how many it deleted.
 func (r *Relay) Prune(ctx context.Context) (int64, error) {
 	if r.cfg.Retention < 0 {
 		return 0, nil
+	}
+	// A configured sink without a progress row has passed nothing yet.
+	if err := r.Ensure(ctx); err != nil {
+		return 0, err
 	}
 	now := time.Now()
 	if t := r.cfg.Now(); t != nil {

@@ -422,3 +422,92 @@ func readStream(t *testing.T, jsc js.JetStream, stream string, n int) []js.Msg {
 	}
 	return out
 }
+
+// TestReplicasShareSinks: two relays running side by side over the same
+// outbox deliver everything exactly once when nothing fails -- a sink is
+// held by one of them at a time and its cursor moves before it is let go.
+func TestReplicasShareSinks(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	want := w.files(10)
+	secret := newSecret(t)
+	rc := newReceiver(t, secret)
+	relays := []*eventrelay.Relay{
+		newRelay(t, w.pool, hook(t, "a", rc.srv.URL+"/a", secret), hook(t, "b", rc.srv.URL+"/b", secret)),
+		newRelay(t, w.pool, hook(t, "a", rc.srv.URL+"/a", secret), hook(t, "b", rc.srv.URL+"/b", secret)),
+	}
+	var wg sync.WaitGroup
+	for _, r := range relays {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				if _, err := r.Pass(context.Background()); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	drain(t, relays[0])
+	counts := map[string]int{}
+	for _, id := range rc.ids() {
+		counts[id]++
+	}
+	require.Len(t, counts, len(want))
+	for id, n := range counts {
+		require.Equal(t, 2, n, "event %s: once per sink", id)
+	}
+}
+
+// TestPruneKeepsWhatASinkStillNeeds: past the retention, delivered events
+// are pruned; one a sink has not passed, or has parked, stays.
+func TestPruneKeepsWhatASinkStillNeeds(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	want := w.files(3)
+	secret := newSecret(t)
+	rc := newReceiver(t, secret)
+	rc.answer = func(id string, _ int) int {
+		if id == want[5] {
+			return http.StatusBadRequest
+		}
+		return http.StatusNoContent
+	}
+	later := time.Now().Add(48 * time.Hour)
+	sc := hook(t, "hook", rc.srv.URL, secret)
+	sc.MaxAttempts = 1
+	r, err := eventrelay.New(w.pool, eventrelay.Config{Sinks: []eventrelay.SinkConfig{sc}, Retention: 24 * time.Hour,
+		Now: func() *time.Time { return &later }})
+	require.NoError(t, err)
+
+	// Nothing delivered yet: nothing pruned, however old.
+	n, err := r.Prune(context.Background())
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	// Delivered up to the 8th event (the 6th parked), the rest not.
+	var tx, seq int64
+	require.NoError(t, w.pool.QueryRow(context.Background(), "SELECT tx, seq FROM uploaded_file_event WHERE id = $1", want[7]).Scan(&tx, &seq))
+	_, err = w.pool.Exec(context.Background(), "UPDATE uploaded_file_event_sink SET after_tx = $1, after_seq = $2", tx, seq)
+	require.NoError(t, err)
+	_, err = w.pool.Exec(context.Background(), `INSERT INTO uploaded_file_event_parked (sink, event_seq, attempts, parked_at)
+		SELECT 'hook', seq, 1, now() FROM uploaded_file_event WHERE id = $1`, want[5])
+	require.NoError(t, err)
+	n, err = r.Prune(context.Background())
+	require.NoError(t, err)
+	require.EqualValues(t, 7, n, "the 8 passed, less the parked one")
+	left := w.outbox()
+	require.Equal(t, append([]string{want[5]}, want[8:]...), left)
+
+	// Within the retention nothing goes.
+	now := time.Now()
+	r2, err := eventrelay.New(w.pool, eventrelay.Config{Sinks: []eventrelay.SinkConfig{sc}, Retention: 24 * time.Hour,
+		Now: func() *time.Time { return &now }})
+	require.NoError(t, err)
+	drain(t, r2)
+	n, err = r2.Prune(context.Background())
+	require.NoError(t, err)
+	require.Zero(t, n)
+}

@@ -230,7 +230,7 @@ func TestWebhookDeliversEveryEventInOrder(t *testing.T) {
 
 	// Every body is a FileEvent of the contract, and decodes into the
 	// generated client's type.
-	spec, err := api.GetSwagger()
+	spec, err := api.GetSpec()
 	require.NoError(t, err)
 	schema := spec.Components.Schemas["FileEvent"].Value
 	for _, body := range rc.bodies {

@@ -341,6 +341,7 @@ func TestWebhookTimeoutAndNoRedirects(t *testing.T) {
 	s2 := hook(t, "moved", redirect.URL, secret)
 	s1.MaxAttempts, s2.MaxAttempts = 100, 100
 	s1.Backoff, s2.Backoff = time.Hour, time.Hour
+	s1.MaxBackoff, s2.MaxBackoff = time.Hour, time.Hour
 	r := newRelay(t, w.pool, s1, s2)
 	// Passes until both sinks have tried (the outbox is read only below
 	// the oldest transaction running on the server, which other tests'

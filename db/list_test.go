@@ -1,0 +1,139 @@
+package db_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/gen/db"
+)
+
+// listFilters is every optional filter of the list queries.
+type listFilters struct {
+	dept, module, entity, entityID, contentType, contentPrefix, visibility, namePrefix *string
+	temporary                                                                           *bool
+	from, before                                                                        *time.Time
+}
+
+// listCall runs the list query of one shape (Owner|Tenant + By
+// Created|Name|Size) with f, from the first page, on conn.
+func listCall(ctx context.Context, q *db.Queries, conn db.DBTX, shape string, f listFilters, tenant, user string) ([]db.UploadedFile, error) {
+	now := at(0)
+	far := time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+	switch shape {
+	case "OwnerByCreated":
+		return q.FileListOwnerByCreated(ctx, conn, db.FileListOwnerByCreatedParams{TenantCode: tenant, UserID: user, DepartmentCode: f.dept, Now: now,
+			Module: f.module, Entity: f.entity, EntityID: f.entityID, ContentType: f.contentType, ContentTypePrefix: f.contentPrefix,
+			Visibility: f.visibility, IsTemporary: f.temporary, CreatedFrom: f.from, CreatedBefore: f.before, NamePrefix: f.namePrefix,
+			AfterCreated: far, AfterID: uuid.Max, Max: 51})
+	case "OwnerByName":
+		return q.FileListOwnerByName(ctx, conn, db.FileListOwnerByNameParams{TenantCode: tenant, UserID: user, DepartmentCode: f.dept, Now: now,
+			Module: f.module, Entity: f.entity, EntityID: f.entityID, ContentType: f.contentType, ContentTypePrefix: f.contentPrefix,
+			Visibility: f.visibility, IsTemporary: f.temporary, CreatedFrom: f.from, CreatedBefore: f.before, NamePrefix: f.namePrefix,
+			AfterName: "", AfterID: uuid.Nil, Max: 51})
+	case "OwnerBySize":
+		return q.FileListOwnerBySize(ctx, conn, db.FileListOwnerBySizeParams{TenantCode: tenant, UserID: user, DepartmentCode: f.dept, Now: now,
+			Module: f.module, Entity: f.entity, EntityID: f.entityID, ContentType: f.contentType, ContentTypePrefix: f.contentPrefix,
+			Visibility: f.visibility, IsTemporary: f.temporary, CreatedFrom: f.from, CreatedBefore: f.before, NamePrefix: f.namePrefix,
+			AfterSize: 1 << 62, AfterID: uuid.Max, Max: 51})
+	case "TenantByCreated":
+		return q.FileListTenantByCreated(ctx, conn, db.FileListTenantByCreatedParams{TenantCode: tenant, DepartmentCode: f.dept, Now: now,
+			Module: f.module, Entity: f.entity, EntityID: f.entityID, ContentType: f.contentType, ContentTypePrefix: f.contentPrefix,
+			Visibility: f.visibility, IsTemporary: f.temporary, CreatedFrom: f.from, CreatedBefore: f.before, NamePrefix: f.namePrefix,
+			AfterCreated: far, AfterID: uuid.Max, Max: 51})
+	case "TenantByName":
+		return q.FileListTenantByName(ctx, conn, db.FileListTenantByNameParams{TenantCode: tenant, DepartmentCode: f.dept, Now: now,
+			Module: f.module, Entity: f.entity, EntityID: f.entityID, ContentType: f.contentType, ContentTypePrefix: f.contentPrefix,
+			Visibility: f.visibility, IsTemporary: f.temporary, CreatedFrom: f.from, CreatedBefore: f.before, NamePrefix: f.namePrefix,
+			AfterName: "", AfterID: uuid.Nil, Max: 51})
+	case "TenantBySize":
+		return q.FileListTenantBySize(ctx, conn, db.FileListTenantBySizeParams{TenantCode: tenant, DepartmentCode: f.dept, Now: now,
+			Module: f.module, Entity: f.entity, EntityID: f.entityID, ContentType: f.contentType, ContentTypePrefix: f.contentPrefix,
+			Visibility: f.visibility, IsTemporary: f.temporary, CreatedFrom: f.from, CreatedBefore: f.before, NamePrefix: f.namePrefix,
+			AfterSize: 1 << 62, AfterID: uuid.Max, Max: 51})
+	}
+	return nil, fmt.Errorf("no list shape %q", shape)
+}
+
+// TestListPlansUseTheListIndexes: on 100k rows, every list shape with each
+// filter alone, with pairs of them and with all of them is answered
+// through an index -- never a sequential scan of uploaded_file -- and, with
+// no narrowing filter, through its own list index (the order comes from
+// the index, so a deep page costs what the first one does).
+func TestListPlansUseTheListIndexes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	populate(t, b)
+	// One owner with many files: where the order must come from the index.
+	b.exec(t, `INSERT INTO uploaded_file (id, tenant_code, user_id, key, original_name, size_bytes, content_type, status, completed_at, created_at, updated_at)
+SELECT gen_random_uuid(), 'tenant-big', 'user-big', 'core/tenant-big/' || i || '.pdf', 'file-' || i || '.pdf', 1000 + i, 'application/pdf', 'ready',
+    $1::timestamptz, $1::timestamptz - i * interval '1 minute', $1::timestamptz
+FROM generate_series(1, 20000) AS i`, t0)
+	b.exec(t, "ANALYZE uploaded_file")
+	conn, err := b.pool.Acquire(b.ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	e := &explainer{t: t, conn: conn.Conn(), plans: map[string]string{}}
+
+	s := func(v string) *string { return &v }
+	yes, from, before := true, t0.Add(-30*24*time.Hour), t0
+	single := map[string]listFilters{
+		"none":        {},
+		"department":  {dept: s("dept-1")},
+		"module":      {module: s("crm")},
+		"entity":      {entity: s("invoice"), entityID: s("entity-7")},
+		"type":        {contentType: s("application/pdf")},
+		"family":      {contentPrefix: s("application/")},
+		"visibility":  {visibility: s("private")},
+		"temporary":   {temporary: &yes},
+		"created":     {from: &from, before: &before},
+		"name prefix": {namePrefix: s("file-1")},
+	}
+	combos := map[string]listFilters{}
+	for k, v := range single {
+		combos[k] = v
+	}
+	combos["attachment + type + created"] = listFilters{module: s("crm"), entity: s("invoice"), entityID: s("entity-7"), contentType: s("application/pdf"), from: &from}
+	combos["family + visibility + name"] = listFilters{contentPrefix: s("application/"), visibility: s("private"), namePrefix: s("file-")}
+	combos["department + temporary + created"] = listFilters{dept: s("dept-1"), temporary: &yes, from: &from, before: &before}
+	combos["everything"] = listFilters{dept: s("dept-1"), module: s("crm"), entity: s("invoice"), entityID: s("entity-7"),
+		contentType: s("application/pdf"), visibility: s("private"), temporary: &yes, from: &from, before: &before, namePrefix: s("file-7")}
+
+	shapes := map[string]string{
+		"OwnerByCreated": "uploaded_file_list_owner_created_idx", "OwnerByName": "uploaded_file_list_owner_name_idx",
+		"OwnerBySize": "uploaded_file_list_owner_size_idx", "TenantByCreated": "uploaded_file_list_tenant_created_idx",
+		"TenantByName": "uploaded_file_list_tenant_name_idx", "TenantBySize": "uploaded_file_list_tenant_size_idx",
+	}
+	for shape, own := range shapes {
+		for name, f := range combos {
+			// A small owner and tenant: any index will do, never the table.
+			_, err := listCall(b.ctx, b.q, e, shape, f, "tenant-7", "user-7")
+			require.NoError(t, err)
+			var small []any
+			require.NoError(t, json.Unmarshal([]byte(e.plans["FileList"+shape]), &small))
+			require.NotContains(t, seqScans(small), "uploaded_file", "%s with %s scans the table:\n%s", shape, name, e.plans["FileList"+shape])
+
+			// The owner with 20k files: the list index gives the order.
+			_, err = listCall(b.ctx, b.q, e, shape, f, "tenant-big", "user-big")
+			require.NoError(t, err)
+			plan := e.plans["FileList"+shape]
+			var nodes []any
+			require.NoError(t, json.Unmarshal([]byte(plan), &nodes))
+			require.NotContains(t, seqScans(nodes), "uploaded_file", "%s with %s scans the table:\n%s", shape, name, plan)
+			used := indexesUsed(plan)
+			require.NotEmpty(t, used, "%s with %s: no index", shape, name)
+			if name == "none" || name == "visibility" || name == "type" || name == "family" {
+				require.Contains(t, used, own, "%s with %s: its list index", shape, name)
+			}
+			if testing.Verbose() {
+				t.Logf("%s / %s: %s", shape, name, strings.Join(used, ", "))
+			}
+		}
+	}
+}

@@ -1,0 +1,173 @@
+-- Lists of visible files, keyset-paginated: one query per list shape
+-- (scope x sort), each backed by its own partial index
+-- (20261123100000_uploaded_file_listing), so a deep page costs what the
+-- first one does and no filter the API allows turns into a scan of the
+-- table.
+--
+--   FileListOwnerBy*   the caller's own files (the owner decision)
+--   FileListTenantBy*  the tenant's files (the tenant decision)
+--
+-- The cursor is the last row's sort key and id: the next page is the rows
+-- strictly after it in the index order (a row comparison, an index
+-- condition), so rows inserted or deleted meanwhile never make a page repeat
+-- or skip a row that existed for the whole walk. The first page passes the
+-- sort's sentinel (the service's doing) instead of a NULL, so every plan has
+-- the same index condition. A name cursor carries the row's name; the query
+-- lower-cases it as it does the column, so both sides use one lower(). Visible means what a detail request sees:
+-- ready, no upload marker, no deletion claim, not soft-deleted, and a
+-- temporary file not past its expiry at @now. Every filter is optional
+-- (NULL: not filtered); @name_prefix and @content_type_prefix are LIKE
+-- prefixes the service escaped.
+
+-- name: FileListOwnerByCreated :many
+-- One page of the caller's own files, newest first, after the cursor (@after_created, @after_id); at most @max rows.
+SELECT *
+FROM uploaded_file
+WHERE tenant_code = @tenant_code
+    AND user_id = @user_id
+    AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+    AND (NOT is_temporary OR expired_at > coalesce(sqlc.narg('now')::timestamptz, now()))
+    AND (sqlc.narg('module')::text IS NULL OR module = sqlc.narg('module')::text)
+    AND (sqlc.narg('entity')::text IS NULL OR entity = sqlc.narg('entity')::text)
+    AND (sqlc.narg('entity_id')::text IS NULL OR entity_id = sqlc.narg('entity_id')::text)
+    AND (sqlc.narg('content_type')::text IS NULL OR content_type = sqlc.narg('content_type')::text)
+    AND (sqlc.narg('content_type_prefix')::text IS NULL OR content_type LIKE sqlc.narg('content_type_prefix')::text || '%')
+    AND (sqlc.narg('visibility')::text IS NULL OR visibility = sqlc.narg('visibility')::text)
+    AND (sqlc.narg('is_temporary')::boolean IS NULL OR is_temporary = sqlc.narg('is_temporary')::boolean)
+    AND (sqlc.narg('created_from')::timestamptz IS NULL OR created_at >= sqlc.narg('created_from')::timestamptz)
+    AND (sqlc.narg('created_before')::timestamptz IS NULL OR created_at < sqlc.narg('created_before')::timestamptz)
+    AND (sqlc.narg('name_prefix')::text IS NULL OR lower(original_name) COLLATE "C" LIKE lower(sqlc.narg('name_prefix')::text) || '%')
+    AND (created_at, id) < (@after_created::timestamptz, @after_id::uuid)
+ORDER BY created_at DESC, id DESC
+LIMIT @max::integer;
+
+-- name: FileListOwnerByName :many
+-- One page of the caller's own files, by lower-cased name, A to Z (byte order), after the cursor (@after_name, @after_id); at most @max rows.
+SELECT *
+FROM uploaded_file
+WHERE tenant_code = @tenant_code
+    AND user_id = @user_id
+    AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+    AND (NOT is_temporary OR expired_at > coalesce(sqlc.narg('now')::timestamptz, now()))
+    AND (sqlc.narg('module')::text IS NULL OR module = sqlc.narg('module')::text)
+    AND (sqlc.narg('entity')::text IS NULL OR entity = sqlc.narg('entity')::text)
+    AND (sqlc.narg('entity_id')::text IS NULL OR entity_id = sqlc.narg('entity_id')::text)
+    AND (sqlc.narg('content_type')::text IS NULL OR content_type = sqlc.narg('content_type')::text)
+    AND (sqlc.narg('content_type_prefix')::text IS NULL OR content_type LIKE sqlc.narg('content_type_prefix')::text || '%')
+    AND (sqlc.narg('visibility')::text IS NULL OR visibility = sqlc.narg('visibility')::text)
+    AND (sqlc.narg('is_temporary')::boolean IS NULL OR is_temporary = sqlc.narg('is_temporary')::boolean)
+    AND (sqlc.narg('created_from')::timestamptz IS NULL OR created_at >= sqlc.narg('created_from')::timestamptz)
+    AND (sqlc.narg('created_before')::timestamptz IS NULL OR created_at < sqlc.narg('created_before')::timestamptz)
+    AND (sqlc.narg('name_prefix')::text IS NULL OR lower(original_name) COLLATE "C" LIKE lower(sqlc.narg('name_prefix')::text) || '%')
+    AND (lower(original_name) COLLATE "C", id) > (lower(@after_name::text) COLLATE "C", @after_id::uuid)
+ORDER BY lower(original_name) COLLATE "C", id
+LIMIT @max::integer;
+
+-- name: FileListOwnerBySize :many
+-- One page of the caller's own files, largest first, after the cursor (@after_size, @after_id); at most @max rows.
+SELECT *
+FROM uploaded_file
+WHERE tenant_code = @tenant_code
+    AND user_id = @user_id
+    AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+    AND (NOT is_temporary OR expired_at > coalesce(sqlc.narg('now')::timestamptz, now()))
+    AND (sqlc.narg('module')::text IS NULL OR module = sqlc.narg('module')::text)
+    AND (sqlc.narg('entity')::text IS NULL OR entity = sqlc.narg('entity')::text)
+    AND (sqlc.narg('entity_id')::text IS NULL OR entity_id = sqlc.narg('entity_id')::text)
+    AND (sqlc.narg('content_type')::text IS NULL OR content_type = sqlc.narg('content_type')::text)
+    AND (sqlc.narg('content_type_prefix')::text IS NULL OR content_type LIKE sqlc.narg('content_type_prefix')::text || '%')
+    AND (sqlc.narg('visibility')::text IS NULL OR visibility = sqlc.narg('visibility')::text)
+    AND (sqlc.narg('is_temporary')::boolean IS NULL OR is_temporary = sqlc.narg('is_temporary')::boolean)
+    AND (sqlc.narg('created_from')::timestamptz IS NULL OR created_at >= sqlc.narg('created_from')::timestamptz)
+    AND (sqlc.narg('created_before')::timestamptz IS NULL OR created_at < sqlc.narg('created_before')::timestamptz)
+    AND (sqlc.narg('name_prefix')::text IS NULL OR lower(original_name) COLLATE "C" LIKE lower(sqlc.narg('name_prefix')::text) || '%')
+    AND (size_bytes, id) < (@after_size::bigint, @after_id::uuid)
+ORDER BY size_bytes DESC, id DESC
+LIMIT @max::integer;
+
+-- name: FileListTenantByCreated :many
+-- One page of the tenant's files (and department, when the scope has one), newest first, after the cursor (@after_created, @after_id); at most @max rows.
+SELECT *
+FROM uploaded_file
+WHERE tenant_code = @tenant_code
+    AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+    AND (NOT is_temporary OR expired_at > coalesce(sqlc.narg('now')::timestamptz, now()))
+    AND (sqlc.narg('module')::text IS NULL OR module = sqlc.narg('module')::text)
+    AND (sqlc.narg('entity')::text IS NULL OR entity = sqlc.narg('entity')::text)
+    AND (sqlc.narg('entity_id')::text IS NULL OR entity_id = sqlc.narg('entity_id')::text)
+    AND (sqlc.narg('content_type')::text IS NULL OR content_type = sqlc.narg('content_type')::text)
+    AND (sqlc.narg('content_type_prefix')::text IS NULL OR content_type LIKE sqlc.narg('content_type_prefix')::text || '%')
+    AND (sqlc.narg('visibility')::text IS NULL OR visibility = sqlc.narg('visibility')::text)
+    AND (sqlc.narg('is_temporary')::boolean IS NULL OR is_temporary = sqlc.narg('is_temporary')::boolean)
+    AND (sqlc.narg('created_from')::timestamptz IS NULL OR created_at >= sqlc.narg('created_from')::timestamptz)
+    AND (sqlc.narg('created_before')::timestamptz IS NULL OR created_at < sqlc.narg('created_before')::timestamptz)
+    AND (sqlc.narg('name_prefix')::text IS NULL OR lower(original_name) COLLATE "C" LIKE lower(sqlc.narg('name_prefix')::text) || '%')
+    AND (created_at, id) < (@after_created::timestamptz, @after_id::uuid)
+ORDER BY created_at DESC, id DESC
+LIMIT @max::integer;
+
+-- name: FileListTenantByName :many
+-- One page of the tenant's files (and department, when the scope has one), by lower-cased name, A to Z (byte order), after the cursor (@after_name, @after_id); at most @max rows.
+SELECT *
+FROM uploaded_file
+WHERE tenant_code = @tenant_code
+    AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+    AND (NOT is_temporary OR expired_at > coalesce(sqlc.narg('now')::timestamptz, now()))
+    AND (sqlc.narg('module')::text IS NULL OR module = sqlc.narg('module')::text)
+    AND (sqlc.narg('entity')::text IS NULL OR entity = sqlc.narg('entity')::text)
+    AND (sqlc.narg('entity_id')::text IS NULL OR entity_id = sqlc.narg('entity_id')::text)
+    AND (sqlc.narg('content_type')::text IS NULL OR content_type = sqlc.narg('content_type')::text)
+    AND (sqlc.narg('content_type_prefix')::text IS NULL OR content_type LIKE sqlc.narg('content_type_prefix')::text || '%')
+    AND (sqlc.narg('visibility')::text IS NULL OR visibility = sqlc.narg('visibility')::text)
+    AND (sqlc.narg('is_temporary')::boolean IS NULL OR is_temporary = sqlc.narg('is_temporary')::boolean)
+    AND (sqlc.narg('created_from')::timestamptz IS NULL OR created_at >= sqlc.narg('created_from')::timestamptz)
+    AND (sqlc.narg('created_before')::timestamptz IS NULL OR created_at < sqlc.narg('created_before')::timestamptz)
+    AND (sqlc.narg('name_prefix')::text IS NULL OR lower(original_name) COLLATE "C" LIKE lower(sqlc.narg('name_prefix')::text) || '%')
+    AND (lower(original_name) COLLATE "C", id) > (lower(@after_name::text) COLLATE "C", @after_id::uuid)
+ORDER BY lower(original_name) COLLATE "C", id
+LIMIT @max::integer;
+
+-- name: FileListTenantBySize :many
+-- One page of the tenant's files (and department, when the scope has one), largest first, after the cursor (@after_size, @after_id); at most @max rows.
+SELECT *
+FROM uploaded_file
+WHERE tenant_code = @tenant_code
+    AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+    AND (NOT is_temporary OR expired_at > coalesce(sqlc.narg('now')::timestamptz, now()))
+    AND (sqlc.narg('module')::text IS NULL OR module = sqlc.narg('module')::text)
+    AND (sqlc.narg('entity')::text IS NULL OR entity = sqlc.narg('entity')::text)
+    AND (sqlc.narg('entity_id')::text IS NULL OR entity_id = sqlc.narg('entity_id')::text)
+    AND (sqlc.narg('content_type')::text IS NULL OR content_type = sqlc.narg('content_type')::text)
+    AND (sqlc.narg('content_type_prefix')::text IS NULL OR content_type LIKE sqlc.narg('content_type_prefix')::text || '%')
+    AND (sqlc.narg('visibility')::text IS NULL OR visibility = sqlc.narg('visibility')::text)
+    AND (sqlc.narg('is_temporary')::boolean IS NULL OR is_temporary = sqlc.narg('is_temporary')::boolean)
+    AND (sqlc.narg('created_from')::timestamptz IS NULL OR created_at >= sqlc.narg('created_from')::timestamptz)
+    AND (sqlc.narg('created_before')::timestamptz IS NULL OR created_at < sqlc.narg('created_before')::timestamptz)
+    AND (sqlc.narg('name_prefix')::text IS NULL OR lower(original_name) COLLATE "C" LIKE lower(sqlc.narg('name_prefix')::text) || '%')
+    AND (size_bytes, id) < (@after_size::bigint, @after_id::uuid)
+ORDER BY size_bytes DESC, id DESC
+LIMIT @max::integer;

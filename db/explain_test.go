@@ -381,9 +381,18 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			_, err := q.EventSinkStatus(ctx, e, db.EventSinkStatusParams{Names: []string{"hook"}, Now: now})
 			return err
 		},
-		func() error { _, err := listCall(ctx, q, e, "OwnerByCreated", listFilters{}, ten, sample.UserID); return err },
-		func() error { _, err := listCall(ctx, q, e, "OwnerByName", listFilters{}, ten, sample.UserID); return err },
-		func() error { _, err := listCall(ctx, q, e, "OwnerBySize", listFilters{}, ten, sample.UserID); return err },
+		func() error {
+			_, err := listCall(ctx, q, e, "OwnerByCreated", listFilters{}, ten, sample.UserID)
+			return err
+		},
+		func() error {
+			_, err := listCall(ctx, q, e, "OwnerByName", listFilters{}, ten, sample.UserID)
+			return err
+		},
+		func() error {
+			_, err := listCall(ctx, q, e, "OwnerBySize", listFilters{}, ten, sample.UserID)
+			return err
+		},
 		func() error { _, err := listCall(ctx, q, e, "TenantByCreated", listFilters{}, ten, ""); return err },
 		func() error { _, err := listCall(ctx, q, e, "TenantByName", listFilters{}, ten, ""); return err },
 		func() error { _, err := listCall(ctx, q, e, "TenantBySize", listFilters{}, ten, ""); return err },

@@ -17,8 +17,8 @@ import (
 // listFilters is every optional filter of the list queries.
 type listFilters struct {
 	dept, module, entity, entityID, contentType, contentPrefix, visibility, namePrefix *string
-	temporary                                                                           *bool
-	from, before                                                                        *time.Time
+	temporary                                                                          *bool
+	from, before                                                                       *time.Time
 }
 
 // listCall runs the list query of one shape (Owner|Tenant + By

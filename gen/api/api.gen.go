@@ -110,6 +110,27 @@ func (e FileEventType) Valid() bool {
 	}
 }
 
+// Defines values for ListOrder.
+const (
+	CreatedAt ListOrder = "createdAt"
+	Name      ListOrder = "name"
+	Size      ListOrder = "size"
+)
+
+// Valid indicates whether the value is a known member of the ListOrder enum.
+func (e ListOrder) Valid() bool {
+	switch e {
+	case CreatedAt:
+		return true
+	case Name:
+		return true
+	case Size:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProblemCode.
 const (
 	CoreAuthInvalidClaims            ProblemCode = "core.auth.invalid-claims"
@@ -301,6 +322,14 @@ type FileEventData struct {
 // FileEventType defines model for FileEventType.
 type FileEventType string
 
+// FileList defines model for FileList.
+type FileList struct {
+	Items []UploadedFile `json:"items"`
+
+	// NextCursor The cursor of the next page; absent on the last one.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
 // HostFile The file for a host backend, with its extra data and legacy storage references.
 type HostFile struct {
 	Cdn          *string                 `json:"cdn,omitempty"`
@@ -324,6 +353,14 @@ type HostFile struct {
 	Url          *string                 `json:"url,omitempty"`
 	UrlExpiredAt *time.Time              `json:"urlExpiredAt,omitempty"`
 	Visibility   Visibility              `json:"visibility"`
+}
+
+// HostFileList defines model for HostFileList.
+type HostFileList struct {
+	Items []HostFile `json:"items"`
+
+	// NextCursor The cursor of the next page; absent on the last one.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // HostInitiateUploadInput InitiateUploadInput plus the visibility a host backend may choose (public needs allowPublicUploads).
@@ -363,6 +400,9 @@ type InitiateUploadResult struct {
 	Id     openapi_types.UUID `json:"id"`
 	Upload UploadTarget       `json:"upload"`
 }
+
+// ListOrder defines model for ListOrder.
+type ListOrder string
 
 // MarkUsedInput defines model for MarkUsedInput.
 type MarkUsedInput struct {
@@ -454,11 +494,90 @@ type Visibility string
 // FileID defines model for FileID.
 type FileID = string
 
+// ListContentType defines model for ListContentType.
+type ListContentType = string
+
+// ListCreatedBefore defines model for ListCreatedBefore.
+type ListCreatedBefore = time.Time
+
+// ListCreatedFrom defines model for ListCreatedFrom.
+type ListCreatedFrom = time.Time
+
+// ListCursor defines model for ListCursor.
+type ListCursor = string
+
+// ListEntity defines model for ListEntity.
+type ListEntity = string
+
+// ListEntityId defines model for ListEntityId.
+type ListEntityId = string
+
+// ListLimit defines model for ListLimit.
+type ListLimit = int
+
+// ListModule defines model for ListModule.
+type ListModule = string
+
+// ListNamePrefix defines model for ListNamePrefix.
+type ListNamePrefix = string
+
+// ListSort defines model for ListSort.
+type ListSort = ListOrder
+
+// ListTemporary defines model for ListTemporary.
+type ListTemporary = bool
+
+// ListVisibility defines model for ListVisibility.
+type ListVisibility = Visibility
+
+// ListWithUrls defines model for ListWithUrls.
+type ListWithUrls = bool
+
 // Completing defines model for Completing.
 type Completing = Problem
 
 // Unauthorized defines model for Unauthorized.
 type Unauthorized = Problem
+
+// HostListFilesParams defines parameters for HostListFiles.
+type HostListFilesParams struct {
+	// Limit Files per page (default 50, at most 200).
+	Limit *ListLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page.
+	Cursor *ListCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Sort createdAt (newest first, the default), name (A to Z, ignoring case) or size (largest first).
+	Sort *ListSort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// Module Attached with this module (exact).
+	Module *ListModule `form:"module,omitempty" json:"module,omitempty"`
+
+	// Entity Attached to this entity (exact).
+	Entity *ListEntity `form:"entity,omitempty" json:"entity,omitempty"`
+
+	// EntityId Attached to this entity id (exact).
+	EntityId *ListEntityId `form:"entityId,omitempty" json:"entityId,omitempty"`
+
+	// ContentType An exact type (`image/png`) or a family (`image/*`).
+	ContentType *ListContentType `form:"contentType,omitempty" json:"contentType,omitempty"`
+	Visibility  *ListVisibility  `form:"visibility,omitempty" json:"visibility,omitempty"`
+
+	// Temporary Only temporary (true) or only permanent (false) files.
+	Temporary *ListTemporary `form:"temporary,omitempty" json:"temporary,omitempty"`
+
+	// CreatedFrom Created at or after this time.
+	CreatedFrom *ListCreatedFrom `form:"createdFrom,omitempty" json:"createdFrom,omitempty"`
+
+	// CreatedBefore Created before this time.
+	CreatedBefore *ListCreatedBefore `form:"createdBefore,omitempty" json:"createdBefore,omitempty"`
+
+	// NamePrefix Names starting with this, ignoring case (no wildcards).
+	NamePrefix *ListNamePrefix `form:"namePrefix,omitempty" json:"namePrefix,omitempty"`
+
+	// WithUrls Resolve each file's URL (presigned per file on S3).
+	WithUrls *ListWithUrls `form:"withUrls,omitempty" json:"withUrls,omitempty"`
+}
 
 // HostUploadMultipartBody defines parameters for HostUpload.
 type HostUploadMultipartBody struct {
@@ -486,6 +605,46 @@ type HostDownloadAttachedParams struct {
 
 // HostSetExtraDataJSONBody defines parameters for HostSetExtraData.
 type HostSetExtraDataJSONBody map[string]interface{}
+
+// ListFilesParams defines parameters for ListFiles.
+type ListFilesParams struct {
+	// Limit Files per page (default 50, at most 200).
+	Limit *ListLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page.
+	Cursor *ListCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Sort createdAt (newest first, the default), name (A to Z, ignoring case) or size (largest first).
+	Sort *ListSort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// Module Attached with this module (exact).
+	Module *ListModule `form:"module,omitempty" json:"module,omitempty"`
+
+	// Entity Attached to this entity (exact).
+	Entity *ListEntity `form:"entity,omitempty" json:"entity,omitempty"`
+
+	// EntityId Attached to this entity id (exact).
+	EntityId *ListEntityId `form:"entityId,omitempty" json:"entityId,omitempty"`
+
+	// ContentType An exact type (`image/png`) or a family (`image/*`).
+	ContentType *ListContentType `form:"contentType,omitempty" json:"contentType,omitempty"`
+	Visibility  *ListVisibility  `form:"visibility,omitempty" json:"visibility,omitempty"`
+
+	// Temporary Only temporary (true) or only permanent (false) files.
+	Temporary *ListTemporary `form:"temporary,omitempty" json:"temporary,omitempty"`
+
+	// CreatedFrom Created at or after this time.
+	CreatedFrom *ListCreatedFrom `form:"createdFrom,omitempty" json:"createdFrom,omitempty"`
+
+	// CreatedBefore Created before this time.
+	CreatedBefore *ListCreatedBefore `form:"createdBefore,omitempty" json:"createdBefore,omitempty"`
+
+	// NamePrefix Names starting with this, ignoring case (no wildcards).
+	NamePrefix *ListNamePrefix `form:"namePrefix,omitempty" json:"namePrefix,omitempty"`
+
+	// WithUrls Resolve each file's URL (presigned per file on S3).
+	WithUrls *ListWithUrls `form:"withUrls,omitempty" json:"withUrls,omitempty"`
+}
 
 // UploadFileMultipartBody defines parameters for UploadFile.
 type UploadFileMultipartBody struct {
@@ -541,6 +700,9 @@ type ServerInterface interface {
 	// Healthz The process answers
 	// (GET /healthz)
 	Healthz(w http.ResponseWriter, r *http.Request)
+	// HostListFiles List files with their extra data and storage references, a page at a time
+	// (GET /internal/uploaded-file)
+	HostListFiles(w http.ResponseWriter, r *http.Request, params HostListFilesParams)
 	// HostChangeFiles Replace a record's files (old ones deleted durably)
 	// (POST /internal/uploaded-file/change-files)
 	HostChangeFiles(w http.ResponseWriter, r *http.Request)
@@ -577,6 +739,9 @@ type ServerInterface interface {
 	// Readyz The database and the storage answer
 	// (GET /readyz)
 	Readyz(w http.ResponseWriter, r *http.Request)
+	// ListFiles List the files the caller may see, a page at a time
+	// (GET /uploaded-file)
+	ListFiles(w http.ResponseWriter, r *http.Request, params ListFilesParams)
 	// UploadFile Upload one file in a multipart form (compatibility route)
 	// (POST /uploaded-file)
 	//
@@ -621,6 +786,195 @@ func (siw *ServerInterfaceWrapper) Healthz(w http.ResponseWriter, r *http.Reques
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.Healthz(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// HostListFiles operation middleware
+func (siw *ServerInterfaceWrapper) HostListFiles(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params HostListFilesParams
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "sort" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sort", r.URL.Query(), &params.Sort, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "sort"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "sort", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "module" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "module", r.URL.Query(), &params.Module, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "module"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "module", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "entity" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "entity", r.URL.Query(), &params.Entity, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "entity"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "entity", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "entityId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "entityId", r.URL.Query(), &params.EntityId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "entityId"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "entityId", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "contentType" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "contentType", r.URL.Query(), &params.ContentType, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "contentType"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "contentType", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "visibility" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "visibility", r.URL.Query(), &params.Visibility, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "visibility"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "visibility", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "temporary" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "temporary", r.URL.Query(), &params.Temporary, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "temporary"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "temporary", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "createdFrom" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "createdFrom", r.URL.Query(), &params.CreatedFrom, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "createdFrom"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "createdFrom", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "createdBefore" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "createdBefore", r.URL.Query(), &params.CreatedBefore, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "createdBefore"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "createdBefore", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "namePrefix" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "namePrefix", r.URL.Query(), &params.NamePrefix, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "namePrefix"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namePrefix", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "withUrls" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "withUrls", r.URL.Query(), &params.WithUrls, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "withUrls"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "withUrls", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.HostListFiles(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -879,6 +1233,195 @@ func (siw *ServerInterfaceWrapper) Readyz(w http.ResponseWriter, r *http.Request
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.Readyz(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListFiles operation middleware
+func (siw *ServerInterfaceWrapper) ListFiles(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListFilesParams
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "sort" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sort", r.URL.Query(), &params.Sort, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "sort"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "sort", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "module" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "module", r.URL.Query(), &params.Module, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "module"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "module", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "entity" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "entity", r.URL.Query(), &params.Entity, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "entity"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "entity", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "entityId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "entityId", r.URL.Query(), &params.EntityId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "entityId"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "entityId", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "contentType" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "contentType", r.URL.Query(), &params.ContentType, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "contentType"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "contentType", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "visibility" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "visibility", r.URL.Query(), &params.Visibility, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "visibility"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "visibility", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "temporary" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "temporary", r.URL.Query(), &params.Temporary, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "temporary"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "temporary", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "createdFrom" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "createdFrom", r.URL.Query(), &params.CreatedFrom, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "createdFrom"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "createdFrom", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "createdBefore" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "createdBefore", r.URL.Query(), &params.CreatedBefore, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "createdBefore"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "createdBefore", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "namePrefix" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "namePrefix", r.URL.Query(), &params.NamePrefix, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "namePrefix"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "namePrefix", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "withUrls" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "withUrls", r.URL.Query(), &params.WithUrls, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "withUrls"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "withUrls", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListFiles(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1215,11 +1758,13 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodPut+" "+options.BaseURL+"/uploaded-file/{id}/content", wrapper.PutUploadContent)
 	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/uploaded-file/{id}", wrapper.DeleteFile)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/uploaded-file/{id}", wrapper.GetFile)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/uploaded-file", wrapper.ListFiles)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/uploaded-file", wrapper.UploadFile)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/uploaded-file/{id}/download", wrapper.DownloadFile)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/internal/uploaded-file/initiate", wrapper.HostInitiateUpload)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/internal/uploaded-file/uploads", wrapper.HostUpload)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/internal/uploaded-file/clone", wrapper.HostCloneFromUrl)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/internal/uploaded-file", wrapper.HostListFiles)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/internal/uploaded-file/{id}", wrapper.HostGetFile)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/internal/uploaded-file/{id}/url", wrapper.HostResolveUrl)
 	m.HandleFunc(http.MethodPatch+" "+options.BaseURL+"/internal/uploaded-file/{id}/extra-data", wrapper.HostSetExtraData)
@@ -1281,6 +1826,77 @@ func (response Healthz200TextResponse) VisitHealthzResponse(w http.ResponseWrite
 	w.WriteHeader(200)
 
 	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type HostListFilesRequestObject struct {
+	Params HostListFilesParams
+}
+
+type HostListFilesResponseObject interface {
+	VisitHostListFilesResponse(w http.ResponseWriter) error
+}
+
+type HostListFiles200JSONResponse HostFileList
+
+func (response HostListFiles200JSONResponse) VisitHostListFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostListFiles400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response HostListFiles400ApplicationProblemPlusJSONResponse) VisitHostListFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostListFiles401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response HostListFiles401ApplicationProblemPlusJSONResponse) VisitHostListFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostListFiles404ApplicationProblemPlusJSONResponse Problem
+
+func (response HostListFiles404ApplicationProblemPlusJSONResponse) VisitHostListFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
 	return err
 }
 
@@ -2262,6 +2878,77 @@ func (response Readyz503TextResponse) VisitReadyzResponse(w http.ResponseWriter)
 	return err
 }
 
+type ListFilesRequestObject struct {
+	Params ListFilesParams
+}
+
+type ListFilesResponseObject interface {
+	VisitListFilesResponse(w http.ResponseWriter) error
+}
+
+type ListFiles200JSONResponse FileList
+
+func (response ListFiles200JSONResponse) VisitListFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFiles400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response ListFiles400ApplicationProblemPlusJSONResponse) VisitListFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFiles401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListFiles401ApplicationProblemPlusJSONResponse) VisitListFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFiles404ApplicationProblemPlusJSONResponse Problem
+
+func (response ListFiles404ApplicationProblemPlusJSONResponse) VisitListFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UploadFileRequestObject struct {
 	Body *multipart.Reader
 }
@@ -3180,6 +3867,9 @@ type StrictServerInterface interface {
 	// Healthz The process answers
 	// (GET /healthz)
 	Healthz(ctx context.Context, request HealthzRequestObject) (HealthzResponseObject, error)
+	// HostListFiles List files with their extra data and storage references, a page at a time
+	// (GET /internal/uploaded-file)
+	HostListFiles(ctx context.Context, request HostListFilesRequestObject) (HostListFilesResponseObject, error)
 	// HostChangeFiles Replace a record's files (old ones deleted durably)
 	// (POST /internal/uploaded-file/change-files)
 	HostChangeFiles(ctx context.Context, request HostChangeFilesRequestObject) (HostChangeFilesResponseObject, error)
@@ -3216,6 +3906,9 @@ type StrictServerInterface interface {
 	// Readyz The database and the storage answer
 	// (GET /readyz)
 	Readyz(ctx context.Context, request ReadyzRequestObject) (ReadyzResponseObject, error)
+	// ListFiles List the files the caller may see, a page at a time
+	// (GET /uploaded-file)
+	ListFiles(ctx context.Context, request ListFilesRequestObject) (ListFilesResponseObject, error)
 	// UploadFile Upload one file in a multipart form (compatibility route)
 	// (POST /uploaded-file)
 	//
@@ -3302,6 +3995,32 @@ func (sh *strictHandler) Healthz(w http.ResponseWriter, r *http.Request) {
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(HealthzResponseObject); ok {
 		if err := validResponse.VisitHealthzResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// HostListFiles operation middleware
+func (sh *strictHandler) HostListFiles(w http.ResponseWriter, r *http.Request, params HostListFilesParams) {
+	var request HostListFilesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.HostListFiles(ctx, request.(HostListFilesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "HostListFiles")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(HostListFilesResponseObject); ok {
+		if err := validResponse.VisitHostListFilesResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -3662,6 +4381,32 @@ func (sh *strictHandler) Readyz(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// ListFiles operation middleware
+func (sh *strictHandler) ListFiles(w http.ResponseWriter, r *http.Request, params ListFilesParams) {
+	var request ListFilesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListFiles(ctx, request.(ListFilesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListFiles")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListFilesResponseObject); ok {
+		if err := validResponse.VisitListFilesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // UploadFile operation middleware
 func (sh *strictHandler) UploadFile(w http.ResponseWriter, r *http.Request) {
 	var request UploadFileRequestObject
@@ -3893,92 +4638,107 @@ func (sh *strictHandler) DownloadFile(w http.ResponseWriter, r *http.Request, id
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7F17b9s4tv8qB7oXqI0rK06admadvzJt57aDdqY3j+kC4wKixWObG4nUklQSt8h3v+BDsmRLdpwm2XS3",
-	"/xSuKPFxeM7vPMl8DRKR5YIj1yoYfQ1yIkmGGqX9368sxXevzS+KKpEs10zwYBSczRGmLMVnCs7P372O",
-	"gjBg5nlO9DwIA04yDEYBo0EYSPxnwSTSYKRlgWGgkjlmxHSZkev3yGd6HoxeHoaBXuTmI6Ul47Pg5ubG",
-	"fKtywRXaufyy0O5HIrhGrs1PkucpS4iZ1Z5INOqB0hJJZtqWA02FzIgORsGEcSIXQetYnQucmHHNCudI",
-	"qKfLKzeFwWumcqGY+6g+5OoAYfDmjMy2vfP3Qdnx2SLHwR92NmrzV+a7VyLLU9TmQTd9cikmKWb/8w+1",
-	"Otn/ljgNRsF/7S1ZYc+1qr2P7qs2Gh1zoecogXGlCU8QmIKkmgnoOVNQ5Kkg9AgkarmAlGiUK6Q8MS2D",
-	"46lG2bpQxjXOUPqVltN51GUCSilkCETBya+v4G+HL34CPwxQ1ISlKgpuwuCck0LPhWRfDLs/3gw/MKUM",
-	"xYXZi0uSMgoTJBIlaHGBfIXgnz59GhwXeo5cmxnhNva6KWXWcf6c8BkaXFDveF64xVFqRYCkH6XIUWpm",
-	"BHVKUoVhkNcefQ3MoHrRMlDom97R1kaOV/Z7pjFTK+CxPzxYh4/QvPHOvb0/HFbtREqyMM0ipffa400d",
-	"6v5y3ft5f67eFZN/YKJNX69SwfExKYjXWpLXRJPu8RxAr03V4ODvFtFvRSRBixRbp+AetDQUMl3p/GB4",
-	"+HPYgpB1Epuv2kj7GlPUd6KtxClK5Al+I2dkjJf/3cImtRFbl9LUL8iLzHzFeMo4BmFAtCbJPDMg87ll",
-	"WkZM31x6CFpBNUjZFJNFkiKgecWgG4FXqSio/QT2oyH0lJZFoguJFDJBsR9BbEaJgakxZyJy+I7U8Eg0",
-	"LobD54lR/vYXHkGsCruWGLRXqMDoEcQaOeG1p8/UmLtn0MNrjVwxwYFoLdmk0Ng/glgWKcbQcwNGU8JS",
-	"pH3bgWkxP8bcNcJEiguMxjxY3V/q2X8TzlY0s7JisJZo4pG8ZOByH+qobtG8bRMYXae+MZoufzqy01ck",
-	"QxDc7IJcAMWU2R9ialvt3hgEr4yYorB21do40otdc6QGvUYNekGdXNDza4wypjKik3kIin3B2n+jKOof",
-	"AZkowx1Xc+Ru+igvWYLgRgAtQGkhEZid9doslShk0jJPu04VuWboUZySItWwV2ewfnuPOSaXKNWKjOxH",
-	"w9bt8BzZbdMCo7eit+PXdqBjWcsSP5Uk05JwJ9TGXsqY1kiBaQVKE20WTzSZEIWQpCK56DdmQ4nGge0/",
-	"7AbYW/G3MTHX8KhOzNAZ8H7HfO9LAvplVoRYlxT3pBXYmlLWvRdEr1JsMLBP3p6dfRwoMkWQmEs0PGnl",
-	"EK6YnltiiiuO8gi4kSsglivJDOECF8ZQMn3kZqHKED+h1kpqokUyx+RCFVnrFntDF+mxbrgYG/fHE+es",
-	"Sw8mEsmOXVLMidRGA7wStL1X2lQim5ijrm8qg+IutkZuGGqXdTiU3Cp0TJ1hlgtp3LjlyBMhUiR8i/kh",
-	"JJsxTtLSllmHBvYFKy+zmgrj+uXhci6VPxIGRlwLtY2mp+6tjfaPQtlBykum2ISlfhs2jfPn8s1Vqba0",
-	"9IOs0KG+6iaDNsauFtvcgiZz1Rl4o9CfrejRVUPC/iORUDNCayO1Nh7tas4LOetu9ezZ1eyMqu524/J1",
-	"tDe0bXc7mRBOBUfaqqHeCqUNqazxmqZ/TIPRX5u3/tyPYb+6Cb+uAhnl9+wSXOCiPYJR5zrz0jobfO4K",
-	"tcBUGJyeC6VhQpIL5DRcormdKxh9AoRTSHFGkkUF6kszOiop+I4zzYhGR5vbeQPNibX0AHlaKKs7lrKx",
-	"MmfIyAKSuRAKoZcXk5QlwBGpApKm4uqjfeK6VP3NSqc5nXGg5uTgxcvROICpMH0hhcnCzsZYCy8P4fTt",
-	"8eDgxcvSdqwiVw0HZrhdMdUdsRcvwvtUKasgvN232ozKGeMsM+Tab0Poe0HPFbxsYmQDPcu9awO/kpsq",
-	"8NyFMbt55D90ax90i+5nZ35I75Pf4hNURWr3uLmNU699d9C5tzVgnQVwu87PiJyh7rDmXD8uOte61A9E",
-	"XpwrpI8ZZGQrMdVvCJTdJZK4Rqj2qFotibAivt6FWjdQlCaTFF0iAMxrRjBL8zUR0puGXOjBVBScWg4t",
-	"n/qg/KDas/WmDDVpNEjMhMYBZcoMTNvapqiT+aCyNZftbpzB0sxda1qmadpaL1GyqY9rtfXvrBq/nPYp",
-	"bhi7pUNnzbe1JMavK/INq9RWSAaekOUbpNDzqKjnY+oNJdWTlLBMlU0GeSQnaatRbhNYZp2tcR2bB6uC",
-	"eQlJU0gIB1UkCSJ1ea8RGGMaruY2ruFyZ2NeJc/KgIKqheZCF2YjQDFHTpEnCx9nC0FI2zjmcfllDJb1",
-	"gAunO2CBGnrK2KR6jllo/uXVOEBmhPH+0ZhbBFgG9HxU0MfzfKjEGuhXRBlLu1BIIzh2cUDBx7ziemua",
-	"JxKpAQmSlkky5WKx6856e8jy05xoILzKZQlZTqYesAy9v3D+zsYc5+IKeqmL5jA+5lQkam+udR5ltD8C",
-	"YlcwsLrBBUBVkcyBKBfPtoJLnFaOwzGPOckwwizXiziE2AZCtRCD1DCbeVIGSxWbcaILifarLyyPkCdy",
-	"kWvTD9gJ+ldXRq1FWxXjM/v5agS2PhBJrT88uJJMa+RxBH/wdAEuuDURhXYRcMN6KJ/Z6JcnV4P4NcVc",
-	"BS/WzWbN9BbgXU0mnJ+8A04yl/fFKjtqaRtsS+T4YKEbtRZpsHDcBuAnqER6ifTc5Y2aIO6TSW1Jpjdb",
-	"41K8SFMn5Q3Pd8cM1GlF21JFGPEt0bYGvWWMw8NbG/A0TIG1xTqcVbtE2mqp4HaLoHPbayvMUM8F3ZTM",
-	"20w5/717ezmnsLagNsI2jK71rEqt9a3WuTPvYDD4tw8C/4jwPvUI7wOC0n0Gif9lseFz9fhFJU8u3f9n",
-	"Yx8r3WHNbYtM7JJobFEThlUxKSTTi1Oz025Frgho+evXkrl++3QW+KoeK1zuvapXYza5OiPGp2IdZ0+1",
-	"kFjWdiG1ppUagfFhbICWcfgolJ5JPP2/96E3RoWxY1ORkBQoUxeuWGnMCYfT59YfIZoZF8tRwyWRozEf",
-	"8zc2HW4NUCkKjT6aGh972966KSP4xVU8uRqE3z6duRKEOAJfHRVCRlIjXkjDsbGlGZb2qlBq4KsPJLp0",
-	"p43WAuHqqm7YHw4PS9MmBCWAjHlZouhVjMY0VcaWth6BEhkKjoCpwmfKrQGvmdIqgjecDgqF0i1KjXkv",
-	"rpLdA/Nm3Pd9StSF5HXdpVqVl5mMZ68jF5J2XUMv3it9m7UhiGwLvI85SWwRn2uy8zS0MqS3A8eNfkbm",
-	"2xhUInK/Z8ZPVrbzqmIu7qqBi12Un5ROdmzsvtiZrSlLkCuLqb6o1KCBZKgdxFhctQyrRnt7eE2MQi79",
-	"u73y66VJG9TTMQbGysKBYD8aRkOrRHLkJGfBKHgeDaPnRu6InluB2psjSfX8i/ntzTGDQ3ZJBmOCt759",
-	"pXT1YDhcqQfUeK338pSwLXWj69WIKbvEqCHxweivz2GgiiyzOtPGK3IpElTKc7CBZk1myqCJW0Lw2fTQ",
-	"wRZ7iS3ys79dUbBQbYsVStfKAX2tLyr9i6CLDfWPu9U9rhUc3jRB1ajEmzV6H66jluuI2gTRoduQtnGr",
-	"jpYVl+b9/e3vN8o/7UeHOwxyU9/CE8xTkiAQkJgIST14KOiJlILgqMBnQIEWkkzSRb++xWa7Nm9wKjjW",
-	"d3Y94nV+8h6YAhtkQupE9PT05FfDWhoTW5lcJbgIpRKVsjCfLkJXy2TwiDJp0FyiFUij/0OYiIIbtWGM",
-	"C4sqxszpl+EJY297ZLY6gI55yi7Mi4uGQ9vCi2ZRv0qRnVuf4kGYcVm1eSs23L+3kaukcEexuqOV5ZLH",
-	"5PDnOw5yuNv7+zv2f3Cw0/svhru+//yuEm1tJhsNym1tn5HsTGgfWevZ6Jt/YoTT6F6mALkNre4m3A4Z",
-	"NuO2q5F9ICmpF+DeFa1dH98HWru5eoSeLACvicU8b4xBz9iSQgIXHHfbSubTVd1Q/d5gI2tktcIWgw70",
-	"nGhflrBawDAa89jheFza1uulCjH0bMT6iim0ocrNyYC4H4GBJWe7GqPRBrAMT8+JRX8txtzMI0kZcu3m",
-	"p5BTVUt+dgB9M4n3QEzcVUPyyLjfmrDs0AE+yOgrJ7mrKfUxc0f/H6rhUaCeSA0EvO1T5lO8y+YdK+NS",
-	"heDNJyGh9O13QYeMyAvjQ9LNWF8mgh9IUJp55rvivenlO4F7M1UP9ob4BvEJUJERxr25/g2I7/63xeu6",
-	"BfBlRapZTqTemwqZDcqTD8stfYBTRatJod9O//jdx3Ps4Tnj9LaW8Jf1FlsPaoaBK/xbH+3EBUmMhPna",
-	"QDdv6Alpw/021EO51426DFPC6sGC20Wa9eYYdWcc+F4itR0lH0/WIamVcXYUbP5QSQ+rkj4QTmYGqorp",
-	"FOUGlbQbVqlbxYjK0P4D6Z9m5uA/T/+E9+tyfGX0pju+KZT+X3RyHzbuCuioUF++sufvErj5vDU4+nCg",
-	"VAuPPPieGUAY3nWPj33FTUf5+zqM7rzHe9Uxh02b/VpccfPl8fJMxN12Pfzqboj4Z4FWsftovlexm66J",
-	"WEt1tffkLZh76+kd3amvDq7evPcutfodsONZ6ZK70JU/mudYwmFPugAtVu3g3ZnS8nllreZEJ/N2xjxF",
-	"/aayPb8Jiu6mkXY4LnNXjYTye0lX2Km6xCTjWtSOddeAa3dm8EUTneDky8BcuP/pKaN6lVqHPjo/ef+d",
-	"qKPzk/dGwCUSWm1vWAWZbDnQon2HbY1bd8r0xDU/XMbUDhDVDOh7ScPWS3KZgoKTS8Jslc725Gx1vpu4",
-	"0txKnbtsbVeytiEhzYhwLjEheqmnViarIRNKg+DVvvknBy/gA/sFevWD/BkxvvNUSJt/TMUVSkhZxrT1",
-	"kpub5wIR3hy8t2DErcMBT9Evbp4L+ZGsewrur9uTiv+BcSBQMaXxgzPolTVI7lCnLZ2pe07O0f0cBteD",
-	"pbwNJBLlak+Vu1OjGfTtlZmZsBmHD6sy/L6Di53zPn/6fLpLl1BMUmJYypiwoS27dn4C+4JhWSWkfMnQ",
-	"Mkkw5uYll6NRQAyBBr7+qpk2gFPkNUOvltgZc1+76y4z8WkeX8VrcMZXCkVVYW9sa59stEEBSa/IQo25",
-	"8jFzHwav7g0jZYi8SVemVvJbz9SY9+ZrKZt+BMeQYTYpq7iskAIVqIALDSlT2pXp84WeMz4bczLV/uVG",
-	"+JLZmv22YztxW5rqUVJUP9JTP8DwntJT60DXgkpV0Ptueemj2iVQqpJ0YoHFwcXBIcxFYWDBCmF5VELw",
-	"CH4X9SP3QtrrqzSzp604TBBm7NJdddcuiCvHrh9YIlsPef8QzQdya76zTLANoTQTULcSvzIyu6zvabK6",
-	"K0O559hsd2kO9Hzp4RFIzAizNUulJ3Ml5IWRcolaMnskz590Ty5mUhSc9h/R7x3+bfv7tStUv23PjyfC",
-	"WTJepMpNl75i01Z+Edq572G7m/yUo+63cXm+s8j7M+Vvdi1r0+vxD6ZvLa97pZ3fnSLznLc0Fb/PDV4y",
-	"9ZOW7N0441G1xZ8o2XQRQi6FrQM1enjKOEltnfQd7DXPgBUD+JNV63vnj+VIdmnPDq/4fsdqWcY3WcDS",
-	"pdVVmfiYKzYz7b3Y23Lu2HR5OLpfnR4xfpe7lnhky/1Kp3LMS0fR+5Mx9OL6bdix7SL+++CVP5E5OLUX",
-	"qsQhTISelzPoO4Fd1hDCMVTzcFWGTMGVFHzmz2e78WzTmFM2nRq/dCpF5jxGty7B0fqAh8PnpUe7cvNA",
-	"fASEj7k/GGljDYf7wwg+MT0XhdEI9WmUZ5k0ufAufHlye8zrdzfby7WRUFdN6c8jJURK5j9z/ukzBfGb",
-	"MzKLbZ2Nmcfpc/h4fmY93Tb/9GPhi4g8ib8lr9fkJ3uc0Zc4e+L5oEDvnLNrUJgI7q++as2+Of4JtiTu",
-	"Vk6kVaRdH7droGo7gq15vds4Ct94/fw2v+BxwbzuD4TWGXDZP3/7wMqN4uXV9uv9+ONV5ZVGPrZU62Xz",
-	"vfZP07X/d1A6y+zE8pjoX59vwq83jWzFJ8k0LsHUSddKiLOuPOzxn/7tlRP15QW17NC2ZMapvX24rIuw",
-	"her+2o/yog3DSaHVFC1/TAG4UJxNp06dEA7LK7Shdl45gtMiz4XUCk4InzllbIDLJ33Bg4JajziUJRMP",
-	"Ya7fspzgYPhyh7eftzl5vwsNmaBsyqoc9NMvUaj/xY77CugXMi3hq+EYRA47uyTJiBHKy3Lbl+dUR3t7",
-	"+wc/RcNoGO2Pfh7+PLSb7Se1pkybh4SjpfZys1/XhG/rhz7K87/2YG7rmd1+rUubs13v8WN1lJTWk54u",
-	"NVn/3OUqbyxFr3AyF+KiSudVt9C3Rwvrkto8KJykoqDucnB3WDiCt07zQOwHGTAaj3mvui0dGO2Hy1bN",
-	"MlSaZHnctEDcrjJlEACzXPddNqT6bmm9Qi++3A/dyXJ/V9/bD8evBqdvj919fWM+Dlwzo+7cub8Lvxq7",
-	"8XQi6MI98J9hDAWnZY6C8YtnysxSou5H8Lq8Ed5OdcxTJDaXmxjNzEFI82GO0rLnkQ0vVJfIz4lanl5n",
-	"9lTlmJvhIzh2tuTB9bVFUx+gMRMWhT6qEiL27HotktNmTEpMkF3i8q8N3NZmWt3c2xsxy7HuWl5znCSY",
-	"r5wwWy0csFddHfl8V0oWngjKn1XNibxQ9Vv6NyX+q7jC6t9d6F3Z+67A853df/AkVX1rCf1/AAAA//8=",
+	"7F17c9s4kv8qXbyrinRH0bLjzO7Kf3mSzCZbmZmcH5utG6WKENmSsCYBLgDa1qT83a/w4FOkHo7tc3by",
+	"T8oRSKABNPr5Q/OLF/E04wyZkt7ki5cRQVJUKMz/fqIJvn+j/4pRRoJminLmTbyLJcKcJvhCwuXl+zeB",
+	"53tU/54RtfR8j5EUvYlHY8/3BP4rpwJjb6JEjr4noyWmRHeZktsPyBZq6U1+OPY9tcr0S1IJyhbe3Z3v",
+	"faBSveZMIVMXprFNxikDvCWRAv0uDEKakgUeZGwRDoELIDAnKU1WZct/hcOS1H/lKFYVrVFtnB4ij169",
+	"6qVSIFEY/4hzLjrodM0wM+2gllSCoin2EtPork7OnIuUKG/ixUThSPfhbaHpJ8HTfoqIMgs1Vyh2Jsv0",
+	"eF+iciG56GaokOGteyAEPge1RMgEXlOeS8jIop8u22nPth2Oj3q56y1TVK06GEspEi0xBsXtsqB5EAaG",
+	"3XqZyD51D/6xdLyPd6eExrsR8z6+BzkfaErVOi1aGkjIUJjdgEGMc5InCl6Nfc1IKZcKjsbjXooS022d",
+	"HNeDN3k19jVtNM1Tb3I01v+jzP7vsKSSMoULFCWZP/M4T3DDmt1QtbSrlppHty2ZfeoeC/YLSfGjwDm9",
+	"XadGt0mQighF2aKiyQe6YFx3AxGRCAPG4YYmcURELHtJZNVI+5N5zkXHtrpjfapgwPAGpYI5FVL55gC6",
+	"HRr6oEeGwalmxP9t0W6kraS/IwwSIhZlF72zkJqQOv3/KXDuTbz/OKi00YFtlQea8l9FXNv4C0wzLojo",
+	"OLm/smQFqmiHgVY6hjyuGzIUKdG9w2BOEk241mKyj8yynwatbm1nnCdIWEnU36mkM5o4edLV3XX1xK5z",
+	"r3VajPOJquWlSOT63M9Q8uQaAUm0LNXz2QcYZAIlXTCMzeHVLcAZnL/s3Z+bYozOw2qWzl9fhzut7WXG",
+	"mURD3Y8rZf9wylX/SbIsoRHRFB/wSKEaSSWQGBXVoVFmlNnlbzP0nd9vksz0uHpqSySxs2ScHTF6Q2XG",
+	"JbUvfVnf1dqJeXtBFtue+ceo6FhbDqNfDTVy81v6vdc8zRLUAmHD+mSCzxJM//ufsk3sJpb5aN/qWqNT",
+	"xtUSBVAmFWERApUQlZRYSZlnCSfxCQhUYgUJUShaS3mmW0an2mbonGglpjUFBTlPOk1AIbjwgUg4++k1",
+	"/OX41Z/ADQMxKkITGXh3vnfJSK6WXNDfMX5KCn+mUuoV53ovrklCtW1IhDbC+BWy1oJ/+vRpdJqrpdbo",
+	"EVG4jb3uilNrOX9J2AKN7n7PstxOLo7NESDJR8EzFIrqg+rOdVb76Uth06wP5FcWRlcjwxvzPlWYyl1M",
+	"MmMAvLdPH2oLwLUTIchKN/MkftAe7+rOyW+2e0f35/JZPvsnRkr39TrhDJ9yBfFWCfKGKNI/nnWp1kjV",
+	"cvAXI8l3WqTSjFprUs7tWmvIRdI2O8bHf+6yO+pLrN/qWto3mKC619oKnKNAFuFXckZKWfHfLWxSG7Fz",
+	"Kk39gkybsL95lCWUacuSGNs01ULmcwdZ+pi+vXYiqCXVIKFzjFZRgoD6ES3dCLxOeB6bV+AwGMNAKpFH",
+	"KhcYa6MXhwGEepQQqJwyygMr3zHWPBJM8/H4ZaSVvvkLTyCUuZlLaKw/YyrQ+ARChYyw2q8v5JTZ37RR",
+	"rZBJyhkQpQSd5QqHJxCKPMEQBnbAYE5ogvHQdKBb9B9TZhthJvgVBlPmtfc3duy/Sc6Wa2bOipa1RBEn",
+	"yQsGLvahLtWNNO/aBNrhh11evn9z/acTQ77UljBnehfECmJMqPnDuaxmb7QEL42YPDeRkLVxRKf30liv",
+	"SWO9oL5cMHBzDFIqU6KipW9s8Np/gyAYngCZSc0dN0tklnwU1zRCsCNoe14qLhCooXqNSslzEXXQaeYp",
+	"A9tcOYMHdQYbdveYYXSNQrbOyGEw7twOx5H9USig8U7rbfm1W9DRtGOKn4olU4Iwe6i1vZRSpTAGqoxb",
+	"p/TkiSIz7cRFCY+uhg1qNgRFKgG7E3+b4FRbHtUX07chN7djrvdqAd00y4VYPyn2l07B1jxl/XtBVHvF",
+	"RiPzy7uLi48jSeYIArVDgkyZc2g9Yr2Y/IahOAGmzxUQw5VkgXCFK20omXCQnqjUix/FxkpqSotoidGV",
+	"zNPOLXaGrnZ0dw1a+Y2wYGenhe+8e5cxZkQorQFe87i717ipRDYxR13flAbFfWyNTDPUPvOwUnLroaOy",
+	"4a23ncaN5gcXdEEZSQpbZl000N+x9DJLUihTPxx762Ej39PHNZfb1vTcPrXR/pEoepbyuhEH2MO5r59q",
+	"s5ZukNY61Gftt+LWzQiDnUZzC5rMVWfgjYf+oqVH24aE+UcgifUInY2xsfHivuYsF4v+Vseefc3EBfz6",
+	"x+5tb2jb/nYyIyzmDONeq+0DlebwNCVSaZGWf2xiiEs3su6vYr/KA6oC5N0C2AbCC0NEP20itaUJwK02",
+	"S4jUf2PgbTPYLdVdnPGOS2XI1PZ6kvw69ya/7TW59kpFMXtgL+gKV91Bm/oM9UPr8/vcF12CuckrLblU",
+	"MCPRFbLYrxSYoRW0CgXCYkhwQaJVqccqzyGor+BDME65G8+fad4zqihRaNlhN5+vSXRHD5AluTRkVhKw",
+	"tU2QkhVES84lwiDLZwmNgCHGEkiS8JuP5hfbpY2+95sWTXKmnlySo1c/TKYezLnuC2OYrQw12ib84RjO",
+	"352Ojl79UKxxGZ9suKnj7ebHlij/1xgObVW73YPerHs3pW8eSEe2tGIrg1vXkcXedfFkwU2lityHMft5",
+	"5A+6tY+6RQ+zM99P77Pf4jOUJtHUVopzZ3DsY0Pt6KZYO2+3zi+IWKDqsdltPzYG2znVKp1Zz6nVDHG/",
+	"tLLrv7HK9u+0QX8m4upSYvyUEWraCsh/RZT1PmHotfXvtjpqGaiWVHD+97pNJBWZJWizSKAfC+q7woXz",
+	"KxhXoznPWWwYv/jVZXRGJSusN6WoSKNBYMoVjmIq9cBxV9scVbQclY5K1W7HGVU+0lpTlePrar1GQecu",
+	"KNrVvzWW3HS6SdwwdkeH1hXsaokSJCzPNsxSmbM3cgtZPEFytQzyejKv3lCsepQQmsqiSQs0wUjSeZpM",
+	"9lPPszMoaJKoZSQ4IkkCEWEg8yhCjG3SdALaLYGbpQmK2cTrlJWZ1yIaJWtxXd/GaAnEmCGLkUUrF6T1",
+	"gQvTOGVh8WYIhvWAcauSYIUKBlKbumqJqYFvsHIcIAtC2fBkyowEqKLBLqTsgsEuzmZcnRsitc+SS4wD",
+	"OC2cgSkrud44OZHAWAsJkhQZVmkD+euRnu5496clUUBYmQjloiCmHu32ned1+d4ErJf8BgaJDQVSNmUx",
+	"j+TBUqksSOPhBIiZwcioHBs9l3m0BCJtMsQcXGKVfehPWaiFa4BpplahD6GJoivORwbMon8pIu2SLhhR",
+	"uUDz1u80C5BFYpUp3Y+FHLpHW6PWQvWSsoV5vR2+rw9EEhNMGd0IqhSyMAADbLGR0RnPlU2faNZD8cKE",
+	"Tt1yNRa/pu/LyNe6Na6o2iJ425moy7P3wEhqQQNYptbN2m71D12k2Y5aC1MZcdwlwB2uJb60ScemEHeZ",
+	"yK4M5dutQU2WJ4k95Y0Ywp7py/NybQsVoY9vIW1rorcIkDnx1iV4GhbG2mStnJX7hGlrOIJui6B322sz",
+	"TFEtebwpE7x55dz79umKJr82oa6Fbdhy6ym5Wus7pTJrNcJo9G+fQfieHnju6YFHFEoPmWH4f0ssXMqn",
+	"RyQ9O6xIEzFa6g5jbhvJRK+J6vL2NKtilAuqVud6p+2MLIKs+uungrn+9umiAHKaw2WfK3vVZpMFqVE2",
+	"5+ty9lxxgQUwEGMLmZ2A9mFMqJsy+MilWgg8/58PvjNGubZjEx6RBGIqryzSbcoIg/OXxh8himoXy66G",
+	"RSAEUzZlbw2WwhiggucKXZA2PHW2vXFTJvCjhctZAMvfPl1Y/EoYgIPW+ZCSRB8vjP2ptqUpFvYql3Lk",
+	"oCsCba7cBIGBMHlTN+yPx8eFaeOD5ECmrMC3OhWjMEmktqWNRyB5ipwhYCLxhbRzwFsqlQzgLYtHuURh",
+	"JyWnbBCWSImRfjIcuj4Fqlywuu6SncpLE+PY68RGum3XMAgPCt9mbQgiulIYU0YigwC1TYZOvVZ66c3A",
+	"YaOfiX43BBnxzO2Z9pOl6byEW4Z9AMrQ5ktI4WSH2u4Lrdma0AiZNDLVIZG1NBAUlRUxRq4ahpWTgwO8",
+	"JVohF/7dQfF2ZdJ69VyeFmMF6sQ7DMbB2CiRDBnJqDfxXgbj4KU+d0QtzYE6WCJJ1PJ3/bczx7QcMlPS",
+	"MsZ759pbuOej8bgFJlV4qw6yhNAtoON1KGtCrzFonHhv8ttn35N5mhqdaeIVmeARSuk4WItmRRZSSxM7",
+	"Be+z7qGHLWrTaw0uIfzr2wtocZHfwUFQYyCqpGEhbV211otL9YHaVJU0K11dNuvJHlaPHFQ3U+78nR52",
+	"Wa8dnzaXI3Z81t082fFpd8tor6ffxzvPsqaod3ylbhbs9kal53elqnZXbL9X3K23HV+q3bzZ8Y3y/sTd",
+	"563ndg0uuDP4u5Hd7TjYvzJ0d9rufO/YDtzVX0lgBSfXzx9uf76BbTcvHe8xyF1dxOhJWLVfXF9CKtrZ",
+	"7vU0tw/E3hQjCggUjkIhmLhUG8XSQWSA6+ZvezWVyy4ZzKWqQdzdjVOU6kcerx5sO9dA9HdNW09b6ndr",
+	"7HTccfHSdBR/E9t+hllCIgQCAiMuYmfTSBjwJAbOUIJD9UCcCzJLVsP9NjjhDOs7ux6Ivzz7AFSCiX0X",
+	"F/rOz89+0hpPYWRu25TpfBLHAqU01mey8i0+V5tJMRXayBRo7AQtZHyY8Zxpa9ZcW9P8q/lzWERNlxhd",
+	"OYPRmKbxlCX0Sj+4asTZOnhRT0qLvUsT6ngUZqxuIuzEhocPLtX6LmDZtTJc8pQc/nLPQY73e/5wz/6P",
+	"jvZ6/tV43+df3vdEG1fOBKkzg1fXJzvlygX8ByYp4H7Rh1NbdObKscn47He4rWTYLLftvY9HOiX1SyX3",
+	"lda2j29DWltanYSerVxlhFIbw0C7uFwA4wz320rqkvP9ovqDlo20kcPv9BLUkigHwmrDtSZTFlo5HhYu",
+	"/zowK4SBSaTdUIkmg7I5RxkOA9BiybrU2pc1cXXN00tipL/iU6bpiBKKTFn6JLJY1qAePYK+CVl4JCbu",
+	"Q8w9sdzvhGf06ACX+3C3AZi9J+FSeXb9v6uGJxH1RGiz29k+RZrXRZKcu67ddB+c+cQFFCHHfaRDSsTV",
+	"KJf2Am2/rC/wKY90UJrwl/vKe93LNyLuNalO2OvF1xKfQMxTQpkz179C4tv/bfG6dhB8aZ4omhGhDuZc",
+	"pKPiNl+1pY9wU7adq/7b+a+/uDCzuRCu8Lb7olsRC9tafMD3LLK7qwKDid0avLQFfxeFY7gwWUgTgY6Z",
+	"041VnYr2ZbndEmBqc+qsNz31IAmkHoDbs3VIajj9HkT+d5X0uCrpZ8LIQouqfD5HsUEl7Ser5E4xoiLj",
+	"+Ej6p5nQ/OPpH/9hXY4vNL7rT7twqf6K9tzvm0RwFe2eJPa7qUxN8ER7pgXC+L57fOqAgD33m9bF6N57",
+	"fFBe3du02W/4DdNvnlb3/O636/6XzXW/+osVrmXgv2yuAPdAPb2P9+qrh6s3771FfHwD7HhRuOQ2dOWu",
+	"m7tab0b2JCtQvG0H78+Uhs9LazUjKlp2M+Y5qrel7flVouh+GmmP+5D31UgovpV0hSHV4iUoM+USy4pg",
+	"leDanxkclqtXODl0qg33Pz9lVAfP9uijy7MP34g6ujz7oA+4QBKX2+uXQSaDUlx177CB3vYjOc5s8+MB",
+	"OcwAQc2AfhB0SP2mAJWQM3JNqAEPbseMlDVLiL0xUKpzCyLpw5DsBh0xF4vr4PQyLF3UiRmYKiEGhvVC",
+	"VtcRMp7QaDVlMUY0RlkVHtJuQphQqcKh75BSlI3mCV0slV/mIbkAh1WdaqNT6kerkpaQswSlhFByoUKQ",
+	"ZCWhjCcH8JHotnoVWiKnLIzcfwpHpX5Furg9TW3OEewVhiJJbmBkBUrf12ugj721nbhQMCBspZba68FE",
+	"mmp8x+MxhPVbQuGwK/78HUTzHUTzBwDR/HsBaAqFZXNLViiYqgQScSNUxkY3Pt/5texbJjDSG11Ye+0K",
+	"yLYaM2eljizqM7+Cn+mPVvoWhcA0DcjmXBisR8JvUICp1Txch/DZoK9zvR8s8Ltz6PU5xiCbN46/AyOe",
+	"Q6jR7knJ/0AZECiZUqvyFAYFDN2WCzHo6eH6sfO921F13kYCibTXj6StyddMsA2KLLjfzHn65U3MoTXN",
+	"9s6x/91hl6Sryx0lRLMUIyn69gMIxq6gv6NfAMWlQ41XCdkp0w/ZfLgEohdo5CD4zRQtnCOrOdW1JPqU",
+	"uetbthiiS6m7i1xazjiweFDe7QoN/N1EdiWQ5Ias5JRJl590Kcey7jAp0pHNdaWyhSV4IadssFxLjw8D",
+	"OIUU01kB5DeHFGKOEhhXoC1Ie1PTmV5TVnz9AJupImqubXbd3A67TLIngQN8hwJ8F4YPBAXosC/WpVKZ",
+	"YLwfBuikVkRWliedGMFixcXRMSx5rsWCOYTFbVnOAviF14s5cWHK32rLyNy1nyEs6LUtld19EFsFfR75",
+	"RHaWD/p+NB8phPSNoW5MuLqZ7N/p+BVZsApL2WR1C/l74DxYPwwSBg7mfQICU0INPrSIGt1wcaVPuUAl",
+	"qKnK4GooRVcLwXMWD58wxjj+y/bna59g+Lo9P51xa8m4I1VsunBRKYOyJXHvvvvdIcnnnOHcxeX5xrKc",
+	"L6T7MkRxPbEeazafLdrtvB4Udn4/HMFxXmUqfpsbXDH1sz7Z+3HGk2qLv6Og85UPmeAGc6/18Jwykpg7",
+	"Kfew1xwDlgzgLtev7527mS3otYnQt3y/U1lBpmcrqFxaVV7JmTL3RaFB6Gw5WzmnqI8zLC8Qa7/LftZk",
+	"YqDVhVM5ZYWj6PzJEAZh/Ws6oeki/MfotSvKMTo3pfpCH2ZcLQsKhlW43eK14RRKOiyim0q4EZwtXIke",
+	"O55pmrKYzufaL50LnlqP0c6LM/RtRP5l4dG2ik+FJ0DYlLl8g4k1HB+OA/hE1ZLnWiPUySiusyty1YgA",
+	"aj+2/u0X83EeJLFFrrsr6RERgrrXrH/6QkL49oIsQoNp1HScv4SPlxfG0+3yTz/mDrDplvhrMBRNfjIV",
+	"Ldx1Erd4LigwuGT0FiRGnG34pJnjH28LSKJVlKBc2vVxe786VrzjbcVQ7OIofOXnq7b5BU8rzOv+gG+c",
+	"AYu0cAWoWl8kKj6Ntd6Pu2FfFMt0saVaL5u/i/U8Xft/B6VTZYKrSiG/fb7zv9w1MsOfBFVYCVN7uloh",
+	"zrryMGnP4e7KKXZQrkbmeHMy49x8vaTAoJlLQa7yW1FrTXOSbzRFx8fYgHHJ6Hxu1QlhUH2CB2olawI4",
+	"z7OMCyXhjLCFVcZacDmADTihINcjDgU87THM9R2hW0fjH/Z4+mWXk/cLV5DymM5pifd5/nCw+hf/Hiqg",
+	"n4ukEF8NxyCwsrPvJOljhOK62PaqVMnk4ODw6E/BOBgHh5M/j/88NpvtiFpTps06MUGlvSz165rwXf2C",
+	"XVECxtRm6SzbMqx1afAx6z1+LKuJxHWAiYWB1F+3uJA7s6I3OFtyflWm88qvWHVHC+sntVkrJkp4HtuP",
+	"C9l6MQG8s5oHQjfIiMbhlA3Kry0BjYd+1apoilKRNAubFojdVSq1BMA0U0ObDSnfq6xXGITXh74tLuSq",
+	"QL/7+fT16Pzdqa0EPWVTzzbT2JYect/SKsdu/Drj8cr+4F7DEHIWFzkKyq5eSE2lQDUM4E3xRSlD6pQl",
+	"aGvvR1ozM+BCv1h8yfPEhBfKj1AtiawKGFFzg33K9PABnFpb8uj21khTF6DRBPNcncAaFsVFcrqMSYER",
+	"0musvla2q83U3tz9sAB2rPtCGU+jCLPWbd42SMtUOz1x+a6ErNwiSFcXICPiSta/8rUJZFXGFdrfbRvc",
+	"mJKn4PjO7D+4JZVDYwn9XwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

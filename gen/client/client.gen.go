@@ -102,6 +102,27 @@ func (e FileEventType) Valid() bool {
 	}
 }
 
+// Defines values for ListOrder.
+const (
+	CreatedAt ListOrder = "createdAt"
+	Name      ListOrder = "name"
+	Size      ListOrder = "size"
+)
+
+// Valid indicates whether the value is a known member of the ListOrder enum.
+func (e ListOrder) Valid() bool {
+	switch e {
+	case CreatedAt:
+		return true
+	case Name:
+		return true
+	case Size:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ProblemCode.
 const (
 	CoreAuthInvalidClaims            ProblemCode = "core.auth.invalid-claims"
@@ -293,6 +314,14 @@ type FileEventData struct {
 // FileEventType defines model for FileEventType.
 type FileEventType string
 
+// FileList defines model for FileList.
+type FileList struct {
+	Items []UploadedFile `json:"items"`
+
+	// NextCursor The cursor of the next page; absent on the last one.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
 // HostFile The file for a host backend, with its extra data and legacy storage references.
 type HostFile struct {
 	Cdn          *string                 `json:"cdn,omitempty"`
@@ -316,6 +345,14 @@ type HostFile struct {
 	Url          *string                 `json:"url,omitempty"`
 	UrlExpiredAt *time.Time              `json:"urlExpiredAt,omitempty"`
 	Visibility   Visibility              `json:"visibility"`
+}
+
+// HostFileList defines model for HostFileList.
+type HostFileList struct {
+	Items []HostFile `json:"items"`
+
+	// NextCursor The cursor of the next page; absent on the last one.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // HostInitiateUploadInput InitiateUploadInput plus the visibility a host backend may choose (public needs allowPublicUploads).
@@ -355,6 +392,9 @@ type InitiateUploadResult struct {
 	Id     openapi_types.UUID `json:"id"`
 	Upload UploadTarget       `json:"upload"`
 }
+
+// ListOrder defines model for ListOrder.
+type ListOrder string
 
 // MarkUsedInput defines model for MarkUsedInput.
 type MarkUsedInput struct {
@@ -446,11 +486,90 @@ type Visibility string
 // FileID defines model for FileID.
 type FileID = string
 
+// ListContentType defines model for ListContentType.
+type ListContentType = string
+
+// ListCreatedBefore defines model for ListCreatedBefore.
+type ListCreatedBefore = time.Time
+
+// ListCreatedFrom defines model for ListCreatedFrom.
+type ListCreatedFrom = time.Time
+
+// ListCursor defines model for ListCursor.
+type ListCursor = string
+
+// ListEntity defines model for ListEntity.
+type ListEntity = string
+
+// ListEntityId defines model for ListEntityId.
+type ListEntityId = string
+
+// ListLimit defines model for ListLimit.
+type ListLimit = int
+
+// ListModule defines model for ListModule.
+type ListModule = string
+
+// ListNamePrefix defines model for ListNamePrefix.
+type ListNamePrefix = string
+
+// ListSort defines model for ListSort.
+type ListSort = ListOrder
+
+// ListTemporary defines model for ListTemporary.
+type ListTemporary = bool
+
+// ListVisibility defines model for ListVisibility.
+type ListVisibility = Visibility
+
+// ListWithUrls defines model for ListWithUrls.
+type ListWithUrls = bool
+
 // Completing defines model for Completing.
 type Completing = Problem
 
 // Unauthorized defines model for Unauthorized.
 type Unauthorized = Problem
+
+// HostListFilesParams defines parameters for HostListFiles.
+type HostListFilesParams struct {
+	// Limit Files per page (default 50, at most 200).
+	Limit *ListLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page.
+	Cursor *ListCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Sort createdAt (newest first, the default), name (A to Z, ignoring case) or size (largest first).
+	Sort *ListSort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// Module Attached with this module (exact).
+	Module *ListModule `form:"module,omitempty" json:"module,omitempty"`
+
+	// Entity Attached to this entity (exact).
+	Entity *ListEntity `form:"entity,omitempty" json:"entity,omitempty"`
+
+	// EntityId Attached to this entity id (exact).
+	EntityId *ListEntityId `form:"entityId,omitempty" json:"entityId,omitempty"`
+
+	// ContentType An exact type (`image/png`) or a family (`image/*`).
+	ContentType *ListContentType `form:"contentType,omitempty" json:"contentType,omitempty"`
+	Visibility  *ListVisibility  `form:"visibility,omitempty" json:"visibility,omitempty"`
+
+	// Temporary Only temporary (true) or only permanent (false) files.
+	Temporary *ListTemporary `form:"temporary,omitempty" json:"temporary,omitempty"`
+
+	// CreatedFrom Created at or after this time.
+	CreatedFrom *ListCreatedFrom `form:"createdFrom,omitempty" json:"createdFrom,omitempty"`
+
+	// CreatedBefore Created before this time.
+	CreatedBefore *ListCreatedBefore `form:"createdBefore,omitempty" json:"createdBefore,omitempty"`
+
+	// NamePrefix Names starting with this, ignoring case (no wildcards).
+	NamePrefix *ListNamePrefix `form:"namePrefix,omitempty" json:"namePrefix,omitempty"`
+
+	// WithUrls Resolve each file's URL (presigned per file on S3).
+	WithUrls *ListWithUrls `form:"withUrls,omitempty" json:"withUrls,omitempty"`
+}
 
 // HostUploadMultipartBody defines parameters for HostUpload.
 type HostUploadMultipartBody struct {
@@ -478,6 +597,46 @@ type HostDownloadAttachedParams struct {
 
 // HostSetExtraDataJSONBody defines parameters for HostSetExtraData.
 type HostSetExtraDataJSONBody map[string]interface{}
+
+// ListFilesParams defines parameters for ListFiles.
+type ListFilesParams struct {
+	// Limit Files per page (default 50, at most 200).
+	Limit *ListLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page.
+	Cursor *ListCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Sort createdAt (newest first, the default), name (A to Z, ignoring case) or size (largest first).
+	Sort *ListSort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// Module Attached with this module (exact).
+	Module *ListModule `form:"module,omitempty" json:"module,omitempty"`
+
+	// Entity Attached to this entity (exact).
+	Entity *ListEntity `form:"entity,omitempty" json:"entity,omitempty"`
+
+	// EntityId Attached to this entity id (exact).
+	EntityId *ListEntityId `form:"entityId,omitempty" json:"entityId,omitempty"`
+
+	// ContentType An exact type (`image/png`) or a family (`image/*`).
+	ContentType *ListContentType `form:"contentType,omitempty" json:"contentType,omitempty"`
+	Visibility  *ListVisibility  `form:"visibility,omitempty" json:"visibility,omitempty"`
+
+	// Temporary Only temporary (true) or only permanent (false) files.
+	Temporary *ListTemporary `form:"temporary,omitempty" json:"temporary,omitempty"`
+
+	// CreatedFrom Created at or after this time.
+	CreatedFrom *ListCreatedFrom `form:"createdFrom,omitempty" json:"createdFrom,omitempty"`
+
+	// CreatedBefore Created before this time.
+	CreatedBefore *ListCreatedBefore `form:"createdBefore,omitempty" json:"createdBefore,omitempty"`
+
+	// NamePrefix Names starting with this, ignoring case (no wildcards).
+	NamePrefix *ListNamePrefix `form:"namePrefix,omitempty" json:"namePrefix,omitempty"`
+
+	// WithUrls Resolve each file's URL (presigned per file on S3).
+	WithUrls *ListWithUrls `form:"withUrls,omitempty" json:"withUrls,omitempty"`
+}
 
 // UploadFileMultipartBody defines parameters for UploadFile.
 type UploadFileMultipartBody struct {
@@ -606,6 +765,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /healthz (the `Healthz` operationId).
 	Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HostListFiles List files with their extra data and storage references, a page at a time
+	//
+	// As `GET /uploaded-file`, for a host backend acting for its user.
+	//
+	// Corresponds with GET /internal/uploaded-file (the `HostListFiles` operationId).
+	HostListFiles(ctx context.Context, params *HostListFilesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HostChangeFilesWithBody Replace a record's files (old ones deleted durably)
 	//
@@ -750,6 +916,17 @@ type ClientInterface interface {
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListFiles List the files the caller may see, a page at a time
+	//
+	// The caller's own files by default (the tenant's when the policy
+	// decides `tenant` for `list`), never in-flight, deleted or expired
+	// ones, newest first unless `sort` says otherwise. Pass `nextCursor` as
+	// `cursor` for the next page; a cursor is only valid with the same
+	// caller, filters and sort (anything else is 400 `invalid-meta`).
+	//
+	// Corresponds with GET /uploaded-file (the `ListFiles` operationId).
+	ListFiles(ctx context.Context, params *ListFilesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// UploadFileWithBody Upload one file in a multipart form (compatibility route)
 	//
 	// At most one file, at most 25 MiB (the service may enforce a lower limit).
@@ -853,6 +1030,23 @@ type ClientInterface interface {
 // Corresponds with GET /healthz (the `Healthz` operationId).
 func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewHealthzRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HostListFiles List files with their extra data and storage references, a page at a time
+//
+// As `GET /uploaded-file`, for a host backend acting for its user.
+//
+// Corresponds with GET /internal/uploaded-file (the `HostListFiles` operationId).
+func (c *Client) HostListFiles(ctx context.Context, params *HostListFilesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostListFilesRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1196,6 +1390,27 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 	return c.Client.Do(req)
 }
 
+// ListFiles List the files the caller may see, a page at a time
+//
+// The caller's own files by default (the tenant's when the policy
+// decides `tenant` for `list`), never in-flight, deleted or expired
+// ones, newest first unless `sort` says otherwise. Pass `nextCursor` as
+// `cursor` for the next page; a cursor is only valid with the same
+// caller, filters and sort (anything else is 400 `invalid-meta`).
+//
+// Corresponds with GET /uploaded-file (the `ListFiles` operationId).
+func (c *Client) ListFiles(ctx context.Context, params *ListFilesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListFilesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // UploadFileWithBody Upload one file in a multipart form (compatibility route)
 //
 // At most one file, at most 25 MiB (the service may enforce a lower limit).
@@ -1408,6 +1623,204 @@ func NewHealthzRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewHostListFilesRequest constructs an http.Request for the HostListFiles method
+func NewHostListFilesRequest(server string, params *HostListFilesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/internal/uploaded-file")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sort", *params.Sort, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Module != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "module", *params.Module, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Entity != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "entity", *params.Entity, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.EntityId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "entityId", *params.EntityId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ContentType != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "contentType", *params.ContentType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Visibility != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "visibility", *params.Visibility, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Temporary != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "temporary", *params.Temporary, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedFrom != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "createdFrom", *params.CreatedFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "createdBefore", *params.CreatedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.NamePrefix != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "namePrefix", *params.NamePrefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.WithUrls != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "withUrls", *params.WithUrls, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -1902,6 +2315,204 @@ func NewReadyzRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListFilesRequest constructs an http.Request for the ListFiles method
+func NewListFilesRequest(server string, params *ListFilesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/uploaded-file")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sort", *params.Sort, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Module != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "module", *params.Module, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Entity != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "entity", *params.Entity, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.EntityId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "entityId", *params.EntityId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ContentType != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "contentType", *params.ContentType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Visibility != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "visibility", *params.Visibility, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Temporary != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "temporary", *params.Temporary, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedFrom != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "createdFrom", *params.CreatedFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "createdBefore", *params.CreatedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.NamePrefix != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "namePrefix", *params.NamePrefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.WithUrls != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "withUrls", *params.WithUrls, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewUploadFileRequestWithBody constructs an http.Request for the UploadFile method, with any body, and a specified content type
 func NewUploadFileRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
@@ -2273,6 +2884,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /healthz (the `Healthz` operationId).
 	HealthzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HealthzResponse, error)
 
+	// HostListFilesWithResponse List files with their extra data and storage references, a page at a time
+	//
+	// As `GET /uploaded-file`, for a host backend acting for its user.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /internal/uploaded-file (the `HostListFiles` operationId).
+	HostListFilesWithResponse(ctx context.Context, params *HostListFilesParams, reqEditors ...RequestEditorFn) (*HostListFilesResponse, error)
+
 	// HostChangeFilesWithBodyWithResponse Replace a record's files (old ones deleted durably)
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -2424,6 +3044,19 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	ReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyzResponse, error)
 
+	// ListFilesWithResponse List the files the caller may see, a page at a time
+	//
+	// The caller's own files by default (the tenant's when the policy
+	// decides `tenant` for `list`), never in-flight, deleted or expired
+	// ones, newest first unless `sort` says otherwise. Pass `nextCursor` as
+	// `cursor` for the next page; a cursor is only valid with the same
+	// caller, filters and sort (anything else is 400 `invalid-meta`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /uploaded-file (the `ListFiles` operationId).
+	ListFilesWithResponse(ctx context.Context, params *ListFilesParams, reqEditors ...RequestEditorFn) (*ListFilesResponse, error)
+
 	// UploadFileWithBodyWithResponse Upload one file in a multipart form (compatibility route)
 	//
 	// At most one file, at most 25 MiB (the service may enforce a lower limit).
@@ -2558,6 +3191,75 @@ func (r HealthzResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r HealthzResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// HostListFilesResponse401Headers the declared response headers of an HTTP 401 response for HostListFiles
+type HostListFilesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type HostListFilesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *HostFileList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *HostListFilesResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r HostListFilesResponse) GetJSON200() *HostFileList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r HostListFilesResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r HostListFilesResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r HostListFilesResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r HostListFilesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HostListFilesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HostListFilesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HostListFilesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3415,6 +4117,75 @@ func (r ReadyzResponse) ContentType() string {
 	return ""
 }
 
+// ListFilesResponse401Headers the declared response headers of an HTTP 401 response for ListFiles
+type ListFilesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListFilesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FileList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListFilesResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListFilesResponse) GetJSON200() *FileList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListFilesResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListFilesResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListFilesResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r ListFilesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListFilesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListFilesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListFilesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // UploadFileResponse401Headers the declared response headers of an HTTP 401 response for UploadFile
 type UploadFileResponse401Headers struct {
 	WWWAuthenticate *string
@@ -4145,6 +4916,21 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 	return ParseHealthzResponse(rsp)
 }
 
+// HostListFilesWithResponse List files with their extra data and storage references, a page at a time
+//
+// As `GET /uploaded-file`, for a host backend acting for its user.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /internal/uploaded-file (the `HostListFiles` operationId).
+func (c *ClientWithResponses) HostListFilesWithResponse(ctx context.Context, params *HostListFilesParams, reqEditors ...RequestEditorFn) (*HostListFilesResponse, error) {
+	rsp, err := c.HostListFiles(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHostListFilesResponse(rsp)
+}
+
 // HostChangeFilesWithBodyWithResponse Replace a record's files (old ones deleted durably)
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -4410,6 +5196,25 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 	return ParseReadyzResponse(rsp)
 }
 
+// ListFilesWithResponse List the files the caller may see, a page at a time
+//
+// The caller's own files by default (the tenant's when the policy
+// decides `tenant` for `list`), never in-flight, deleted or expired
+// ones, newest first unless `sort` says otherwise. Pass `nextCursor` as
+// `cursor` for the next page; a cursor is only valid with the same
+// caller, filters and sort (anything else is 400 `invalid-meta`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /uploaded-file (the `ListFiles` operationId).
+func (c *ClientWithResponses) ListFilesWithResponse(ctx context.Context, params *ListFilesParams, reqEditors ...RequestEditorFn) (*ListFilesResponse, error) {
+	rsp, err := c.ListFiles(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListFilesResponse(rsp)
+}
+
 // UploadFileWithBodyWithResponse Upload one file in a multipart form (compatibility route)
 //
 // At most one file, at most 25 MiB (the service may enforce a lower limit).
@@ -4586,6 +5391,66 @@ func ParseHealthzResponse(rsp *http.Response) (*HealthzResponse, error) {
 	response := &HealthzResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseHostListFilesResponse parses an HTTP response from a HostListFilesWithResponse call
+func ParseHostListFilesResponse(rsp *http.Response) (*HostListFilesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HostListFilesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest HostFileList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers HostListFilesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -5350,6 +6215,66 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 	response := &ReadyzResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseListFilesResponse parses an HTTP response from a ListFilesWithResponse call
+func ParseListFilesResponse(rsp *http.Response) (*ListFilesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListFilesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FileList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListFilesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil

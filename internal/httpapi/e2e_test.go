@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime/multipart"
@@ -434,7 +435,7 @@ func TestTypeScriptClient(t *testing.T) {
 	cmd.Env = append(os.Environ(), "UPLOADEDFILE_URL="+s.url, "UPLOADEDFILE_TOKEN="+s.token("acme", "alice", nil))
 	output, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", output)
-	require.Contains(t, string(output), "# pass 2")
+	require.Contains(t, string(output), "# pass 3")
 	require.Contains(t, string(output), "# fail 0")
 }
 
@@ -470,4 +471,79 @@ func TestCloneRouteDisabledByDefault(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusForbidden, r.StatusCode())
 	require.Contains(t, string(r.Body), "core.file.remote-disabled")
+}
+
+// TestListOverHTTP: pages through the generated Go client; the end-user
+// list carries no storage references, the host list does; a tampered or
+// foreign cursor and bad parameters are 400 invalid-meta; another tenant's
+// list is empty.
+func TestListOverHTTP(t *testing.T) {
+	t.Parallel()
+	s := start(t, service.DriverLocal)
+	ctx := context.Background()
+	c := s.client(s.token("acme", "alice", nil))
+	var ids []string
+	for i := range 3 {
+		ct, body := multipartBody(t, map[string][]byte{fmt.Sprintf("report-%d.pdf", i): []byte(pdf)})
+		up, err := c.UploadFileWithBodyWithResponse(ctx, ct, body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, up.StatusCode(), "%s", up.Body)
+		ids = append([]string{up.JSON201.Id.String()}, ids...) // newest first
+	}
+
+	first, err := c.ListFilesWithResponse(ctx, &client.ListFilesParams{Limit: ptr(2)})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, first.StatusCode(), "%s", first.Body)
+	require.Len(t, first.JSON200.Items, 2)
+	require.NotNil(t, first.JSON200.NextCursor)
+	for i, f := range first.JSON200.Items {
+		require.Equal(t, ids[i], f.Id.String())
+		require.Nil(t, f.Url, "no URL unless withUrls")
+	}
+	var doc struct{ Items []json.RawMessage }
+	require.NoError(t, json.Unmarshal(first.Body, &doc))
+	noStorageRefs(t, s, doc.Items[0], ids[0])
+
+	next, err := c.ListFilesWithResponse(ctx, &client.ListFilesParams{Limit: ptr(2), Cursor: first.JSON200.NextCursor, WithUrls: ptr(true)})
+	require.NoError(t, err)
+	require.Len(t, next.JSON200.Items, 1)
+	require.Equal(t, ids[2], next.JSON200.Items[0].Id.String())
+	require.Nil(t, next.JSON200.NextCursor, "the last page")
+	require.NotNil(t, next.JSON200.Items[0].Url)
+
+	host := s.client(s.token("acme", "alice", jwt.MapClaims{"scope": httpapi.HostScope}))
+	hl, err := host.HostListFilesWithResponse(ctx, &client.HostListFilesParams{Sort: ptr(client.Name), NamePrefix: ptr("REPORT-1")})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, hl.StatusCode(), "%s", hl.Body)
+	require.Len(t, hl.JSON200.Items, 1)
+	require.Equal(t, ids[1], hl.JSON200.Items[0].Id.String())
+	require.NotEmpty(t, hl.JSON200.Items[0].Key, "the host's view carries the storage reference")
+
+	other, err := s.client(s.token("globex", "alice", nil)).ListFilesWithResponse(ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, other.StatusCode())
+	require.Empty(t, other.JSON200.Items, "another tenant's list is empty")
+	foreign, err := s.client(s.token("globex", "alice", nil)).ListFilesWithResponse(ctx, &client.ListFilesParams{Cursor: first.JSON200.NextCursor})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusBadRequest, foreign.StatusCode(), "a cursor is worthless in another tenant")
+
+	for name, q := range map[string]string{
+		"foreign cursor":  "cursor=" + *first.JSON200.NextCursor + "&sort=size",
+		"tampered cursor": "cursor=x" + *first.JSON200.NextCursor,
+		"limit too large": "limit=201",
+		"limit zero":      "limit=0",
+		"limit not int":   "limit=ten",
+		"bad sort":        "sort=owner",
+		"bad time":        "createdFrom=yesterday",
+		"bad type":        "contentType=image",
+	} {
+		req, _ := http.NewRequest(http.MethodGet, s.url+"/uploaded-file?"+q, nil)
+		req.Header.Set("Authorization", "Bearer "+s.token("acme", "alice", nil))
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, name)
+		require.Contains(t, string(body), `"code":"core.file.invalid-meta"`, name)
+	}
 }

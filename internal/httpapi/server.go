@@ -343,6 +343,43 @@ func (s *Server) GetFile(ctx context.Context, req api.GetFileRequestObject) (api
 	return api.GetFile200JSONResponse(httpResult(r)), nil
 }
 
+// ListFiles implements api.StrictServerInterface: one page of the files the
+// caller may see, each without its URL unless withUrls.
+func (s *Server) ListFiles(ctx context.Context, req api.ListFilesRequestObject) (api.ListFilesResponseObject, error) {
+	p, err := s.svc.List(ctx, listOptions(req.Params))
+	if err != nil {
+		return nil, err
+	}
+	out := api.FileList{Items: make([]api.UploadedFile, len(p.Files)), NextCursor: optionalString(p.NextCursor)}
+	for i, f := range p.Files {
+		out.Items[i] = httpResult(f)
+	}
+	return api.ListFiles200JSONResponse(out), nil
+}
+
+// listOptions maps the list's query parameters (the host route has the
+// same ones) onto service.ListOptions.
+func listOptions(q api.ListFilesParams) service.ListOptions {
+	o := service.ListOptions{
+		Module: deref(q.Module), Entity: deref(q.Entity), EntityID: deref(q.EntityId), ContentType: deref(q.ContentType),
+		Temporary: q.Temporary, CreatedFrom: q.CreatedFrom, CreatedBefore: q.CreatedBefore, NamePrefix: deref(q.NamePrefix),
+		Cursor: deref(q.Cursor), WithURLs: q.WithUrls != nil && *q.WithUrls,
+	}
+	if q.Limit != nil {
+		o.Limit = *q.Limit
+		if o.Limit == 0 {
+			o.Limit = -1 // limit=0 is asked for, not absent: refused
+		}
+	}
+	if q.Sort != nil {
+		o.Sort = service.ListSort(*q.Sort)
+	}
+	if q.Visibility != nil {
+		o.Visibility = service.Visibility(*q.Visibility)
+	}
+	return o
+}
+
 // DeleteFile implements api.StrictServerInterface.
 func (s *Server) DeleteFile(ctx context.Context, req api.DeleteFileRequestObject) (api.DeleteFileResponseObject, error) {
 	if err := s.svc.DeleteByID(ctx, req.Id); err != nil {
@@ -499,6 +536,20 @@ func (s *Server) HostCloneFromUrl(ctx context.Context, req api.HostCloneFromUrlR
 		return nil, err
 	}
 	return api.HostCloneFromUrl201JSONResponse(hostFile(r)), nil
+}
+
+// HostListFiles implements api.StrictServerInterface: ListFiles with the
+// host's view of each file.
+func (s *Server) HostListFiles(ctx context.Context, req api.HostListFilesRequestObject) (api.HostListFilesResponseObject, error) {
+	p, err := s.svc.List(ctx, listOptions(api.ListFilesParams(req.Params)))
+	if err != nil {
+		return nil, err
+	}
+	out := api.HostFileList{Items: make([]api.HostFile, len(p.Files)), NextCursor: optionalString(p.NextCursor)}
+	for i, f := range p.Files {
+		out.Items[i] = hostFile(f)
+	}
+	return api.HostListFiles200JSONResponse(out), nil
 }
 
 // HostGetFile implements api.StrictServerInterface.

@@ -118,7 +118,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List the files the caller may see, a page at a time
+         * @description The caller's own files by default (the tenant's when the policy
+         *     decides `tenant` for `list`), never in-flight, deleted or expired
+         *     ones, newest first unless `sort` says otherwise. Pass `nextCursor` as
+         *     `cursor` for the next page; a cursor is only valid with the same
+         *     caller, filters and sort (anything else is 400 `invalid-meta`).
+         */
+        get: operations["listFiles"];
         put?: never;
         /**
          * Upload one file in a multipart form (compatibility route)
@@ -209,6 +217,26 @@ export interface paths {
          *     like any upload.
          */
         post: operations["hostCloneFromUrl"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/uploaded-file": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List files with their extra data and storage references, a page at a time
+         * @description As `GET /uploaded-file`, for a host backend acting for its user.
+         */
+        get: operations["hostListFiles"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -389,6 +417,21 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @default createdAt
+         * @enum {string}
+         */
+        ListOrder: "createdAt" | "name" | "size";
+        FileList: {
+            items: components["schemas"]["UploadedFile"][];
+            /** @description The cursor of the next page; absent on the last one. */
+            nextCursor?: string;
+        };
+        HostFileList: {
+            items: components["schemas"]["HostFile"][];
+            /** @description The cursor of the next page; absent on the last one. */
+            nextCursor?: string;
+        };
         /**
          * @description A lifecycle event as a CloudEvent 1.0 (structured mode). `type` is
          *     io.uploadedfile.<name>; `subject` the file id; `tenant` the file's
@@ -645,6 +688,31 @@ export interface components {
         };
     };
     parameters: {
+        /** @description Files per page (default 50, at most 200). */
+        ListLimit: number;
+        /** @description The `nextCursor` of the previous page. */
+        ListCursor: string;
+        /** @description createdAt (newest first, the default), name (A to Z, ignoring case) or size (largest first). */
+        ListSort: components["schemas"]["ListOrder"];
+        /** @description Attached with this module (exact). */
+        ListModule: string;
+        /** @description Attached to this entity (exact). */
+        ListEntity: string;
+        /** @description Attached to this entity id (exact). */
+        ListEntityId: string;
+        /** @description An exact type (`image/png`) or a family (`image/*`). */
+        ListContentType: string;
+        ListVisibility: components["schemas"]["Visibility"];
+        /** @description Only temporary (true) or only permanent (false) files. */
+        ListTemporary: boolean;
+        /** @description Created at or after this time. */
+        ListCreatedFrom: string;
+        /** @description Created before this time. */
+        ListCreatedBefore: string;
+        /** @description Names starting with this, ignoring case (no wildcards). */
+        ListNamePrefix: string;
+        /** @description Resolve each file's URL (presigned per file on S3). */
+        ListWithUrls: boolean;
         /** @description The file's UUID. */
         FileID: string;
     };
@@ -836,6 +904,55 @@ export interface operations {
             503: components["responses"]["Problem"];
         };
     };
+    listFiles: {
+        parameters: {
+            query?: {
+                /** @description Files per page (default 50, at most 200). */
+                limit?: components["parameters"]["ListLimit"];
+                /** @description The `nextCursor` of the previous page. */
+                cursor?: components["parameters"]["ListCursor"];
+                /** @description createdAt (newest first, the default), name (A to Z, ignoring case) or size (largest first). */
+                sort?: components["parameters"]["ListSort"];
+                /** @description Attached with this module (exact). */
+                module?: components["parameters"]["ListModule"];
+                /** @description Attached to this entity (exact). */
+                entity?: components["parameters"]["ListEntity"];
+                /** @description Attached to this entity id (exact). */
+                entityId?: components["parameters"]["ListEntityId"];
+                /** @description An exact type (`image/png`) or a family (`image/*`). */
+                contentType?: components["parameters"]["ListContentType"];
+                visibility?: components["parameters"]["ListVisibility"];
+                /** @description Only temporary (true) or only permanent (false) files. */
+                temporary?: components["parameters"]["ListTemporary"];
+                /** @description Created at or after this time. */
+                createdFrom?: components["parameters"]["ListCreatedFrom"];
+                /** @description Created before this time. */
+                createdBefore?: components["parameters"]["ListCreatedBefore"];
+                /** @description Names starting with this, ignoring case (no wildcards). */
+                namePrefix?: components["parameters"]["ListNamePrefix"];
+                /** @description Resolve each file's URL (presigned per file on S3). */
+                withUrls?: components["parameters"]["ListWithUrls"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileList"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Problem"];
+        };
+    };
     uploadFile: {
         parameters: {
             query?: never;
@@ -1001,6 +1118,55 @@ export interface operations {
             422: components["responses"]["Problem"];
             502: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
+        };
+    };
+    hostListFiles: {
+        parameters: {
+            query?: {
+                /** @description Files per page (default 50, at most 200). */
+                limit?: components["parameters"]["ListLimit"];
+                /** @description The `nextCursor` of the previous page. */
+                cursor?: components["parameters"]["ListCursor"];
+                /** @description createdAt (newest first, the default), name (A to Z, ignoring case) or size (largest first). */
+                sort?: components["parameters"]["ListSort"];
+                /** @description Attached with this module (exact). */
+                module?: components["parameters"]["ListModule"];
+                /** @description Attached to this entity (exact). */
+                entity?: components["parameters"]["ListEntity"];
+                /** @description Attached to this entity id (exact). */
+                entityId?: components["parameters"]["ListEntityId"];
+                /** @description An exact type (`image/png`) or a family (`image/*`). */
+                contentType?: components["parameters"]["ListContentType"];
+                visibility?: components["parameters"]["ListVisibility"];
+                /** @description Only temporary (true) or only permanent (false) files. */
+                temporary?: components["parameters"]["ListTemporary"];
+                /** @description Created at or after this time. */
+                createdFrom?: components["parameters"]["ListCreatedFrom"];
+                /** @description Created before this time. */
+                createdBefore?: components["parameters"]["ListCreatedBefore"];
+                /** @description Names starting with this, ignoring case (no wildcards). */
+                namePrefix?: components["parameters"]["ListNamePrefix"];
+                /** @description Resolve each file's URL (presigned per file on S3). */
+                withUrls?: components["parameters"]["ListWithUrls"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HostFileList"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Problem"];
         };
     };
     hostGetFile: {

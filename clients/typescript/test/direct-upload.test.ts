@@ -70,3 +70,27 @@ test("upload() runs the lifecycle with progress, and refusals carry code and rul
     return true;
   });
 });
+
+test("list pages through the caller's files with a cursor", async () => {
+  assert.ok(baseUrl && token);
+  const client = createClient({ baseUrl, token: () => token });
+  for (const name of ["list-a.csv", "list-b.csv", "list-c.csv"]) {
+    await upload(client, new File([new TextEncoder().encode("a,b\n1,2\n")], name, { type: "text/csv" }));
+  }
+  const seen: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.GET("/uploaded-file", { params: { query: { limit: 2, namePrefix: "LIST-", sort: "name", cursor } } });
+    assert.equal(page.response.status, 200, JSON.stringify(page.error));
+    for (const f of page.data!.items) {
+      assert.ok(!("key" in f), "no storage key in a list");
+      seen.push(f.originalName);
+    }
+    cursor = page.data!.nextCursor;
+  } while (cursor);
+  assert.deepEqual(seen, ["list-a.csv", "list-b.csv", "list-c.csv"]);
+
+  const bad = await client.GET("/uploaded-file", { params: { query: { cursor: "forged" } } });
+  assert.equal(bad.response.status, 400);
+  assert.equal(bad.error!.code, "core.file.invalid-meta");
+});

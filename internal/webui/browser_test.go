@@ -106,6 +106,9 @@ func uploadPage(t *testing.T, driver string) {
 	apiSrv.Start()
 	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "dev-user", "tenant": "dev", "exp": time.Now().Add(time.Hour).Unix()}).SignedString(secret)
 	require.NoError(t, err)
+	// A file the user stored before opening the page: the page lists it.
+	_, err = svc.Upload(service.WithRequestContext(ctx, service.RequestContext{Tenant: "dev", UserID: "dev-user"}), strings.NewReader("a,b\n1,2\n"), "earlier.csv", nil)
+	require.NoError(t, err)
 	page, err := webui.Handler(webui.Config{BaseURL: apiURL, Token: token})
 	require.NoError(t, err)
 	pageSrv.Config.Handler = page
@@ -145,6 +148,7 @@ func uploadPage(t *testing.T, driver string) {
 			Name, Error, ID, Status *string
 		}
 		Rows           int
+		ListedAtLoad   []string
 		ProgressEvents int
 		Blocked        bool
 		Logs           []string
@@ -163,7 +167,8 @@ func uploadPage(t *testing.T, driver string) {
 	}
 	require.Contains(t, deref(got.Results[byName["photo.jpg"]].Error), "content.other-type", "PNG bytes named .jpg fail with their rule")
 	require.Contains(t, deref(got.Results[byName["too-big.csv"]].Error), "size.too-large", "a file over the limit fails with its rule")
-	require.Equal(t, 2, got.Rows, "the page lists the two ready files")
+	require.Equal(t, []string{"earlier.csv"}, got.ListedAtLoad, "the page lists the caller's files when it opens")
+	require.Equal(t, 3, got.Rows, "then the two ready files too")
 	require.Positive(t, got.ProgressEvents, "the plugin reports progress to the Dashboard")
 	require.True(t, got.Blocked, "a page on an origin the service does not allow cannot call it")
 

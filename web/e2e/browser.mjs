@@ -27,6 +27,8 @@ try {
   page.on("pageerror", (e) => logs.push(`pageerror: ${e.message}`));
   await page.goto(page_url);
   await page.waitForSelector(".uppy-Dashboard-input", { state: "attached" });
+  await page.evaluate(() => window.uploadedfile.loaded);
+  const listedAtLoad = await page.locator("#files tbody tr td:first-child").allTextContents();
   await page.locator(".uppy-Dashboard-input").first().setInputFiles(files);
   await page.evaluate(() => {
     window.progressEvents = 0;
@@ -41,7 +43,7 @@ try {
     files.length,
     { timeout: 60_000 },
   );
-  await page.waitForTimeout(300); // let the table render the last row
+  await page.evaluate(() => window.uploadedfile.refresh()); // the list as it is now
   const results = await page.evaluate(() =>
     Object.values(window.uppy.getState().files).map((f) => ({
       name: f.name,
@@ -90,7 +92,7 @@ try {
     { api, token },
   );
   await page.screenshot({ path: `${shots}/${label}-other-origin.png` });
-  console.log(JSON.stringify({ results, rows, progressEvents, blocked, logs }));
+  console.log(JSON.stringify({ results, rows, listedAtLoad, progressEvents, blocked, logs }));
 } finally {
   await browser.close();
 }

@@ -1,8 +1,10 @@
 // The development upload page of `uploadedfile serve --dev`: the Uppy
 // Dashboard signed in with the development token, uploading through the
 // direct lifecycle (the UploadedFile plugin over the TypeScript client),
-// then listing each file's detail with a download button. The server puts
-// {baseUrl, token} in the page's #uploadedfile-config element.
+// and below it the caller's files -- the first page of GET /uploaded-file,
+// loaded with the page and again after each upload -- each with a download
+// button. The server puts {baseUrl, token} in the page's
+// #uploadedfile-config element.
 import Uppy from "@uppy/core";
 import Dashboard from "@uppy/dashboard";
 import "@uppy/core/css/style.min.css";
@@ -24,9 +26,15 @@ const uppy = new Uppy<Record<string, never>, UploadedFileBody>({ id: "uploadedfi
   .use(Dashboard, { inline: true, target: "#uppy", height: 380, proudlyDisplayPoweredByUppy: false })
   .use(UploadedFilePlugin, { client });
 
-uppy.on("upload-success", (_file, response) => {
-  if (response.body) show(response.body.file);
-});
+uppy.on("upload-success", () => void refresh());
+
+/** refresh shows the caller's newest files (the list's first page). */
+async function refresh(): Promise<void> {
+  const page = await client.GET("/uploaded-file", { params: { query: { limit: 50 } } });
+  if (!page.data) return;
+  document.querySelector("#files tbody")!.replaceChildren();
+  for (const file of page.data.items) show(file);
+}
 
 /** show adds a row with the file's detail and a download button. */
 function show(file: UploadedFile): void {
@@ -57,5 +65,8 @@ async function download(file: UploadedFile): Promise<void> {
   URL.revokeObjectURL(url);
 }
 
-// For the browser tests: the Uppy instance and the client.
-Object.assign(window, { uppy, uploadedfile: { client } });
+const loaded = refresh();
+
+// For the browser tests: the Uppy instance, the client, and the list's
+// refresh (loaded resolves once the page's first list is shown).
+Object.assign(window, { uppy, uploadedfile: { client, refresh, loaded } });

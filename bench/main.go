@@ -56,7 +56,7 @@ func main() {
 	}
 	full := flag.Bool("full", false, "run the whole matrix (sizes 64 KiB, 1 MiB, 10 MiB; 1, 8, 32 clients; 1M-row sweep)")
 	write := flag.String("write", "", "also write the report to this Markdown file")
-	flag.StringVar(&only, "only", "", "run one section only: uploads, lookup, s3-complete, rss, sweeps, reconcile or events (no -write)")
+	flag.StringVar(&only, "only", "", "run one section only: uploads, lookup, s3-complete, rss, sweeps, reconcile, events or list (no -write)")
 	flag.Parse()
 	if only != "" && *write != "" {
 		fmt.Fprintln(os.Stderr, "bench: -only measures part of the set; it does not -write the report")
@@ -264,6 +264,7 @@ func run(full bool, write string) error {
 		{"sweeps", func() error { return benchSweeps(ctx, rep, full) }},
 		{"reconcile", func() error { return benchReconcile(ctx, rep, bin, gw, full) }},
 		{"events", func() error { return benchEvents(ctx, e, rep, bin, tmp, secret) }},
+		{"list", func() error { return benchList(ctx, e, rep, secret) }},
 	}
 	for _, sec := range sections {
 		if !wants(sec.name) {

@@ -180,3 +180,34 @@ func ExampleService_DeleteByID() {
 	// <nil>
 	// core.file.not-found
 }
+
+// List pages through the caller's files with a cursor; filters narrow it
+// (here: the PDFs whose names start with "invoice", A to Z).
+func ExampleService_List() {
+	svc, _, done := exampleService(service.Config{})
+	defer done()
+	alice := service.WithRequestContext(context.Background(), service.RequestContext{Tenant: "acme", UserID: "alice"})
+	for _, name := range []string{"invoice-2.pdf", "notes.txt", "Invoice-1.pdf", "invoice-3.pdf"} {
+		_, _ = svc.Upload(alice, strings.NewReader("%PDF-1.4\n%%EOF\n"), name, nil)
+	}
+
+	opts := service.ListOptions{NamePrefix: "invoice", ContentType: "application/pdf", Sort: service.SortName, Limit: 2}
+	for {
+		page, err := svc.List(alice, opts)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		for _, f := range page.Files {
+			fmt.Println(f.OriginalName)
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		opts.Cursor = page.NextCursor
+	}
+	// Output:
+	// Invoice-1.pdf
+	// invoice-2.pdf
+	// invoice-3.pdf
+}

@@ -186,14 +186,14 @@ func ExampleService_DeleteByID() {
 func ExampleService_List() {
 	svc, _, done := exampleService(service.Config{})
 	defer done()
-	alice := service.WithRequestContext(context.Background(), service.RequestContext{Tenant: "acme", UserID: "alice"})
+	erin := service.WithRequestContext(context.Background(), service.RequestContext{Tenant: "acme", UserID: "erin"})
 	for _, name := range []string{"invoice-2.pdf", "notes.txt", "Invoice-1.pdf", "invoice-3.pdf"} {
-		_, _ = svc.Upload(alice, strings.NewReader("%PDF-1.4\n%%EOF\n"), name, nil)
+		_, _ = svc.Upload(erin, strings.NewReader("%PDF-1.4\n%%EOF\n"), name, nil)
 	}
 
 	opts := service.ListOptions{NamePrefix: "invoice", ContentType: "application/pdf", Sort: service.SortName, Limit: 2}
 	for {
-		page, err := svc.List(alice, opts)
+		page, err := svc.List(erin, opts)
 		if err != nil {
 			fmt.Println(err)
 			return

@@ -53,7 +53,7 @@ func TestFileInsertHiddenConstraints(t *testing.T) {
 		{"disposition outside the enum", func(p *db.FileInsertHiddenParams) { p.Disposition = "download" }, "uploaded_file_disposition_check"},
 		{"public temporary file", func(p *db.FileInsertHiddenParams) { p.IsTemporary, p.Visibility = true, "public" }, "uploaded_file_temporary_private_check"},
 		{"empty tenant", func(p *db.FileInsertHiddenParams) { p.TenantCode = "" }, "uploaded_file_tenant_code_check"},
-		{"negative size", func(p *db.FileInsertHiddenParams) { p.SizeBytes = -1 }, "uploaded_file_size_check"},
+		{"negative size", func(p *db.FileInsertHiddenParams) { p.SizeBytes = -1 }, "uploaded_file_usage_bytes_check"}, // the reservation refuses it first
 		{"extra data not an object", func(p *db.FileInsertHiddenParams) { p.ExtraData = []byte(`[1]`) }, "uploaded_file_extra_data_object_check"},
 	} {
 		p := b.hiddenParams(t)

@@ -397,6 +397,22 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 		func() error { _, err := listCall(ctx, q, e, "TenantByName", listFilters{}, ten, ""); return err },
 		func() error { _, err := listCall(ctx, q, e, "TenantBySize", listFilters{}, ten, ""); return err },
 		func() error {
+			_, err := q.UsageRead(ctx, e, db.UsageReadParams{TenantCode: ten, UserID: sample.UserID, DefaultTenantBytes: 1 << 30})
+			return err
+		},
+		func() error {
+			_, err := q.QuotaSet(ctx, e, db.QuotaSetParams{TenantCode: ten, TenantBytes: ptr(int64(1 << 30))})
+			return err
+		},
+		func() error {
+			_, err := q.QuotaList(ctx, e, db.QuotaListParams{Tenant: &ten, Max: 100})
+			return err
+		},
+		func() error {
+			_, err := q.UsageRecount(ctx, e, &ten)
+			return err
+		},
+		func() error {
 			_, err := q.EventPrune(ctx, e, db.EventPruneParams{Cutoff: t0.Add(-7 * 24 * time.Hour), Names: []string{"hook"}, Max: 1000})
 			return err
 		},

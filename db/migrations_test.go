@@ -78,14 +78,23 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	version, dirty, err := m.Version()
 	require.NoError(t, err)
 	require.False(t, dirty)
-	require.EqualValues(t, 20261123100000, version)
+	require.EqualValues(t, 20261123200000, version)
+	var usage bool
+	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_usage') IS NOT NULL", &usage))
+	require.True(t, usage)
+
+	// One step down: quotas go, the files stay.
+	require.NoError(t, m.Steps(-1))
+	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_usage') IS NOT NULL", &usage))
+	require.False(t, usage)
+	require.True(t, tableExists(t, url))
 	require.Contains(t, idx, "uploaded_file_key_bytes_idx")
 	require.Contains(t, idx, "uploaded_file_list_owner_created_idx")
 	var events bool
 	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_event_order_idx') IS NOT NULL", &events))
 	require.True(t, events)
 
-	// One step down: the listing indexes go.
+	// Another: the listing indexes go.
 	require.NoError(t, m.Steps(-1))
 	_, _, listIdx, _ := schemaShape(t, url)
 	require.NotContains(t, listIdx, "uploaded_file_list_owner_created_idx")

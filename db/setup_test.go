@@ -85,7 +85,7 @@ func (b *bundle) hidden(t *testing.T, o fileOpts) db.UploadedFile {
 	t.Helper()
 	ow := o.owner()
 	id := uuid.New()
-	row, err := b.q.FileInsertHidden(b.ctx, b.pool, db.FileInsertHiddenParams{
+	row, err := asFileCall(b.q.FileInsertHidden, b.ctx, b.pool, db.FileInsertHiddenParams{
 		ID:              id,
 		TenantCode:      ow.Tenant,
 		DepartmentCode:  ow.Department,
@@ -122,7 +122,7 @@ func (b *bundle) pending(t *testing.T, o fileOpts) db.UploadedFile {
 	t.Helper()
 	ow := o.owner()
 	id := uuid.New()
-	row, err := b.q.FileInsertPending(b.ctx, b.pool, db.FileInsertPendingParams{
+	row, err := asFileCall(b.q.FileInsertPending, b.ctx, b.pool, db.FileInsertPendingParams{
 		ID:             id,
 		TenantCode:     ow.Tenant,
 		DepartmentCode: ow.Department,
@@ -209,7 +209,8 @@ type changedRow interface {
 	db.FileActivateUploadRow | db.FileSettleFailedUploadRow | db.FileClaimAbortRow | db.FileClaimDeletionRow |
 		db.FileClaimDeletionByReferencesRow | db.FileSettleDeletionRow | db.FileFailCompletionRow |
 		db.FileFinalizeCompletionRow | db.DeletionClaimExpiredTombstonesRow | db.FileClaimExpiredDirectUploadsRow |
-		db.FileClaimExpiredTemporaryRow | db.FileClaimUnusedBeforeRow
+		db.FileClaimExpiredTemporaryRow | db.FileClaimUnusedBeforeRow | db.FileRestoreUploadForCleanupRow |
+		db.FileRetireTombstoneRow | db.FileInsertHiddenRow | db.FileInsertPendingRow
 }
 
 // asFile converts a transition query's result to the model.
@@ -222,4 +223,9 @@ func asFiles[R changedRow](rows []R, err error) ([]db.UploadedFile, error) {
 		out[i] = db.UploadedFile(r)
 	}
 	return out, err
+}
+
+// asFileCall calls a transition query and converts its row to the model.
+func asFileCall[P any, R changedRow](q func(context.Context, db.DBTX, P) (R, error), ctx context.Context, conn db.DBTX, p P) (db.UploadedFile, error) {
+	return asFile(q(ctx, conn, p))
 }

@@ -208,7 +208,7 @@ func TestFileRetireTombstone(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	retire := func(id uuid.UUID, now time.Duration) (db.UploadedFile, error) {
-		return b.q.FileRetireTombstone(b.ctx, b.pool, db.FileRetireTombstoneParams{ID: id, Now: at(now)})
+		return asFile(b.q.FileRetireTombstone(b.ctx, b.pool, db.FileRetireTombstoneParams{ID: id, Now: at(now)}))
 	}
 
 	live := b.hidden(t, fileOpts{})

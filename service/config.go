@@ -1,6 +1,7 @@
 package service
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -80,6 +81,13 @@ type RemoteCloneConfig struct {
 	AllowedPorts []int
 }
 
+// QuotaConfig is the default storage quota (quota.*): bytes and files per
+// tenant and per owner within a tenant; 0 is unlimited, a negative value is
+// refused.
+type QuotaConfig struct {
+	TenantBytes, TenantFiles, OwnerBytes, OwnerFiles int64
+}
+
 // Config is UploadedFileConfig: every option of the spec's Limits table.
 // Zero values mean the spec's default.
 type Config struct {
@@ -148,6 +156,10 @@ type Config struct {
 	RemoteClone RemoteCloneConfig
 	// CleanupAfterDays: legacy unused-row age purge; 0 disables it.
 	CleanupAfterDays int
+	// Quota: the default limits on what a tenant and each of its owners
+	// may hold (per-tenant overrides live in the database); 0, the
+	// default, is unlimited.
+	Quota QuotaConfig
 
 	// ResolveScope: default DefaultResolveScope.
 	ResolveScope func(RequestContext) (Scope, error)
@@ -194,6 +206,9 @@ func resolve(c Config) (resolved, error) {
 	}
 	if err := r.resolveURLs(); err != nil {
 		return resolved{}, err
+	}
+	if q := c.Quota; q.TenantBytes < 0 || q.TenantFiles < 0 || q.OwnerBytes < 0 || q.OwnerFiles < 0 {
+		return resolved{}, errors.New("uploadedfile config: quota limits are 0 (unlimited) or positive")
 	}
 	validate := true
 	if c.ValidateMagicBytes != nil {

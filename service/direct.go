@@ -117,15 +117,18 @@ func (s *Service) initiate(ctx context.Context, in InitiateInput, o UploadOption
 	if err != nil {
 		return nil, ErrInvalidMeta
 	}
-	row, err := s.q.FileInsertPending(ctx, s.db, db.FileInsertPendingParams{
+	tb, tf, ob, of := s.quotaDefaults()
+	inserted, err := s.q.FileInsertPending(ctx, s.db, db.FileInsertPendingParams{
 		ID: id, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, UserID: a.scope.UserID,
 		Key: final, CDN: s.persistedCDN(id, final, vis), PendingKey: &staging, OriginalName: checked.Name, SizeBytes: in.SizeBytes, ContentType: checked.ContentType,
 		Visibility: string(vis), Disposition: string(disp), IsTemporary: temporary, Checksum: &in.Checksum,
 		UploadTTL: s.cfg.uploadURLTTL, CleanupLease: s.cfg.uploadURLTTL + completionLease + directCleanupGrace, Now: s.now(),
+		DefaultTenantBytes: tb, DefaultTenantFiles: tf, DefaultOwnerBytes: ob, DefaultOwnerFiles: of,
 	})
 	if err != nil {
-		return nil, s.internalError(ctx, ErrUploadFailed, "insert pending upload", err)
+		return nil, s.insertError(ctx, a, in.SizeBytes, "insert pending upload", err)
 	}
+	row := db.UploadedFile(inserted)
 	target, err := s.target(ctx, row, sum)
 	if err != nil {
 		// The row exists but no target was handed out: abort it durably.

@@ -200,7 +200,8 @@ type changedRow interface {
 	db.FileActivateUploadRow | db.FileSettleFailedUploadRow | db.FileClaimAbortRow | db.FileClaimDeletionRow |
 		db.FileClaimDeletionByReferencesRow | db.FileSettleDeletionRow | db.FileFailCompletionRow |
 		db.FileFinalizeCompletionRow | db.DeletionClaimExpiredTombstonesRow | db.FileClaimExpiredDirectUploadsRow |
-		db.FileClaimExpiredTemporaryRow | db.FileClaimUnusedBeforeRow
+		db.FileClaimExpiredTemporaryRow | db.FileClaimUnusedBeforeRow | db.FileRestoreUploadForCleanupRow |
+		db.FileRetireTombstoneRow | db.FileInsertHiddenRow | db.FileInsertPendingRow
 }
 
 // changedRows converts the rows of a transition query to the table's model.

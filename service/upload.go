@@ -194,17 +194,19 @@ func (s *Service) insertHidden(ctx context.Context, a access, c filecheck.Result
 	if m == nil {
 		m = &Meta{}
 	}
+	tb, tf, ob, of := s.quotaDefaults()
 	row, err := s.q.FileInsertHidden(ctx, s.db, db.FileInsertHiddenParams{
 		ID: id, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, UserID: a.scope.UserID,
 		Key: key, CDN: s.persistedCDN(id, key, vis), OriginalName: c.Name, SizeBytes: sp.Size(), ContentType: c.ContentType,
 		Visibility: string(vis), Disposition: string(disp), IsTemporary: u.temporary, Checksum: ptr(sp.checksum()),
 		ExtraData: extra, Module: optional(m.Module), Entity: optional(m.Entity), EntityID: optional(m.EntityID), Type: optional(m.Type),
 		ActivationLease: ActivationLease, Now: s.now(),
+		DefaultTenantBytes: tb, DefaultTenantFiles: tf, DefaultOwnerBytes: ob, DefaultOwnerFiles: of,
 	})
 	if err != nil {
-		return db.UploadedFile{}, s.internalError(ctx, ErrUploadFailed, "insert hidden upload", err)
+		return db.UploadedFile{}, s.insertError(ctx, a, sp.Size(), "insert hidden upload", err)
 	}
-	return row, nil
+	return db.UploadedFile(row), nil
 }
 
 // writeAndActivate writes the bytes and activates the row with the exact
@@ -266,7 +268,7 @@ func (s *Service) settleFailedUpload(ctx context.Context, a access, id uuid.UUID
 			DeletionLease: deletionLease, Now: s.now(),
 		})
 		if err == nil {
-			s.finishDeletion(cctx, restored)
+			s.finishDeletion(cctx, db.UploadedFile(restored))
 			return db.UploadedFile{}, ErrUploadFailed
 		}
 		if !isNoRows(err) {

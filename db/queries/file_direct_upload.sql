@@ -23,6 +23,10 @@
 -- event_outbox.sql): the event commits, or rolls back, with the transition.
 
 -- name: FileInsertPending :one
+-- Reserves its space (@size_bytes, one file) on the tenant's and the
+-- owner's usage in the same statement; when either would pass its limit
+-- the statement fails with SQLSTATE UFQ01 (quota exceeded) and nothing is
+-- written.
 -- Persists a direct upload before its target is returned: status pending, a
 -- private staging key distinct from the generated final key, the exact
 -- expected size and type, the declared checksum, the upload expiry
@@ -30,48 +34,87 @@
 -- which the service makes longer than the upload TTL: room for a write that
 -- started before the expiry to land). Fails on a duplicate id, key or pending
 -- key, and on a cleanup lease shorter than the TTL.
-INSERT INTO uploaded_file (
-    id,
-    tenant_code,
-    department_code,
-    user_id,
-    key,
-    cdn,
-    pending_key,
-    original_name,
-    size_bytes,
-    content_type,
-    visibility,
-    disposition,
-    is_temporary,
-    checksum,
-    status,
-    upload_expires_at,
-    upload_pending_at,
-    created_at,
-    updated_at
-) VALUES (
-    @id,
-    @tenant_code,
-    sqlc.narg('department_code'),
-    @user_id,
-    @key,
-    sqlc.narg('cdn'),
-    @pending_key,
-    @original_name,
-    @size_bytes,
-    @content_type,
-    @visibility,
-    @disposition,
-    @is_temporary,
-    @checksum,
-    'pending',
-    coalesce(sqlc.narg('now')::timestamptz, now()) + @upload_ttl::interval,
-    coalesce(sqlc.narg('now')::timestamptz, now()) + @cleanup_lease::interval,
-    coalesce(sqlc.narg('now')::timestamptz, now()),
-    coalesce(sqlc.narg('now')::timestamptz, now())
+WITH limits AS (
+    -- The tenant's limits: its override, else the configured default (0:
+    -- unlimited).
+    SELECT
+        coalesce(uploaded_file_quota.tenant_bytes, @default_tenant_bytes::bigint) AS tenant_bytes,
+        coalesce(uploaded_file_quota.tenant_files, @default_tenant_files::bigint) AS tenant_files,
+        coalesce(uploaded_file_quota.owner_bytes, @default_owner_bytes::bigint) AS owner_bytes,
+        coalesce(uploaded_file_quota.owner_files, @default_owner_files::bigint) AS owner_files
+    FROM (SELECT 1) AS one
+    LEFT JOIN uploaded_file_quota ON uploaded_file_quota.tenant_code = @tenant_code
+), reserved AS (
+    -- Adds the row to the tenant's ('') and the owner's usage where it
+    -- still fits, creating a usage row at its first reservation. An
+    -- existing usage row is locked and checked on its latest version, so
+    -- concurrent reservations queue on it and none can pass a limit; rows
+    -- are taken in key order, as every statement that changes usage does.
+    INSERT INTO uploaded_file_usage AS usage (tenant_code, user_id, bytes, files)
+    SELECT @tenant_code, holder.user_id, @size_bytes, 1
+    FROM limits, (SELECT '' AS user_id UNION ALL SELECT @user_id::text) AS holder
+    WHERE CASE WHEN holder.user_id = ''
+        THEN (limits.tenant_bytes = 0 OR @size_bytes <= limits.tenant_bytes) AND (limits.tenant_files = 0 OR 1 <= limits.tenant_files)
+        ELSE (limits.owner_bytes = 0 OR @size_bytes <= limits.owner_bytes) AND (limits.owner_files = 0 OR 1 <= limits.owner_files)
+        END
+    ORDER BY holder.user_id
+    ON CONFLICT (tenant_code, user_id) DO UPDATE
+    SET
+        bytes = usage.bytes + excluded.bytes,
+        files = usage.files + 1
+    WHERE CASE WHEN usage.user_id = ''
+        THEN ((SELECT limits.tenant_bytes FROM limits) = 0 OR usage.bytes + excluded.bytes <= (SELECT limits.tenant_bytes FROM limits))
+            AND ((SELECT limits.tenant_files FROM limits) = 0 OR usage.files + 1 <= (SELECT limits.tenant_files FROM limits))
+        ELSE ((SELECT limits.owner_bytes FROM limits) = 0 OR usage.bytes + excluded.bytes <= (SELECT limits.owner_bytes FROM limits))
+            AND ((SELECT limits.owner_files FROM limits) = 0 OR usage.files + 1 <= (SELECT limits.owner_files FROM limits))
+        END
+    RETURNING usage.user_id
+), inserted AS (
+    INSERT INTO uploaded_file (
+        id,
+        tenant_code,
+        department_code,
+        user_id,
+        key,
+        cdn,
+        pending_key,
+        original_name,
+        size_bytes,
+        content_type,
+        visibility,
+        disposition,
+        is_temporary,
+        checksum,
+        status,
+        upload_expires_at,
+        upload_pending_at,
+        created_at,
+        updated_at
+    )
+    SELECT
+        @id,
+        @tenant_code,
+        sqlc.narg('department_code'),
+        @user_id,
+        @key,
+        sqlc.narg('cdn'),
+        @pending_key,
+        @original_name,
+        @size_bytes,
+        @content_type,
+        @visibility,
+        @disposition,
+        @is_temporary,
+        @checksum,
+        'pending',
+        coalesce(sqlc.narg('now')::timestamptz, now()) + @upload_ttl::interval,
+        coalesce(sqlc.narg('now')::timestamptz, now()) + @cleanup_lease::interval,
+        coalesce(sqlc.narg('now')::timestamptz, now()),
+        coalesce(sqlc.narg('now')::timestamptz, now())
+    WHERE CASE WHEN (SELECT count(*) FROM reserved) = 2 THEN true ELSE uploaded_file_quota_exceeded() END
+    RETURNING *
 )
-RETURNING *;
+SELECT * FROM inserted;
 
 -- name: FileLockPendingContent :one
 -- The local upload target's guard: share-locks a direct upload, by id
@@ -204,6 +247,35 @@ WITH changed AS (
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
     RETURNING *
+), freed AS (
+    -- The space the rows held, per owner and per tenant (''); taken off
+    -- the usage, never below zero (usage that rows changed by hand made
+    -- wrong never blocks a deletion; recount-usage repairs it).
+    SELECT holding.tenant_code, holding.user_id, sum(holding.size_bytes)::bigint AS bytes, count(*)::bigint AS files
+    FROM (
+        SELECT changed.tenant_code, changed.user_id, changed.size_bytes
+        FROM changed
+        UNION ALL
+        SELECT changed.tenant_code, '' AS user_id, changed.size_bytes
+        FROM changed
+    ) AS holding
+    GROUP BY holding.tenant_code, holding.user_id
+), usage_locked AS (
+    SELECT uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FROM uploaded_file_usage
+    JOIN freed ON freed.tenant_code = uploaded_file_usage.tenant_code AND freed.user_id = uploaded_file_usage.user_id
+    ORDER BY uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FOR UPDATE OF uploaded_file_usage
+), released AS (
+    UPDATE uploaded_file_usage
+    SET
+        bytes = greatest(0, uploaded_file_usage.bytes - freed.bytes),
+        files = greatest(0, uploaded_file_usage.files - freed.files)
+    FROM freed, usage_locked
+    WHERE uploaded_file_usage.tenant_code = freed.tenant_code
+        AND uploaded_file_usage.user_id = freed.user_id
+        AND usage_locked.tenant_code = freed.tenant_code
+        AND usage_locked.user_id = freed.user_id
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'upload.failed', changed.tenant_code, changed.id, changed.updated_at, nullif(@rule::text, ''), uploaded_file_event_data(to_jsonb(changed))

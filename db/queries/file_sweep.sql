@@ -72,6 +72,39 @@ WITH candidate AS (
         AND uploaded_file.deletion_pending_at IS NOT DISTINCT FROM candidate.deletion_pending_at
         AND uploaded_file.deleted_at IS NOT DISTINCT FROM candidate.deleted_at
     RETURNING uploaded_file.*
+), freed AS (
+    -- The space the rows held, per owner and per tenant (''); taken off
+    -- the usage, never below zero (usage that rows changed by hand made
+    -- wrong never blocks a deletion; recount-usage repairs it).
+    SELECT holding.tenant_code, holding.user_id, sum(holding.size_bytes)::bigint AS bytes, count(*)::bigint AS files
+    FROM (
+        SELECT changed.tenant_code, changed.user_id, changed.size_bytes
+        FROM changed
+        JOIN candidate ON candidate.id = changed.id
+        WHERE candidate.deletion_pending_at IS NULL AND candidate.deleted_at IS NULL
+        UNION ALL
+        SELECT changed.tenant_code, '' AS user_id, changed.size_bytes
+        FROM changed
+        JOIN candidate ON candidate.id = changed.id
+        WHERE candidate.deletion_pending_at IS NULL AND candidate.deleted_at IS NULL
+    ) AS holding
+    GROUP BY holding.tenant_code, holding.user_id
+), usage_locked AS (
+    SELECT uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FROM uploaded_file_usage
+    JOIN freed ON freed.tenant_code = uploaded_file_usage.tenant_code AND freed.user_id = uploaded_file_usage.user_id
+    ORDER BY uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FOR UPDATE OF uploaded_file_usage
+), released AS (
+    UPDATE uploaded_file_usage
+    SET
+        bytes = greatest(0, uploaded_file_usage.bytes - freed.bytes),
+        files = greatest(0, uploaded_file_usage.files - freed.files)
+    FROM freed, usage_locked
+    WHERE uploaded_file_usage.tenant_code = freed.tenant_code
+        AND uploaded_file_usage.user_id = freed.user_id
+        AND usage_locked.tenant_code = freed.tenant_code
+        AND usage_locked.user_id = freed.user_id
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'upload.abandoned', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
@@ -111,6 +144,35 @@ WITH candidate AS (
         AND uploaded_file.deletion_pending_at IS NULL
         AND uploaded_file.deleted_at IS NULL
     RETURNING uploaded_file.*
+), freed AS (
+    -- The space the rows held, per owner and per tenant (''); taken off
+    -- the usage, never below zero (usage that rows changed by hand made
+    -- wrong never blocks a deletion; recount-usage repairs it).
+    SELECT holding.tenant_code, holding.user_id, sum(holding.size_bytes)::bigint AS bytes, count(*)::bigint AS files
+    FROM (
+        SELECT changed.tenant_code, changed.user_id, changed.size_bytes
+        FROM changed
+        UNION ALL
+        SELECT changed.tenant_code, '' AS user_id, changed.size_bytes
+        FROM changed
+    ) AS holding
+    GROUP BY holding.tenant_code, holding.user_id
+), usage_locked AS (
+    SELECT uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FROM uploaded_file_usage
+    JOIN freed ON freed.tenant_code = uploaded_file_usage.tenant_code AND freed.user_id = uploaded_file_usage.user_id
+    ORDER BY uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FOR UPDATE OF uploaded_file_usage
+), released AS (
+    UPDATE uploaded_file_usage
+    SET
+        bytes = greatest(0, uploaded_file_usage.bytes - freed.bytes),
+        files = greatest(0, uploaded_file_usage.files - freed.files)
+    FROM freed, usage_locked
+    WHERE uploaded_file_usage.tenant_code = freed.tenant_code
+        AND uploaded_file_usage.user_id = freed.user_id
+        AND usage_locked.tenant_code = freed.tenant_code
+        AND usage_locked.user_id = freed.user_id
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'upload.abandoned', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
@@ -147,6 +209,35 @@ WITH candidate AS (
         AND uploaded_file.deletion_pending_at IS NULL
         AND uploaded_file.deleted_at IS NULL
     RETURNING uploaded_file.*
+), freed AS (
+    -- The space the rows held, per owner and per tenant (''); taken off
+    -- the usage, never below zero (usage that rows changed by hand made
+    -- wrong never blocks a deletion; recount-usage repairs it).
+    SELECT holding.tenant_code, holding.user_id, sum(holding.size_bytes)::bigint AS bytes, count(*)::bigint AS files
+    FROM (
+        SELECT changed.tenant_code, changed.user_id, changed.size_bytes
+        FROM changed
+        UNION ALL
+        SELECT changed.tenant_code, '' AS user_id, changed.size_bytes
+        FROM changed
+    ) AS holding
+    GROUP BY holding.tenant_code, holding.user_id
+), usage_locked AS (
+    SELECT uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FROM uploaded_file_usage
+    JOIN freed ON freed.tenant_code = uploaded_file_usage.tenant_code AND freed.user_id = uploaded_file_usage.user_id
+    ORDER BY uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FOR UPDATE OF uploaded_file_usage
+), released AS (
+    UPDATE uploaded_file_usage
+    SET
+        bytes = greatest(0, uploaded_file_usage.bytes - freed.bytes),
+        files = greatest(0, uploaded_file_usage.files - freed.files)
+    FROM freed, usage_locked
+    WHERE uploaded_file_usage.tenant_code = freed.tenant_code
+        AND uploaded_file_usage.user_id = freed.user_id
+        AND usage_locked.tenant_code = freed.tenant_code
+        AND usage_locked.user_id = freed.user_id
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.expired', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
@@ -183,6 +274,35 @@ WITH candidate AS (
         AND uploaded_file.deletion_pending_at IS NULL
         AND uploaded_file.deleted_at IS NULL
     RETURNING uploaded_file.*
+), freed AS (
+    -- The space the rows held, per owner and per tenant (''); taken off
+    -- the usage, never below zero (usage that rows changed by hand made
+    -- wrong never blocks a deletion; recount-usage repairs it).
+    SELECT holding.tenant_code, holding.user_id, sum(holding.size_bytes)::bigint AS bytes, count(*)::bigint AS files
+    FROM (
+        SELECT changed.tenant_code, changed.user_id, changed.size_bytes
+        FROM changed
+        UNION ALL
+        SELECT changed.tenant_code, '' AS user_id, changed.size_bytes
+        FROM changed
+    ) AS holding
+    GROUP BY holding.tenant_code, holding.user_id
+), usage_locked AS (
+    SELECT uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FROM uploaded_file_usage
+    JOIN freed ON freed.tenant_code = uploaded_file_usage.tenant_code AND freed.user_id = uploaded_file_usage.user_id
+    ORDER BY uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FOR UPDATE OF uploaded_file_usage
+), released AS (
+    UPDATE uploaded_file_usage
+    SET
+        bytes = greatest(0, uploaded_file_usage.bytes - freed.bytes),
+        files = greatest(0, uploaded_file_usage.files - freed.files)
+    FROM freed, usage_locked
+    WHERE uploaded_file_usage.tenant_code = freed.tenant_code
+        AND uploaded_file_usage.user_id = freed.user_id
+        AND usage_locked.tenant_code = freed.tenant_code
+        AND usage_locked.user_id = freed.user_id
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.expired', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
@@ -248,15 +368,55 @@ RETURNING *;
 -- good. Refuses a live upload lease (upload_pending_at in the future) and a
 -- live deletion lease (deletion_pending_at in the future). Zero rows: no such
 -- row, not a tombstone, or a lease is still live.
-UPDATE uploaded_file
-SET
-    upload_pending_at = NULL,
-    completion_lease_until = NULL,
-    status = CASE WHEN status = 'completing' THEN 'failed' ELSE status END,
-    deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()),
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE id = @id
-    AND upload_pending_at <= coalesce(sqlc.narg('now')::timestamptz, now())
-    AND (deletion_pending_at IS NULL OR deletion_pending_at <= coalesce(sqlc.narg('now')::timestamptz, now()))
-    AND (completion_lease_until IS NULL OR completion_lease_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
-RETURNING *;
+WITH prior AS (
+    SELECT uploaded_file.id, uploaded_file.deletion_pending_at, uploaded_file.deleted_at
+    FROM uploaded_file
+    WHERE uploaded_file.id = @id
+), changed AS (
+    UPDATE uploaded_file
+    SET
+        upload_pending_at = NULL,
+        completion_lease_until = NULL,
+        status = CASE WHEN status = 'completing' THEN 'failed' ELSE status END,
+        deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    WHERE uploaded_file.id = @id
+        AND uploaded_file.upload_pending_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+        AND (uploaded_file.deletion_pending_at IS NULL OR deletion_pending_at <= coalesce(sqlc.narg('now')::timestamptz, now()))
+        AND (uploaded_file.completion_lease_until IS NULL OR completion_lease_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
+    RETURNING *
+), freed AS (
+    -- The space the rows held, per owner and per tenant (''); taken off
+    -- the usage, never below zero (usage that rows changed by hand made
+    -- wrong never blocks a deletion; recount-usage repairs it).
+    SELECT holding.tenant_code, holding.user_id, sum(holding.size_bytes)::bigint AS bytes, count(*)::bigint AS files
+    FROM (
+        SELECT changed.tenant_code, changed.user_id, changed.size_bytes
+        FROM changed
+        JOIN prior ON prior.id = changed.id
+        WHERE prior.deletion_pending_at IS NULL AND prior.deleted_at IS NULL
+        UNION ALL
+        SELECT changed.tenant_code, '' AS user_id, changed.size_bytes
+        FROM changed
+        JOIN prior ON prior.id = changed.id
+        WHERE prior.deletion_pending_at IS NULL AND prior.deleted_at IS NULL
+    ) AS holding
+    GROUP BY holding.tenant_code, holding.user_id
+), usage_locked AS (
+    SELECT uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FROM uploaded_file_usage
+    JOIN freed ON freed.tenant_code = uploaded_file_usage.tenant_code AND freed.user_id = uploaded_file_usage.user_id
+    ORDER BY uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FOR UPDATE OF uploaded_file_usage
+), released AS (
+    UPDATE uploaded_file_usage
+    SET
+        bytes = greatest(0, uploaded_file_usage.bytes - freed.bytes),
+        files = greatest(0, uploaded_file_usage.files - freed.files)
+    FROM freed, usage_locked
+    WHERE uploaded_file_usage.tenant_code = freed.tenant_code
+        AND uploaded_file_usage.user_id = freed.user_id
+        AND usage_locked.tenant_code = freed.tenant_code
+        AND usage_locked.user_id = freed.user_id
+)
+SELECT * FROM changed;

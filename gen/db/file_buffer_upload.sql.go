@@ -14,25 +14,40 @@ import (
 )
 
 const fileActivateUpload = `-- name: FileActivateUpload :one
-WITH changed AS (
+WITH prior AS (
+    SELECT uploaded_file.id, uploaded_file.size_bytes
+    FROM uploaded_file
+    WHERE uploaded_file.id = $1
+), changed AS (
     UPDATE uploaded_file
     SET
         status = 'ready',
         upload_pending_at = NULL,
-        size_bytes = $1,
-        checksum = $2,
-        etag = $3,
-        completed_at = coalesce($4::timestamptz, now()),
+        size_bytes = $2,
+        checksum = $3,
+        etag = $4,
+        completed_at = coalesce($5::timestamptz, now()),
         expired_at = CASE WHEN is_temporary
-            THEN coalesce($4::timestamptz, now()) + interval '24 hours'
+            THEN coalesce($5::timestamptz, now()) + interval '24 hours'
             ELSE NULL END,
-        updated_at = coalesce($4::timestamptz, now())
-    WHERE uploaded_file.id = $5
+        updated_at = coalesce($5::timestamptz, now())
+    WHERE uploaded_file.id = $1
         AND status = 'pending'
         AND uploaded_file.upload_pending_at = $6::timestamptz
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
     RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+), resized AS (
+    -- The space stays held; if the measured size differs from the one
+    -- reserved, the usage follows it (the service measures both from the
+    -- same spool, so it does not).
+    UPDATE uploaded_file_usage
+    SET bytes = uploaded_file_usage.bytes + (changed.size_bytes - prior.size_bytes)
+    FROM changed
+    JOIN prior ON prior.id = changed.id
+    WHERE uploaded_file_usage.tenant_code = changed.tenant_code
+        AND uploaded_file_usage.user_id IN ('', changed.user_id)
+        AND changed.size_bytes <> prior.size_bytes
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.ready', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
@@ -42,11 +57,11 @@ SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_
 `
 
 type FileActivateUploadParams struct {
+	ID           uuid.UUID
 	SizeBytes    int64
 	Checksum     *string
 	ETag         *string
 	Now          *time.Time
-	ID           uuid.UUID
 	UploadMarker time.Time
 }
 
@@ -91,14 +106,14 @@ type FileActivateUploadRow struct {
 // daylight-saving change never stretches it). @size_bytes and @checksum are
 // what the writer measured while streaming. Zero rows: settled cleanup or
 // maintenance got there first; the writer must not report success.
-// Writes file.ready.
+// Writes file.ready. The space reserved at the insert is kept.
 func (q *Queries) FileActivateUpload(ctx context.Context, db DBTX, arg FileActivateUploadParams) (FileActivateUploadRow, error) {
 	row := db.QueryRow(ctx, fileActivateUpload,
+		arg.ID,
 		arg.SizeBytes,
 		arg.Checksum,
 		arg.ETag,
 		arg.Now,
-		arg.ID,
 		arg.UploadMarker,
 	)
 	var i FileActivateUploadRow
@@ -141,77 +156,155 @@ func (q *Queries) FileActivateUpload(ctx context.Context, db DBTX, arg FileActiv
 
 const fileInsertHidden = `-- name: FileInsertHidden :one
 
-INSERT INTO uploaded_file (
-    id,
-    tenant_code,
-    department_code,
-    user_id,
-    key,
-    cdn,
-    original_name,
-    size_bytes,
-    content_type,
-    visibility,
-    disposition,
-    is_temporary,
-    checksum,
-    extra_data,
-    module,
-    entity,
-    entity_id,
-    type,
-    status,
-    upload_pending_at,
-    created_at,
-    updated_at
-) VALUES (
-    $1,
-    $2,
-    $3,
-    $4,
-    $5,
-    $6,
-    $7,
-    $8,
-    $9,
-    $10,
-    $11,
-    $12,
-    $13,
-    $14,
-    $15,
-    $16,
-    $17,
-    $18,
-    'pending',
-    coalesce($19::timestamptz, now()) + $20::interval,
-    coalesce($19::timestamptz, now()),
-    coalesce($19::timestamptz, now())
+WITH limits AS (
+    -- The tenant's limits: its override, else the configured default (0:
+    -- unlimited).
+    SELECT
+        coalesce(uploaded_file_quota.tenant_bytes, $1::bigint) AS tenant_bytes,
+        coalesce(uploaded_file_quota.tenant_files, $2::bigint) AS tenant_files,
+        coalesce(uploaded_file_quota.owner_bytes, $3::bigint) AS owner_bytes,
+        coalesce(uploaded_file_quota.owner_files, $4::bigint) AS owner_files
+    FROM (SELECT 1) AS one
+    LEFT JOIN uploaded_file_quota ON uploaded_file_quota.tenant_code = $5
+), reserved AS (
+    -- Adds the row to the tenant's ('') and the owner's usage where it
+    -- still fits, creating a usage row at its first reservation. An
+    -- existing usage row is locked and checked on its latest version, so
+    -- concurrent reservations queue on it and none can pass a limit; rows
+    -- are taken in key order, as every statement that changes usage does.
+    INSERT INTO uploaded_file_usage AS usage (tenant_code, user_id, bytes, files)
+    SELECT $5, holder.user_id, $6, 1
+    FROM limits, (SELECT '' AS user_id UNION ALL SELECT $7::text) AS holder
+    WHERE CASE WHEN holder.user_id = ''
+        THEN (limits.tenant_bytes = 0 OR $6 <= limits.tenant_bytes) AND (limits.tenant_files = 0 OR 1 <= limits.tenant_files)
+        ELSE (limits.owner_bytes = 0 OR $6 <= limits.owner_bytes) AND (limits.owner_files = 0 OR 1 <= limits.owner_files)
+        END
+    ORDER BY holder.user_id
+    ON CONFLICT (tenant_code, user_id) DO UPDATE
+    SET
+        bytes = usage.bytes + excluded.bytes,
+        files = usage.files + 1
+    WHERE CASE WHEN usage.user_id = ''
+        THEN ((SELECT limits.tenant_bytes FROM limits) = 0 OR usage.bytes + excluded.bytes <= (SELECT limits.tenant_bytes FROM limits))
+            AND ((SELECT limits.tenant_files FROM limits) = 0 OR usage.files + 1 <= (SELECT limits.tenant_files FROM limits))
+        ELSE ((SELECT limits.owner_bytes FROM limits) = 0 OR usage.bytes + excluded.bytes <= (SELECT limits.owner_bytes FROM limits))
+            AND ((SELECT limits.owner_files FROM limits) = 0 OR usage.files + 1 <= (SELECT limits.owner_files FROM limits))
+        END
+    RETURNING usage.user_id
+), inserted AS (
+    INSERT INTO uploaded_file (
+        id,
+        tenant_code,
+        department_code,
+        user_id,
+        key,
+        cdn,
+        original_name,
+        size_bytes,
+        content_type,
+        visibility,
+        disposition,
+        is_temporary,
+        checksum,
+        extra_data,
+        module,
+        entity,
+        entity_id,
+        type,
+        status,
+        upload_pending_at,
+        created_at,
+        updated_at
+    )
+    SELECT
+        $8,
+        $5,
+        $9,
+        $7,
+        $10,
+        $11,
+        $12,
+        $6,
+        $13,
+        $14,
+        $15,
+        $16,
+        $17,
+        $18,
+        $19,
+        $20,
+        $21,
+        $22,
+        'pending',
+        coalesce($23::timestamptz, now()) + $24::interval,
+        coalesce($23::timestamptz, now()),
+        coalesce($23::timestamptz, now())
+    WHERE CASE WHEN (SELECT count(*) FROM reserved) = 2 THEN true ELSE uploaded_file_quota_exceeded() END
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
 )
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM inserted
 `
 
 type FileInsertHiddenParams struct {
-	ID              uuid.UUID
-	TenantCode      string
-	DepartmentCode  *string
-	UserID          string
-	Key             string
-	CDN             *string
-	OriginalName    string
-	SizeBytes       int64
-	ContentType     string
-	Visibility      string
-	Disposition     string
-	IsTemporary     bool
-	Checksum        *string
-	ExtraData       json.RawMessage
-	Module          *string
-	Entity          *string
-	EntityID        *string
-	Type            *string
-	Now             *time.Time
-	ActivationLease time.Duration
+	DefaultTenantBytes int64
+	DefaultTenantFiles int64
+	DefaultOwnerBytes  int64
+	DefaultOwnerFiles  int64
+	TenantCode         string
+	SizeBytes          int64
+	UserID             string
+	ID                 uuid.UUID
+	DepartmentCode     *string
+	Key                string
+	CDN                *string
+	OriginalName       string
+	ContentType        string
+	Visibility         string
+	Disposition        string
+	IsTemporary        bool
+	Checksum           *string
+	ExtraData          json.RawMessage
+	Module             *string
+	Entity             *string
+	EntityID           *string
+	Type               *string
+	Now                *time.Time
+	ActivationLease    time.Duration
+}
+
+type FileInsertHiddenRow struct {
+	ID                   uuid.UUID
+	TenantCode           string
+	DepartmentCode       *string
+	UserID               string
+	Key                  string
+	CDN                  *string
+	OriginalName         string
+	SizeBytes            int64
+	ContentType          string
+	Visibility           string
+	IsTemporary          bool
+	UploadPendingAt      *time.Time
+	DeletionPendingAt    *time.Time
+	ExpiredAt            *time.Time
+	ExtraData            json.RawMessage
+	Module               *string
+	Entity               *string
+	EntityID             *string
+	Type                 *string
+	UsedAt               *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+	DeletedAt            *time.Time
+	Status               string
+	PendingKey           *string
+	Checksum             *string
+	ETag                 *string
+	Disposition          string
+	CompletedAt          *time.Time
+	UploadExpiresAt      *time.Time
+	CompletionLeaseUntil *time.Time
+	StagingCleanupAt     *time.Time
 }
 
 // Buffer uploads (legacy and managed): the server receives the bytes itself.
@@ -229,20 +322,28 @@ type FileInsertHiddenParams struct {
 // expired, purged, failed, abandoned) writes its lifecycle event in the same
 // statement, a data-modifying CTE into uploaded_file_event (see
 // event_outbox.sql): the event commits, or rolls back, with the transition.
+// Reserves its space (@size_bytes, one file) on the tenant's and the
+// owner's usage in the same statement; when either would pass its limit
+// the statement fails with SQLSTATE UFQ01 (quota exceeded) and nothing is
+// written.
 // Persists a buffer upload before its bytes are written: status pending and a
 // future activation lease in upload_pending_at, so the row is invisible to
 // every normal read and, should the writer die, the deletion-retry sweep finds
 // it once the lease has expired. Fails on a duplicate id, key or cdn.
-func (q *Queries) FileInsertHidden(ctx context.Context, db DBTX, arg FileInsertHiddenParams) (UploadedFile, error) {
+func (q *Queries) FileInsertHidden(ctx context.Context, db DBTX, arg FileInsertHiddenParams) (FileInsertHiddenRow, error) {
 	row := db.QueryRow(ctx, fileInsertHidden,
-		arg.ID,
+		arg.DefaultTenantBytes,
+		arg.DefaultTenantFiles,
+		arg.DefaultOwnerBytes,
+		arg.DefaultOwnerFiles,
 		arg.TenantCode,
-		arg.DepartmentCode,
+		arg.SizeBytes,
 		arg.UserID,
+		arg.ID,
+		arg.DepartmentCode,
 		arg.Key,
 		arg.CDN,
 		arg.OriginalName,
-		arg.SizeBytes,
 		arg.ContentType,
 		arg.Visibility,
 		arg.Disposition,
@@ -256,7 +357,7 @@ func (q *Queries) FileInsertHidden(ctx context.Context, db DBTX, arg FileInsertH
 		arg.Now,
 		arg.ActivationLease,
 	)
-	var i UploadedFile
+	var i FileInsertHiddenRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantCode,
@@ -295,18 +396,52 @@ func (q *Queries) FileInsertHidden(ctx context.Context, db DBTX, arg FileInsertH
 }
 
 const fileRestoreUploadForCleanup = `-- name: FileRestoreUploadForCleanup :one
-UPDATE uploaded_file
-SET
-    upload_pending_at = NULL,
-    deletion_pending_at = coalesce($1::timestamptz, now()) + $2::interval,
-    deleted_at = NULL,
-    updated_at = coalesce($1::timestamptz, now())
-WHERE id = $3
-    AND status = 'pending'
-    AND upload_pending_at IS NOT DISTINCT FROM $4::timestamptz
-    AND deletion_pending_at IS NOT DISTINCT FROM $5::timestamptz
-    AND deleted_at IS NOT DISTINCT FROM $6::timestamptz
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        upload_pending_at = NULL,
+        deletion_pending_at = coalesce($1::timestamptz, now()) + $2::interval,
+        deleted_at = NULL,
+        updated_at = coalesce($1::timestamptz, now())
+    WHERE uploaded_file.id = $3
+        AND uploaded_file.status = 'pending'
+        AND uploaded_file.upload_pending_at IS NOT DISTINCT FROM $4::timestamptz
+        AND uploaded_file.deletion_pending_at IS NOT DISTINCT FROM $5::timestamptz
+        AND uploaded_file.deleted_at IS NOT DISTINCT FROM $6::timestamptz
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+), freed AS (
+    -- The space the rows held, per owner and per tenant (''); taken off
+    -- the usage, never below zero (usage that rows changed by hand made
+    -- wrong never blocks a deletion; recount-usage repairs it).
+    SELECT holding.tenant_code, holding.user_id, sum(holding.size_bytes)::bigint AS bytes, count(*)::bigint AS files
+    FROM (
+        SELECT changed.tenant_code, changed.user_id, changed.size_bytes
+        FROM changed
+        WHERE $5::timestamptz IS NULL AND $6::timestamptz IS NULL
+        UNION ALL
+        SELECT changed.tenant_code, '' AS user_id, changed.size_bytes
+        FROM changed
+        WHERE $5::timestamptz IS NULL AND $6::timestamptz IS NULL
+    ) AS holding
+    GROUP BY holding.tenant_code, holding.user_id
+), usage_locked AS (
+    SELECT uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FROM uploaded_file_usage
+    JOIN freed ON freed.tenant_code = uploaded_file_usage.tenant_code AND freed.user_id = uploaded_file_usage.user_id
+    ORDER BY uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FOR UPDATE OF uploaded_file_usage
+), released AS (
+    UPDATE uploaded_file_usage
+    SET
+        bytes = greatest(0, uploaded_file_usage.bytes - freed.bytes),
+        files = greatest(0, uploaded_file_usage.files - freed.files)
+    FROM freed, usage_locked
+    WHERE uploaded_file_usage.tenant_code = freed.tenant_code
+        AND uploaded_file_usage.user_id = freed.user_id
+        AND usage_locked.tenant_code = freed.tenant_code
+        AND usage_locked.user_id = freed.user_id
+)
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
 `
 
 type FileRestoreUploadForCleanupParams struct {
@@ -318,6 +453,41 @@ type FileRestoreUploadForCleanupParams struct {
 	DeletedMarker  *time.Time
 }
 
+type FileRestoreUploadForCleanupRow struct {
+	ID                   uuid.UUID
+	TenantCode           string
+	DepartmentCode       *string
+	UserID               string
+	Key                  string
+	CDN                  *string
+	OriginalName         string
+	SizeBytes            int64
+	ContentType          string
+	Visibility           string
+	IsTemporary          bool
+	UploadPendingAt      *time.Time
+	DeletionPendingAt    *time.Time
+	ExpiredAt            *time.Time
+	ExtraData            json.RawMessage
+	Module               *string
+	Entity               *string
+	EntityID             *string
+	Type                 *string
+	UsedAt               *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+	DeletedAt            *time.Time
+	Status               string
+	PendingKey           *string
+	Checksum             *string
+	ETag                 *string
+	Disposition          string
+	CompletedAt          *time.Time
+	UploadExpiresAt      *time.Time
+	CompletionLeaseUntil *time.Time
+	StagingCleanupAt     *time.Time
+}
+
 // A slow writer finishing after maintenance reached its expired upload: it
 // settles the exact current state it read with FileGetUploadState (upload
 // marker, deletion marker, soft-delete marker, each matched including NULL)
@@ -327,7 +497,7 @@ type FileRestoreUploadForCleanupParams struct {
 // more: a durable claim exists before the terminal storage I/O. A maintenance
 // worker holding the previous claim then loses its own CAS and skips. Zero
 // rows: the state changed since it was read; read it again.
-func (q *Queries) FileRestoreUploadForCleanup(ctx context.Context, db DBTX, arg FileRestoreUploadForCleanupParams) (UploadedFile, error) {
+func (q *Queries) FileRestoreUploadForCleanup(ctx context.Context, db DBTX, arg FileRestoreUploadForCleanupParams) (FileRestoreUploadForCleanupRow, error) {
 	row := db.QueryRow(ctx, fileRestoreUploadForCleanup,
 		arg.Now,
 		arg.DeletionLease,
@@ -336,7 +506,7 @@ func (q *Queries) FileRestoreUploadForCleanup(ctx context.Context, db DBTX, arg 
 		arg.DeletionMarker,
 		arg.DeletedMarker,
 	)
-	var i UploadedFile
+	var i FileRestoreUploadForCleanupRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantCode,
@@ -387,6 +557,35 @@ WITH changed AS (
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
     RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+), freed AS (
+    -- The space the rows held, per owner and per tenant (''); taken off
+    -- the usage, never below zero (usage that rows changed by hand made
+    -- wrong never blocks a deletion; recount-usage repairs it).
+    SELECT holding.tenant_code, holding.user_id, sum(holding.size_bytes)::bigint AS bytes, count(*)::bigint AS files
+    FROM (
+        SELECT changed.tenant_code, changed.user_id, changed.size_bytes
+        FROM changed
+        UNION ALL
+        SELECT changed.tenant_code, '' AS user_id, changed.size_bytes
+        FROM changed
+    ) AS holding
+    GROUP BY holding.tenant_code, holding.user_id
+), usage_locked AS (
+    SELECT uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FROM uploaded_file_usage
+    JOIN freed ON freed.tenant_code = uploaded_file_usage.tenant_code AND freed.user_id = uploaded_file_usage.user_id
+    ORDER BY uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FOR UPDATE OF uploaded_file_usage
+), released AS (
+    UPDATE uploaded_file_usage
+    SET
+        bytes = greatest(0, uploaded_file_usage.bytes - freed.bytes),
+        files = greatest(0, uploaded_file_usage.files - freed.files)
+    FROM freed, usage_locked
+    WHERE uploaded_file_usage.tenant_code = freed.tenant_code
+        AND uploaded_file_usage.user_id = freed.user_id
+        AND usage_locked.tenant_code = freed.tenant_code
+        AND usage_locked.user_id = freed.user_id
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'upload.failed', changed.tenant_code, changed.id, changed.updated_at, $5::text, uploaded_file_event_data(to_jsonb(changed))

@@ -104,6 +104,35 @@ WITH changed AS (
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
     RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+), freed AS (
+    -- The space the rows held, per owner and per tenant (''); taken off
+    -- the usage, never below zero (usage that rows changed by hand made
+    -- wrong never blocks a deletion; recount-usage repairs it).
+    SELECT holding.tenant_code, holding.user_id, sum(holding.size_bytes)::bigint AS bytes, count(*)::bigint AS files
+    FROM (
+        SELECT changed.tenant_code, changed.user_id, changed.size_bytes
+        FROM changed
+        UNION ALL
+        SELECT changed.tenant_code, '' AS user_id, changed.size_bytes
+        FROM changed
+    ) AS holding
+    GROUP BY holding.tenant_code, holding.user_id
+), usage_locked AS (
+    SELECT uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FROM uploaded_file_usage
+    JOIN freed ON freed.tenant_code = uploaded_file_usage.tenant_code AND freed.user_id = uploaded_file_usage.user_id
+    ORDER BY uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FOR UPDATE OF uploaded_file_usage
+), released AS (
+    UPDATE uploaded_file_usage
+    SET
+        bytes = greatest(0, uploaded_file_usage.bytes - freed.bytes),
+        files = greatest(0, uploaded_file_usage.files - freed.files)
+    FROM freed, usage_locked
+    WHERE uploaded_file_usage.tenant_code = freed.tenant_code
+        AND uploaded_file_usage.user_id = freed.user_id
+        AND usage_locked.tenant_code = freed.tenant_code
+        AND usage_locked.user_id = freed.user_id
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'upload.failed', changed.tenant_code, changed.id, changed.updated_at, nullif($5::text, ''), uploaded_file_event_data(to_jsonb(changed))
@@ -347,68 +376,146 @@ func (q *Queries) FileFinalizeCompletion(ctx context.Context, db DBTX, arg FileF
 
 const fileInsertPending = `-- name: FileInsertPending :one
 
-INSERT INTO uploaded_file (
-    id,
-    tenant_code,
-    department_code,
-    user_id,
-    key,
-    cdn,
-    pending_key,
-    original_name,
-    size_bytes,
-    content_type,
-    visibility,
-    disposition,
-    is_temporary,
-    checksum,
-    status,
-    upload_expires_at,
-    upload_pending_at,
-    created_at,
-    updated_at
-) VALUES (
-    $1,
-    $2,
-    $3,
-    $4,
-    $5,
-    $6,
-    $7,
-    $8,
-    $9,
-    $10,
-    $11,
-    $12,
-    $13,
-    $14,
-    'pending',
-    coalesce($15::timestamptz, now()) + $16::interval,
-    coalesce($15::timestamptz, now()) + $17::interval,
-    coalesce($15::timestamptz, now()),
-    coalesce($15::timestamptz, now())
+WITH limits AS (
+    -- The tenant's limits: its override, else the configured default (0:
+    -- unlimited).
+    SELECT
+        coalesce(uploaded_file_quota.tenant_bytes, $1::bigint) AS tenant_bytes,
+        coalesce(uploaded_file_quota.tenant_files, $2::bigint) AS tenant_files,
+        coalesce(uploaded_file_quota.owner_bytes, $3::bigint) AS owner_bytes,
+        coalesce(uploaded_file_quota.owner_files, $4::bigint) AS owner_files
+    FROM (SELECT 1) AS one
+    LEFT JOIN uploaded_file_quota ON uploaded_file_quota.tenant_code = $5
+), reserved AS (
+    -- Adds the row to the tenant's ('') and the owner's usage where it
+    -- still fits, creating a usage row at its first reservation. An
+    -- existing usage row is locked and checked on its latest version, so
+    -- concurrent reservations queue on it and none can pass a limit; rows
+    -- are taken in key order, as every statement that changes usage does.
+    INSERT INTO uploaded_file_usage AS usage (tenant_code, user_id, bytes, files)
+    SELECT $5, holder.user_id, $6, 1
+    FROM limits, (SELECT '' AS user_id UNION ALL SELECT $7::text) AS holder
+    WHERE CASE WHEN holder.user_id = ''
+        THEN (limits.tenant_bytes = 0 OR $6 <= limits.tenant_bytes) AND (limits.tenant_files = 0 OR 1 <= limits.tenant_files)
+        ELSE (limits.owner_bytes = 0 OR $6 <= limits.owner_bytes) AND (limits.owner_files = 0 OR 1 <= limits.owner_files)
+        END
+    ORDER BY holder.user_id
+    ON CONFLICT (tenant_code, user_id) DO UPDATE
+    SET
+        bytes = usage.bytes + excluded.bytes,
+        files = usage.files + 1
+    WHERE CASE WHEN usage.user_id = ''
+        THEN ((SELECT limits.tenant_bytes FROM limits) = 0 OR usage.bytes + excluded.bytes <= (SELECT limits.tenant_bytes FROM limits))
+            AND ((SELECT limits.tenant_files FROM limits) = 0 OR usage.files + 1 <= (SELECT limits.tenant_files FROM limits))
+        ELSE ((SELECT limits.owner_bytes FROM limits) = 0 OR usage.bytes + excluded.bytes <= (SELECT limits.owner_bytes FROM limits))
+            AND ((SELECT limits.owner_files FROM limits) = 0 OR usage.files + 1 <= (SELECT limits.owner_files FROM limits))
+        END
+    RETURNING usage.user_id
+), inserted AS (
+    INSERT INTO uploaded_file (
+        id,
+        tenant_code,
+        department_code,
+        user_id,
+        key,
+        cdn,
+        pending_key,
+        original_name,
+        size_bytes,
+        content_type,
+        visibility,
+        disposition,
+        is_temporary,
+        checksum,
+        status,
+        upload_expires_at,
+        upload_pending_at,
+        created_at,
+        updated_at
+    )
+    SELECT
+        $8,
+        $5,
+        $9,
+        $7,
+        $10,
+        $11,
+        $12,
+        $13,
+        $6,
+        $14,
+        $15,
+        $16,
+        $17,
+        $18,
+        'pending',
+        coalesce($19::timestamptz, now()) + $20::interval,
+        coalesce($19::timestamptz, now()) + $21::interval,
+        coalesce($19::timestamptz, now()),
+        coalesce($19::timestamptz, now())
+    WHERE CASE WHEN (SELECT count(*) FROM reserved) = 2 THEN true ELSE uploaded_file_quota_exceeded() END
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
 )
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM inserted
 `
 
 type FileInsertPendingParams struct {
-	ID             uuid.UUID
-	TenantCode     string
-	DepartmentCode *string
-	UserID         string
-	Key            string
-	CDN            *string
-	PendingKey     *string
-	OriginalName   string
-	SizeBytes      int64
-	ContentType    string
-	Visibility     string
-	Disposition    string
-	IsTemporary    bool
-	Checksum       *string
-	Now            *time.Time
-	UploadTTL      time.Duration
-	CleanupLease   time.Duration
+	DefaultTenantBytes int64
+	DefaultTenantFiles int64
+	DefaultOwnerBytes  int64
+	DefaultOwnerFiles  int64
+	TenantCode         string
+	SizeBytes          int64
+	UserID             string
+	ID                 uuid.UUID
+	DepartmentCode     *string
+	Key                string
+	CDN                *string
+	PendingKey         *string
+	OriginalName       string
+	ContentType        string
+	Visibility         string
+	Disposition        string
+	IsTemporary        bool
+	Checksum           *string
+	Now                *time.Time
+	UploadTTL          time.Duration
+	CleanupLease       time.Duration
+}
+
+type FileInsertPendingRow struct {
+	ID                   uuid.UUID
+	TenantCode           string
+	DepartmentCode       *string
+	UserID               string
+	Key                  string
+	CDN                  *string
+	OriginalName         string
+	SizeBytes            int64
+	ContentType          string
+	Visibility           string
+	IsTemporary          bool
+	UploadPendingAt      *time.Time
+	DeletionPendingAt    *time.Time
+	ExpiredAt            *time.Time
+	ExtraData            json.RawMessage
+	Module               *string
+	Entity               *string
+	EntityID             *string
+	Type                 *string
+	UsedAt               *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+	DeletedAt            *time.Time
+	Status               string
+	PendingKey           *string
+	Checksum             *string
+	ETag                 *string
+	Disposition          string
+	CompletedAt          *time.Time
+	UploadExpiresAt      *time.Time
+	CompletionLeaseUntil *time.Time
+	StagingCleanupAt     *time.Time
 }
 
 // The direct upload lifecycle: initiate -> the client writes the staging
@@ -434,6 +541,10 @@ type FileInsertPendingParams struct {
 // expired, purged, failed, abandoned) writes its lifecycle event in the same
 // statement, a data-modifying CTE into uploaded_file_event (see
 // event_outbox.sql): the event commits, or rolls back, with the transition.
+// Reserves its space (@size_bytes, one file) on the tenant's and the
+// owner's usage in the same statement; when either would pass its limit
+// the statement fails with SQLSTATE UFQ01 (quota exceeded) and nothing is
+// written.
 // Persists a direct upload before its target is returned: status pending, a
 // private staging key distinct from the generated final key, the exact
 // expected size and type, the declared checksum, the upload expiry
@@ -441,17 +552,21 @@ type FileInsertPendingParams struct {
 // which the service makes longer than the upload TTL: room for a write that
 // started before the expiry to land). Fails on a duplicate id, key or pending
 // key, and on a cleanup lease shorter than the TTL.
-func (q *Queries) FileInsertPending(ctx context.Context, db DBTX, arg FileInsertPendingParams) (UploadedFile, error) {
+func (q *Queries) FileInsertPending(ctx context.Context, db DBTX, arg FileInsertPendingParams) (FileInsertPendingRow, error) {
 	row := db.QueryRow(ctx, fileInsertPending,
-		arg.ID,
+		arg.DefaultTenantBytes,
+		arg.DefaultTenantFiles,
+		arg.DefaultOwnerBytes,
+		arg.DefaultOwnerFiles,
 		arg.TenantCode,
-		arg.DepartmentCode,
+		arg.SizeBytes,
 		arg.UserID,
+		arg.ID,
+		arg.DepartmentCode,
 		arg.Key,
 		arg.CDN,
 		arg.PendingKey,
 		arg.OriginalName,
-		arg.SizeBytes,
 		arg.ContentType,
 		arg.Visibility,
 		arg.Disposition,
@@ -461,7 +576,7 @@ func (q *Queries) FileInsertPending(ctx context.Context, db DBTX, arg FileInsert
 		arg.UploadTTL,
 		arg.CleanupLease,
 	)
-	var i UploadedFile
+	var i FileInsertPendingRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantCode,

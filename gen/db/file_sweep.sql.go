@@ -137,6 +137,39 @@ WITH candidate AS (
         AND uploaded_file.deletion_pending_at IS NOT DISTINCT FROM candidate.deletion_pending_at
         AND uploaded_file.deleted_at IS NOT DISTINCT FROM candidate.deleted_at
     RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at
+), freed AS (
+    -- The space the rows held, per owner and per tenant (''); taken off
+    -- the usage, never below zero (usage that rows changed by hand made
+    -- wrong never blocks a deletion; recount-usage repairs it).
+    SELECT holding.tenant_code, holding.user_id, sum(holding.size_bytes)::bigint AS bytes, count(*)::bigint AS files
+    FROM (
+        SELECT changed.tenant_code, changed.user_id, changed.size_bytes
+        FROM changed
+        JOIN candidate ON candidate.id = changed.id
+        WHERE candidate.deletion_pending_at IS NULL AND candidate.deleted_at IS NULL
+        UNION ALL
+        SELECT changed.tenant_code, '' AS user_id, changed.size_bytes
+        FROM changed
+        JOIN candidate ON candidate.id = changed.id
+        WHERE candidate.deletion_pending_at IS NULL AND candidate.deleted_at IS NULL
+    ) AS holding
+    GROUP BY holding.tenant_code, holding.user_id
+), usage_locked AS (
+    SELECT uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FROM uploaded_file_usage
+    JOIN freed ON freed.tenant_code = uploaded_file_usage.tenant_code AND freed.user_id = uploaded_file_usage.user_id
+    ORDER BY uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FOR UPDATE OF uploaded_file_usage
+), released AS (
+    UPDATE uploaded_file_usage
+    SET
+        bytes = greatest(0, uploaded_file_usage.bytes - freed.bytes),
+        files = greatest(0, uploaded_file_usage.files - freed.files)
+    FROM freed, usage_locked
+    WHERE uploaded_file_usage.tenant_code = freed.tenant_code
+        AND uploaded_file_usage.user_id = freed.user_id
+        AND usage_locked.tenant_code = freed.tenant_code
+        AND usage_locked.user_id = freed.user_id
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'upload.abandoned', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
@@ -275,6 +308,35 @@ WITH candidate AS (
         AND uploaded_file.deletion_pending_at IS NULL
         AND uploaded_file.deleted_at IS NULL
     RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at
+), freed AS (
+    -- The space the rows held, per owner and per tenant (''); taken off
+    -- the usage, never below zero (usage that rows changed by hand made
+    -- wrong never blocks a deletion; recount-usage repairs it).
+    SELECT holding.tenant_code, holding.user_id, sum(holding.size_bytes)::bigint AS bytes, count(*)::bigint AS files
+    FROM (
+        SELECT changed.tenant_code, changed.user_id, changed.size_bytes
+        FROM changed
+        UNION ALL
+        SELECT changed.tenant_code, '' AS user_id, changed.size_bytes
+        FROM changed
+    ) AS holding
+    GROUP BY holding.tenant_code, holding.user_id
+), usage_locked AS (
+    SELECT uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FROM uploaded_file_usage
+    JOIN freed ON freed.tenant_code = uploaded_file_usage.tenant_code AND freed.user_id = uploaded_file_usage.user_id
+    ORDER BY uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FOR UPDATE OF uploaded_file_usage
+), released AS (
+    UPDATE uploaded_file_usage
+    SET
+        bytes = greatest(0, uploaded_file_usage.bytes - freed.bytes),
+        files = greatest(0, uploaded_file_usage.files - freed.files)
+    FROM freed, usage_locked
+    WHERE uploaded_file_usage.tenant_code = freed.tenant_code
+        AND uploaded_file_usage.user_id = freed.user_id
+        AND usage_locked.tenant_code = freed.tenant_code
+        AND usage_locked.user_id = freed.user_id
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'upload.abandoned', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
@@ -407,6 +469,35 @@ WITH candidate AS (
         AND uploaded_file.deletion_pending_at IS NULL
         AND uploaded_file.deleted_at IS NULL
     RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at
+), freed AS (
+    -- The space the rows held, per owner and per tenant (''); taken off
+    -- the usage, never below zero (usage that rows changed by hand made
+    -- wrong never blocks a deletion; recount-usage repairs it).
+    SELECT holding.tenant_code, holding.user_id, sum(holding.size_bytes)::bigint AS bytes, count(*)::bigint AS files
+    FROM (
+        SELECT changed.tenant_code, changed.user_id, changed.size_bytes
+        FROM changed
+        UNION ALL
+        SELECT changed.tenant_code, '' AS user_id, changed.size_bytes
+        FROM changed
+    ) AS holding
+    GROUP BY holding.tenant_code, holding.user_id
+), usage_locked AS (
+    SELECT uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FROM uploaded_file_usage
+    JOIN freed ON freed.tenant_code = uploaded_file_usage.tenant_code AND freed.user_id = uploaded_file_usage.user_id
+    ORDER BY uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FOR UPDATE OF uploaded_file_usage
+), released AS (
+    UPDATE uploaded_file_usage
+    SET
+        bytes = greatest(0, uploaded_file_usage.bytes - freed.bytes),
+        files = greatest(0, uploaded_file_usage.files - freed.files)
+    FROM freed, usage_locked
+    WHERE uploaded_file_usage.tenant_code = freed.tenant_code
+        AND uploaded_file_usage.user_id = freed.user_id
+        AND usage_locked.tenant_code = freed.tenant_code
+        AND usage_locked.user_id = freed.user_id
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.expired', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
@@ -539,6 +630,35 @@ WITH candidate AS (
         AND uploaded_file.deletion_pending_at IS NULL
         AND uploaded_file.deleted_at IS NULL
     RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at
+), freed AS (
+    -- The space the rows held, per owner and per tenant (''); taken off
+    -- the usage, never below zero (usage that rows changed by hand made
+    -- wrong never blocks a deletion; recount-usage repairs it).
+    SELECT holding.tenant_code, holding.user_id, sum(holding.size_bytes)::bigint AS bytes, count(*)::bigint AS files
+    FROM (
+        SELECT changed.tenant_code, changed.user_id, changed.size_bytes
+        FROM changed
+        UNION ALL
+        SELECT changed.tenant_code, '' AS user_id, changed.size_bytes
+        FROM changed
+    ) AS holding
+    GROUP BY holding.tenant_code, holding.user_id
+), usage_locked AS (
+    SELECT uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FROM uploaded_file_usage
+    JOIN freed ON freed.tenant_code = uploaded_file_usage.tenant_code AND freed.user_id = uploaded_file_usage.user_id
+    ORDER BY uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FOR UPDATE OF uploaded_file_usage
+), released AS (
+    UPDATE uploaded_file_usage
+    SET
+        bytes = greatest(0, uploaded_file_usage.bytes - freed.bytes),
+        files = greatest(0, uploaded_file_usage.files - freed.files)
+    FROM freed, usage_locked
+    WHERE uploaded_file_usage.tenant_code = freed.tenant_code
+        AND uploaded_file_usage.user_id = freed.user_id
+        AND usage_locked.tenant_code = freed.tenant_code
+        AND usage_locked.user_id = freed.user_id
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.expired', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
@@ -652,23 +772,98 @@ func (q *Queries) FileClaimUnusedBefore(ctx context.Context, db DBTX, arg FileCl
 }
 
 const fileRetireTombstone = `-- name: FileRetireTombstone :one
-UPDATE uploaded_file
-SET
-    upload_pending_at = NULL,
-    completion_lease_until = NULL,
-    status = CASE WHEN status = 'completing' THEN 'failed' ELSE status END,
-    deletion_pending_at = coalesce($1::timestamptz, now()),
-    updated_at = coalesce($1::timestamptz, now())
-WHERE id = $2
-    AND upload_pending_at <= coalesce($1::timestamptz, now())
-    AND (deletion_pending_at IS NULL OR deletion_pending_at <= coalesce($1::timestamptz, now()))
-    AND (completion_lease_until IS NULL OR completion_lease_until <= coalesce($1::timestamptz, now()))
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+WITH prior AS (
+    SELECT uploaded_file.id, uploaded_file.deletion_pending_at, uploaded_file.deleted_at
+    FROM uploaded_file
+    WHERE uploaded_file.id = $1
+), changed AS (
+    UPDATE uploaded_file
+    SET
+        upload_pending_at = NULL,
+        completion_lease_until = NULL,
+        status = CASE WHEN status = 'completing' THEN 'failed' ELSE status END,
+        deletion_pending_at = coalesce($2::timestamptz, now()),
+        updated_at = coalesce($2::timestamptz, now())
+    WHERE uploaded_file.id = $1
+        AND uploaded_file.upload_pending_at <= coalesce($2::timestamptz, now())
+        AND (uploaded_file.deletion_pending_at IS NULL OR deletion_pending_at <= coalesce($2::timestamptz, now()))
+        AND (uploaded_file.completion_lease_until IS NULL OR completion_lease_until <= coalesce($2::timestamptz, now()))
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+), freed AS (
+    -- The space the rows held, per owner and per tenant (''); taken off
+    -- the usage, never below zero (usage that rows changed by hand made
+    -- wrong never blocks a deletion; recount-usage repairs it).
+    SELECT holding.tenant_code, holding.user_id, sum(holding.size_bytes)::bigint AS bytes, count(*)::bigint AS files
+    FROM (
+        SELECT changed.tenant_code, changed.user_id, changed.size_bytes
+        FROM changed
+        JOIN prior ON prior.id = changed.id
+        WHERE prior.deletion_pending_at IS NULL AND prior.deleted_at IS NULL
+        UNION ALL
+        SELECT changed.tenant_code, '' AS user_id, changed.size_bytes
+        FROM changed
+        JOIN prior ON prior.id = changed.id
+        WHERE prior.deletion_pending_at IS NULL AND prior.deleted_at IS NULL
+    ) AS holding
+    GROUP BY holding.tenant_code, holding.user_id
+), usage_locked AS (
+    SELECT uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FROM uploaded_file_usage
+    JOIN freed ON freed.tenant_code = uploaded_file_usage.tenant_code AND freed.user_id = uploaded_file_usage.user_id
+    ORDER BY uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
+    FOR UPDATE OF uploaded_file_usage
+), released AS (
+    UPDATE uploaded_file_usage
+    SET
+        bytes = greatest(0, uploaded_file_usage.bytes - freed.bytes),
+        files = greatest(0, uploaded_file_usage.files - freed.files)
+    FROM freed, usage_locked
+    WHERE uploaded_file_usage.tenant_code = freed.tenant_code
+        AND uploaded_file_usage.user_id = freed.user_id
+        AND usage_locked.tenant_code = freed.tenant_code
+        AND usage_locked.user_id = freed.user_id
+)
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
 `
 
 type FileRetireTombstoneParams struct {
-	Now *time.Time
 	ID  uuid.UUID
+	Now *time.Time
+}
+
+type FileRetireTombstoneRow struct {
+	ID                   uuid.UUID
+	TenantCode           string
+	DepartmentCode       *string
+	UserID               string
+	Key                  string
+	CDN                  *string
+	OriginalName         string
+	SizeBytes            int64
+	ContentType          string
+	Visibility           string
+	IsTemporary          bool
+	UploadPendingAt      *time.Time
+	DeletionPendingAt    *time.Time
+	ExpiredAt            *time.Time
+	ExtraData            json.RawMessage
+	Module               *string
+	Entity               *string
+	EntityID             *string
+	Type                 *string
+	UsedAt               *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+	DeletedAt            *time.Time
+	Status               string
+	PendingKey           *string
+	Checksum             *string
+	ETag                 *string
+	Disposition          string
+	CompletedAt          *time.Time
+	UploadExpiresAt      *time.Time
+	CompletionLeaseUntil *time.Time
+	StagingCleanupAt     *time.Time
 }
 
 // An operator retires an abandoned upload tombstone (after every producer is
@@ -678,9 +873,9 @@ type FileRetireTombstoneParams struct {
 // good. Refuses a live upload lease (upload_pending_at in the future) and a
 // live deletion lease (deletion_pending_at in the future). Zero rows: no such
 // row, not a tombstone, or a lease is still live.
-func (q *Queries) FileRetireTombstone(ctx context.Context, db DBTX, arg FileRetireTombstoneParams) (UploadedFile, error) {
-	row := db.QueryRow(ctx, fileRetireTombstone, arg.Now, arg.ID)
-	var i UploadedFile
+func (q *Queries) FileRetireTombstone(ctx context.Context, db DBTX, arg FileRetireTombstoneParams) (FileRetireTombstoneRow, error) {
+	row := db.QueryRow(ctx, fileRetireTombstone, arg.ID, arg.Now)
+	var i FileRetireTombstoneRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantCode,

@@ -157,6 +157,22 @@ type UploadedFileOrphanClaim struct {
 	FoundAt time.Time
 }
 
+// Per-tenant limit overrides (uploadedfile quota set); a NULL limit is the configured default, 0 is unlimited.
+type UploadedFileQuotum struct {
+	// The tenant.
+	TenantCode string
+	// Bytes the tenant may hold (NULL: quota.tenantBytes; 0: unlimited).
+	TenantBytes *int64
+	// Files the tenant may hold (NULL: quota.tenantFiles; 0: unlimited).
+	TenantFiles *int64
+	// Bytes each owner of the tenant may hold (NULL: quota.ownerBytes; 0: unlimited).
+	OwnerBytes *int64
+	// Files each owner of the tenant may hold (NULL: quota.ownerFiles; 0: unlimited).
+	OwnerFiles *int64
+	// Last change.
+	UpdatedAt time.Time
+}
+
 // HMAC keys the service signs self-contained URLs with, one per purpose, shared by every replica.
 type UploadedFileSigningKey struct {
 	// What the key signs (upload-target: the local driver's signed content URLs).
@@ -165,4 +181,16 @@ type UploadedFileSigningKey struct {
 	Secret []byte
 	// When the key was created.
 	CreatedAt time.Time
+}
+
+// Space held per owner (user_id) and per tenant (user_id = ”): the sum over the rows that hold space (no deletion claim, not deleted), kept by the transitions.
+type UploadedFileUsage struct {
+	// The tenant.
+	TenantCode string
+	// The owner, or '' for the tenant's total.
+	UserID string
+	// Bytes held (declared or measured size of each row holding space).
+	Bytes int64
+	// Rows holding space.
+	Files int64
 }

@@ -44,6 +44,7 @@ var statusOf = map[string]int{
 	service.ErrDeleteFailed.Code:             http.StatusServiceUnavailable,
 	service.ErrCleanupFailed.Code:            http.StatusServiceUnavailable,
 	service.ErrUploadTargetInvalid.Code:      http.StatusForbidden,
+	service.ErrQuotaExceeded.Code:            http.StatusRequestEntityTooLarge,
 }
 
 // Codes of the HTTP layer itself.
@@ -101,6 +102,8 @@ func (e errorWriter) response(w http.ResponseWriter, r *http.Request, err error)
 		writeDetailedProblem(w, serviceProblem(err, http.StatusUnprocessableEntity, service.ErrInvalidUpload.Code))
 	case errors.Is(err, service.ErrUploadVerificationFailed):
 		writeDetailedProblem(w, serviceProblem(err, http.StatusUnprocessableEntity, service.ErrUploadVerificationFailed.Code))
+	case errors.Is(err, service.ErrQuotaExceeded):
+		writeDetailedProblem(w, serviceProblem(err, http.StatusRequestEntityTooLarge, service.ErrQuotaExceeded.Code))
 	case errors.As(err, &se) && statusOf[se.Code] != 0:
 		writeDetailedProblem(w, serviceProblem(err, statusOf[se.Code], se.Code))
 	default:

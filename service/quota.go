@@ -1,0 +1,171 @@
+package service
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/uploadedfile/uploadedfile/gen/db"
+)
+
+// ErrQuotaExceeded: the upload would pass a storage quota; Rule names the
+// limit (RuleQuotaTenantBytes, ...). Nothing was written or reserved.
+var ErrQuotaExceeded = &Error{Code: "core.file.quota-exceeded"}
+
+// The rules of ErrQuotaExceeded: which limit the upload would pass.
+const (
+	RuleQuotaTenantBytes = "quota.tenant-bytes"
+	RuleQuotaTenantFiles = "quota.tenant-files"
+	RuleQuotaOwnerBytes  = "quota.owner-bytes"
+	RuleQuotaOwnerFiles  = "quota.owner-files"
+)
+
+// quotaExceededState is the SQLSTATE of a reservation that did not fit
+// (uploaded_file_quota_exceeded in the quota migration).
+const quotaExceededState = "UFQ01"
+
+// Usage is what a caller holds against the quotas, and what its tenant
+// holds: bytes and files, and the limits that apply (0: unlimited).
+type Usage struct {
+	Owner, Tenant UsageOf
+}
+
+// UsageOf is one holder's usage and limits.
+type UsageOf struct {
+	Bytes, Files           int64
+	BytesLimit, FilesLimit int64
+}
+
+// Usage returns the caller's usage and their tenant's, with the limits
+// that apply. It reveals nothing of any other tenant or owner.
+func (s *Service) Usage(ctx context.Context) (*Usage, error) {
+	a, err := s.authorize(ctx, OpRead, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.usageRows(ctx, a)
+	if err != nil {
+		return nil, s.internalError(ctx, ErrNotFound, "read usage", err)
+	}
+	u := &Usage{}
+	for _, r := range rows {
+		of := UsageOf{Bytes: r.Bytes, Files: r.Files, BytesLimit: r.BytesLimit, FilesLimit: r.FilesLimit}
+		if r.UserID == "" {
+			u.Tenant = of
+		} else {
+			u.Owner = of
+		}
+	}
+	return u, nil
+}
+
+func (s *Service) usageRows(ctx context.Context, a access) ([]db.UsageReadRow, error) {
+	q := s.cfg.Quota
+	return s.q.UsageRead(ctx, s.db, db.UsageReadParams{
+		TenantCode: a.scope.TenantCode, UserID: a.scope.UserID,
+		DefaultTenantBytes: q.TenantBytes, DefaultTenantFiles: q.TenantFiles, DefaultOwnerBytes: q.OwnerBytes, DefaultOwnerFiles: q.OwnerFiles,
+	})
+}
+
+// quotaDefaults are the configured limits, as the inserts take them.
+func (s *Service) quotaDefaults() (tenantBytes, tenantFiles, ownerBytes, ownerFiles int64) {
+	q := s.cfg.Quota
+	return q.TenantBytes, q.TenantFiles, q.OwnerBytes, q.OwnerFiles
+}
+
+// insertError maps an insert's failure: a reservation that did not fit is
+// ErrQuotaExceeded with the limit it would pass; anything else is
+// ErrUploadFailed (logged).
+func (s *Service) insertError(ctx context.Context, a access, size int64, what string, err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != quotaExceededState {
+		return s.internalError(ctx, ErrUploadFailed, what, err)
+	}
+	rule := RuleQuotaOwnerBytes
+	if rows, rerr := s.usageRows(ctx, a); rerr == nil {
+		rule = exceededRule(rows, size)
+	}
+	s.log.InfoContext(ctx, "upload refused: quota", "rule", rule)
+	return &ruleError{code: ErrQuotaExceeded, rule: rule}
+}
+
+// exceededRule names the first limit an upload of size would pass, tenant
+// before owner, bytes before files.
+func exceededRule(rows []db.UsageReadRow, size int64) string {
+	for _, r := range rows { // '' (the tenant) sorts first
+		prefix := "quota.owner-"
+		if r.UserID == "" {
+			prefix = "quota.tenant-"
+		}
+		if r.BytesLimit > 0 && r.Bytes+size > r.BytesLimit {
+			return prefix + "bytes"
+		}
+		if r.FilesLimit > 0 && r.Files+1 > r.FilesLimit {
+			return prefix + "files"
+		}
+	}
+	return RuleQuotaOwnerBytes // it fitted by the time we looked: name the likeliest
+}
+
+// QuotaOverride changes a tenant's limits (uploadedfile quota set): nil
+// keeps the current override, -1 clears it back to the configured default,
+// 0 is unlimited.
+type QuotaOverride struct {
+	TenantBytes, TenantFiles, OwnerBytes, OwnerFiles *int64
+}
+
+// TenantQuota is a tenant's overrides (nil: the configured default) and
+// what it holds.
+type TenantQuota struct {
+	Tenant                                           string
+	TenantBytes, TenantFiles, OwnerBytes, OwnerFiles *int64
+	UsedBytes, UsedFiles                             int64
+}
+
+// UnsafeSystemSetQuota sets a tenant's limit overrides. A limit below a
+// usage already held refuses new uploads; it never deletes anything.
+// Trusted operators only.
+func (s *Service) UnsafeSystemSetQuota(ctx context.Context, tenant string, o QuotaOverride) error {
+	if !ValidScopeValue(tenant) {
+		return ErrInvalidMeta
+	}
+	for _, v := range []*int64{o.TenantBytes, o.TenantFiles, o.OwnerBytes, o.OwnerFiles} {
+		if v != nil && *v < -1 {
+			return ErrInvalidMeta
+		}
+	}
+	_, err := s.q.QuotaSet(ctx, s.db, db.QuotaSetParams{TenantCode: tenant, TenantBytes: o.TenantBytes, TenantFiles: o.TenantFiles, OwnerBytes: o.OwnerBytes, OwnerFiles: o.OwnerFiles})
+	if err != nil {
+		return s.internalError(ctx, ErrInvalidMeta, "set quota", err)
+	}
+	return nil
+}
+
+// UnsafeSystemQuotas lists the tenants with an override or a usage (one
+// tenant when tenant is set), at most limit of them. Trusted operators
+// only.
+func (s *Service) UnsafeSystemQuotas(ctx context.Context, tenant string, limit int) ([]TenantQuota, error) {
+	rows, err := s.q.QuotaList(ctx, s.db, db.QuotaListParams{Tenant: optional(tenant), Max: int32(max(1, min(limit, 10_000)))})
+	if err != nil {
+		return nil, s.internalError(ctx, ErrNotFound, "list quotas", err)
+	}
+	out := make([]TenantQuota, len(rows))
+	for i, r := range rows {
+		out[i] = TenantQuota{Tenant: deref(r.TenantCode), TenantBytes: r.TenantBytes, TenantFiles: r.TenantFiles, OwnerBytes: r.OwnerBytes,
+			OwnerFiles: r.OwnerFiles, UsedBytes: r.UsedBytes, UsedFiles: r.UsedFiles}
+	}
+	return out, nil
+}
+
+// UnsafeSystemRecountUsage recomputes the usage of tenant (every tenant
+// when empty) from the rows, after manual changes, and returns how many
+// usage rows it wrote. Run it while the tenant is quiet. Trusted
+// operators only.
+func (s *Service) UnsafeSystemRecountUsage(ctx context.Context, tenant string) (int64, error) {
+	n, err := s.q.UsageRecount(ctx, s.db, optional(tenant))
+	if err != nil {
+		return n, s.internalError(ctx, ErrCleanupFailed, "recount usage", err)
+	}
+	return n, nil
+}

@@ -111,6 +111,14 @@ type fileConfig struct {
 		} `koanf:"claims"`
 	} `koanf:"auth"`
 
+	// Quota: the default storage limits (0: unlimited).
+	Quota struct {
+		TenantBytes int64 `koanf:"tenantBytes"`
+		TenantFiles int64 `koanf:"tenantFiles"`
+		OwnerBytes  int64 `koanf:"ownerBytes"`
+		OwnerFiles  int64 `koanf:"ownerFiles"`
+	} `koanf:"quota"`
+
 	// Events: the lifecycle event relay and its sinks (docs/events.md).
 	Events eventsConfig `koanf:"events"`
 }
@@ -359,6 +367,7 @@ func (c fileConfig) serviceConfig() (service.Config, error) {
 		CleanupBatchSize: c.CleanupBatchSize, DownloadPath: c.DownloadPath, MaxFileSizeBytes: c.MaxFileSizeBytes,
 		AllowedMIMETypes: c.AllowedMIMETypes, ValidateMagicBytes: c.ValidateMagicBytes, CleanupAfterDays: c.CleanupAfterDays,
 		SpoolDir: c.SpoolDir,
+		Quota: service.QuotaConfig{TenantBytes: c.Quota.TenantBytes, TenantFiles: c.Quota.TenantFiles, OwnerBytes: c.Quota.OwnerBytes, OwnerFiles: c.Quota.OwnerFiles},
 		RemoteClone: service.RemoteCloneConfig{
 			Enabled: c.RemoteClone.Enabled, Timeout: c.RemoteClone.Timeout, MaxBytes: c.RemoteClone.MaxBytes,
 			MaxRedirects: c.RemoteClone.MaxRedirects, AllowedHosts: c.RemoteClone.AllowedHosts, AllowedPorts: c.RemoteClone.AllowedPorts,

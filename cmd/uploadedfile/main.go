@@ -63,7 +63,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.databaseURL, "database-url", envOr("DATABASE_URL", defaultDatabaseURL),
 		"PostgreSQL URL (env DATABASE_URL)")
-	root.AddCommand(newMigrateCommand(g), newServeCommand(g), newMaintenanceCommand(g), newEventsCommand(g), newVersionCommand(g))
+	root.AddCommand(newMigrateCommand(g), newServeCommand(g), newMaintenanceCommand(g), newEventsCommand(g), newQuotaCommand(g), newVersionCommand(g))
 	root.SetOut(stdout) // help and the completion scripts
 	root.SetErr(stderr)
 	return root

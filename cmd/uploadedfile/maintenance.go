@@ -31,31 +31,7 @@ func newMaintenanceCommand(g *globals) *cobra.Command {
 
 	// withService opens the configured service for one command.
 	withService := func(ctx context.Context, fn func(*service.Service, *pgxpool.Pool) error) error {
-		cfg, err := loadConfig(configFile, os.Environ)
-		if err != nil {
-			return err
-		}
-		if cfg.DatabaseURL != "" && os.Getenv("DATABASE_URL") == "" && !cmd.Flags().Changed("database-url") {
-			g.databaseURL = cfg.DatabaseURL
-		}
-		scfg, err := cfg.serviceConfig()
-		if err != nil {
-			return err
-		}
-		pool, err := pgxpool.New(ctx, g.databaseURL)
-		if err != nil {
-			return databaseError(g.databaseURL, err)
-		}
-		defer pool.Close()
-		if err := pool.Ping(ctx); err != nil { // the pool connects lazily: ask once, explain a failure
-			return databaseError(g.databaseURL, err)
-		}
-		svc, err := service.New(ctx, scfg, pool, service.WithLogger(g.logger))
-		if err != nil {
-			return err
-		}
-		defer svc.Close()
-		return fn(svc, pool)
+		return withConfiguredService(ctx, g, configFile, cmd.Flags().Changed("database-url"), fn)
 	}
 	count := func(name string, run func(context.Context, *service.Service) (int, error)) *cobra.Command {
 		return &cobra.Command{
@@ -170,8 +146,55 @@ refuses a live upload lease and a live deletion lease.`,
 			})
 		},
 	}
-	cmd.AddCommand(retry, pending, temporary, staging, purge, retire, track, newReconcileCommand(g, withService))
+	var recountTenant string
+	recount := &cobra.Command{
+		Use:   "recount-usage [--tenant T]",
+		Short: "Recompute the quota usage from the rows (after rows were changed by hand)",
+		Example: `  uploadedfile maintenance recount-usage --tenant acme
+  uploadedfile maintenance recount-usage`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withService(cmd.Context(), func(svc *service.Service, _ *pgxpool.Pool) error {
+				n, err := svc.UnsafeSystemRecountUsage(cmd.Context(), recountTenant)
+				fmt.Fprintf(g.stdout, "recount-usage: %d usage rows written\n", n)
+				return err
+			})
+		},
+	}
+	recount.Flags().StringVar(&recountTenant, "tenant", "", "only this tenant (default: every tenant)")
+	cmd.AddCommand(retry, pending, temporary, staging, purge, retire, track, recount, newReconcileCommand(g, withService))
 	return cmd
+}
+
+// withConfiguredService opens the configured service (configFile and the
+// environment; DATABASE_URL or the configuration's databaseUrl unless the
+// flag was given) for one command, and closes it after fn.
+func withConfiguredService(ctx context.Context, g *globals, configFile string, dbFlag bool, fn func(*service.Service, *pgxpool.Pool) error) error {
+	cfg, err := loadConfig(configFile, os.Environ)
+	if err != nil {
+		return err
+	}
+	if cfg.DatabaseURL != "" && os.Getenv("DATABASE_URL") == "" && !dbFlag {
+		g.databaseURL = cfg.DatabaseURL
+	}
+	scfg, err := cfg.serviceConfig()
+	if err != nil {
+		return err
+	}
+	pool, err := pgxpool.New(ctx, g.databaseURL)
+	if err != nil {
+		return databaseError(g.databaseURL, err)
+	}
+	defer pool.Close()
+	if err := pool.Ping(ctx); err != nil { // the pool connects lazily: ask once, explain a failure
+		return databaseError(g.databaseURL, err)
+	}
+	svc, err := service.New(ctx, scfg, pool, service.WithLogger(g.logger))
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	return fn(svc, pool)
 }
 
 // newReconcileCommand is `maintenance reconcile`: one finding per line (a

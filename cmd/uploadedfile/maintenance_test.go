@@ -224,3 +224,34 @@ func TestReconcileCommand(t *testing.T) {
 	_, err = run(t, ctx, url, "maintenance", "--config", cfgFile, "reconcile", "--output", "yaml")
 	require.ErrorContains(t, err, "--output")
 }
+
+// TestQuotaCommands: set, get and list per-tenant limits; recount-usage.
+func TestQuotaCommands(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("localRoot: "+t.TempDir()+"\nquota:\n  ownerFiles: 100\n"), 0o600))
+
+	out, err := run(t, ctx, url, "quota", "set", "acme", "--config", cfg, "--tenant-files", "3", "--owner-bytes", "0")
+	require.NoError(t, err)
+	require.Regexp(t, `acme\s+0\s+0\s+default\s+3\s+unlimited\s+default`, out)
+
+	out, err = run(t, ctx, url, "quota", "set", "acme", "--config", cfg, "--tenant-files", "default", "--owner-files", "7")
+	require.NoError(t, err)
+	require.Regexp(t, `acme\s+0\s+0\s+default\s+default\s+unlimited\s+7`, out, "default clears one override, the others stay")
+
+	_, err = run(t, ctx, url, "quota", "set", "acme", "--config", cfg, "--owner-files", "-5")
+	require.ErrorContains(t, err, "--owner-files must be a number of at least 0, or default")
+
+	out, err = run(t, ctx, url, "quota", "list", "--config", cfg)
+	require.NoError(t, err)
+	require.Contains(t, out, "acme")
+	out, err = run(t, ctx, url, "quota", "get", "globex", "--config", cfg)
+	require.NoError(t, err)
+	require.NotContains(t, out, "acme")
+
+	out, err = run(t, ctx, url, "maintenance", "--config", cfg, "recount-usage", "--tenant", "acme")
+	require.NoError(t, err)
+	require.Equal(t, "recount-usage: 0 usage rows written\n", out, "acme holds no file")
+}

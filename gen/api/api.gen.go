@@ -481,6 +481,27 @@ type UploadedFile struct {
 	Visibility   Visibility         `json:"visibility"`
 }
 
+// Usage defines model for Usage.
+type Usage struct {
+	Owner  UsageOf `json:"owner"`
+	Tenant UsageOf `json:"tenant"`
+}
+
+// UsageOf defines model for UsageOf.
+type UsageOf struct {
+	// Bytes Bytes held.
+	Bytes int64 `json:"bytes"`
+
+	// BytesLimit The byte limit (0: unlimited).
+	BytesLimit int64 `json:"bytesLimit"`
+
+	// Files Files held.
+	Files int64 `json:"files"`
+
+	// FilesLimit The file limit (0: unlimited).
+	FilesLimit int64 `json:"filesLimit"`
+}
+
 // UseFilesInput defines model for UseFilesInput.
 type UseFilesInput struct {
 	Entity     *string  `json:"entity,omitempty"`
@@ -721,6 +742,9 @@ type ServerInterface interface {
 	// HostUpload Managed buffer upload for the acting user
 	// (POST /internal/uploaded-file/uploads)
 	HostUpload(w http.ResponseWriter, r *http.Request)
+	// HostGetUsage What the user the host acts for, and their tenant, hold against the quotas
+	// (GET /internal/uploaded-file/usage)
+	HostGetUsage(w http.ResponseWriter, r *http.Request)
 	// HostUseFiles Mark files used, by exact reference (all or none)
 	// (POST /internal/uploaded-file/use-files)
 	HostUseFiles(w http.ResponseWriter, r *http.Request)
@@ -753,6 +777,9 @@ type ServerInterface interface {
 	// InitiateTemporaryUpload Start a direct upload of a temporary file
 	// (POST /uploaded-file/temporary/initiate)
 	InitiateTemporaryUpload(w http.ResponseWriter, r *http.Request)
+	// GetUsage What the caller and their tenant hold against the storage quotas
+	// (GET /uploaded-file/usage)
+	GetUsage(w http.ResponseWriter, r *http.Request)
 	// DeleteFile Abort a pending upload or delete a ready file
 	// (DELETE /uploaded-file/{id})
 	DeleteFile(w http.ResponseWriter, r *http.Request, id FileID)
@@ -1059,6 +1086,20 @@ func (siw *ServerInterfaceWrapper) HostUpload(w http.ResponseWriter, r *http.Req
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.HostUpload(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// HostGetUsage operation middleware
+func (siw *ServerInterfaceWrapper) HostGetUsage(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.HostGetUsage(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1473,6 +1514,20 @@ func (siw *ServerInterfaceWrapper) InitiateTemporaryUpload(w http.ResponseWriter
 	handler.ServeHTTP(w, r)
 }
 
+// GetUsage operation middleware
+func (siw *ServerInterfaceWrapper) GetUsage(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetUsage(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // DeleteFile operation middleware
 func (siw *ServerInterfaceWrapper) DeleteFile(w http.ResponseWriter, r *http.Request) {
 
@@ -1756,6 +1811,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/uploaded-file/temporary/initiate", wrapper.InitiateTemporaryUpload)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/uploaded-file/{id}/complete", wrapper.CompleteUpload)
 	m.HandleFunc(http.MethodPut+" "+options.BaseURL+"/uploaded-file/{id}/content", wrapper.PutUploadContent)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/uploaded-file/usage", wrapper.GetUsage)
 	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/uploaded-file/{id}", wrapper.DeleteFile)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/uploaded-file/{id}", wrapper.GetFile)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/uploaded-file", wrapper.ListFiles)
@@ -1765,6 +1821,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/internal/uploaded-file/uploads", wrapper.HostUpload)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/internal/uploaded-file/clone", wrapper.HostCloneFromUrl)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/internal/uploaded-file", wrapper.HostListFiles)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/internal/uploaded-file/usage", wrapper.HostGetUsage)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/internal/uploaded-file/{id}", wrapper.HostGetFile)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/internal/uploaded-file/{id}/url", wrapper.HostResolveUrl)
 	m.HandleFunc(http.MethodPatch+" "+options.BaseURL+"/internal/uploaded-file/{id}/extra-data", wrapper.HostSetExtraData)
@@ -2486,6 +2543,62 @@ func (response HostUpload503ApplicationProblemPlusJSONResponse) VisitHostUploadR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostGetUsageRequestObject struct {
+}
+
+type HostGetUsageResponseObject interface {
+	VisitHostGetUsageResponse(w http.ResponseWriter) error
+}
+
+type HostGetUsage200JSONResponse Usage
+
+func (response HostGetUsage200JSONResponse) VisitHostGetUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostGetUsage401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response HostGetUsage401ApplicationProblemPlusJSONResponse) VisitHostGetUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostGetUsage404ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response HostGetUsage404ApplicationProblemPlusJSONResponse) VisitHostGetUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3316,6 +3429,62 @@ func (response InitiateTemporaryUpload503ApplicationProblemPlusJSONResponse) Vis
 	return err
 }
 
+type GetUsageRequestObject struct {
+}
+
+type GetUsageResponseObject interface {
+	VisitGetUsageResponse(w http.ResponseWriter) error
+}
+
+type GetUsage200JSONResponse Usage
+
+func (response GetUsage200JSONResponse) VisitGetUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUsage401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetUsage401ApplicationProblemPlusJSONResponse) VisitGetUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetUsage404ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetUsage404ApplicationProblemPlusJSONResponse) VisitGetUsageResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteFileRequestObject struct {
 	Id FileID `json:"id"`
 }
@@ -3888,6 +4057,9 @@ type StrictServerInterface interface {
 	// HostUpload Managed buffer upload for the acting user
 	// (POST /internal/uploaded-file/uploads)
 	HostUpload(ctx context.Context, request HostUploadRequestObject) (HostUploadResponseObject, error)
+	// HostGetUsage What the user the host acts for, and their tenant, hold against the quotas
+	// (GET /internal/uploaded-file/usage)
+	HostGetUsage(ctx context.Context, request HostGetUsageRequestObject) (HostGetUsageResponseObject, error)
 	// HostUseFiles Mark files used, by exact reference (all or none)
 	// (POST /internal/uploaded-file/use-files)
 	HostUseFiles(ctx context.Context, request HostUseFilesRequestObject) (HostUseFilesResponseObject, error)
@@ -3920,6 +4092,9 @@ type StrictServerInterface interface {
 	// InitiateTemporaryUpload Start a direct upload of a temporary file
 	// (POST /uploaded-file/temporary/initiate)
 	InitiateTemporaryUpload(ctx context.Context, request InitiateTemporaryUploadRequestObject) (InitiateTemporaryUploadResponseObject, error)
+	// GetUsage What the caller and their tenant hold against the storage quotas
+	// (GET /uploaded-file/usage)
+	GetUsage(ctx context.Context, request GetUsageRequestObject) (GetUsageResponseObject, error)
 	// DeleteFile Abort a pending upload or delete a ready file
 	// (DELETE /uploaded-file/{id})
 	DeleteFile(ctx context.Context, request DeleteFileRequestObject) (DeleteFileResponseObject, error)
@@ -4214,6 +4389,30 @@ func (sh *strictHandler) HostUpload(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// HostGetUsage operation middleware
+func (sh *strictHandler) HostGetUsage(w http.ResponseWriter, r *http.Request) {
+	var request HostGetUsageRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.HostGetUsage(ctx, request.(HostGetUsageRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "HostGetUsage")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(HostGetUsageResponseObject); ok {
+		if err := validResponse.VisitHostGetUsageResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // HostUseFiles operation middleware
 func (sh *strictHandler) HostUseFiles(w http.ResponseWriter, r *http.Request) {
 	var request HostUseFilesRequestObject
@@ -4500,6 +4699,30 @@ func (sh *strictHandler) InitiateTemporaryUpload(w http.ResponseWriter, r *http.
 	}
 }
 
+// GetUsage operation middleware
+func (sh *strictHandler) GetUsage(w http.ResponseWriter, r *http.Request) {
+	var request GetUsageRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetUsage(ctx, request.(GetUsageRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetUsage")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetUsageResponseObject); ok {
+		if err := validResponse.VisitGetUsageResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // DeleteFile operation middleware
 func (sh *strictHandler) DeleteFile(w http.ResponseWriter, r *http.Request, id FileID) {
 	var request DeleteFileRequestObject
@@ -4638,107 +4861,111 @@ func (sh *strictHandler) DownloadFile(w http.ResponseWriter, r *http.Request, id
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7F17c9s4kv8qXbyrinRH0bLjzO7Kf3mSzCZbmZmcH5utG6WKENmSsCYBLgDa1qT83a/w4FOkHo7tc3by",
-	"T8oRSKABNPr5Q/OLF/E04wyZkt7ki5cRQVJUKMz/fqIJvn+j/4pRRoJminLmTbyLJcKcJvhCwuXl+zeB",
-	"53tU/54RtfR8j5EUvYlHY8/3BP4rpwJjb6JEjr4noyWmRHeZktsPyBZq6U1+OPY9tcr0S1IJyhbe3Z3v",
-	"faBSveZMIVMXprFNxikDvCWRAv0uDEKakgUeZGwRDoELIDAnKU1WZct/hcOS1H/lKFYVrVFtnB4ij169",
-	"6qVSIFEY/4hzLjrodM0wM+2gllSCoin2EtPork7OnIuUKG/ixUThSPfhbaHpJ8HTfoqIMgs1Vyh2Jsv0",
-	"eF+iciG56GaokOGteyAEPge1RMgEXlOeS8jIop8u22nPth2Oj3q56y1TVK06GEspEi0xBsXtsqB5EAaG",
-	"3XqZyD51D/6xdLyPd6eExrsR8z6+BzkfaErVOi1aGkjIUJjdgEGMc5InCl6Nfc1IKZcKjsbjXooS022d",
-	"HNeDN3k19jVtNM1Tb3I01v+jzP7vsKSSMoULFCWZP/M4T3DDmt1QtbSrlppHty2ZfeoeC/YLSfGjwDm9",
-	"XadGt0mQighF2aKiyQe6YFx3AxGRCAPG4YYmcURELHtJZNVI+5N5zkXHtrpjfapgwPAGpYI5FVL55gC6",
-	"HRr6oEeGwalmxP9t0W6kraS/IwwSIhZlF72zkJqQOv3/KXDuTbz/OKi00YFtlQea8l9FXNv4C0wzLojo",
-	"OLm/smQFqmiHgVY6hjyuGzIUKdG9w2BOEk241mKyj8yynwatbm1nnCdIWEnU36mkM5o4edLV3XX1xK5z",
-	"r3VajPOJquWlSOT63M9Q8uQaAUm0LNXz2QcYZAIlXTCMzeHVLcAZnL/s3Z+bYozOw2qWzl9fhzut7WXG",
-	"mURD3Y8rZf9wylX/SbIsoRHRFB/wSKEaSSWQGBXVoVFmlNnlbzP0nd9vksz0uHpqSySxs2ScHTF6Q2XG",
-	"JbUvfVnf1dqJeXtBFtue+ceo6FhbDqNfDTVy81v6vdc8zRLUAmHD+mSCzxJM//ufsk3sJpb5aN/qWqNT",
-	"xtUSBVAmFWERApUQlZRYSZlnCSfxCQhUYgUJUShaS3mmW0an2mbonGglpjUFBTlPOk1AIbjwgUg4++k1",
-	"/OX41Z/ADQMxKkITGXh3vnfJSK6WXNDfMX5KCn+mUuoV53ovrklCtW1IhDbC+BWy1oJ/+vRpdJqrpdbo",
-	"EVG4jb3uilNrOX9J2AKN7n7PstxOLo7NESDJR8EzFIrqg+rOdVb76Uth06wP5FcWRlcjwxvzPlWYyl1M",
-	"MmMAvLdPH2oLwLUTIchKN/MkftAe7+rOyW+2e0f35/JZPvsnRkr39TrhDJ9yBfFWCfKGKNI/nnWp1kjV",
-	"cvAXI8l3WqTSjFprUs7tWmvIRdI2O8bHf+6yO+pLrN/qWto3mKC619oKnKNAFuFXckZKWfHfLWxSG7Fz",
-	"Kk39gkybsL95lCWUacuSGNs01ULmcwdZ+pi+vXYiqCXVIKFzjFZRgoD6ES3dCLxOeB6bV+AwGMNAKpFH",
-	"KhcYa6MXhwGEepQQqJwyygMr3zHWPBJM8/H4ZaSVvvkLTyCUuZlLaKw/YyrQ+ARChYyw2q8v5JTZ37RR",
-	"rZBJyhkQpQSd5QqHJxCKPMEQBnbAYE5ogvHQdKBb9B9TZhthJvgVBlPmtfc3duy/Sc6Wa2bOipa1RBEn",
-	"yQsGLvahLtWNNO/aBNrhh11evn9z/acTQ77UljBnehfECmJMqPnDuaxmb7QEL42YPDeRkLVxRKf30liv",
-	"SWO9oL5cMHBzDFIqU6KipW9s8Np/gyAYngCZSc0dN0tklnwU1zRCsCNoe14qLhCooXqNSslzEXXQaeYp",
-	"A9tcOYMHdQYbdveYYXSNQrbOyGEw7twOx5H9USig8U7rbfm1W9DRtGOKn4olU4Iwe6i1vZRSpTAGqoxb",
-	"p/TkiSIz7cRFCY+uhg1qNgRFKgG7E3+b4FRbHtUX07chN7djrvdqAd00y4VYPyn2l07B1jxl/XtBVHvF",
-	"RiPzy7uLi48jSeYIArVDgkyZc2g9Yr2Y/IahOAGmzxUQw5VkgXCFK20omXCQnqjUix/FxkpqSotoidGV",
-	"zNPOLXaGrnZ0dw1a+Y2wYGenhe+8e5cxZkQorQFe87i717ipRDYxR13flAbFfWyNTDPUPvOwUnLroaOy",
-	"4a23ncaN5gcXdEEZSQpbZl000N+x9DJLUihTPxx762Ej39PHNZfb1vTcPrXR/pEoepbyuhEH2MO5r59q",
-	"s5ZukNY61Gftt+LWzQiDnUZzC5rMVWfgjYf+oqVH24aE+UcgifUInY2xsfHivuYsF4v+Vseefc3EBfz6",
-	"x+5tb2jb/nYyIyzmDONeq+0DlebwNCVSaZGWf2xiiEs3su6vYr/KA6oC5N0C2AbCC0NEP20itaUJwK02",
-	"S4jUf2PgbTPYLdVdnPGOS2XI1PZ6kvw69ya/7TW59kpFMXtgL+gKV91Bm/oM9UPr8/vcF12CuckrLblU",
-	"MCPRFbLYrxSYoRW0CgXCYkhwQaJVqccqzyGor+BDME65G8+fad4zqihRaNlhN5+vSXRHD5AluTRkVhKw",
-	"tU2QkhVES84lwiDLZwmNgCHGEkiS8JuP5hfbpY2+95sWTXKmnlySo1c/TKYezLnuC2OYrQw12ib84RjO",
-	"352Ojl79UKxxGZ9suKnj7ebHlij/1xgObVW73YPerHs3pW8eSEe2tGIrg1vXkcXedfFkwU2lityHMft5",
-	"5A+6tY+6RQ+zM99P77Pf4jOUJtHUVopzZ3DsY0Pt6KZYO2+3zi+IWKDqsdltPzYG2znVKp1Zz6nVDHG/",
-	"tLLrv7HK9u+0QX8m4upSYvyUEWraCsh/RZT1PmHotfXvtjpqGaiWVHD+97pNJBWZJWizSKAfC+q7woXz",
-	"KxhXoznPWWwYv/jVZXRGJSusN6WoSKNBYMoVjmIq9cBxV9scVbQclY5K1W7HGVU+0lpTlePrar1GQecu",
-	"KNrVvzWW3HS6SdwwdkeH1hXsaokSJCzPNsxSmbM3cgtZPEFytQzyejKv3lCsepQQmsqiSQs0wUjSeZpM",
-	"9lPPszMoaJKoZSQ4IkkCEWEg8yhCjG3SdALaLYGbpQmK2cTrlJWZ1yIaJWtxXd/GaAnEmCGLkUUrF6T1",
-	"gQvTOGVh8WYIhvWAcauSYIUKBlKbumqJqYFvsHIcIAtC2fBkyowEqKLBLqTsgsEuzmZcnRsitc+SS4wD",
-	"OC2cgSkrud44OZHAWAsJkhQZVmkD+euRnu5496clUUBYmQjloiCmHu32ned1+d4ErJf8BgaJDQVSNmUx",
-	"j+TBUqksSOPhBIiZwcioHBs9l3m0BCJtMsQcXGKVfehPWaiFa4BpplahD6GJoivORwbMon8pIu2SLhhR",
-	"uUDz1u80C5BFYpUp3Y+FHLpHW6PWQvWSsoV5vR2+rw9EEhNMGd0IqhSyMAADbLGR0RnPlU2faNZD8cKE",
-	"Tt1yNRa/pu/LyNe6Na6o2iJ425moy7P3wEhqQQNYptbN2m71D12k2Y5aC1MZcdwlwB2uJb60ScemEHeZ",
-	"yK4M5dutQU2WJ4k95Y0Ywp7py/NybQsVoY9vIW1rorcIkDnx1iV4GhbG2mStnJX7hGlrOIJui6B322sz",
-	"TFEtebwpE7x55dz79umKJr82oa6Fbdhy6ym5Wus7pTJrNcJo9G+fQfieHnju6YFHFEoPmWH4f0ssXMqn",
-	"RyQ9O6xIEzFa6g5jbhvJRK+J6vL2NKtilAuqVud6p+2MLIKs+uungrn+9umiAHKaw2WfK3vVZpMFqVE2",
-	"5+ty9lxxgQUwEGMLmZ2A9mFMqJsy+MilWgg8/58PvjNGubZjEx6RBGIqryzSbcoIg/OXxh8himoXy66G",
-	"RSAEUzZlbw2WwhiggucKXZA2PHW2vXFTJvCjhctZAMvfPl1Y/EoYgIPW+ZCSRB8vjP2ptqUpFvYql3Lk",
-	"oCsCba7cBIGBMHlTN+yPx8eFaeOD5ECmrMC3OhWjMEmktqWNRyB5ipwhYCLxhbRzwFsqlQzgLYtHuURh",
-	"JyWnbBCWSImRfjIcuj4Fqlywuu6SncpLE+PY68RGum3XMAgPCt9mbQgiulIYU0YigwC1TYZOvVZ66c3A",
-	"YaOfiX43BBnxzO2Z9pOl6byEW4Z9AMrQ5ktI4WSH2u4Lrdma0AiZNDLVIZG1NBAUlRUxRq4ahpWTgwO8",
-	"JVohF/7dQfF2ZdJ69VyeFmMF6sQ7DMbB2CiRDBnJqDfxXgbj4KU+d0QtzYE6WCJJ1PJ3/bczx7QcMlPS",
-	"MsZ759pbuOej8bgFJlV4qw6yhNAtoON1KGtCrzFonHhv8ttn35N5mhqdaeIVmeARSuk4WItmRRZSSxM7",
-	"Be+z7qGHLWrTaw0uIfzr2wtocZHfwUFQYyCqpGEhbV211otL9YHaVJU0K11dNuvJHlaPHFQ3U+78nR52",
-	"Wa8dnzaXI3Z81t082fFpd8tor6ffxzvPsqaod3ylbhbs9kal53elqnZXbL9X3K23HV+q3bzZ8Y3y/sTd",
-	"563ndg0uuDP4u5Hd7TjYvzJ0d9rufO/YDtzVX0lgBSfXzx9uf76BbTcvHe8xyF1dxOhJWLVfXF9CKtrZ",
-	"7vU0tw/E3hQjCggUjkIhmLhUG8XSQWSA6+ZvezWVyy4ZzKWqQdzdjVOU6kcerx5sO9dA9HdNW09b6ndr",
-	"7HTccfHSdBR/E9t+hllCIgQCAiMuYmfTSBjwJAbOUIJD9UCcCzJLVsP9NjjhDOs7ux6Ivzz7AFSCiX0X",
-	"F/rOz89+0hpPYWRu25TpfBLHAqU01mey8i0+V5tJMRXayBRo7AQtZHyY8Zxpa9ZcW9P8q/lzWERNlxhd",
-	"OYPRmKbxlCX0Sj+4asTZOnhRT0qLvUsT6ngUZqxuIuzEhocPLtX6LmDZtTJc8pQc/nLPQY73e/5wz/6P",
-	"jvZ6/tV43+df3vdEG1fOBKkzg1fXJzvlygX8ByYp4H7Rh1NbdObKscn47He4rWTYLLftvY9HOiX1SyX3",
-	"lda2j29DWltanYSerVxlhFIbw0C7uFwA4wz320rqkvP9ovqDlo20kcPv9BLUkigHwmrDtSZTFlo5HhYu",
-	"/zowK4SBSaTdUIkmg7I5RxkOA9BiybrU2pc1cXXN00tipL/iU6bpiBKKTFn6JLJY1qAePYK+CVl4JCbu",
-	"Q8w9sdzvhGf06ACX+3C3AZi9J+FSeXb9v6uGJxH1RGiz29k+RZrXRZKcu67ddB+c+cQFFCHHfaRDSsTV",
-	"KJf2Am2/rC/wKY90UJrwl/vKe93LNyLuNalO2OvF1xKfQMxTQpkz179C4tv/bfG6dhB8aZ4omhGhDuZc",
-	"pKPiNl+1pY9wU7adq/7b+a+/uDCzuRCu8Lb7olsRC9tafMD3LLK7qwKDid0avLQFfxeFY7gwWUgTgY6Z",
-	"041VnYr2ZbndEmBqc+qsNz31IAmkHoDbs3VIajj9HkT+d5X0uCrpZ8LIQouqfD5HsUEl7Ser5E4xoiLj",
-	"+Ej6p5nQ/OPpH/9hXY4vNL7rT7twqf6K9tzvm0RwFe2eJPa7qUxN8ER7pgXC+L57fOqAgD33m9bF6N57",
-	"fFBe3du02W/4DdNvnlb3/O636/6XzXW/+osVrmXgv2yuAPdAPb2P9+qrh6s3771FfHwD7HhRuOQ2dOWu",
-	"m7tab0b2JCtQvG0H78+Uhs9LazUjKlp2M+Y5qrel7flVouh+GmmP+5D31UgovpV0hSHV4iUoM+USy4pg",
-	"leDanxkclqtXODl0qg33Pz9lVAfP9uijy7MP34g6ujz7oA+4QBKX2+uXQSaDUlx177CB3vYjOc5s8+MB",
-	"OcwAQc2AfhB0SP2mAJWQM3JNqAEPbseMlDVLiL0xUKpzCyLpw5DsBh0xF4vr4PQyLF3UiRmYKiEGhvVC",
-	"VtcRMp7QaDVlMUY0RlkVHtJuQphQqcKh75BSlI3mCV0slV/mIbkAh1WdaqNT6kerkpaQswSlhFByoUKQ",
-	"ZCWhjCcH8JHotnoVWiKnLIzcfwpHpX5Furg9TW3OEewVhiJJbmBkBUrf12ugj721nbhQMCBspZba68FE",
-	"mmp8x+MxhPVbQuGwK/78HUTzHUTzBwDR/HsBaAqFZXNLViiYqgQScSNUxkY3Pt/5texbJjDSG11Ye+0K",
-	"yLYaM2eljizqM7+Cn+mPVvoWhcA0DcjmXBisR8JvUICp1Txch/DZoK9zvR8s8Ltz6PU5xiCbN46/AyOe",
-	"Q6jR7knJ/0AZECiZUqvyFAYFDN2WCzHo6eH6sfO921F13kYCibTXj6StyddMsA2KLLjfzHn65U3MoTXN",
-	"9s6x/91hl6Sryx0lRLMUIyn69gMIxq6gv6NfAMWlQ41XCdkp0w/ZfLgEohdo5CD4zRQtnCOrOdW1JPqU",
-	"uetbthiiS6m7i1xazjiweFDe7QoN/N1EdiWQ5Ias5JRJl590Kcey7jAp0pHNdaWyhSV4IadssFxLjw8D",
-	"OIUU01kB5DeHFGKOEhhXoC1Ie1PTmV5TVnz9AJupImqubXbd3A67TLIngQN8hwJ8F4YPBAXosC/WpVKZ",
-	"YLwfBuikVkRWliedGMFixcXRMSx5rsWCOYTFbVnOAviF14s5cWHK32rLyNy1nyEs6LUtld19EFsFfR75",
-	"RHaWD/p+NB8phPSNoW5MuLqZ7N/p+BVZsApL2WR1C/l74DxYPwwSBg7mfQICU0INPrSIGt1wcaVPuUAl",
-	"qKnK4GooRVcLwXMWD58wxjj+y/bna59g+Lo9P51xa8m4I1VsunBRKYOyJXHvvvvdIcnnnOHcxeX5xrKc",
-	"L6T7MkRxPbEeazafLdrtvB4Udn4/HMFxXmUqfpsbXDH1sz7Z+3HGk2qLv6Og85UPmeAGc6/18Jwykpg7",
-	"Kfew1xwDlgzgLtev7527mS3otYnQt3y/U1lBpmcrqFxaVV7JmTL3RaFB6Gw5WzmnqI8zLC8Qa7/LftZk",
-	"YqDVhVM5ZYWj6PzJEAZh/Ws6oeki/MfotSvKMTo3pfpCH2ZcLQsKhlW43eK14RRKOiyim0q4EZwtXIke",
-	"O55pmrKYzufaL50LnlqP0c6LM/RtRP5l4dG2ik+FJ0DYlLl8g4k1HB+OA/hE1ZLnWiPUySiusyty1YgA",
-	"aj+2/u0X83EeJLFFrrsr6RERgrrXrH/6QkL49oIsQoNp1HScv4SPlxfG0+3yTz/mDrDplvhrMBRNfjIV",
-	"Ldx1Erd4LigwuGT0FiRGnG34pJnjH28LSKJVlKBc2vVxe786VrzjbcVQ7OIofOXnq7b5BU8rzOv+gG+c",
-	"AYu0cAWoWl8kKj6Ntd6Pu2FfFMt0saVaL5u/i/U8Xft/B6VTZYKrSiG/fb7zv9w1MsOfBFVYCVN7uloh",
-	"zrryMGnP4e7KKXZQrkbmeHMy49x8vaTAoJlLQa7yW1FrTXOSbzRFx8fYgHHJ6Hxu1QlhUH2CB2olawI4",
-	"z7OMCyXhjLCFVcZacDmADTihINcjDgU87THM9R2hW0fjH/Z4+mWXk/cLV5DymM5pifd5/nCw+hf/Hiqg",
-	"n4ukEF8NxyCwsrPvJOljhOK62PaqVMnk4ODw6E/BOBgHh5M/j/88NpvtiFpTps06MUGlvSz165rwXf2C",
-	"XVECxtRm6SzbMqx1afAx6z1+LKuJxHWAiYWB1F+3uJA7s6I3OFtyflWm88qvWHVHC+sntVkrJkp4HtuP",
-	"C9l6MQG8s5oHQjfIiMbhlA3Kry0BjYd+1apoilKRNAubFojdVSq1BMA0U0ObDSnfq6xXGITXh74tLuSq",
-	"QL/7+fT16Pzdqa0EPWVTzzbT2JYect/SKsdu/Drj8cr+4F7DEHIWFzkKyq5eSE2lQDUM4E3xRSlD6pQl",
-	"aGvvR1ozM+BCv1h8yfPEhBfKj1AtiawKGFFzg33K9PABnFpb8uj21khTF6DRBPNcncAaFsVFcrqMSYER",
-	"0musvla2q83U3tz9sAB2rPtCGU+jCLPWbd42SMtUOz1x+a6ErNwiSFcXICPiSta/8rUJZFXGFdrfbRvc",
-	"mJKn4PjO7D+4JZVDYwn9XwAAAP//",
+	"7H1tc9s48udX6dJdVaQ7SlYSZ3bXfuVJMptsZSa52N5s3ShVhMiWhDUJcAHQtibl7/4vNMBHkbLk2N5k",
+	"N29SjkACDaDR6IdfN78MIplmUqAwenD0ZZAxxVI0qOh/v/AE376yf8WoI8Uzw6UYHA3OVggLnuATDefn",
+	"b19NBsGA298zZlaDYCBYioOjAY8HwUDhv3KuMB4cGZVjMNDRClNmu0zZ9TsUS7MaHP10GAzMOrMvaaO4",
+	"WA5uboLBO67NSykMCnNGjW0yTgTgNYsM2HdhGPKULfEgE8twBFIBgwVLebIuW/5POCpJ/VeOal3RGtXG",
+	"6SHy2YsXvVQqZAbjn3EhVQedvhnm1A5mxTUYnmIvMY3u6uQspEqZGRwNYmZwbPsY3ELTL0qm/RQxQwu1",
+	"MKh2Jot6vCtRudJSdTNUKPDaPxCCXIBZIWQKL7nMNWRs2U+X67Rn255On/Vy12thuFl3MJYxLFphDEa6",
+	"ZUF6EIbEbr1M5J66A/84Ot7Gu1PC492IeRvfgZx3POVmkxYrDTRkqGg3YBjjguWJgRfTwDJSKrWBZ9Np",
+	"L0UJdVsnx/cwOHoxDSxtPM3TwdGzqf0fF+5/T0squTC4RFWS+auM8wS3rNkVNyu3aik9etuSuafusGC/",
+	"sRQ/KFzw601qbJsGbZgyXCwrmgLgSyFtNxAxjTAUEq54EkdMxbqXRFGNtD+Zp1J1bKs/1icGhgKvUBtY",
+	"cKVNQAfQ79AoADsyDE8sI/7/Fu0kbTX/A2GYMLUsu+idhbaE1On/3woXg6PB/zqobqMD16oPLOXvVVzb",
+	"+DNMM6mY6ji570WyBlO0w9BeOkSetA0ZqpTZ3mG4YIkl3N5iuo/Msp8GrX5t51ImyERJ1N+55nOeeHnS",
+	"1d1l9cSuc691WozziZvVuUr05tw/opbJJQKyaFVezx/fwTBTqPlSYEyH17aAFHD6vHd/rooxOg8rLV2w",
+	"uQ439rbXmRQaibqf18b94S9X+yfLsoRHzFJ8ICODZqyNQkZXVMeNMufCLX+boW+CfpVkbse1U1shi70m",
+	"4/WI8SuuM6m5e+nL5q7WTszrM7a87Zl/jIuOreYwfk/U6O1v2fdeyjRL0AqELeuTKTlPMP2//9RtYrex",
+	"zAf3VtcanQhpVqiAC22YiBC4hqikxEnKPEski49BoVFrSJhB1VrKj7ZlfGJ1hs6JVmLaUlCQ86jTBFRK",
+	"qgCYho+/vIS/HL74E/hhIEbDeKIng5tgcC5YblZS8T8wfkwKf+Va2xWXdi8uWcKtbsiUVcLkBYrWgn/6",
+	"9Gl8kpuVvdEjZvA29ropTq3j/BUTS6S7+63Icje5OKYjwJIPSmaoDLcH1Z/rrPbTl0Kn2RwoqDSMrkaB",
+	"V/Q+N5jqXVQyUgDeuqefWg3AtzOl2No2yyS+1x5v6sbJ7657T/fn8lk5/ydGxvb1MpECH3MF8doo9ooZ",
+	"1j+eM6k2SLVy8DeS5DstUqlGbTQZb3ZtNOQqaasd08M/d+kd9SW2b3Ut7StM0NxpbRUuUKGI8Cs5I+Wi",
+	"+O8tbFIbsXMqzfsFhVVhfx9wkXBhNUtGumlqhcznDrLsMX196UVQS6pBwhcYraMEAe0jVroxeJnIPKZX",
+	"4OlkCkNtVB6ZXGFslV4cTSC0o4TA9UxwOXHyHWPLI5NZPp0+j+ylT3/hMYQ6p7mEpP2RqsDjYwgNCiZq",
+	"vz7RM+F+s0q1QaG5FMCMUXyeGxwdQ6jyBEMYugEnC8YTjEfUgW2xf8yEa4S5khc4mYlBe39jz/7b5Gy5",
+	"ZnRWrKxlhnlJXjBwsQ91qU7SvGsTeIcddn7+9tXln46JfG01YSnsLqg1xJhw+sObrLQ3VoKXSkyekydk",
+	"YxzVab001uuosV5QXy4Y+jlOUq5TZqJVQDp47b+TyWR0DGyuLXdcrVA48lFd8gjBjWD1eW2kQuBE9QaV",
+	"WuYq6qCT5qknrrkyBg/qDDbq7jHD6BKVbp2Rp5Np53Z4juz3QgGPd1pvx6/dgo6nHVP8VCyZUUy4Q231",
+	"pZQbgzFwQ2adsZNnhs2tERclMroYNajZ4hSpBOxO/E3OqbY8qi9m4Fxufsd879UC+mmWC7F5UtwvnYKt",
+	"ecr694KZ9oqNx/TLm7OzD2PNFggKrUGCwtA5dBaxXUx5JVAdg7DnChhxJVsiXODaKkrkDrIT1Xbxo5i0",
+	"pKa0iFYYXeg87dxir+haQ3dXp1XQcAt2dlrYzrt3GWPGlLE3wEsZd/caNy+RbcxRv29KheIuukZmGWqf",
+	"eTgpeeuh47phrbeNxq3qh1R8yQVLCl1mUzTwP7C0MktSuDA/HQ423UbBwB7XXN+2pqfuqa36j0bVs5SX",
+	"DT/AHsZ9/VTTWvpBWutQn3XQ8ls3PQxuGs0taDJXnYG3Hvqz1j3aViToH4UstiN0Nsak48V9zVmulv2t",
+	"nj37mpl3+PWP3dveuG3729mciVgKjHu1tndc0+FpSqRSIy3/2MYQ535k21/FfpUFVDnIuwWwc4QXioh9",
+	"mjy1pQog3W2WMG3/xsngNoXdUd3FGW+kNkSm1deT5P1icPT7XpNrr1QUi3u2gi5w3e20qc/QPrQ5v899",
+	"3iVYUFxpJbWBOYsuUMRBdYERrWCvUGAihgSXLFqX91hlOUzqK3gfjFPuxrfPNG8FN5wZdOywm83XJLqj",
+	"B8iSXBOZlQRsbROkbA3RSkqNMMzyecIjEIixBpYk8uoD/eK6dN73ftWiSc5soFfs2YufjmYDWEjbF8Yw",
+	"XxM1Vif86RBO35yMn734qVjj0j/ZMFOnt6sft3j5v0ZxaF+1t1vQ2+/ebeGbe7ojW7diK4JbvyOLvevi",
+	"yYKbyityH8bs55H/0q190C26n535cXq/+S3+iJoCTe1LceEVjn10qB3NFKfn7db5GVNLND06u+vH+WA7",
+	"p1qFM+sxtZoiHpRadv03Uen+nTror0xdnGuMH9NDzVsO+a/wst7FDb2x/t1aRy0C1ZIK3v7e1Im0YfME",
+	"XRQJ7GOT+q5I5e0KIc14IXMRE+MXv/qIzrhkhc2mFA1rNChMpcFxzLUdOO5qW6CJVuPSUKna3Tjjykba",
+	"aKpifF2tl6j4wjtFu/p3ypKfTjeJW8bu6NCZgl0tUYJM5NmWWRo6e2O/kMUTLDerSV4P5tUbilWPEsZT",
+	"XTRZgaYESzpPE0U/7Tw7nYIURC09wRFLEoiYAJ1HEWLsgqZHYM0SuFqRU8wFXmeijLwW3ihd8+sGzkfL",
+	"IMYMRYwiWnsnbQBSUeNMhMWbIRDrgZDuSoI1Ghhqq+qaFaYE3xDlOMCWjIvR8UyQBKi8wd6l7J3B3s9G",
+	"ps4V09ZmyTXGEzgpjIGZKLmejJxIYWyFBEuKCKt2jvxNT0+3v/vTihlgogyESlUQU/d2B97yOn9LDuuV",
+	"vIJh4lyBXMxELCN9sDImm6Tx6AgYzWBMV47znus8WgHTLhhCB5e5yz4MZiK0wnWCaWbWYQAhedGNlGMC",
+	"s9hfCk+75kvBTK6Q3vqDZxMUkVpnxvbjIIf+0daoNVe95mJJr7fd9/WBWELOlPGV4sagCCdAwBbnGZ3L",
+	"3LjwiWU9VE/IdeqXq7H4tfu+9HxtauOGm1sEbzsSdf7xLQiWOtAAlqF1Wttb7UPvaXaj1txUJI67BLjH",
+	"tcTnLujYFOI+EtkVoXx9q1NT5EniTnnDh7Bn+PK0XNviirDHt5C2NdFbOMi8eOsSPA0NY2OyTs7qfdy0",
+	"NRxBt0bQu+21GaZoVjLeFgnevnL+ffd0RVNQm1DXwjZ0uc2QXK31jTGZ0xphPP6PjyD8CA986+GBBxRK",
+	"9xlh+LcFFs41W+KmfKMI4K1GmH33/aIZ0d3phbbpSqOVvfTS+X6xSem8YKumTKLVgxUmzYh0P8tRPz14",
+	"6zPvbQACTsNwegS5oL8xHu3YP+Fb+6Dce9BJ/WyhkzTGO9PZ2pi550FHfGORGpR079jjY92+ORRSE4tc",
+	"aiVkyNGdxy+Z6fIjWCGIUa64WZ/a0+OZnbCJ1V+/FPv5t09nBUSYxLZ7ruzVKuQO/sjFQm4yzqmRCgvI",
+	"KcYOjH0E1jqmIAoX8EFqs1R4+v/eBd7MkdZCSmTEEoi5vnAYyplgAk6fk6XLDLfGu1sNh22ZzMRMvCaU",
+	"DjGqkrlB7/4PT7zVSAbwEfzsgJgOGvW3T2cOGRVOwIM2A0hZYjka42BmrTSOhSUktR57UJRCh8Kg8AIw",
+	"oa/qJuPh9LBQmgPQEthMFMhpr7wYTBJtrTSyNbVMUQoETDQ+0W4OeM210RN4LeJxrlG5SemZGIYlBmds",
+	"nwxHvk+FJleirhXpTrXIEuPZ69jFUFzXMAwPCqt5YwimuoJjM8Eiwha7JqLTrpVdeho4bPRzZN8NQUcy",
+	"83umlFSaOi+BvGEfNDd0kThWuG9Ca1GEziBKeIRC05XjMe5WGiiOxl1edGMTw+qjgwO8ZlbVKzwHB8Xb",
+	"lbE0qEeJ7QVZ4JkGTyfTyZTUkwwFy/jgaPB8Mp08t+eOmRUdqIMVssSs/rB/e0XfyiGakpUxgze+vYWo",
+	"fzadtmDKBq/NQZYwfgucfRMknfBLnDRO/ODo98/BQOdpStoYyfVMyQi19hxshbFhS22liZvC4LPtoYct",
+	"atNrDa4h/OvrM2hxUdDBQVBjIG40sZC9U1rrJbV5x10QVNNKV2mMPXHp6pGDKufpJtjpYR9P3fFpSrvZ",
+	"8Vmf07Tj0z5/ba+n38Y7z7KmAu74Sl3h3O2NSoPclapaFuJ+r/h8yh1fquV07fhGmZlz8/nWc7sBRN05",
+	"raCBG+g42O8F+mzJm2Bw6Abu6q8ksEpUsM8/vf35RtYEvXS4xyA3dRFjJ+Gu/SIxDrlq4yg2ARQBMJeD",
+	"yAwwKEzQQjBJbbaKpYOIUiLGpW6cSd0lg6U2teQJn8uM2vws4/W9bedGesZNU9ezNuDNBjsddqT0Ukfx",
+	"d7HtHzFLWITAQGEkVex1Gg1DmcQgBWrweDGIc8XmyXq03wYnUmB9ZzcNlvOP74BroKhKkSp6evrxF3vj",
+	"GYwoj6sEirA4Vqg1aZ/JOnDIb6smxVxZJVMh6QlWyAQwl7mw2iwlRFr+tfw5KvzxK4wuvMJIqmk8Ewm/",
+	"sA+uGx7cDl60k7Ji75ycaA/CjFWOy05s+PTepVpfap9bK+KSx+Tw53sOcrjf80/37P/Zs72efzHd9/nn",
+	"dz3RZMpR+COjTAh7slNpvGNgSOEm/4s9nFajo2R2iiXud7idZNgut11G0QOdknq60l2ltevj+5DWjlYv",
+	"oedrX3OjvI1haE1cqUBIgfttJfewj35R/c7KRt5Ah3RaCWbFjIf3tYGARzMROjkeFib/JuQvhCGFaK+4",
+	"RorNbY9+h6MJWLHkTGpry1LExvL0ipH0N3ImLB1RwlEYR59GEesaiKhH0DfBMA/ExH1YzEeW+53An547",
+	"wEfVfJ6JcBk4Pkjs1v/H1fAoop4pq3Z73acAEHhPkjfXrZkegFefpILC5biPdEiZuhjn2qVm98v6Avn0",
+	"QAelCay6q7y3vXwn4t6S6oW9XXwr8RnEMmVceHX9KyS++98tVtcOgi/NE8MzpszBQqp0XOSJVlv6ADnY",
+	"bRTE307f/+bdzFRqwOB1dwpl4Qu7taxFMHA5A121Pch3S0h8l1ZQlCSSiuLb5IGOhb8bqwoo7TTM3UKr",
+	"ZntQtjfweS+hyR7o5DdrkNQyQHpyPX5cSQ97Jf3KBFtaUZUvFqi2XEn7yaoiSN3topfa/BWNi2Q/oL/P",
+	"DdDDhUTi5N9xSxBsjwCE2ke2SB9nkdF24QPn+SB3nguJBbCSSexwiNq9+q9cGqb33JOd/HZFFPiBdIJm",
+	"kPm/TycI7tcM/MLjm9vO2S8uzrZfYMfXr3wUf/y2olSPdUKtkJ7edY9PPOy3J5tx82rbe48PykTdbZv9",
+	"Sl4J++ZJldV7t10Pvmyv8tdfmnQDFfFle73He+rpbbxXXz1cvX3vHb7rO2DHAv2knTvRF5fwlR1J9iRr",
+	"MLJtm+zPlMTnpQWRMROtuhnzFM3r0h74KlF0txtpj+znu95IqL6XEBKR6jAsXFBx1LL+XyW49mcGj9zs",
+	"FU4ei+5CMN/eZVSHyvfcR+cf330n19H5x3f2gCtkcbm9Qen4I0zyunuHCWjfj6756JofDlxDA0xqRs29",
+	"IHbqeUFcQy7YJeMEFb4dx1NWKPJqeXmdO2BPH65nNzgPlRGop6KUoYKiKtSQagKRHfBEV8lHmUx4tJ6J",
+	"GCMeo67KjFnTLUy4NuEo8Og1LsaLhC9XJihjw1KBR6bPrNKp7aNVAVvIRYJaQ6ilMiFottZQ+vgn8IHZ",
+	"tnrNaaZnIoz8fwrjsV4QoaiVwF0cGFzCUgFcIGhfkZMT2DWwx97pTlIZGDKxNitriWKiqfbm4XQKYT0n",
+	"MBx1xQR+AJt+AJv+C4BN/1mgpuLCcvE+JxSoBolG3Apfct6NzzdBLSKaKYzsRhfaXrveuau9LkV5RxbV",
+	"2F/Ar/xnJ32Lsn+WBhQLqQh/k8grVA64P9qEVTpHvDe9780Zv7M7/Fv0CzfrC/wAq3wL7l+3JyX/AxfA",
+	"oGRKe5WnMCxSA1xxIEK0jzaPXTC4HlfnbayQaZdsqF0FzmbQc1ggE4JmHDoo865HTjXbG/fwd48n074K",
+	"f5Qwy1KCpRi4z52QXsH/wKAA72uP5K+C5DNhH3IYBQ3MLtDYp0U0w+ZwiqJmVNeADTPhkzVd6VMPc/Bp",
+	"m1bOeAD/pMzkDCklgdzCGlhyxdZ6JrSPGfswcFllnBUh4ua6ct3CdzzRMzFcbUAWRhM4gRTTeZFcQYcU",
+	"YokahDRgNUiXl+1Vr5kovnWCzfAdpyTtrjoNYZdK9igQjR/wjB/C8J7gGR36xaZUKoO+d8NlHddKRuvy",
+	"pDMSLE5cPDuElcytWKBDWOTGSzGB32S9dJtUVOzaakZUWWOOsOSXrjB+90Fsle964BPZWSzsx9F8IBfS",
+	"d4aEInd1E4Cx0/Frh5u7Movt3i3K3N2iuLq2Go9zjgAXUZLHGI9KTw8p99ohEC27rWE4df6jMkcXfpPO",
+	"M+FqizCxdp4S77Kx57E77+pHALy07drx7s1wd+Fy2wh79/NEERmtMM/N9XfQ3HuOjfbDlWHo0zGOQWHK",
+	"OOG4i2ldSXVh+UqhUZzq8vgqetHFUslcxKNH9DtP/3L787WP8HydHDiZS6fdejFbCALlPZWEhmdxrywI",
+	"ut3U33LUexcz+DuLfD/R/ttARRpxPf5ApQd2O68Hhe3XD1HxnFeZD9/nBldM/U2f7P0441E1iL+j4ot1",
+	"AJmSlBvj7nfBEsodu4MO7xmwZABfBGNz73wFBcUvKWrT8gec6Cq1Yb6Gys1hytS5mfDflBuGXr93tdOK",
+	"CmmjMtHf2uLuw1ZHlAJROBpmonAeeB9DCMOw/j21kLoI/zF+6csyjU+pWGsYwFyaVUHBqArBuLwKOIGS",
+	"Dqf3cA1XSoqlL9LmxqOmmYj5YoFKw0LJ1N3Tbl5SYOCiNM8LL0er/GB4DEzMhI9Bkf/p8Ol0Ap+4WZEe",
+	"1SCjKDth2EXDK/xEz0T961/0eTZkscsw8aUjIqYU9685n8UTDeHrM7YMCXts6Th9Dh/Oz8j70eWz+JB7",
+	"YLVf4q/B1TT5iWoa+bQvv3jeUTQ8F/waNEZSbPmopeefwS3AmVbxkHJpN8ft/e5k8c7gVlzNLsbjV37A",
+	"8DZb8XGFed1GDMhAdOgbX4Kw9U264uOIm/34ShhFuWTvb6z1sv3LiN+mu+c/4dKp0AFVRZ/fP98EX24a",
+	"aIFPihushKk7XS23d/3yoFD4aPfLKfbwvoaluz3AdUrfrypwiZS852t/FtU2LScFdFN0fI4ThNSCLxbu",
+	"OmECqo+wQa1o2QRO8yyTymj4yMTSXcZWcHnQFXihoDfN4AKy+BDq+o5wvmfTn/Z4+nmXkfebNJDKmC94",
+	"iQH79iGC9W++3leQJ1dJIb4ahsHEyc6+k2SPEarLYturkkJHBwdPn/1pMp1MJ0+P/jz985Q22xO1cZk2",
+	"6zlNqtvLUb95E76pJ8IWpZqohlJneaVRrUvCTG32+KGs+hPXQUcOGlR/3WGFbmhFr3C+kvKiDPGW3zHs",
+	"9iDXT2qzplOUyDx2n5dzdZ0m8MbdPBD6QcY8DmdiWH5vD3g8CqpWw1PUhqVZ2NRA3K5ybSUAppkZuQhZ",
+	"+V6lvcIwvHwauCJg/jsAb349eTk+fXPivgUwE7OBa+axKxHmv6ZYjt34dS7jtfvBv4Yh5CIu4lZcXDzR",
+	"lkqFZjSBV8U3BYnUmUjQfX0lsjezAKnsi8W3nI/JvVB+hnDFdFVojFOliZmww0/gxOmSz66vSZp6B40l",
+	"WObmGDbwSd6T06VMKoyQX2L1vcpddab25u6HD3Fj3RXeehJFmLWy7tvAPap3fexjoAlb+0XQvn5HxtSF",
+	"rn/ncRvwrvQrtL/cObwiZyx4vqP9B7+kekSa0P8EAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

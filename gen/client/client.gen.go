@@ -473,6 +473,27 @@ type UploadedFile struct {
 	Visibility   Visibility         `json:"visibility"`
 }
 
+// Usage defines model for Usage.
+type Usage struct {
+	Owner  UsageOf `json:"owner"`
+	Tenant UsageOf `json:"tenant"`
+}
+
+// UsageOf defines model for UsageOf.
+type UsageOf struct {
+	// Bytes Bytes held.
+	Bytes int64 `json:"bytes"`
+
+	// BytesLimit The byte limit (0: unlimited).
+	BytesLimit int64 `json:"bytesLimit"`
+
+	// Files Files held.
+	Files int64 `json:"files"`
+
+	// FilesLimit The file limit (0: unlimited).
+	FilesLimit int64 `json:"filesLimit"`
+}
+
 // UseFilesInput defines model for UseFilesInput.
 type UseFilesInput struct {
 	Entity     *string  `json:"entity,omitempty"`
@@ -868,6 +889,11 @@ type ClientInterface interface {
 	// Corresponds with POST /internal/uploaded-file/uploads (the `HostUpload` operationId).
 	HostUploadWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// HostGetUsage What the user the host acts for, and their tenant, hold against the quotas
+	//
+	// Corresponds with GET /internal/uploaded-file/usage (the `HostGetUsage` operationId).
+	HostGetUsage(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// HostUseFilesWithBody Mark files used, by exact reference (all or none)
 	//
 	// Takes any type of body and a specified content type.
@@ -983,6 +1009,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /uploaded-file/temporary/initiate (the `InitiateTemporaryUpload` operationId).
 	InitiateTemporaryUpload(ctx context.Context, body InitiateTemporaryUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetUsage What the caller and their tenant hold against the storage quotas
+	//
+	// Bytes and files held (uploads in flight included) and the limits that apply (0 is unlimited). Nothing about any other tenant or user.
+	//
+	// Corresponds with GET /uploaded-file/usage (the `GetUsage` operationId).
+	GetUsage(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteFile Abort a pending upload or delete a ready file
 	//
@@ -1262,6 +1295,21 @@ func (c *Client) HostUploadWithBody(ctx context.Context, contentType string, bod
 	return c.Client.Do(req)
 }
 
+// HostGetUsage What the user the host acts for, and their tenant, hold against the quotas
+//
+// Corresponds with GET /internal/uploaded-file/usage (the `HostGetUsage` operationId).
+func (c *Client) HostGetUsage(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostGetUsageRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // HostUseFilesWithBody Mark files used, by exact reference (all or none)
 //
 // Takes any type of body and a specified content type.
@@ -1507,6 +1555,23 @@ func (c *Client) InitiateTemporaryUploadWithBody(ctx context.Context, contentTyp
 // Corresponds with POST /uploaded-file/temporary/initiate (the `InitiateTemporaryUpload` operationId).
 func (c *Client) InitiateTemporaryUpload(ctx context.Context, body InitiateTemporaryUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewInitiateTemporaryUploadRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetUsage What the caller and their tenant hold against the storage quotas
+//
+// Bytes and files held (uploads in flight included) and the limits that apply (0 is unlimited). Nothing about any other tenant or user.
+//
+// Corresponds with GET /uploaded-file/usage (the `GetUsage` operationId).
+func (c *Client) GetUsage(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetUsageRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -2056,6 +2121,33 @@ func NewHostUploadRequestWithBody(server string, contentType string, body io.Rea
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewHostGetUsageRequest constructs an http.Request for the HostGetUsage method
+func NewHostGetUsageRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/internal/uploaded-file/usage")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -2622,6 +2714,33 @@ func NewInitiateTemporaryUploadRequestWithBody(server string, contentType string
 	return req, nil
 }
 
+// NewGetUsageRequest constructs an http.Request for the GetUsage method
+func NewGetUsageRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/uploaded-file/usage")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewDeleteFileRequest constructs an http.Request for the DeleteFile method
 func NewDeleteFileRequest(server string, id FileID) (*http.Request, error) {
 	var err error
@@ -2988,6 +3107,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /internal/uploaded-file/uploads (the `HostUpload` operationId).
 	HostUploadWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostUploadResponse, error)
 
+	// HostGetUsageWithResponse What the user the host acts for, and their tenant, hold against the quotas
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /internal/uploaded-file/usage (the `HostGetUsage` operationId).
+	HostGetUsageWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HostGetUsageResponse, error)
+
 	// HostUseFilesWithBodyWithResponse Mark files used, by exact reference (all or none)
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -3113,6 +3239,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /uploaded-file/temporary/initiate (the `InitiateTemporaryUpload` operationId).
 	InitiateTemporaryUploadWithResponse(ctx context.Context, body InitiateTemporaryUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*InitiateTemporaryUploadResponse, error)
+
+	// GetUsageWithResponse What the caller and their tenant hold against the storage quotas
+	//
+	// Bytes and files held (uploads in flight included) and the limits that apply (0 is unlimited). Nothing about any other tenant or user.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /uploaded-file/usage (the `GetUsage` operationId).
+	GetUsageWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetUsageResponse, error)
 
 	// DeleteFileWithResponse Abort a pending upload or delete a ready file
 	//
@@ -3744,6 +3879,68 @@ func (r HostUploadResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r HostUploadResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// HostGetUsageResponse401Headers the declared response headers of an HTTP 401 response for HostGetUsage
+type HostGetUsageResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type HostGetUsageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Usage
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *HostGetUsageResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r HostGetUsageResponse) GetJSON200() *Usage {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r HostGetUsageResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r HostGetUsageResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r HostGetUsageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HostGetUsageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HostGetUsageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HostGetUsageResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -4470,6 +4667,68 @@ func (r InitiateTemporaryUploadResponse) ContentType() string {
 	return ""
 }
 
+// GetUsageResponse401Headers the declared response headers of an HTTP 401 response for GetUsage
+type GetUsageResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetUsageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Usage
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetUsageResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetUsageResponse) GetJSON200() *Usage {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetUsageResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetUsageResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r GetUsageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetUsageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetUsageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetUsageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DeleteFileResponse401Headers the declared response headers of an HTTP 401 response for DeleteFile
 type DeleteFileResponse401Headers struct {
 	WWWAuthenticate *string
@@ -5092,6 +5351,19 @@ func (c *ClientWithResponses) HostUploadWithBodyWithResponse(ctx context.Context
 	return ParseHostUploadResponse(rsp)
 }
 
+// HostGetUsageWithResponse What the user the host acts for, and their tenant, hold against the quotas
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /internal/uploaded-file/usage (the `HostGetUsage` operationId).
+func (c *ClientWithResponses) HostGetUsageWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HostGetUsageResponse, error) {
+	rsp, err := c.HostGetUsage(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHostGetUsageResponse(rsp)
+}
+
 // HostUseFilesWithBodyWithResponse Mark files used, by exact reference (all or none)
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -5300,6 +5572,21 @@ func (c *ClientWithResponses) InitiateTemporaryUploadWithResponse(ctx context.Co
 		return nil, err
 	}
 	return ParseInitiateTemporaryUploadResponse(rsp)
+}
+
+// GetUsageWithResponse What the caller and their tenant hold against the storage quotas
+//
+// Bytes and files held (uploads in flight included) and the limits that apply (0 is unlimited). Nothing about any other tenant or user.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /uploaded-file/usage (the `GetUsage` operationId).
+func (c *ClientWithResponses) GetUsageWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetUsageResponse, error) {
+	rsp, err := c.GetUsage(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetUsageResponse(rsp)
 }
 
 // DeleteFileWithResponse Abort a pending upload or delete a ready file
@@ -5882,6 +6169,59 @@ func ParseHostUploadResponse(rsp *http.Response) (*HostUploadResponse, error) {
 	switch {
 	case rsp.StatusCode == 401:
 		var headers HostUploadResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseHostGetUsageResponse parses an HTTP response from a HostGetUsageWithResponse call
+func ParseHostGetUsageResponse(rsp *http.Response) (*HostGetUsageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HostGetUsageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Usage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers HostGetUsageResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -6524,6 +6864,59 @@ func ParseInitiateTemporaryUploadResponse(rsp *http.Response) (*InitiateTemporar
 	switch {
 	case rsp.StatusCode == 401:
 		var headers InitiateTemporaryUploadResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetUsageResponse parses an HTTP response from a GetUsageWithResponse call
+func ParseGetUsageResponse(rsp *http.Response) (*GetUsageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetUsageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Usage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetUsageResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -547,3 +547,41 @@ func TestListOverHTTP(t *testing.T) {
 		require.Contains(t, string(body), `"code":"core.file.invalid-meta"`, name)
 	}
 }
+
+// TestQuotaOverHTTP: over quota is 413 quota-exceeded with the limit as
+// rule; the usage routes show the caller's and the tenant's usage.
+func TestQuotaOverHTTP(t *testing.T) {
+	t.Parallel()
+	s := start(t, service.DriverLocal, func(c *service.Config) { c.Quota = service.QuotaConfig{OwnerFiles: 1, TenantBytes: 1 << 20} })
+	ctx := context.Background()
+	c := s.client(s.token("acme", "alice", nil))
+	ct, body := multipartBody(t, map[string][]byte{"a.pdf": []byte(pdf)})
+	up, err := c.UploadFileWithBodyWithResponse(ctx, ct, body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, up.StatusCode(), "%s", up.Body)
+
+	ct, body = multipartBody(t, map[string][]byte{"b.pdf": []byte(pdf)})
+	over, err := c.UploadFileWithBodyWithResponse(ctx, ct, body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusRequestEntityTooLarge, over.StatusCode())
+	require.JSONEq(t, `{"type":"urn:uploadedfile:problem:file.quota-exceeded","title":"Request Entity Too Large","status":413,"code":"core.file.quota-exceeded","rule":"quota.owner-files","retryable":false}`, string(over.Body))
+
+	init, err := c.InitiateUploadWithResponse(ctx, client.InitiateUploadJSONRequestBody{OriginalName: "c.pdf", ContentType: "application/pdf", SizeBytes: int64(len(pdf)), Checksum: checksum([]byte(pdf))})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusRequestEntityTooLarge, init.StatusCode(), "initiate reserves too: %s", init.Body)
+
+	u, err := c.GetUsageWithResponse(ctx)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, u.StatusCode(), "%s", u.Body)
+	require.Equal(t, client.UsageOf{Bytes: int64(len(pdf)), Files: 1, FilesLimit: 1}, u.JSON200.Owner)
+	require.Equal(t, client.UsageOf{Bytes: int64(len(pdf)), Files: 1, BytesLimit: 1 << 20}, u.JSON200.Tenant)
+
+	bob, err := s.client(s.token("acme", "bob", jwt.MapClaims{"scope": httpapi.HostScope})).HostGetUsageWithResponse(ctx)
+	require.NoError(t, err)
+	require.Equal(t, client.UsageOf{FilesLimit: 1}, bob.JSON200.Owner, "bob holds nothing")
+	require.EqualValues(t, 1, bob.JSON200.Tenant.Files, "his tenant holds alice's file")
+
+	other, err := s.client(s.token("globex", "alice", nil)).GetUsageWithResponse(ctx)
+	require.NoError(t, err)
+	require.Zero(t, other.JSON200.Tenant.Files, "another tenant sees nothing of acme's")
+}

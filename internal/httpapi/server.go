@@ -380,6 +380,31 @@ func listOptions(q api.ListFilesParams) service.ListOptions {
 	return o
 }
 
+// GetUsage implements api.StrictServerInterface.
+func (s *Server) GetUsage(ctx context.Context, _ api.GetUsageRequestObject) (api.GetUsageResponseObject, error) {
+	u, err := s.svc.Usage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetUsage200JSONResponse(usageOf(u)), nil
+}
+
+// HostGetUsage implements api.StrictServerInterface.
+func (s *Server) HostGetUsage(ctx context.Context, _ api.HostGetUsageRequestObject) (api.HostGetUsageResponseObject, error) {
+	u, err := s.svc.Usage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return api.HostGetUsage200JSONResponse(usageOf(u)), nil
+}
+
+func usageOf(u *service.Usage) api.Usage {
+	of := func(x service.UsageOf) api.UsageOf {
+		return api.UsageOf{Bytes: x.Bytes, Files: x.Files, BytesLimit: x.BytesLimit, FilesLimit: x.FilesLimit}
+	}
+	return api.Usage{Owner: of(u.Owner), Tenant: of(u.Tenant)}
+}
+
 // DeleteFile implements api.StrictServerInterface.
 func (s *Server) DeleteFile(ctx context.Context, req api.DeleteFileRequestObject) (api.DeleteFileResponseObject, error) {
 	if err := s.svc.DeleteByID(ctx, req.Id); err != nil {

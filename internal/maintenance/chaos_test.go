@@ -487,7 +487,38 @@ func checkChaosInvariants(t *testing.T, e *env, c chaosTarget) chaosCounts {
 	}
 	require.Zero(t, n.other, "everything settled: no claim or in-flight row is left but tombstones")
 	checkChaosEvents(t, e, all)
+	checkChaosUsage(t, e)
 	return n
+}
+
+// checkChaosUsage: the usage the transitions kept equals the sum over the
+// rows that hold space, for every owner and every tenant -- through
+// reservations refused, writers killed and sweeps releasing.
+func checkChaosUsage(t *testing.T, e *env) {
+	t.Helper()
+	rows, err := e.pool.Query(context.Background(), `
+WITH counted AS (
+    SELECT tenant_code, coalesce(user_id, '') AS user_id, sum(size_bytes)::bigint AS bytes, count(*)::bigint AS files
+    FROM uploaded_file
+    WHERE deletion_pending_at IS NULL AND deleted_at IS NULL
+    GROUP BY GROUPING SETS ((tenant_code, user_id), (tenant_code))
+)
+SELECT coalesce(u.tenant_code, c.tenant_code), coalesce(u.user_id, c.user_id),
+    coalesce(u.bytes, 0), coalesce(u.files, 0), coalesce(c.bytes, 0), coalesce(c.files, 0)
+FROM uploaded_file_usage u
+FULL JOIN counted c ON c.tenant_code = u.tenant_code AND c.user_id = u.user_id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var tenant, user string
+		var ub, uf, cb, cf int64
+		require.NoError(t, rows.Scan(&tenant, &user, &ub, &uf, &cb, &cf))
+		require.Equal(t, [2]int64{cb, cf}, [2]int64{ub, uf}, "usage of %s/%q: kept vs the rows", tenant, user)
+		n++
+	}
+	require.NoError(t, rows.Err())
+	t.Logf("usage: %d usage rows, each the sum over its rows", n)
 }
 
 // checkChaosEvents: every row has the lifecycle events of what happened to

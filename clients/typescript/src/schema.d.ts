@@ -93,6 +93,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/uploaded-file/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What the caller and their tenant hold against the storage quotas
+         * @description Bytes and files held (uploads in flight included) and the limits that apply (0 is unlimited). Nothing about any other tenant or user.
+         */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/uploaded-file/{id}": {
         parameters: {
             query?: never;
@@ -235,6 +255,23 @@ export interface paths {
          * @description As `GET /uploaded-file`, for a host backend acting for its user.
          */
         get: operations["hostListFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/uploaded-file/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the user the host acts for, and their tenant, hold against the quotas */
+        get: operations["hostGetUsage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -417,6 +454,32 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        Usage: {
+            owner: components["schemas"]["UsageOf"];
+            tenant: components["schemas"]["UsageOf"];
+        };
+        UsageOf: {
+            /**
+             * Format: int64
+             * @description Bytes held.
+             */
+            bytes: number;
+            /**
+             * Format: int64
+             * @description Files held.
+             */
+            files: number;
+            /**
+             * Format: int64
+             * @description The byte limit (0: unlimited).
+             */
+            bytesLimit: number;
+            /**
+             * Format: int64
+             * @description The file limit (0: unlimited).
+             */
+            filesLimit: number;
+        };
         /**
          * @default createdAt
          * @enum {string}
@@ -853,6 +916,28 @@ export interface operations {
             503: components["responses"]["Problem"];
         };
     };
+    getUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The usage. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Usage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Problem"];
+        };
+    };
     getFile: {
         parameters: {
             query?: never;
@@ -1165,6 +1250,28 @@ export interface operations {
                 };
             };
             400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Problem"];
+        };
+    };
+    hostGetUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The usage. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Usage"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["Problem"];
         };

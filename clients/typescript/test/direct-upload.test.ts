@@ -90,6 +90,11 @@ test("list pages through the caller's files with a cursor", async () => {
   } while (cursor);
   assert.deepEqual(seen, ["list-a.csv", "list-b.csv", "list-c.csv"]);
 
+  const usage = await client.GET("/uploaded-file/usage");
+  assert.equal(usage.response.status, 200);
+  assert.ok(usage.data!.owner.files >= 3, "the caller's usage counts the files");
+  assert.equal(usage.data!.owner.filesLimit, 0, "no limit configured");
+
   const bad = await client.GET("/uploaded-file", { params: { query: { cursor: "forged" } } });
   assert.equal(bad.response.status, 400);
   assert.equal(bad.error!.code, "core.file.invalid-meta");

@@ -56,7 +56,7 @@ func main() {
 	}
 	full := flag.Bool("full", false, "run the whole matrix (sizes 64 KiB, 1 MiB, 10 MiB; 1, 8, 32 clients; 1M-row sweep)")
 	write := flag.String("write", "", "also write the report to this Markdown file")
-	flag.StringVar(&only, "only", "", "run one section only: uploads, lookup, s3-complete, rss, sweeps, reconcile, events or list (no -write)")
+	flag.StringVar(&only, "only", "", "run one section only: uploads, lookup, s3-complete, rss, sweeps, reconcile, events, list or quota (no -write)")
 	flag.Parse()
 	if only != "" && *write != "" {
 		fmt.Fprintln(os.Stderr, "bench: -only measures part of the set; it does not -write the report")
@@ -265,6 +265,7 @@ func run(full bool, write string) error {
 		{"reconcile", func() error { return benchReconcile(ctx, rep, bin, gw, full) }},
 		{"events", func() error { return benchEvents(ctx, e, rep, bin, tmp, secret) }},
 		{"list", func() error { return benchList(ctx, e, rep, secret) }},
+		{"quota", func() error { return benchQuota(ctx, e, rep, bin, tmp, secret) }},
 	}
 	for _, sec := range sections {
 		if !wants(sec.name) {
@@ -300,9 +301,12 @@ const rounds = 3
 
 // medianOf runs the loads of one comparison in interleaved rounds and
 // returns, for each, its median round by throughput.
-func medianOf(loads ...func() stats) []stats {
+func medianOf(loads ...func() stats) []stats { return medianOfN(rounds, loads...) }
+
+// medianOfN is medianOf over n rounds.
+func medianOfN(n int, loads ...func() stats) []stats {
 	all := make([][]stats, len(loads))
-	for range rounds {
+	for range n {
 		for i, l := range loads {
 			all[i] = append(all[i], l())
 		}

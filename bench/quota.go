@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+)
+
+// benchQuota compares buffer uploads on a server with quotas configured
+// (limits every upload fits under, so each one is checked and none is
+// refused) with the plain server, in five interleaved rounds (the two
+// differ by less than this machine's noise between rounds).
+func benchQuota(ctx context.Context, e *env, rep *report, bin, tmp, secret string) error {
+	dsn, drop, err := createDatabase(ctx, pgtest.ServerURL())
+	if err != nil {
+		return err
+	}
+	defer drop()
+	cfg := filepath.Join(tmp, "quota.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`maxFileSizeBytes: 26214400
+localRoot: %s
+auth:
+  hmacSecret: %s
+quota:
+  tenantBytes: 1099511627776
+  tenantFiles: 10000000
+  ownerBytes: 1099511627776
+  ownerFiles: 10000000
+`, filepath.Join(tmp, "files-quota"), secret)), 0o600); err != nil {
+		return err
+	}
+	withQuota, err := startUploadedfile(bin, dsn, cfg)
+	if err != nil {
+		return err
+	}
+	defer withQuota.stop()
+	on := &env{uf: withQuota, token: e.token}
+	for _, size := range []int{1 << 20, 64 << 10} {
+		body := payload(size)
+		ct, form := multipartBody("data.csv", body)
+		n := count(size)
+		m := medianOfN(5,
+			func() stats { return load(32, n, func(int) error { return e.bufferUpload(ct, form) }) },
+			func() stats { return load(32, n, func(int) error { return on.bufferUpload(ct, form) }) },
+		)
+		off, with := m[0], m[1]
+		if off.errors+with.errors > 0 {
+			return fmt.Errorf("quota bench: %d/%d upload errors", off.errors, with.errors)
+		}
+		r := with.rps() / off.rps()
+		rep.add(fmt.Sprintf("buffer upload %s, 32 clients: quotas configured vs none", human(size)),
+			fmt.Sprintf("%.2f× (%.0f vs %.0f uploads/s)", r, with.rps(), off.rps()), "≥ 0.95×", r >= 0.95)
+	}
+	return nil
+}

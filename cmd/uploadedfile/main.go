@@ -4,7 +4,10 @@
 //	uploadedfile serve [--dev]
 //	uploadedfile migrate up|down|version
 //	uploadedfile maintenance retry-deletions|cleanup-pending|cleanup-temporary|
-//	                         cleanup-staging|purge-unused|retire-tombstone|run-track|reconcile
+//	                         cleanup-staging|purge-unused|retire-tombstone|run-track|reconcile|
+//	                         recount-usage
+//	uploadedfile events relay|status|list --parked|replay
+//	uploadedfile quota set|get|list
 //	uploadedfile version
 //	uploadedfile completion bash|zsh|fish|powershell
 //

@@ -367,7 +367,7 @@ func (c fileConfig) serviceConfig() (service.Config, error) {
 		CleanupBatchSize: c.CleanupBatchSize, DownloadPath: c.DownloadPath, MaxFileSizeBytes: c.MaxFileSizeBytes,
 		AllowedMIMETypes: c.AllowedMIMETypes, ValidateMagicBytes: c.ValidateMagicBytes, CleanupAfterDays: c.CleanupAfterDays,
 		SpoolDir: c.SpoolDir,
-		Quota: service.QuotaConfig{TenantBytes: c.Quota.TenantBytes, TenantFiles: c.Quota.TenantFiles, OwnerBytes: c.Quota.OwnerBytes, OwnerFiles: c.Quota.OwnerFiles},
+		Quota:    service.QuotaConfig{TenantBytes: c.Quota.TenantBytes, TenantFiles: c.Quota.TenantFiles, OwnerBytes: c.Quota.OwnerBytes, OwnerFiles: c.Quota.OwnerFiles},
 		RemoteClone: service.RemoteCloneConfig{
 			Enabled: c.RemoteClone.Enabled, Timeout: c.RemoteClone.Timeout, MaxBytes: c.RemoteClone.MaxBytes,
 			MaxRedirects: c.RemoteClone.MaxRedirects, AllowedHosts: c.RemoteClone.AllowedHosts, AllowedPorts: c.RemoteClone.AllowedPorts,

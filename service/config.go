@@ -156,6 +156,9 @@ type Config struct {
 	RemoteClone RemoteCloneConfig
 	// CleanupAfterDays: legacy unused-row age purge; 0 disables it.
 	CleanupAfterDays int
+	// ScanMode is ScanOff (the default) or ScanGate: no file becomes
+	// visible before a clean scan by the scanner WithScanner installs.
+	ScanMode string
 	// Quota: the default limits on what a tenant and each of its owners
 	// may hold (per-tenant overrides live in the database); 0, the
 	// default, is unlimited.
@@ -206,6 +209,13 @@ func resolve(c Config) (resolved, error) {
 	}
 	if err := r.resolveURLs(); err != nil {
 		return resolved{}, err
+	}
+	switch r.ScanMode {
+	case "":
+		r.ScanMode = ScanOff
+	case ScanOff, ScanGate:
+	default:
+		return resolved{}, configError("scan.mode", "%q: want off or gate", c.ScanMode)
 	}
 	if q := c.Quota; q.TenantBytes < 0 || q.TenantFiles < 0 || q.OwnerBytes < 0 || q.OwnerFiles < 0 {
 		return resolved{}, errors.New("uploadedfile config: quota limits are 0 (unlimited) or positive")
@@ -421,4 +431,15 @@ func (r *resolved) resolveRemoteClone() error {
 		}
 	}
 	return nil
+}
+
+// EffectiveMaxFileSize is the largest file c lets through (maxFileSizeBytes
+// after its default and clamp), or 0 when c is invalid: what a scanner in
+// front of the service must be able to scan whole.
+func EffectiveMaxFileSize(c Config) int64 {
+	r, err := resolve(c)
+	if err != nil {
+		return 0
+	}
+	return r.policy.MaxFileSizeBytes
 }

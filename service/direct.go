@@ -278,6 +278,9 @@ func (s *Service) completeClaimed(ctx context.Context, row db.UploadedFile) (*Re
 		if err := s.verifyStaging(ctx, row, sum); err != nil {
 			return nil, err
 		}
+		if err := s.scanStaging(ctx, row); err != nil {
+			return nil, err
+		}
 		final, err = s.store.Promote(ctx, *row.PendingKey, row.Key, deref(row.ETag), storage.PromoteOptions{Public: isPublic(row)})
 		switch {
 		case errors.Is(err, storage.ErrExists):

@@ -60,6 +60,7 @@ type Service struct {
 	fetcher Fetcher
 	metrics prometheus.Registerer
 	keys    signingKeys
+	scanner Scanner
 }
 
 // Option adjusts a Service beyond its Config.
@@ -108,6 +109,9 @@ func New(ctx context.Context, cfg Config, database DB, opts ...Option) (*Service
 	}
 	if s.fetcher == nil {
 		s.fetcher = s.defaultFetcher()
+	}
+	if s.cfg.ScanMode == ScanGate && s.scanner == nil {
+		return nil, configError("scan.mode", "gate needs a scanner (WithScanner; the server builds one from scan.clamd)")
 	}
 	return s, nil
 }

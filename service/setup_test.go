@@ -109,9 +109,16 @@ type bundle struct {
 	root   string // local driver root
 	bucket string // s3 bucket
 	cfg    service.Config
+	opts   []service.Option // further options of every service of the bundle
 }
 
 func setup(t *testing.T, driver string, mods ...func(*service.Config)) *bundle {
+	t.Helper()
+	return setupWith(t, driver, nil, mods...)
+}
+
+// setupWith is setup with further service options (a scanner, ...).
+func setupWith(t *testing.T, driver string, opts []service.Option, mods ...func(*service.Config)) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	b := &bundle{t: t, driver: driver, db: &wrappedDB{Pool: pgtest.New(t)}, q: db.New(),
@@ -136,6 +143,7 @@ func setup(t *testing.T, driver string, mods ...func(*service.Config)) *bundle {
 	}
 	b.store = storagefault.Wrap(b.inner)
 	b.cfg = cfg
+	b.opts = opts
 	b.svc = b.another()
 	return b
 }
@@ -150,7 +158,8 @@ func (b *bundle) another(mods ...func(*service.Config)) *service.Service {
 		m(&cfg)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, err := service.New(context.Background(), cfg, b.db, service.WithStore(b.store), service.WithClock(b.clock.Now), service.WithLogger(quiet))
+	opts := append([]service.Option{service.WithStore(b.store), service.WithClock(b.clock.Now), service.WithLogger(quiet)}, b.opts...)
+	svc, err := service.New(context.Background(), cfg, b.db, opts...)
 	require.NoError(b.t, err)
 	return svc
 }

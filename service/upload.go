@@ -143,6 +143,12 @@ func (s *Service) upload(ctx context.Context, u bufferUpload) (db.UploadedFile, 
 	if err != nil {
 		return db.UploadedFile{}, err
 	}
+	if err := s.scan(ctx, io.NewSectionReader(sp, 0, sp.Size()), row); err != nil {
+		// Not written yet: the settled cleanup fails the row (upload.failed
+		// with the rule) and gives its space back.
+		_, _ = s.settleFailedUpload(ctx, a, row.ID, *row.UploadPendingAt, Rule(err))
+		return db.UploadedFile{}, err
+	}
 	return s.writeAndActivate(ctx, a, row, sp, vis)
 }
 
@@ -227,7 +233,7 @@ func (s *Service) writeAndActivate(ctx context.Context, a access, row db.Uploade
 		}
 	}
 	s.log.WarnContext(ctx, "upload write or activation failed; cleaning up", "file_id", row.ID, "error", err.Error())
-	return s.settleFailedUpload(ctx, a, row.ID, marker)
+	return s.settleFailedUpload(ctx, a, row.ID, marker, "")
 }
 
 // settleFailedUpload is the settled cleanup of a buffer upload whose write
@@ -237,10 +243,12 @@ func (s *Service) writeAndActivate(ctx context.Context, a access, row db.Uploade
 // (rule 4); a row maintenance took over is restored to hidden pending with
 // this writer's claim, from its exact state (rule 5). Then the object is
 // deleted and the claim settled, or released for the sweeps (rule 6).
-func (s *Service) settleFailedUpload(ctx context.Context, a access, id uuid.UUID, marker time.Time) (db.UploadedFile, error) {
+//
+// rule, when set, is why (its upload.failed event carries it).
+func (s *Service) settleFailedUpload(ctx context.Context, a access, id uuid.UUID, marker time.Time, rule string) (db.UploadedFile, error) {
 	cctx, cancel := detached(ctx)
 	defer cancel()
-	claimed, err := s.q.FileSettleFailedUpload(cctx, s.db, db.FileSettleFailedUploadParams{ID: id, UploadMarker: marker, DeletionLease: deletionLease, Now: s.now()})
+	claimed, err := s.q.FileSettleFailedUpload(cctx, s.db, db.FileSettleFailedUploadParams{ID: id, UploadMarker: marker, DeletionLease: deletionLease, Rule: optional(rule), Now: s.now()})
 	if err == nil {
 		s.finishDeletion(cctx, db.UploadedFile(claimed))
 		return db.UploadedFile{}, ErrUploadFailed

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"slices"
 	"sort"
@@ -16,6 +18,7 @@ import (
 	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
 
+	"github.com/uploadedfile/uploadedfile/internal/clamd"
 	"github.com/uploadedfile/uploadedfile/internal/httpapi"
 	"github.com/uploadedfile/uploadedfile/internal/policy"
 	"github.com/uploadedfile/uploadedfile/service"
@@ -110,6 +113,13 @@ type fileConfig struct {
 			Permissions string `koanf:"permissions"`
 		} `koanf:"claims"`
 	} `koanf:"auth"`
+
+	// Scan: the malware scan gate (docs/operations.md).
+	Scan struct {
+		Clamd   string        `koanf:"clamd"`
+		Mode    string        `koanf:"mode"`
+		Timeout time.Duration `koanf:"timeout"`
+	} `koanf:"scan"`
 
 	// Quota: the default storage limits (0: unlimited).
 	Quota struct {
@@ -366,8 +376,8 @@ func (c fileConfig) serviceConfig() (service.Config, error) {
 		ReconcileInterval: c.ReconcileInterval, ReconcileGrace: c.ReconcileGrace, ReconcileRepair: c.ReconcileRepair,
 		CleanupBatchSize: c.CleanupBatchSize, DownloadPath: c.DownloadPath, MaxFileSizeBytes: c.MaxFileSizeBytes,
 		AllowedMIMETypes: c.AllowedMIMETypes, ValidateMagicBytes: c.ValidateMagicBytes, CleanupAfterDays: c.CleanupAfterDays,
-		SpoolDir: c.SpoolDir,
-		Quota:    service.QuotaConfig{TenantBytes: c.Quota.TenantBytes, TenantFiles: c.Quota.TenantFiles, OwnerBytes: c.Quota.OwnerBytes, OwnerFiles: c.Quota.OwnerFiles},
+		SpoolDir: c.SpoolDir, ScanMode: c.Scan.Mode,
+		Quota: service.QuotaConfig{TenantBytes: c.Quota.TenantBytes, TenantFiles: c.Quota.TenantFiles, OwnerBytes: c.Quota.OwnerBytes, OwnerFiles: c.Quota.OwnerFiles},
 		RemoteClone: service.RemoteCloneConfig{
 			Enabled: c.RemoteClone.Enabled, Timeout: c.RemoteClone.Timeout, MaxBytes: c.RemoteClone.MaxBytes,
 			MaxRedirects: c.RemoteClone.MaxRedirects, AllowedHosts: c.RemoteClone.AllowedHosts, AllowedPorts: c.RemoteClone.AllowedPorts,
@@ -397,4 +407,34 @@ func (c fileConfig) authConfig() (httpapi.AuthConfig, error) {
 		HMACSecret: []byte(a.HMACSecret), JWKSFile: a.JWKSFile, JWKSURL: a.JWKSURL, Issuer: a.Issuer, Audience: a.Audience, TokenCacheSize: a.TokenCacheSize,
 		Claims: httpapi.ClaimNames{Tenant: a.Claims.Tenant, Department: a.Claims.Department, User: a.Claims.User, Roles: a.Claims.Roles, Permissions: a.Claims.Permissions},
 	}, nil
+}
+
+// scanner builds the scan gate's scanner from scan.clamd (nil when the gate
+// is off). With checkLimit it first makes sure clamd is there and would
+// scan a file of the largest size the service accepts whole: a clamd whose
+// StreamMaxLength is shorter refuses to start the service, since every
+// scan of a larger file would fail (or, with another client, be cut).
+func (c fileConfig) scanner(ctx context.Context, maxFileSize int64, checkLimit bool) ([]service.Option, error) {
+	if c.Scan.Mode != service.ScanGate {
+		return nil, nil
+	}
+	if c.Scan.Clamd == "" {
+		return nil, errors.New("scan.mode gate needs scan.clamd (tcp://host:3310 or unix:///run/clamav/clamd.ctl)")
+	}
+	client, err := clamd.New(c.Scan.Clamd, c.Scan.Timeout)
+	if err != nil {
+		return nil, fmt.Errorf("scan.clamd: %w", err)
+	}
+	if checkLimit {
+		if err := client.CheckStreamLimit(ctx, maxFileSize); err != nil {
+			if errors.Is(err, clamd.ErrSizeLimit) {
+				return nil, fmt.Errorf("scan.clamd: clamd's StreamMaxLength is below maxFileSizeBytes (%d): raise StreamMaxLength in clamd.conf, or lower maxFileSizeBytes", maxFileSize)
+			}
+			return nil, fmt.Errorf("scan.clamd: %w", err)
+		}
+	}
+	return []service.Option{service.WithScanner(func(ctx context.Context, r io.Reader) (bool, string, error) {
+		v, err := client.Scan(ctx, r)
+		return v.Infected, v.Signature, err
+	})}, nil
 }

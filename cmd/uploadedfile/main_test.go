@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/uploadedfile/uploadedfile/internal/clamd/clamdtest"
 	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 )
 
@@ -369,4 +370,33 @@ events:
 	_, _, err = bad.build(context.Background(), "x")
 	require.ErrorContains(t, err, "events.sinks.x.webhook: webhook: invalid configuration: the secret must start with whsec_")
 	require.NotContains(t, err.Error(), "plain-secret", "a secret is never echoed")
+}
+
+// TestScanConfigChecksClamdAtStart: the gate needs scan.clamd, and refuses
+// to start against a clamd whose StreamMaxLength is below the largest file
+// the service accepts (it could not scan such a file whole).
+func TestScanConfigChecksClamdAtStart(t *testing.T) {
+	t.Parallel()
+	d := clamdtest.Start(t, 1)
+	ctx := context.Background()
+	var c fileConfig
+	c.Scan.Mode = "gate"
+	_, err := c.scanner(ctx, 10<<20, true)
+	require.ErrorContains(t, err, "scan.mode gate needs scan.clamd")
+
+	c.Scan.Clamd = d.Addr
+	_, err = c.scanner(ctx, 10<<20, true)
+	require.ErrorContains(t, err, "StreamMaxLength is below maxFileSizeBytes (10485760)")
+	opts, err := c.scanner(ctx, 512<<10, true)
+	require.NoError(t, err)
+	require.Len(t, opts, 1)
+
+	c.Scan.Clamd = "tcp://127.0.0.1:1"
+	_, err = c.scanner(ctx, 512<<10, true)
+	require.ErrorContains(t, err, "clamd: unavailable", "a clamd that is not there stops the start")
+
+	c.Scan.Mode = ""
+	opts, err = c.scanner(ctx, 512<<10, true)
+	require.NoError(t, err)
+	require.Empty(t, opts, "off by default")
 }

@@ -189,7 +189,11 @@ func withConfiguredService(ctx context.Context, g *globals, configFile string, d
 	if err := pool.Ping(ctx); err != nil { // the pool connects lazily: ask once, explain a failure
 		return databaseError(g.databaseURL, err)
 	}
-	svc, err := service.New(ctx, scfg, pool, service.WithLogger(g.logger))
+	scan, err := cfg.scanner(ctx, 0, false)
+	if err != nil {
+		return err
+	}
+	svc, err := service.New(ctx, scfg, pool, append([]service.Option{service.WithLogger(g.logger)}, scan...)...)
 	if err != nil {
 		return err
 	}

@@ -113,7 +113,12 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	svc, err := service.New(ctx, scfg, pool, service.WithLogger(g.logger), service.WithMetrics(reg))
+	maxSize := service.EffectiveMaxFileSize(scfg)
+	scan, err := cfg.scanner(ctx, maxSize, true)
+	if err != nil {
+		return err
+	}
+	svc, err := service.New(ctx, scfg, pool, append([]service.Option{service.WithLogger(g.logger), service.WithMetrics(reg)}, scan...)...)
 	if err != nil {
 		return err
 	}

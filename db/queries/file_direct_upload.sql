@@ -9,6 +9,7 @@
 --   FileTakeOverCompletion   completing, expired -> completing (new lease)
 --   FileFinalizeCompletion   completing (lease)  -> ready
 --   FileFailCompletion       completing (lease)  -> failed, claimed for deletion
+--   FileReleaseCompletion    completing (lease)  -> pending (the scanner was down)
 --   FileClaimAbort           pending             -> claimed for deletion (in file_deletion.sql)
 --
 -- A direct row keeps upload_pending_at set until it is ready: it is the
@@ -297,3 +298,22 @@ WHERE id = @id
     AND deletion_pending_at IS NULL
     AND deleted_at IS NULL
 FOR SHARE;
+
+-- name: FileReleaseCompletion :one
+-- completing -> pending, by the holder of exactly @lease, when the
+-- completion cannot go on for a reason that is not the upload's (the
+-- malware scanner is down or too slow): nothing is final, and the client
+-- may complete again while its target is valid. The cleanup lease the
+-- claim pushed stays, so the pending sweep still reclaims an upload never
+-- completed. Zero rows: the lease was lost.
+UPDATE uploaded_file
+SET
+    status = 'pending',
+    completion_lease_until = NULL,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE id = @id
+    AND status = 'completing'
+    AND completion_lease_until = @lease::timestamptz
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+RETURNING *;

@@ -529,6 +529,7 @@ type FileInsertPendingRow struct {
 //	FileTakeOverCompletion   completing, expired -> completing (new lease)
 //	FileFinalizeCompletion   completing (lease)  -> ready
 //	FileFailCompletion       completing (lease)  -> failed, claimed for deletion
+//	FileReleaseCompletion    completing (lease)  -> pending (the scanner was down)
 //	FileClaimAbort           pending             -> claimed for deletion (in file_deletion.sql)
 //
 // A direct row keeps upload_pending_at set until it is ready: it is the
@@ -704,6 +705,72 @@ type FileLockPendingContentSignedParams struct {
 // left pending, expired, was aborted or does not exist.
 func (q *Queries) FileLockPendingContentSigned(ctx context.Context, db DBTX, arg FileLockPendingContentSignedParams) (UploadedFile, error) {
 	row := db.QueryRow(ctx, fileLockPendingContentSigned, arg.ID, arg.Now)
+	var i UploadedFile
+	err := row.Scan(
+		&i.ID,
+		&i.TenantCode,
+		&i.DepartmentCode,
+		&i.UserID,
+		&i.Key,
+		&i.CDN,
+		&i.OriginalName,
+		&i.SizeBytes,
+		&i.ContentType,
+		&i.Visibility,
+		&i.IsTemporary,
+		&i.UploadPendingAt,
+		&i.DeletionPendingAt,
+		&i.ExpiredAt,
+		&i.ExtraData,
+		&i.Module,
+		&i.Entity,
+		&i.EntityID,
+		&i.Type,
+		&i.UsedAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.DeletedAt,
+		&i.Status,
+		&i.PendingKey,
+		&i.Checksum,
+		&i.ETag,
+		&i.Disposition,
+		&i.CompletedAt,
+		&i.UploadExpiresAt,
+		&i.CompletionLeaseUntil,
+		&i.StagingCleanupAt,
+	)
+	return i, err
+}
+
+const fileReleaseCompletion = `-- name: FileReleaseCompletion :one
+UPDATE uploaded_file
+SET
+    status = 'pending',
+    completion_lease_until = NULL,
+    updated_at = coalesce($1::timestamptz, now())
+WHERE id = $2
+    AND status = 'completing'
+    AND completion_lease_until = $3::timestamptz
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+`
+
+type FileReleaseCompletionParams struct {
+	Now   *time.Time
+	ID    uuid.UUID
+	Lease time.Time
+}
+
+// completing -> pending, by the holder of exactly @lease, when the
+// completion cannot go on for a reason that is not the upload's (the
+// malware scanner is down or too slow): nothing is final, and the client
+// may complete again while its target is valid. The cleanup lease the
+// claim pushed stays, so the pending sweep still reclaims an upload never
+// completed. Zero rows: the lease was lost.
+func (q *Queries) FileReleaseCompletion(ctx context.Context, db DBTX, arg FileReleaseCompletionParams) (UploadedFile, error) {
+	row := db.QueryRow(ctx, fileReleaseCompletion, arg.Now, arg.ID, arg.Lease)
 	var i UploadedFile
 	err := row.Scan(
 		&i.ID,

@@ -1,0 +1,175 @@
+package service_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"io"
+	"strings"
+
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/internal/clamd"
+	"github.com/uploadedfile/uploadedfile/internal/clamd/clamdtest"
+	"github.com/uploadedfile/uploadedfile/service"
+)
+
+// gated is setup with the scan gate on, scanning with the real clamd at d.
+func gated(t *testing.T, driver string, d *clamdtest.Daemon, timeout time.Duration) *bundle {
+	t.Helper()
+	c, err := clamd.New(d.Addr, timeout)
+	require.NoError(t, err)
+	scanner := service.WithScanner(func(ctx context.Context, r io.Reader) (bool, string, error) {
+		v, err := c.Scan(ctx, r)
+		return v.Infected, v.Signature, err
+	})
+	return setupWith(t, driver, []service.Option{scanner}, func(cfg *service.Config) { cfg.ScanMode = service.ScanGate })
+}
+
+// infectedDOCX is a genuine Word package with the EICAR string inside it.
+func infectedDOCX(t *testing.T) []byte {
+	t.Helper()
+	r, err := zip.NewReader(bytes.NewReader(realDOCX(t)), int64(len(realDOCX(t))))
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	for _, f := range r.File {
+		rc, err := f.Open()
+		require.NoError(t, err)
+		body, _ := io.ReadAll(rc)
+		rc.Close()
+		out, err := w.Create(f.Name)
+		require.NoError(t, err)
+		_, _ = out.Write(body)
+	}
+	out, err := w.Create("word/media/notes.txt")
+	require.NoError(t, err)
+	_, _ = out.Write([]byte(clamdtest.EICAR))
+	require.NoError(t, w.Close())
+	return buf.Bytes()
+}
+
+// TestScanGate: with the gate on, clean files become ready and infected
+// ones never do -- on both upload styles and both drivers, infected
+// inside a DOCX too: invalid-upload with rule content.infected, no byte
+// left once the sweeps ran, an upload.failed event with the rule, the
+// space given back.
+func TestScanGate(t *testing.T) {
+	t.Parallel()
+	d := clamdtest.Start(t, 30)
+	for _, driver := range drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			b := gated(t, driver, d, 10*time.Second)
+
+			clean, err := b.svc.Upload(alice, strings.NewReader("id,amount\n1,42\n"), "rows.csv", nil)
+			require.NoError(t, err)
+			require.Equal(t, service.StatusReady, clean.Status)
+
+			_, err = b.svc.Upload(alice, strings.NewReader(clamdtest.EICAR), "notes.txt", nil)
+			require.ErrorIs(t, err, service.ErrInvalidUpload)
+			require.Equal(t, service.RuleContentInfected, service.Rule(err))
+
+			docx := realDOCX(t)
+			ok, err := b.svc.InitiateUpload(alice, input("plan.docx", docxType, docx), nil)
+			require.NoError(t, err)
+			b.write(alice, ok, docx)
+			ready, err := b.svc.CompleteUpload(alice, ok.ID.String())
+			require.NoError(t, err)
+			require.Equal(t, service.StatusReady, ready.Status)
+
+			bad := infectedDOCX(t)
+			init, err := b.svc.InitiateUpload(alice, input("plan.docx", docxType, bad), nil)
+			require.NoError(t, err)
+			b.write(alice, init, bad)
+			_, err = b.svc.CompleteUpload(alice, init.ID.String())
+			require.ErrorIs(t, err, service.ErrInvalidUpload)
+			require.Equal(t, service.RuleContentInfected, service.Rule(err), "found inside the DOCX")
+			_, err = b.svc.Find(alice, init.ID.String())
+			requireNotFound(t, err, "never visible")
+			es := b.events(init.ID)
+			require.Equal(t, []string{"upload.failed"}, types(es))
+			require.Equal(t, service.RuleContentInfected, *es[0].Rule)
+
+			b.settle()
+			b.checkInvariants()
+			require.Len(t, b.objects(), 2, "only the two clean files are stored")
+			_, files := b.usageOf("acme", "alice")
+			require.EqualValues(t, 2, files, "the refused uploads hold nothing")
+			var failed int
+			require.NoError(t, b.db.Pool.QueryRow(context.Background(),
+				"SELECT count(*) FROM uploaded_file_event WHERE type = 'upload.failed' AND rule = 'content.infected'").Scan(&failed))
+			require.Equal(t, 2, failed, "each infected upload has its upload.failed event")
+		})
+	}
+}
+
+// TestScanGateFailsClosed: clamd slower than the timeout, and clamd killed
+// mid-scan: the upload is refused with upload-failed (retryable), never
+// ready without a scan; a direct upload stays pending and completes once
+// clamd is back.
+func TestScanGateFailsClosed(t *testing.T) {
+	t.Parallel()
+	d := clamdtest.Start(t, 30)
+	b := gated(t, service.DriverLocal, d, time.Second)
+	docx := realDOCX(t)
+	init, err := b.svc.InitiateUpload(alice, input("plan.docx", docxType, docx), nil)
+	require.NoError(t, err)
+	b.write(alice, init, docx)
+
+	d.Pause() // slower than the timeout
+	_, err = b.svc.CompleteUpload(alice, init.ID.String())
+	require.ErrorIs(t, err, service.ErrUploadFailed)
+	require.Equal(t, service.RuleScanUnavailable, service.Rule(err))
+	require.True(t, service.Retryable(err))
+	require.Equal(t, "pending", b.row(init.ID).Status, "still pending: it can be completed again")
+
+	_, err = b.svc.Upload(alice, strings.NewReader("a,b\n1,2\n"), "rows.csv", nil)
+	require.ErrorIs(t, err, service.ErrUploadFailed, "a buffer upload is refused too")
+
+	// Killed while a scan waits on it.
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.svc.CompleteUpload(alice, init.ID.String())
+		done <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	d.Kill()
+	err = <-done
+	require.ErrorIs(t, err, service.ErrUploadFailed)
+	require.Equal(t, "pending", b.row(init.ID).Status)
+
+	d.Restart()
+	ready, err := b.svc.CompleteUpload(alice, init.ID.String())
+	require.NoError(t, err, "completed once clamd is back")
+	require.Equal(t, service.StatusReady, ready.Status)
+
+	b.settle()
+	b.checkInvariants()
+	require.Len(t, b.objects(), 1, "the refused buffer upload left nothing")
+	var rules []string
+	rows, err := b.db.Pool.Query(context.Background(), "SELECT rule FROM uploaded_file_event WHERE type = 'upload.failed'")
+	require.NoError(t, err)
+	for rows.Next() {
+		var r string
+		require.NoError(t, rows.Scan(&r))
+		rules = append(rules, r)
+	}
+	require.Equal(t, []string{service.RuleScanUnavailable}, rules, "the refused buffer upload's event says why; the direct one never failed")
+}
+
+// TestScanGateNeedsAScanner: the gate without a scanner refuses to start.
+func TestScanGateNeedsAScanner(t *testing.T) {
+	t.Parallel()
+	b := setup(t, service.DriverLocal)
+	cfg := b.cfg
+	cfg.ScanMode = service.ScanGate
+	_, err := service.New(context.Background(), cfg, b.db)
+	require.ErrorContains(t, err, "scan.mode")
+	cfg.ScanMode = "audit"
+	_, err = service.New(context.Background(), cfg, b.db)
+	require.ErrorContains(t, err, "scan.mode")
+}

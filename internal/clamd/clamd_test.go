@@ -77,13 +77,13 @@ func TestScanOnTheRealDaemon(t *testing.T) {
 func TestRepliesAreParsedFailClosed(t *testing.T) {
 	t.Parallel()
 	for reply, want := range map[string]error{
-		"stream: OK\x00":                           nil,
-		"stream: Eicar-Test FOUND\x00":             nil,
-		"INSTREAM size limit exceeded. ERROR\x00":  clamd.ErrSizeLimit,
-		"stream: Can't allocate memory ERROR\x00":  clamd.ErrProtocol,
-		"stream:  FOUND\x00":                       clamd.ErrProtocol,
-		"UNKNOWN COMMAND\x00":                      clamd.ErrProtocol,
-		"":                                         clamd.ErrUnavailable,
+		"stream: OK\x00":                          nil,
+		"stream: Eicar-Test FOUND\x00":            nil,
+		"INSTREAM size limit exceeded. ERROR\x00": clamd.ErrSizeLimit,
+		"stream: Can't allocate memory ERROR\x00": clamd.ErrProtocol,
+		"stream:  FOUND\x00":                      clamd.ErrProtocol,
+		"UNKNOWN COMMAND\x00":                     clamd.ErrProtocol,
+		"":                                        clamd.ErrUnavailable,
 		"stream: OK and then some more words\x00": clamd.ErrProtocol,
 	} {
 		addr := serveOnce(t, reply)

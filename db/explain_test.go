@@ -397,6 +397,22 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 		func() error { _, err := listCall(ctx, q, e, "TenantByName", listFilters{}, ten, ""); return err },
 		func() error { _, err := listCall(ctx, q, e, "TenantBySize", listFilters{}, ten, ""); return err },
 		func() error {
+			_, err := q.FileRescanBatch(ctx, e, db.FileRescanBatchParams{AfterID: id, Tenant: &ten, Max: 100})
+			return err
+		},
+		func() error {
+			_, err := q.FileQuarantine(ctx, e, db.FileQuarantineParams{ID: id, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileUnquarantine(ctx, e, db.FileUnquarantineParams{ID: id, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileReleaseCompletion(ctx, e, db.FileReleaseCompletionParams{ID: id, Lease: lease, Now: now})
+			return err
+		},
+		func() error {
 			_, err := q.UsageRead(ctx, e, db.UsageReadParams{TenantCode: ten, UserID: sample.UserID, DefaultTenantBytes: 1 << 30})
 			return err
 		},

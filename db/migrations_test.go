@@ -78,12 +78,20 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	version, dirty, err := m.Version()
 	require.NoError(t, err)
 	require.False(t, dirty)
-	require.EqualValues(t, 20261123200000, version)
+	require.EqualValues(t, 20261123300000, version)
+	require.Contains(t, idx, "uploaded_file_rescan_idx")
+
+	// One step down: quarantine goes.
+	require.NoError(t, m.Steps(-1))
+	_, downCons, downIdx, _ := schemaShape(t, url)
+	require.NotContains(t, downIdx, "uploaded_file_rescan_idx")
+	require.Contains(t, downCons, "uploaded_file_status_check")
+
 	var usage bool
 	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_usage') IS NOT NULL", &usage))
 	require.True(t, usage)
 
-	// One step down: quotas go, the files stay.
+	// Another: quotas go, the files stay.
 	require.NoError(t, m.Steps(-1))
 	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_usage') IS NOT NULL", &usage))
 	require.False(t, usage)

@@ -173,3 +173,71 @@ func TestScanGateNeedsAScanner(t *testing.T) {
 	_, err = service.New(context.Background(), cfg, b.db)
 	require.ErrorContains(t, err, "scan.mode")
 }
+
+// TestRescanAndQuarantine: files stored while the gate was off are scanned
+// again; a detection is quarantined -- hidden from every read exactly as a
+// missing file is, with a file.quarantined event -- until an operator
+// unquarantines it.
+func TestRescanAndQuarantine(t *testing.T) {
+	t.Parallel()
+	d := clamdtest.Start(t, 30)
+	c, err := clamd.New(d.Addr, 10*time.Second)
+	require.NoError(t, err)
+	scanner := service.WithScanner(func(ctx context.Context, r io.Reader) (bool, string, error) {
+		v, err := c.Scan(ctx, r)
+		return v.Infected, v.Signature, err
+	})
+	b := setupWith(t, service.DriverLocal, []service.Option{scanner}) // gate off: stored unscanned
+	clean := b.upload(alice)
+	bad, err := b.svc.Upload(alice, strings.NewReader(clamdtest.EICAR), "notes.txt", nil)
+	require.NoError(t, err, "the gate is off")
+	other, err := b.svc.Upload(as("globex", "mallory"), strings.NewReader(clamdtest.EICAR), "notes.txt", nil)
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	var found []service.Detection
+	rep, err := b.svc.UnsafeSystemRescan(ctx, service.RescanOptions{Tenant: "acme"}, func(d service.Detection) { found = append(found, d) })
+	require.NoError(t, err)
+	require.Equal(t, service.RescanReport{Scanned: 2, Detected: 1}, rep, "one tenant, reported only")
+	require.Equal(t, []service.Detection{{ID: bad.ID, Tenant: "acme", Signature: clamdtest.Signature}}, found)
+	_, err = b.svc.Find(alice, bad.ID.String())
+	require.NoError(t, err, "without --quarantine nothing changes")
+
+	rep, err = b.svc.UnsafeSystemRescan(ctx, service.RescanOptions{Quarantine: true}, func(service.Detection) {})
+	require.NoError(t, err)
+	require.Equal(t, service.RescanReport{Scanned: 3, Detected: 2, Quarantined: 2}, rep)
+
+	_, err = b.svc.Find(alice, bad.ID.String())
+	requireNotFound(t, err, "a quarantined file looks missing")
+	_, err = b.svc.Download(alice, bad.ID.String())
+	requireNotFound(t, err)
+	requireNotFound(t, b.svc.MarkUsed(alice, []string{bad.ID.String()}, nil, nil))
+	requireNotFound(t, b.svc.DeleteByID(alice, bad.ID.String()))
+	page, err := b.svc.List(alice, service.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Files, 1)
+	require.Equal(t, clean.ID, page.Files[0].ID)
+	es := b.events(bad.ID)
+	require.Equal(t, []string{"file.ready", "file.quarantined"}, types(es))
+	require.Equal(t, "quarantined", es[1].Data["status"])
+	require.True(t, b.hasObject(bad.Key), "its bytes are kept for the operator")
+
+	rep, err = b.svc.UnsafeSystemRescan(ctx, service.RescanOptions{}, func(service.Detection) {})
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Scanned, "a quarantined file is not scanned again")
+
+	require.NoError(t, b.svc.UnsafeSystemUnquarantine(ctx, other.ID.String()))
+	_, err = b.svc.Find(as("globex", "mallory"), other.ID.String())
+	require.NoError(t, err, "visible again")
+	require.Equal(t, []string{"file.ready", "file.quarantined", "file.unquarantined"}, types(b.events(other.ID)))
+	requireNotFound(t, b.svc.UnsafeSystemUnquarantine(ctx, clean.ID.String()), "not quarantined")
+
+	since := b.clock.Now().Add(time.Hour)
+	rep, err = b.svc.UnsafeSystemRescan(ctx, service.RescanOptions{Since: &since}, func(service.Detection) {})
+	require.NoError(t, err)
+	require.Zero(t, rep.Scanned, "nothing created since")
+
+	d.Kill()
+	_, err = b.svc.UnsafeSystemRescan(ctx, service.RescanOptions{}, func(service.Detection) {})
+	require.ErrorIs(t, err, clamd.ErrUnavailable, "no verdict stops the rescan")
+}

@@ -409,23 +409,24 @@ func (c fileConfig) authConfig() (httpapi.AuthConfig, error) {
 	}, nil
 }
 
-// scanner builds the scan gate's scanner from scan.clamd (nil when the gate
-// is off). With checkLimit it first makes sure clamd is there and would
+// scanner builds the scanner from scan.clamd (none when it is not set;
+// the gate and rescans use it). With checkLimit it first makes sure clamd is there and would
 // scan a file of the largest size the service accepts whole: a clamd whose
 // StreamMaxLength is shorter refuses to start the service, since every
 // scan of a larger file would fail (or, with another client, be cut).
 func (c fileConfig) scanner(ctx context.Context, maxFileSize int64, checkLimit bool) ([]service.Option, error) {
-	if c.Scan.Mode != service.ScanGate {
-		return nil, nil
-	}
+	gate := c.Scan.Mode == service.ScanGate
 	if c.Scan.Clamd == "" {
-		return nil, errors.New("scan.mode gate needs scan.clamd (tcp://host:3310 or unix:///run/clamav/clamd.ctl)")
+		if gate {
+			return nil, errors.New("scan.mode gate needs scan.clamd (tcp://host:3310 or unix:///run/clamav/clamd.ctl)")
+		}
+		return nil, nil
 	}
 	client, err := clamd.New(c.Scan.Clamd, c.Scan.Timeout)
 	if err != nil {
 		return nil, fmt.Errorf("scan.clamd: %w", err)
 	}
-	if checkLimit {
+	if checkLimit && gate {
 		if err := client.CheckStreamLimit(ctx, maxFileSize); err != nil {
 			if errors.Is(err, clamd.ErrSizeLimit) {
 				return nil, fmt.Errorf("scan.clamd: clamd's StreamMaxLength is below maxFileSizeBytes (%d): raise StreamMaxLength in clamd.conf, or lower maxFileSizeBytes", maxFileSize)

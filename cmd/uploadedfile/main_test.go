@@ -44,14 +44,14 @@ func TestMigrateCommand(t *testing.T) {
 
 	out, err = run(t, ctx, url, "migrate", "up")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261123200000\n", out)
+	require.Equal(t, "version: 20261123300000\n", out)
 
 	_, err = run(t, ctx, url, "migrate", "down")
 	require.ErrorContains(t, err, "exactly one of --steps N")
 
 	out, err = run(t, ctx, url, "migrate", "down", "--steps", "1")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261123100000\n", out)
+	require.Equal(t, "version: 20261123200000\n", out)
 
 	out, err = run(t, ctx, url, "migrate", "down", "--all")
 	require.NoError(t, err)
@@ -59,7 +59,7 @@ func TestMigrateCommand(t *testing.T) {
 
 	out, err = run(t, ctx, url, "migrate", "up")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261123200000\n", out)
+	require.Equal(t, "version: 20261123300000\n", out)
 
 	_, err = run(t, ctx, "mysql://x", "migrate", "up")
 	require.ErrorContains(t, err, "unsupported database URL scheme")
@@ -202,7 +202,7 @@ func TestServeDev(t *testing.T) {
 
 	out2, err := run(t, context.Background(), missing, "migrate", "version")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261123200000\n", out2, "serve migrated the new database")
+	require.Equal(t, "version: 20261123300000\n", out2, "serve migrated the new database")
 
 	cancel()
 	select {
@@ -398,5 +398,9 @@ func TestScanConfigChecksClamdAtStart(t *testing.T) {
 	c.Scan.Mode = ""
 	opts, err = c.scanner(ctx, 512<<10, true)
 	require.NoError(t, err)
-	require.Empty(t, opts, "off by default")
+	require.Len(t, opts, 1, "gate off: the scanner is there for rescans, and nothing is checked at start")
+	c.Scan.Clamd = ""
+	opts, err = c.scanner(ctx, 512<<10, true)
+	require.NoError(t, err)
+	require.Empty(t, opts, "no clamd, no scanner")
 }

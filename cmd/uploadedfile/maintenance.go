@@ -162,7 +162,51 @@ refuses a live upload lease and a live deletion lease.`,
 		},
 	}
 	recount.Flags().StringVar(&recountTenant, "tenant", "", "only this tenant (default: every tenant)")
-	cmd.AddCommand(retry, pending, temporary, staging, purge, retire, track, recount, newReconcileCommand(g, withService))
+	var rescanSince, rescanTenant string
+	var quarantine bool
+	rescan := &cobra.Command{
+		Use:   "rescan [--since 720h] [--tenant T] [--quarantine]",
+		Short: "Scan ready files again with clamd (after a signature update); --quarantine hides each detection",
+		Example: `  uploadedfile maintenance rescan --since 168h
+  uploadedfile maintenance rescan --tenant acme --quarantine`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o := service.RescanOptions{Tenant: rescanTenant, Quarantine: quarantine}
+			if rescanSince != "" {
+				t, err := parseCutoff(rescanSince, time.Now())
+				if err != nil {
+					return err
+				}
+				o.Since = &t
+			}
+			return withService(cmd.Context(), func(svc *service.Service, _ *pgxpool.Pool) error {
+				rep, err := svc.UnsafeSystemRescan(cmd.Context(), o, func(d service.Detection) {
+					fmt.Fprintf(g.stdout, "detected %s tenant=%s signature=%s quarantined=%t\n", d.ID, d.Tenant, d.Signature, d.Quarantined)
+				})
+				fmt.Fprintf(g.stdout, "rescan: %d scanned, %d detected, %d quarantined\n", rep.Scanned, rep.Detected, rep.Quarantined)
+				return err
+			})
+		},
+	}
+	rescan.Flags().StringVar(&rescanSince, "since", "", "only files created since (RFC 3339 or an age like 168h)")
+	rescan.Flags().StringVar(&rescanTenant, "tenant", "", "only this tenant")
+	rescan.Flags().BoolVar(&quarantine, "quarantine", false, "hide each detected file from every read (emits file.quarantined)")
+	unquarantine := &cobra.Command{
+		Use:     "unquarantine <id>",
+		Short:   "Bring a quarantined file back (a false positive)",
+		Example: "  uploadedfile maintenance unquarantine 6f1c2b9e-3d4a-4b5c-8d7e-9f0a1b2c3d4e",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withService(cmd.Context(), func(svc *service.Service, _ *pgxpool.Pool) error {
+				if err := svc.UnsafeSystemUnquarantine(cmd.Context(), args[0]); err != nil {
+					return fmt.Errorf("unquarantine %s: %w (not a quarantined file)", args[0], err)
+				}
+				fmt.Fprintf(g.stdout, "unquarantine: %s is visible again\n", args[0])
+				return nil
+			})
+		},
+	}
+	cmd.AddCommand(retry, pending, temporary, staging, purge, retire, track, recount, rescan, unquarantine, newReconcileCommand(g, withService))
 	return cmd
 }
 

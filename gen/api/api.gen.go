@@ -76,14 +76,16 @@ func (e FileEventSpecversion) Valid() bool {
 
 // Defines values for FileEventType.
 const (
-	IoUploadedfileFileAttached    FileEventType = "io.uploadedfile.file.attached"
-	IoUploadedfileFileDeleted     FileEventType = "io.uploadedfile.file.deleted"
-	IoUploadedfileFileDetached    FileEventType = "io.uploadedfile.file.detached"
-	IoUploadedfileFileExpired     FileEventType = "io.uploadedfile.file.expired"
-	IoUploadedfileFilePurged      FileEventType = "io.uploadedfile.file.purged"
-	IoUploadedfileFileReady       FileEventType = "io.uploadedfile.file.ready"
-	IoUploadedfileUploadAbandoned FileEventType = "io.uploadedfile.upload.abandoned"
-	IoUploadedfileUploadFailed    FileEventType = "io.uploadedfile.upload.failed"
+	IoUploadedfileFileAttached      FileEventType = "io.uploadedfile.file.attached"
+	IoUploadedfileFileDeleted       FileEventType = "io.uploadedfile.file.deleted"
+	IoUploadedfileFileDetached      FileEventType = "io.uploadedfile.file.detached"
+	IoUploadedfileFileExpired       FileEventType = "io.uploadedfile.file.expired"
+	IoUploadedfileFilePurged        FileEventType = "io.uploadedfile.file.purged"
+	IoUploadedfileFileQuarantined   FileEventType = "io.uploadedfile.file.quarantined"
+	IoUploadedfileFileReady         FileEventType = "io.uploadedfile.file.ready"
+	IoUploadedfileFileUnquarantined FileEventType = "io.uploadedfile.file.unquarantined"
+	IoUploadedfileUploadAbandoned   FileEventType = "io.uploadedfile.upload.abandoned"
+	IoUploadedfileUploadFailed      FileEventType = "io.uploadedfile.upload.failed"
 )
 
 // Valid indicates whether the value is a known member of the FileEventType enum.
@@ -99,7 +101,11 @@ func (e FileEventType) Valid() bool {
 		return true
 	case IoUploadedfileFilePurged:
 		return true
+	case IoUploadedfileFileQuarantined:
+		return true
 	case IoUploadedfileFileReady:
+		return true
+	case IoUploadedfileFileUnquarantined:
 		return true
 	case IoUploadedfileUploadAbandoned:
 		return true
@@ -196,10 +202,11 @@ func (e ProblemCode) Valid() bool {
 
 // Defines values for Status.
 const (
-	StatusCompleting Status = "completing"
-	StatusFailed     Status = "failed"
-	StatusPending    Status = "pending"
-	StatusReady      Status = "ready"
+	StatusCompleting  Status = "completing"
+	StatusFailed      Status = "failed"
+	StatusPending     Status = "pending"
+	StatusQuarantined Status = "quarantined"
+	StatusReady       Status = "ready"
 )
 
 // Valid indicates whether the value is a known member of the Status enum.
@@ -210,6 +217,8 @@ func (e Status) Valid() bool {
 	case StatusFailed:
 		return true
 	case StatusPending:
+		return true
+	case StatusQuarantined:
 		return true
 	case StatusReady:
 		return true
@@ -313,10 +322,12 @@ type FileEventData struct {
 	Module         *string            `json:"module,omitempty"`
 	OriginalName   string             `json:"originalName"`
 	SizeBytes      int64              `json:"sizeBytes"`
-	Status         Status             `json:"status"`
-	Type           *string            `json:"type,omitempty"`
-	UserId         string             `json:"userId"`
-	Visibility     Visibility         `json:"visibility"`
+
+	// Status quarantined appears only in lifecycle events (a quarantined file is never returned by a read).
+	Status     Status     `json:"status"`
+	Type       *string    `json:"type,omitempty"`
+	UserId     string     `json:"userId"`
+	Visibility Visibility `json:"visibility"`
 }
 
 // FileEventType defines model for FileEventType.
@@ -348,11 +359,13 @@ type HostFile struct {
 	Module       *string                 `json:"module,omitempty"`
 	OriginalName string                  `json:"originalName"`
 	SizeBytes    int64                   `json:"sizeBytes"`
-	Status       Status                  `json:"status"`
-	Type         *string                 `json:"type,omitempty"`
-	Url          *string                 `json:"url,omitempty"`
-	UrlExpiredAt *time.Time              `json:"urlExpiredAt,omitempty"`
-	Visibility   Visibility              `json:"visibility"`
+
+	// Status quarantined appears only in lifecycle events (a quarantined file is never returned by a read).
+	Status       Status     `json:"status"`
+	Type         *string    `json:"type,omitempty"`
+	Url          *string    `json:"url,omitempty"`
+	UrlExpiredAt *time.Time `json:"urlExpiredAt,omitempty"`
+	Visibility   Visibility `json:"visibility"`
 }
 
 // HostFileList defines model for HostFileList.
@@ -448,7 +461,7 @@ type ResolvedUrl struct {
 	UrlExpiredAt *time.Time `json:"urlExpiredAt,omitempty"`
 }
 
-// Status defines model for Status.
+// Status quarantined appears only in lifecycle events (a quarantined file is never returned by a read).
 type Status string
 
 // UploadTarget defines model for UploadTarget.
@@ -474,11 +487,13 @@ type UploadedFile struct {
 	Module       *string            `json:"module,omitempty"`
 	OriginalName string             `json:"originalName"`
 	SizeBytes    int64              `json:"sizeBytes"`
-	Status       Status             `json:"status"`
-	Type         *string            `json:"type,omitempty"`
-	Url          *string            `json:"url,omitempty"`
-	UrlExpiredAt *time.Time         `json:"urlExpiredAt,omitempty"`
-	Visibility   Visibility         `json:"visibility"`
+
+	// Status quarantined appears only in lifecycle events (a quarantined file is never returned by a read).
+	Status       Status     `json:"status"`
+	Type         *string    `json:"type,omitempty"`
+	Url          *string    `json:"url,omitempty"`
+	UrlExpiredAt *time.Time `json:"urlExpiredAt,omitempty"`
+	Visibility   Visibility `json:"visibility"`
 }
 
 // Usage defines model for Usage.
@@ -4861,111 +4876,112 @@ func (sh *strictHandler) DownloadFile(w http.ResponseWriter, r *http.Request, id
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1tc9s48udX6dJdVaQ7SlYSZ3bXfuVJMptsZSa52N5s3ShVhMiWhDUJcAHQtibl7/4vNMBHkbLk2N5k",
-	"N29SjkACDaDR6IdfN78MIplmUqAwenD0ZZAxxVI0qOh/v/AE376yf8WoI8Uzw6UYHA3OVggLnuATDefn",
-	"b19NBsGA298zZlaDYCBYioOjAY8HwUDhv3KuMB4cGZVjMNDRClNmu0zZ9TsUS7MaHP10GAzMOrMvaaO4",
-	"WA5uboLBO67NSykMCnNGjW0yTgTgNYsM2HdhGPKULfEgE8twBFIBgwVLebIuW/5POCpJ/VeOal3RGtXG",
-	"6SHy2YsXvVQqZAbjn3EhVQedvhnm1A5mxTUYnmIvMY3u6uQspEqZGRwNYmZwbPsY3ELTL0qm/RQxQwu1",
-	"MKh2Jot6vCtRudJSdTNUKPDaPxCCXIBZIWQKL7nMNWRs2U+X67Rn255On/Vy12thuFl3MJYxLFphDEa6",
-	"ZUF6EIbEbr1M5J66A/84Ot7Gu1PC492IeRvfgZx3POVmkxYrDTRkqGg3YBjjguWJgRfTwDJSKrWBZ9Np",
-	"L0UJdVsnx/cwOHoxDSxtPM3TwdGzqf0fF+5/T0squTC4RFWS+auM8wS3rNkVNyu3aik9etuSuafusGC/",
-	"sRQ/KFzw601qbJsGbZgyXCwrmgLgSyFtNxAxjTAUEq54EkdMxbqXRFGNtD+Zp1J1bKs/1icGhgKvUBtY",
-	"cKVNQAfQ79AoADsyDE8sI/7/Fu0kbTX/A2GYMLUsu+idhbaE1On/3woXg6PB/zqobqMD16oPLOXvVVzb",
-	"+DNMM6mY6ji570WyBlO0w9BeOkSetA0ZqpTZ3mG4YIkl3N5iuo/Msp8GrX5t51ImyERJ1N+55nOeeHnS",
-	"1d1l9cSuc691WozziZvVuUr05tw/opbJJQKyaFVezx/fwTBTqPlSYEyH17aAFHD6vHd/rooxOg8rLV2w",
-	"uQ439rbXmRQaibqf18b94S9X+yfLsoRHzFJ8ICODZqyNQkZXVMeNMufCLX+boW+CfpVkbse1U1shi70m",
-	"4/WI8SuuM6m5e+nL5q7WTszrM7a87Zl/jIuOreYwfk/U6O1v2fdeyjRL0AqELeuTKTlPMP2//9RtYrex",
-	"zAf3VtcanQhpVqiAC22YiBC4hqikxEnKPEski49BoVFrSJhB1VrKj7ZlfGJ1hs6JVmLaUlCQ86jTBFRK",
-	"qgCYho+/vIS/HL74E/hhIEbDeKIng5tgcC5YblZS8T8wfkwKf+Va2xWXdi8uWcKtbsiUVcLkBYrWgn/6",
-	"9Gl8kpuVvdEjZvA29ropTq3j/BUTS6S7+63Icje5OKYjwJIPSmaoDLcH1Z/rrPbTl0Kn2RwoqDSMrkaB",
-	"V/Q+N5jqXVQyUgDeuqefWg3AtzOl2No2yyS+1x5v6sbJ7657T/fn8lk5/ydGxvb1MpECH3MF8doo9ooZ",
-	"1j+eM6k2SLVy8DeS5DstUqlGbTQZb3ZtNOQqaasd08M/d+kd9SW2b3Ut7StM0NxpbRUuUKGI8Cs5I+Wi",
-	"+O8tbFIbsXMqzfsFhVVhfx9wkXBhNUtGumlqhcznDrLsMX196UVQS6pBwhcYraMEAe0jVroxeJnIPKZX",
-	"4OlkCkNtVB6ZXGFslV4cTSC0o4TA9UxwOXHyHWPLI5NZPp0+j+ylT3/hMYQ6p7mEpP2RqsDjYwgNCiZq",
-	"vz7RM+F+s0q1QaG5FMCMUXyeGxwdQ6jyBEMYugEnC8YTjEfUgW2xf8yEa4S5khc4mYlBe39jz/7b5Gy5",
-	"ZnRWrKxlhnlJXjBwsQ91qU7SvGsTeIcddn7+9tXln46JfG01YSnsLqg1xJhw+sObrLQ3VoKXSkyekydk",
-	"YxzVab001uuosV5QXy4Y+jlOUq5TZqJVQDp47b+TyWR0DGyuLXdcrVA48lFd8gjBjWD1eW2kQuBE9QaV",
-	"WuYq6qCT5qknrrkyBg/qDDbq7jHD6BKVbp2Rp5Np53Z4juz3QgGPd1pvx6/dgo6nHVP8VCyZUUy4Q231",
-	"pZQbgzFwQ2adsZNnhs2tERclMroYNajZ4hSpBOxO/E3OqbY8qi9m4Fxufsd879UC+mmWC7F5UtwvnYKt",
-	"ecr694KZ9oqNx/TLm7OzD2PNFggKrUGCwtA5dBaxXUx5JVAdg7DnChhxJVsiXODaKkrkDrIT1Xbxo5i0",
-	"pKa0iFYYXeg87dxir+haQ3dXp1XQcAt2dlrYzrt3GWPGlLE3wEsZd/caNy+RbcxRv29KheIuukZmGWqf",
-	"eTgpeeuh47phrbeNxq3qh1R8yQVLCl1mUzTwP7C0MktSuDA/HQ423UbBwB7XXN+2pqfuqa36j0bVs5SX",
-	"DT/AHsZ9/VTTWvpBWutQn3XQ8ls3PQxuGs0taDJXnYG3Hvqz1j3aViToH4UstiN0Nsak48V9zVmulv2t",
-	"nj37mpl3+PWP3dveuG3729mciVgKjHu1tndc0+FpSqRSIy3/2MYQ535k21/FfpUFVDnIuwWwc4QXioh9",
-	"mjy1pQog3W2WMG3/xsngNoXdUd3FGW+kNkSm1deT5P1icPT7XpNrr1QUi3u2gi5w3e20qc/QPrQ5v899",
-	"3iVYUFxpJbWBOYsuUMRBdYERrWCvUGAihgSXLFqX91hlOUzqK3gfjFPuxrfPNG8FN5wZdOywm83XJLqj",
-	"B8iSXBOZlQRsbROkbA3RSkqNMMzyecIjEIixBpYk8uoD/eK6dN73ftWiSc5soFfs2YufjmYDWEjbF8Yw",
-	"XxM1Vif86RBO35yMn734qVjj0j/ZMFOnt6sft3j5v0ZxaF+1t1vQ2+/ebeGbe7ojW7diK4JbvyOLvevi",
-	"yYKbyityH8bs55H/0q190C26n535cXq/+S3+iJoCTe1LceEVjn10qB3NFKfn7db5GVNLND06u+vH+WA7",
-	"p1qFM+sxtZoiHpRadv03Uen+nTror0xdnGuMH9NDzVsO+a/wst7FDb2x/t1aRy0C1ZIK3v7e1Im0YfME",
-	"XRQJ7GOT+q5I5e0KIc14IXMRE+MXv/qIzrhkhc2mFA1rNChMpcFxzLUdOO5qW6CJVuPSUKna3Tjjykba",
-	"aKpifF2tl6j4wjtFu/p3ypKfTjeJW8bu6NCZgl0tUYJM5NmWWRo6e2O/kMUTLDerSV4P5tUbilWPEsZT",
-	"XTRZgaYESzpPE0U/7Tw7nYIURC09wRFLEoiYAJ1HEWLsgqZHYM0SuFqRU8wFXmeijLwW3ihd8+sGzkfL",
-	"IMYMRYwiWnsnbQBSUeNMhMWbIRDrgZDuSoI1Ghhqq+qaFaYE3xDlOMCWjIvR8UyQBKi8wd6l7J3B3s9G",
-	"ps4V09ZmyTXGEzgpjIGZKLmejJxIYWyFBEuKCKt2jvxNT0+3v/vTihlgogyESlUQU/d2B97yOn9LDuuV",
-	"vIJh4lyBXMxELCN9sDImm6Tx6AgYzWBMV47znus8WgHTLhhCB5e5yz4MZiK0wnWCaWbWYQAhedGNlGMC",
-	"s9hfCk+75kvBTK6Q3vqDZxMUkVpnxvbjIIf+0daoNVe95mJJr7fd9/WBWELOlPGV4sagCCdAwBbnGZ3L",
-	"3LjwiWU9VE/IdeqXq7H4tfu+9HxtauOGm1sEbzsSdf7xLQiWOtAAlqF1Wttb7UPvaXaj1txUJI67BLjH",
-	"tcTnLujYFOI+EtkVoXx9q1NT5EniTnnDh7Bn+PK0XNviirDHt5C2NdFbOMi8eOsSPA0NY2OyTs7qfdy0",
-	"NRxBt0bQu+21GaZoVjLeFgnevnL+ffd0RVNQm1DXwjZ0uc2QXK31jTGZ0xphPP6PjyD8CA986+GBBxRK",
-	"9xlh+LcFFs41W+KmfKMI4K1GmH33/aIZ0d3phbbpSqOVvfTS+X6xSem8YKumTKLVgxUmzYh0P8tRPz14",
-	"6zPvbQACTsNwegS5oL8xHu3YP+Fb+6Dce9BJ/WyhkzTGO9PZ2pi550FHfGORGpR079jjY92+ORRSE4tc",
-	"aiVkyNGdxy+Z6fIjWCGIUa64WZ/a0+OZnbCJ1V+/FPv5t09nBUSYxLZ7ruzVKuQO/sjFQm4yzqmRCgvI",
-	"KcYOjH0E1jqmIAoX8EFqs1R4+v/eBd7MkdZCSmTEEoi5vnAYyplgAk6fk6XLDLfGu1sNh22ZzMRMvCaU",
-	"DjGqkrlB7/4PT7zVSAbwEfzsgJgOGvW3T2cOGRVOwIM2A0hZYjka42BmrTSOhSUktR57UJRCh8Kg8AIw",
-	"oa/qJuPh9LBQmgPQEthMFMhpr7wYTBJtrTSyNbVMUQoETDQ+0W4OeM210RN4LeJxrlG5SemZGIYlBmds",
-	"nwxHvk+FJleirhXpTrXIEuPZ69jFUFzXMAwPCqt5YwimuoJjM8Eiwha7JqLTrpVdeho4bPRzZN8NQUcy",
-	"83umlFSaOi+BvGEfNDd0kThWuG9Ca1GEziBKeIRC05XjMe5WGiiOxl1edGMTw+qjgwO8ZlbVKzwHB8Xb",
-	"lbE0qEeJ7QVZ4JkGTyfTyZTUkwwFy/jgaPB8Mp08t+eOmRUdqIMVssSs/rB/e0XfyiGakpUxgze+vYWo",
-	"fzadtmDKBq/NQZYwfgucfRMknfBLnDRO/ODo98/BQOdpStoYyfVMyQi19hxshbFhS22liZvC4LPtoYct",
-	"atNrDa4h/OvrM2hxUdDBQVBjIG40sZC9U1rrJbV5x10QVNNKV2mMPXHp6pGDKufpJtjpYR9P3fFpSrvZ",
-	"8Vmf07Tj0z5/ba+n38Y7z7KmAu74Sl3h3O2NSoPclapaFuJ+r/h8yh1fquV07fhGmZlz8/nWc7sBRN05",
-	"raCBG+g42O8F+mzJm2Bw6Abu6q8ksEpUsM8/vf35RtYEvXS4xyA3dRFjJ+Gu/SIxDrlq4yg2ARQBMJeD",
-	"yAwwKEzQQjBJbbaKpYOIUiLGpW6cSd0lg6U2teQJn8uM2vws4/W9bedGesZNU9ezNuDNBjsddqT0Ukfx",
-	"d7HtHzFLWITAQGEkVex1Gg1DmcQgBWrweDGIc8XmyXq03wYnUmB9ZzcNlvOP74BroKhKkSp6evrxF3vj",
-	"GYwoj6sEirA4Vqg1aZ/JOnDIb6smxVxZJVMh6QlWyAQwl7mw2iwlRFr+tfw5KvzxK4wuvMJIqmk8Ewm/",
-	"sA+uGx7cDl60k7Ji75ycaA/CjFWOy05s+PTepVpfap9bK+KSx+Tw53sOcrjf80/37P/Zs72efzHd9/nn",
-	"dz3RZMpR+COjTAh7slNpvGNgSOEm/4s9nFajo2R2iiXud7idZNgut11G0QOdknq60l2ltevj+5DWjlYv",
-	"oedrX3OjvI1haE1cqUBIgfttJfewj35R/c7KRt5Ah3RaCWbFjIf3tYGARzMROjkeFib/JuQvhCGFaK+4",
-	"RorNbY9+h6MJWLHkTGpry1LExvL0ipH0N3ImLB1RwlEYR59GEesaiKhH0DfBMA/ExH1YzEeW+53An547",
-	"wEfVfJ6JcBk4Pkjs1v/H1fAoop4pq3Z73acAEHhPkjfXrZkegFefpILC5biPdEiZuhjn2qVm98v6Avn0",
-	"QAelCay6q7y3vXwn4t6S6oW9XXwr8RnEMmVceHX9KyS++98tVtcOgi/NE8MzpszBQqp0XOSJVlv6ADnY",
-	"bRTE307f/+bdzFRqwOB1dwpl4Qu7taxFMHA5A121Pch3S0h8l1ZQlCSSiuLb5IGOhb8bqwoo7TTM3UKr",
-	"ZntQtjfweS+hyR7o5DdrkNQyQHpyPX5cSQ97Jf3KBFtaUZUvFqi2XEn7yaoiSN3topfa/BWNi2Q/oL/P",
-	"DdDDhUTi5N9xSxBsjwCE2ke2SB9nkdF24QPn+SB3nguJBbCSSexwiNq9+q9cGqb33JOd/HZFFPiBdIJm",
-	"kPm/TycI7tcM/MLjm9vO2S8uzrZfYMfXr3wUf/y2olSPdUKtkJ7edY9PPOy3J5tx82rbe48PykTdbZv9",
-	"Sl4J++ZJldV7t10Pvmyv8tdfmnQDFfFle73He+rpbbxXXz1cvX3vHb7rO2DHAv2knTvRF5fwlR1J9iRr",
-	"MLJtm+zPlMTnpQWRMROtuhnzFM3r0h74KlF0txtpj+znu95IqL6XEBKR6jAsXFBx1LL+XyW49mcGj9zs",
-	"FU4ei+5CMN/eZVSHyvfcR+cf330n19H5x3f2gCtkcbm9Qen4I0zyunuHCWjfj6756JofDlxDA0xqRs29",
-	"IHbqeUFcQy7YJeMEFb4dx1NWKPJqeXmdO2BPH65nNzgPlRGop6KUoYKiKtSQagKRHfBEV8lHmUx4tJ6J",
-	"GCMeo67KjFnTLUy4NuEo8Og1LsaLhC9XJihjw1KBR6bPrNKp7aNVAVvIRYJaQ6ilMiFottZQ+vgn8IHZ",
-	"tnrNaaZnIoz8fwrjsV4QoaiVwF0cGFzCUgFcIGhfkZMT2DWwx97pTlIZGDKxNitriWKiqfbm4XQKYT0n",
-	"MBx1xQR+AJt+AJv+C4BN/1mgpuLCcvE+JxSoBolG3Apfct6NzzdBLSKaKYzsRhfaXrveuau9LkV5RxbV",
-	"2F/Ar/xnJ32Lsn+WBhQLqQh/k8grVA64P9qEVTpHvDe9780Zv7M7/Fv0CzfrC/wAq3wL7l+3JyX/AxfA",
-	"oGRKe5WnMCxSA1xxIEK0jzaPXTC4HlfnbayQaZdsqF0FzmbQc1ggE4JmHDoo865HTjXbG/fwd48n074K",
-	"f5Qwy1KCpRi4z52QXsH/wKAA72uP5K+C5DNhH3IYBQ3MLtDYp0U0w+ZwiqJmVNeADTPhkzVd6VMPc/Bp",
-	"m1bOeAD/pMzkDCklgdzCGlhyxdZ6JrSPGfswcFllnBUh4ua6ct3CdzzRMzFcbUAWRhM4gRTTeZFcQYcU",
-	"YokahDRgNUiXl+1Vr5kovnWCzfAdpyTtrjoNYZdK9igQjR/wjB/C8J7gGR36xaZUKoO+d8NlHddKRuvy",
-	"pDMSLE5cPDuElcytWKBDWOTGSzGB32S9dJtUVOzaakZUWWOOsOSXrjB+90Fsle964BPZWSzsx9F8IBfS",
-	"d4aEInd1E4Cx0/Frh5u7Movt3i3K3N2iuLq2Go9zjgAXUZLHGI9KTw8p99ohEC27rWE4df6jMkcXfpPO",
-	"M+FqizCxdp4S77Kx57E77+pHALy07drx7s1wd+Fy2wh79/NEERmtMM/N9XfQ3HuOjfbDlWHo0zGOQWHK",
-	"OOG4i2ldSXVh+UqhUZzq8vgqetHFUslcxKNH9DtP/3L787WP8HydHDiZS6fdejFbCALlPZWEhmdxrywI",
-	"ut3U33LUexcz+DuLfD/R/ttARRpxPf5ApQd2O68Hhe3XD1HxnFeZD9/nBldM/U2f7P0441E1iL+j4ot1",
-	"AJmSlBvj7nfBEsodu4MO7xmwZABfBGNz73wFBcUvKWrT8gec6Cq1Yb6Gys1hytS5mfDflBuGXr93tdOK",
-	"CmmjMtHf2uLuw1ZHlAJROBpmonAeeB9DCMOw/j21kLoI/zF+6csyjU+pWGsYwFyaVUHBqArBuLwKOIGS",
-	"Dqf3cA1XSoqlL9LmxqOmmYj5YoFKw0LJ1N3Tbl5SYOCiNM8LL0er/GB4DEzMhI9Bkf/p8Ol0Ap+4WZEe",
-	"1SCjKDth2EXDK/xEz0T961/0eTZkscsw8aUjIqYU9685n8UTDeHrM7YMCXts6Th9Dh/Oz8j70eWz+JB7",
-	"YLVf4q/B1TT5iWoa+bQvv3jeUTQ8F/waNEZSbPmopeefwS3AmVbxkHJpN8ft/e5k8c7gVlzNLsbjV37A",
-	"8DZb8XGFed1GDMhAdOgbX4Kw9U264uOIm/34ShhFuWTvb6z1sv3LiN+mu+c/4dKp0AFVRZ/fP98EX24a",
-	"aIFPihushKk7XS23d/3yoFD4aPfLKfbwvoaluz3AdUrfrypwiZS852t/FtU2LScFdFN0fI4ThNSCLxbu",
-	"OmECqo+wQa1o2QRO8yyTymj4yMTSXcZWcHnQFXihoDfN4AKy+BDq+o5wvmfTn/Z4+nmXkfebNJDKmC94",
-	"iQH79iGC9W++3leQJ1dJIb4ahsHEyc6+k2SPEarLYturkkJHBwdPn/1pMp1MJ0+P/jz985Q22xO1cZk2",
-	"6zlNqtvLUb95E76pJ8IWpZqohlJneaVRrUvCTG32+KGs+hPXQUcOGlR/3WGFbmhFr3C+kvKiDPGW3zHs",
-	"9iDXT2qzplOUyDx2n5dzdZ0m8MbdPBD6QcY8DmdiWH5vD3g8CqpWw1PUhqVZ2NRA3K5ybSUAppkZuQhZ",
-	"+V6lvcIwvHwauCJg/jsAb349eTk+fXPivgUwE7OBa+axKxHmv6ZYjt34dS7jtfvBv4Yh5CIu4lZcXDzR",
-	"lkqFZjSBV8U3BYnUmUjQfX0lsjezAKnsi8W3nI/JvVB+hnDFdFVojFOliZmww0/gxOmSz66vSZp6B40l",
-	"WObmGDbwSd6T06VMKoyQX2L1vcpddab25u6HD3Fj3RXeehJFmLWy7tvAPap3fexjoAlb+0XQvn5HxtSF",
-	"rn/ncRvwrvQrtL/cObwiZyx4vqP9B7+kekSa0P8EAAD//w==",
+	"7H1tc9s4kvBf6dLzVEW6o2QlcWZ37U+eJLPJVmaSi+3N1o1SRYhsSViTAAcA7Sgp//crNMBXkbLk2N5k",
+	"N19SjgACzUaj37v5ZRDJNJMChdGDoy+DjCmWokFF//uFJ/j6hf0rRh0pnhkuxeBocLZCWPAEH2k4P3/9",
+	"YjIIBtz+njGzGgQDwVIcHA14PAgGCv/IucJ4cGRUjsFARytMmV0yZZ/eoFia1eDop8NgYNaZfUgbxcVy",
+	"cH0dDN5wbZ5LYVCYMxpsg3EiAD+xyIB9FoYhT9kSDzKxDEcgFTBYsJQn63Lkv8JRCeofOap1BWtU26cH",
+	"yCfPnvVCqZAZjH/GhVQdcPphmNM4mBXXYHiKvcA0lquDs5AqZWZwNIiZwbFdY3ADTL8omfZDxAwhamFQ",
+	"7QwWrXhboHKlpeomqFDgJz8hBLkAs0LIFF5ymWvI2LIfLrdoz7E9nj7ppa6XwnCz7iAsY1i0whiMdGhB",
+	"mghDIrdeInKzbkE/Do7X8e6Q8Hg3YF7HtwDnDU+52YTFcgMNGSo6DRjGuGB5YuDZNLCElEpt4Ml02gtR",
+	"QsvWwfErDI6eTQMLG0/zdHD0ZGr/x4X73+MSSi4MLlGVYP4q4zzBLTi74mblsJbS1JtQ5mbdAmG/sRTf",
+	"KVzwT5vQ2DEN2jBluFhWMAXAl0LaZSBiGmEoJFzxJI6YinUviKLaaX8wT6XqOFZ/rU8MDAVeoTaw4Eqb",
+	"gC6gP6FRAHZnGJ5YQvzfFuzEbTX/jDBMmFqWS/S+hbaA1OH//woXg6PB/zuopNGBG9UHFvK3Kq4d/Bmm",
+	"mVRMddzctyJZgynGYWiFDoEn7UCGKmV2dRguWGIBt1JM94FZrtOA1eN2LmWCTJRA/Z1rPueJ5yddy11W",
+	"M3Z999qixT4fuFmdq0Rvvvt71DK5REAWrUrx/P4NDDOFmi8FxnR57QhIAadPe8/nqtij87IS6oJNPFxb",
+	"aa8zKTQSdD+vjfvDC1f7J8uyhEfMQnwgI4NmrI1CRiKqQ6LMuXDobxP0ddCvksztvvbVVshir8l4PWL8",
+	"gutMau4e+rJ5qrUb8/KMLW+a849xsbDVHMZvCRq9/Sn73HOZZglahrAFP5mS8wTT//6nbgO7jWTeuae6",
+	"cHQipFmhAi60YSJC4BqiEhLHKfMskSw+BoVGrSFhBlULle/tyPjE6gydL1qxaQtBAc6DviagUlIFwDS8",
+	"/+U5/OXw2Z/AbwMxGsYTPRlcB4NzwXKzkop/xvghIfyVa20xLu1ZXLKEW92QKauEyQsULYR/+PBhfJKb",
+	"lZXoETN4E3ldF7fWUf6KiSWS7H4tsty9XBzTFWDJOyUzVIbbi+rvdVb76Uuh02xuFFQaRtegwCt6nhtM",
+	"9S4qGSkAr93sx1YD8ONMKba2wzKJ73TF67px8rtb3sP9sZwr5//EyNi1nidS4ENiED8ZxV4ww/r3cybV",
+	"BqiWD/5GnHwnJJVq1MaQ8WbXxkCukrbaMT38c5feUUexfaoLtS8wQXMr3CpcoEIR4VdSRspF8d8byKS2",
+	"Y+erNOULCqvC/j7gIuHCapaMdNPUMpmPHWDZa/ry0rOgFleDhC8wWkcJAtoplrsxeJ7IPKZH4PFkCkNt",
+	"VB6ZXGFslV4cTSC0u4TA9UxwOXH8HWNLI5NZPp0+jazQp7/wGEKd07uEpP2RqsDjYwgNCiZqvz7SM+F+",
+	"s0q1QaG5FMCMUXyeGxwdQ6jyBEMYug0nC8YTjEe0gB2xf8yEG4S5khc4mYlB+3xjT/7b+GyJM7orltcy",
+	"wzwnLwi4OIc6Vydu3nUIvMMOOz9//eLyT8cEvraasBT2FNQaYkw4/eFNVjoby8FLJSbPyROysY/qtF4a",
+	"+Dpq4Avq6IKhf8dJynXKTLQKSAev/XcymYyOgc21pY6rFQoHPqpLHiG4Haw+r41UCJyg3oBSy1xFHXDS",
+	"e+qJG66MwYM6gY26V8wwukSlW3fk8WTaeRyeIvu9UMDjnfDt6LWb0fG04xU/FCgzigl3qa2+lHJjMAZu",
+	"yKwz9uWZYXNrxEWJjC5GDWi2OEUqBrsTfZNzqs2P6sgMnMvNn5hfvUKgf80SEZs3xf3Sydiat6z/LJhp",
+	"Y2w8pl9enZ29G2u2QFBoDRIUhu6hs4gtMuWVQHUMwt4rYESVbIlwgWurKJE7yL6otsiPYtKSmtwiWmF0",
+	"ofO084i9omsN3V2dVkHDLdi5aGE7775kjBlTxkqA5zLuXjVuCpFtxFGXN6VCcRtdI7MEtc97OC5546Xj",
+	"umGtt43GreqHVHzJBUsKXWaTNfDPWFqZJShcmJ8OB5tuo2Bgr2uub8LpqZu1Vf/RqHpQednwA+xh3Ndv",
+	"NeHSb9LCQ/2tg5bfuulhcK/RPIImcdUJeOulP2vJ0bYiQf8oZLHdoXMwJh0v7hvOcrXsH/Xk2TfMvMOv",
+	"f+/e8Ya07R9ncyZiKfq3+CNnignDt0zJRX1Sn/b3hmu6hE3OVmq25R/bCOvc723Xq8i4sqQqR3s3I3cO",
+	"9UKhsbPJ41uqEtJJxYRp+zdOBjcp/g7qLgp7JbUhMK3enyRvF4Oj3/d6uTamoljcsTV1getu50/9De2k",
+	"zff72OelggXFp1ZSG5iz6AJFHFSCkGAFK4qBiRgSXLJoXcrDygKZ1DF4F4RTnsa3TzSvBTecGXTksJvt",
+	"2AS6YwXIklwTmBUnbR0TpGwN0UpKjTDM8nnCIxCIsQaWJPLqHf3ilnRe/H4VpQnObKBX7Mmzn45mA1hI",
+	"uxbGMF8TNFa3/OkQTl+djJ88+6nAcennbJi705vVmBuiBV+jgLRF9s2W+HYZvi0MdEeytiVdW5Hguqwt",
+	"zq6LJgtqKkXtPoTZTyP/oUd7r0d0Nyfz4/Z+80f8HjUFrNpCceEVjn10qB3NHaf27bb4GVNLND26v1vH",
+	"+XI7X7UKi9ZjczWFPii19fpvorIhOnXQX5m6ONcYP6Snm7cc+1/hrb2NO3sD/91aRy2S1eIK3o7f1Im0",
+	"YfMEXTQK7LRJ/VSk8paBkGa8kLmIifCLX31kaFySwuZQioY1BhSm0uA45tpuHHeNLdBEq3Fp8FTjbp9x",
+	"ZWttDFWxwq7RS1R84Z2rXes7Zcm/TjeIW/buWNCZlF0jUYJM5NmWtzR098YekcUMlpvVJK8HBesDBdaj",
+	"hPFUF0OWoSnBks7bRFFU+56dzkUKxpYe5YglCURMgM6jCDF2wdcjsGYJXK3IueYCuDNRRnALr5au+YcD",
+	"5+tlEGOGIkYRrb2zNwCpaHAmwuLJEIj0QEgnkmCNBobaqrpmhSmlgYhyH2BLxsXoeCaIA1ReZe+a9k5l",
+	"768jU+eKaWuz5BrjCZwUxsBMlFRPRk6kMLZMgiVFpFa7gMCmx6jbb/5hxQwwUQZUpSqAqXvNA295nb8m",
+	"x/dKXsEwcS5FLmYilpE+WBmTTdJ4dASM3mBMIsd54XUerYBpF1Shi8ucsA+DmQgtc51gmpl1GEBI3ngj",
+	"5ZiSYuwvhcde86VgJldIT33m2QRFpNaZseu41EU/tbVrzeWvuVjS4+0wQH0jlpBTZnyluDEowglQgozz",
+	"sM5lblwYxpIeqkfkgvXoaiC/Ju9LD9qmNm64uYHxtiNa5+9fg2CpSz7AMkRPuL3RPvQea7drzd1F7LiL",
+	"gfv8mPjcBS+bTNxHNLsinS9vdI6KPEncLW/4EPYMg56WuG3iqeY2ApZlyJR26UxctGOCGoYM6vNdfER7",
+	"p7pCkyvhNFMGljRGdYlkuUXB3GucvvDrldz0Jj9WQ73ZwLRj8nofX3MtGaJbHemluRp6UzQrGW8LZ28/",
+	"Nv+8m13BFNReqOtUG4rkZlyxNvrKmMyprDAe/9uHQX7EOL71GMc9csS7DJP8y6Ij55otcZO/URjzRgvQ",
+	"Pvt20QxL7/RA226m3cpVeuF8u9iEdF6QVZMnEfZghUkzrN5PcrROT9L4mXd1AGV/w3B6BLmgvzEe7bg+",
+	"Jen25aPvASetswVOEpa3hrN1MHNPgw74BpIakHSf2MMn7H1zqVTNhOpSRyErkmQev2Smy4lhmSBGueJm",
+	"fWpvjyd2SrCs/vqlOM+/fTgr8pyJbbt55arWGnA5nFws5CbhnBqpsMib9RqXPgJrmlMEhwt4J7VZKjz9",
+	"nzeBt7GkNc8SGbEEYq4vXCLoTDABp0/JzGaGzxMEhw2XoDOZiZl4SalGRKhK5gZ97CE88SYrWd9H8LPL",
+	"JnX5XX/7cObSu8IJ+MzTAFKWWIrGOJhZE5FjYYZJrcc+s0uhSyWh2AYwoa/q9urh9LDQ2APQEthMFOnf",
+	"XnkxmCTamohk6GqZohQImGh8pN074CeujZ7ASxGPc201VPtSeiaGYZlINLYzw1FDha1rRbpTLbLAePI6",
+	"dgEctzQMw4PCZN/YgqmuyNxMsIgSpN0QwWlxZVFPG4eNdY7ssyHoSGb+zJSSStPiZTZy2JdfHLowICt8",
+	"R6E1Z0JnjSU8QqFJ5PhEfcsNFEfjhBdJbCJYfXRwgJ+YVfUKt8VB8XRlqQ3qQWorIIukrMHjyXQyJfUk",
+	"Q8EyPjgaPJ1MJ0/tvWNmRRfqYIUsMavP9m+v6Fs+RK9keczglR9vlQU8mU5budYGP5mDLGH8hpz8zUzv",
+	"hF/ipHHjB0e/fwwGOk9T0saIr2dKRqi1p2DLjA1bastN3CsMPtoVesii9nqtzTWEf315Bi0qCjooCGoE",
+	"xI0mErIypYUvqc0b7iKwmjBd1WL2BMWrKQdV4dZ1sNNkH8zdcTbVDu041xdm7TjbF+HtNft1vPNb1lTA",
+	"HR+pK5y7PVFpkLtCVSul3O8RXxS640O1wrQdnyjLi64/3nhvN7Jpd66NaCQtdFzstwJ9yed1MDh0G3et",
+	"VwJYVVvY+Y9vnt8o/aCHDvfY5LrOYuxLOLFfVPchV+0kjs3sjQCYK6RkBhgUJmjBmKQ2W9nSQUR1HeNS",
+	"N86k7uLBUptaBYgvyEZtfpbx+s6Oc6PG5Lqp61kb8HqDnA476pJpofi7OPb3mCUsQnKkRVLFXqfRMJRJ",
+	"DFKgBp/0BnGu2DxZj/Y74EQKrJ/spsFy/v4NcA0U0inqXU9P3/9iJZ7BiIrRyiwVFscKtUbnPAxc+rpV",
+	"k2KurJKpkPQEy2QCmMtcWG2Wqjot/Vr6HBXBgBVGF15hJNU0nomEX9iJ64b7uIMW7UtZtndOTrR7Icaq",
+	"UGcnMnx851ytrz7R4Yqo5CEp/OmemxzuN//xnus/ebLX/GfTfec/ve2NJlOOYi8ZlXPYm51K4x0DQ4p1",
+	"+V/s5bQaHVXkUyBzv8vtOMN2vu3Kou7pltRrrm7Lrd0a3we3drB6Dj1f+8YhpTSGoTVxpQIhBe53lNzn",
+	"nPSz6jeWN/JGakqnlWBWzPjcwnYW4tFMhI6Ph4XJv5lvGMKQ4sNXXCMFBreH3sPRBCxbKqNCLihuaXrF",
+	"iPsbORMWjijhKIyDT6OIdS2DqYfRNzNx7omI+xJBH5jvd2Yd9cgAH2PzxTLClRH5CLXD/w/R8CCsnimr",
+	"dnvdp8he8J4kb65bMz0Arz5JBYXLcR/ukDJ1Mc61qy/v5/VF2tU9XZRmVtdt+b1d5Tth9xZUz+wt8l3A",
+	"O5Yp48Kr61/B8d3/brC6dmB8aZ4YnjFlDhZSpeOi2LU60nsoJG+nYPzt9O1v3s1M/RIMfuquAy18YTf2",
+	"5ggGrmChq0EJ+W6pDMDVNBR9laSi+DZ5oGPhZWPVxqVdS7pbaNVsD8r2Bj7vJDTZk7f5zRoktfKTnkKT",
+	"HyLpfkXSr0ywpWVV+WKBaotI2o9XFUHqbhe91OavaFwk+x79fW6DHiokECf/CilBOYOUvah9ZIv0cRYZ",
+	"bREfOM8HufNcSCyAlUxilwSp3aN/5NIwveeZ7OS3K6LA96QTNIPM/3k6QXC3ZuAXHl/fdM9+cXG2/QI7",
+	"vgnng/jjt3XWeqgbapn09LZnfOJzjntKKTdF295nfFBWG2877BfyStgnT6rS5NudevBle6vC/v6qG1kR",
+	"X7Y3rbyjlV7He63VQ9Xbz97ld30H5FhkP2nnTvQdMnx7SuI9yRqMbNsm+xMl0XlpQWTMRKtuwjxF87K0",
+	"B76KFd1OIu1Ren1biYTqewkhEaguh4UL6vBaNjGsGNf+xOAzN3uZk0+EdyGYb08Y1fP0e+TR+fs334k4",
+	"On//xl5whSwujzcoHX+Uk7zuPmFKu+/Prnnvhu8vuYY2mNSMmjvJ2KkXJXENuWCXjFOq8M15PGWbJa+W",
+	"l+LcJfb05fXsls5DPQzqdTBlqKBobTWkxkZkBzzSVeVTJhMerWcixojHqKteadZ0CxOuTTgKfPYaF+NF",
+	"wpcrE5SxYanAZ6bPrNKp7dSqCy/kIkGtIdRSmRA0W2soffwTeMfsWL1xNtMzEUb+P4XxWO/GUDRq4L6I",
+	"xFVLFYkLlNpXFAQFFgf22jvdSSoDQybWZmUtUUw0VZYcTqcQ1gsSw1FXTOBHYtOPxKb/gMSmf6+kpkJg",
+	"uXifYwrUAEUjbk1fct6Nj9dBLSKaKYzsQRfaXrtpu2sgL0UpI4uW8s/gV/6z475F70ILA4qFVJR/k8gr",
+	"VC5xf7SZVukc8d70vjNn/M7u8G/RL9xsbvAjWeVbcP+6MynpH7gABiVRWlGewrAoDXCdiSijfbR57YLB",
+	"p3F138YKmXbFhtq1EW0GPYdFZkLQjEMHZdH3yKlme+c9/N3nk2n/KYEoYZakBEsxcN9sIb2Cf8agSN7X",
+	"PpO/CpLPhJ3kchQ0MIugsS+LaIbN4RRFzaiuJTbMhC/WdP1bfZqDL9u0fMYn8E/KSs6QShLILayBJVds",
+	"rWdC+5ixDwOXrdJZESJu4pXrVn7HIz0Tw9VGysJoAieQYjoviivokkIsUYOQBqwG6YrCveo1E8UHW7AZ",
+	"vuNUId7VJCLsUskeJEXjR3rGD2Z4R+kZHfrFJlcqg763y8s6rvW91uVNZ8RYHLt4cggrmVu2QJewqJSX",
+	"YgK/yXrfOKmoOt9qRtTWY46w5Jeuu3/3RWz1DrvnG9nZqezH1bwnF9J3lglF7upmAsZO168dbu6qLLZn",
+	"tyhrd4sO8dpqPM45AlxESR5jPCo9PaTca5eBaMltDcOp8x+VNbrwm3SeCdfYhIm185R4l429j911Vz8C",
+	"4KVt1453b4a7C5fbRti7nyaKyGiV89zEv0vNvePYaH+6Mgx9OcYxKEwZpzzu4rWupLqwdKXQKE5NgXwL",
+	"v+hiqWQu4tED+p2nf7l5fu1LQl/HB07m0mm3ns0WjEB5T6VvGNPLC4JuN/W3HPXexQz+ziLfj7T/wFFR",
+	"RlyPP1Drgd3u60Fh+/WnqHjKq8yH7/OAK6L+pm/2fpTxoBrE31HxxTqATEmqjXHyXbCEasduocN7AiwJ",
+	"wDfB2Dw730FB8UuK2rT8ASe60fCqcnOYsnRuJvyH8Yah1+9d47aiPduoLPS3trj7OtcRlUAUjoaZKJwH",
+	"3scQwjCsfxQupCXCf4yf+7ZM41PqFBsGMJdmVUAwqkIwrq4CTqCEw+k9XMOVkmLpO8S5/WhoJmK+WKDS",
+	"sFAydXLavZcUGLgozdPCy9HqfRgeAxMz4WNQ5H86fDydwAduVqRHNcAo2k4YdtHwCj/SM1H/hBl9Yw5Z",
+	"7CpMfOuIiCnF/WPOZ/FIQ/jyjC1Dyj22cJw+hXfnZ+T96PJZvMt9YrVH8dfk1TTpiXoa+bIvjzzvKBqe",
+	"C/4JNEZSbPkyp6efwQ2JM63mISVqN/ft/Xhm8czgxryaXYzHr/wK40224sMy87qNGJCB6LJvfP/D1of1",
+	"ii88bq7jO2EUvZq9v7G2yvbPO36b7p5/B6FTZQdUHX1+/3gdfLluZAt8UNxgxUzd7Wq5vevCg0Lho92F",
+	"U+zT+xqW7vYA1yl9hKvIS6TiPd94tGj1aSkpIEnR8U1REFILvlg4ccIEVF+Sg1rTsgmc5lkmldHwnoml",
+	"E8aWcfmkK/BMQW+awUXK4n2o6zum8z2Z/rTH7KddRt5v0kAqY77gZQ7Yt58iWP9w7V0FeXKVFOyrYRhM",
+	"HO/su0n2GqG6LI69ail0dHDw+MmfJtPJdPL46M/TP0/psD1QG8K02c9pUkkvB/2mJHxVL4QtWjVRD6XO",
+	"9kqj2pKUM7W54ruy609cTzpyqUH1x12u0DVh9ArnKykvyhBv+THGbg9y/aY2ezpFicxj15PV9XWawCsn",
+	"eSD0m4x5HM7EsPxoIPB4FFSjhqeoDUuzsKmBuFPl2nIATDMzchGy8rlKe4VhePk4cE3A/EcIXv168nx8",
+	"+urEfYhgJmYDN8xj1yLMfxKy3Lvx61zGa/eDfwxDyEVcxK24uHikLZQKzWgCL4oPIxKoM5Gg+/RLZCWz",
+	"AKnsg8UHqY/JvVB+S3HFdNVojFOniZmw20/gxOmSTz59Im7qHTQWYJmbY9jIT/KenC5lUmGE/BKrj27u",
+	"qjO1D3e//BC3123TW0+iCLNW1X07cY+abR/7GGjC1h4J2vfvyJi60PWPVW5LvCv9Cu3Pjw6vyBkLnu7o",
+	"/MGjVI9IE/q/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

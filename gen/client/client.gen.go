@@ -68,14 +68,16 @@ func (e FileEventSpecversion) Valid() bool {
 
 // Defines values for FileEventType.
 const (
-	IoUploadedfileFileAttached    FileEventType = "io.uploadedfile.file.attached"
-	IoUploadedfileFileDeleted     FileEventType = "io.uploadedfile.file.deleted"
-	IoUploadedfileFileDetached    FileEventType = "io.uploadedfile.file.detached"
-	IoUploadedfileFileExpired     FileEventType = "io.uploadedfile.file.expired"
-	IoUploadedfileFilePurged      FileEventType = "io.uploadedfile.file.purged"
-	IoUploadedfileFileReady       FileEventType = "io.uploadedfile.file.ready"
-	IoUploadedfileUploadAbandoned FileEventType = "io.uploadedfile.upload.abandoned"
-	IoUploadedfileUploadFailed    FileEventType = "io.uploadedfile.upload.failed"
+	IoUploadedfileFileAttached      FileEventType = "io.uploadedfile.file.attached"
+	IoUploadedfileFileDeleted       FileEventType = "io.uploadedfile.file.deleted"
+	IoUploadedfileFileDetached      FileEventType = "io.uploadedfile.file.detached"
+	IoUploadedfileFileExpired       FileEventType = "io.uploadedfile.file.expired"
+	IoUploadedfileFilePurged        FileEventType = "io.uploadedfile.file.purged"
+	IoUploadedfileFileQuarantined   FileEventType = "io.uploadedfile.file.quarantined"
+	IoUploadedfileFileReady         FileEventType = "io.uploadedfile.file.ready"
+	IoUploadedfileFileUnquarantined FileEventType = "io.uploadedfile.file.unquarantined"
+	IoUploadedfileUploadAbandoned   FileEventType = "io.uploadedfile.upload.abandoned"
+	IoUploadedfileUploadFailed      FileEventType = "io.uploadedfile.upload.failed"
 )
 
 // Valid indicates whether the value is a known member of the FileEventType enum.
@@ -91,7 +93,11 @@ func (e FileEventType) Valid() bool {
 		return true
 	case IoUploadedfileFilePurged:
 		return true
+	case IoUploadedfileFileQuarantined:
+		return true
 	case IoUploadedfileFileReady:
+		return true
+	case IoUploadedfileFileUnquarantined:
 		return true
 	case IoUploadedfileUploadAbandoned:
 		return true
@@ -188,10 +194,11 @@ func (e ProblemCode) Valid() bool {
 
 // Defines values for Status.
 const (
-	StatusCompleting Status = "completing"
-	StatusFailed     Status = "failed"
-	StatusPending    Status = "pending"
-	StatusReady      Status = "ready"
+	StatusCompleting  Status = "completing"
+	StatusFailed      Status = "failed"
+	StatusPending     Status = "pending"
+	StatusQuarantined Status = "quarantined"
+	StatusReady       Status = "ready"
 )
 
 // Valid indicates whether the value is a known member of the Status enum.
@@ -202,6 +209,8 @@ func (e Status) Valid() bool {
 	case StatusFailed:
 		return true
 	case StatusPending:
+		return true
+	case StatusQuarantined:
 		return true
 	case StatusReady:
 		return true
@@ -305,10 +314,12 @@ type FileEventData struct {
 	Module         *string            `json:"module,omitempty"`
 	OriginalName   string             `json:"originalName"`
 	SizeBytes      int64              `json:"sizeBytes"`
-	Status         Status             `json:"status"`
-	Type           *string            `json:"type,omitempty"`
-	UserId         string             `json:"userId"`
-	Visibility     Visibility         `json:"visibility"`
+
+	// Status quarantined appears only in lifecycle events (a quarantined file is never returned by a read).
+	Status     Status     `json:"status"`
+	Type       *string    `json:"type,omitempty"`
+	UserId     string     `json:"userId"`
+	Visibility Visibility `json:"visibility"`
 }
 
 // FileEventType defines model for FileEventType.
@@ -340,11 +351,13 @@ type HostFile struct {
 	Module       *string                 `json:"module,omitempty"`
 	OriginalName string                  `json:"originalName"`
 	SizeBytes    int64                   `json:"sizeBytes"`
-	Status       Status                  `json:"status"`
-	Type         *string                 `json:"type,omitempty"`
-	Url          *string                 `json:"url,omitempty"`
-	UrlExpiredAt *time.Time              `json:"urlExpiredAt,omitempty"`
-	Visibility   Visibility              `json:"visibility"`
+
+	// Status quarantined appears only in lifecycle events (a quarantined file is never returned by a read).
+	Status       Status     `json:"status"`
+	Type         *string    `json:"type,omitempty"`
+	Url          *string    `json:"url,omitempty"`
+	UrlExpiredAt *time.Time `json:"urlExpiredAt,omitempty"`
+	Visibility   Visibility `json:"visibility"`
 }
 
 // HostFileList defines model for HostFileList.
@@ -440,7 +453,7 @@ type ResolvedUrl struct {
 	UrlExpiredAt *time.Time `json:"urlExpiredAt,omitempty"`
 }
 
-// Status defines model for Status.
+// Status quarantined appears only in lifecycle events (a quarantined file is never returned by a read).
 type Status string
 
 // UploadTarget defines model for UploadTarget.
@@ -466,11 +479,13 @@ type UploadedFile struct {
 	Module       *string            `json:"module,omitempty"`
 	OriginalName string             `json:"originalName"`
 	SizeBytes    int64              `json:"sizeBytes"`
-	Status       Status             `json:"status"`
-	Type         *string            `json:"type,omitempty"`
-	Url          *string            `json:"url,omitempty"`
-	UrlExpiredAt *time.Time         `json:"urlExpiredAt,omitempty"`
-	Visibility   Visibility         `json:"visibility"`
+
+	// Status quarantined appears only in lifecycle events (a quarantined file is never returned by a read).
+	Status       Status     `json:"status"`
+	Type         *string    `json:"type,omitempty"`
+	Url          *string    `json:"url,omitempty"`
+	UrlExpiredAt *time.Time `json:"urlExpiredAt,omitempty"`
+	Visibility   Visibility `json:"visibility"`
 }
 
 // Usage defines model for Usage.

@@ -19,6 +19,7 @@ import (
 var Types = []string{
 	"file.ready", "file.deleted", "file.purged", "file.expired",
 	"file.attached", "file.detached", "upload.failed", "upload.abandoned",
+	"file.quarantined", "file.unquarantined",
 }
 
 // TypePrefix prefixes an event name to make its CloudEvents type.

@@ -530,7 +530,7 @@ export interface components {
             data: components["schemas"]["FileEventData"];
         };
         /** @enum {string} */
-        FileEventType: "io.uploadedfile.file.ready" | "io.uploadedfile.file.deleted" | "io.uploadedfile.file.purged" | "io.uploadedfile.file.expired" | "io.uploadedfile.file.attached" | "io.uploadedfile.file.detached" | "io.uploadedfile.upload.failed" | "io.uploadedfile.upload.abandoned";
+        FileEventType: "io.uploadedfile.file.ready" | "io.uploadedfile.file.deleted" | "io.uploadedfile.file.purged" | "io.uploadedfile.file.expired" | "io.uploadedfile.file.attached" | "io.uploadedfile.file.detached" | "io.uploadedfile.upload.failed" | "io.uploadedfile.upload.abandoned" | "io.uploadedfile.file.quarantined" | "io.uploadedfile.file.unquarantined";
         /** @description The file at the transition -- the HTTP-safe representation with its owner; never a storage key or the persisted cdn. */
         FileEventData: {
             /** Format: uuid */
@@ -587,8 +587,11 @@ export interface components {
         };
         /** @enum {string} */
         Visibility: "public" | "private";
-        /** @enum {string} */
-        Status: "pending" | "completing" | "ready" | "failed";
+        /**
+         * @description quarantined appears only in lifecycle events (a quarantined file is never returned by a read).
+         * @enum {string}
+         */
+        Status: "pending" | "completing" | "ready" | "failed" | "quarantined";
         /** @enum {string} */
         Disposition: "inline" | "attachment";
         InitiateUploadInput: {

@@ -1,0 +1,63 @@
+-- Rescans and quarantine (cross-tenant, trusted maintenance only).
+--
+--   FileRescanBatch   ready files, in id order, for a rescan
+--   FileQuarantine    ready       -> quarantined (hidden from every read)
+--   FileUnquarantine  quarantined -> ready
+--
+-- Every read of a file requires status = 'ready', so a quarantined file
+-- answers as a missing one does, everywhere. Each transition writes its
+-- lifecycle event in the same statement.
+
+-- name: FileRescanBatch :many
+-- The next @max ready, visible files after @after_id in id order, created
+-- at or after @since (NULL: any time), of @tenant (NULL: every tenant).
+SELECT *
+FROM uploaded_file
+WHERE id > @after_id::uuid
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+    AND (sqlc.narg('since')::timestamptz IS NULL OR created_at >= sqlc.narg('since')::timestamptz)
+    AND (sqlc.narg('tenant')::text IS NULL OR tenant_code = sqlc.narg('tenant')::text)
+ORDER BY id
+LIMIT @max::integer;
+
+-- name: FileQuarantine :one
+-- ready -> quarantined, after a rescan found malware in it. Writes
+-- file.quarantined. Zero rows: not a ready file any more (deleted meanwhile).
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        status = 'quarantined',
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    WHERE uploaded_file.id = @id
+        AND uploaded_file.status = 'ready'
+        AND uploaded_file.upload_pending_at IS NULL
+        AND uploaded_file.deletion_pending_at IS NULL
+        AND uploaded_file.deleted_at IS NULL
+    RETURNING *
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'file.quarantined', changed.tenant_code, changed.id, changed.updated_at, 'content.infected', uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+)
+SELECT * FROM changed;
+
+-- name: FileUnquarantine :one
+-- quarantined -> ready, by an operator (a false positive). Writes
+-- file.unquarantined. Zero rows: not quarantined.
+WITH changed AS (
+    UPDATE uploaded_file
+    SET
+        status = 'ready',
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    WHERE uploaded_file.id = @id
+        AND uploaded_file.status = 'quarantined'
+    RETURNING *
+), event AS (
+    INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
+    SELECT 'file.unquarantined', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
+    FROM changed
+)
+SELECT * FROM changed;

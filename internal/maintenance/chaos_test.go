@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/google/uuid"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"net/http"
@@ -31,6 +32,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/internal/clamd"
+	"github.com/uploadedfile/uploadedfile/internal/clamd/clamdtest"
 	"github.com/uploadedfile/uploadedfile/internal/maintenance"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 	"github.com/uploadedfile/uploadedfile/internal/storage/local"
@@ -111,7 +114,20 @@ func chaosWorker() int {
 	rnd := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	start, _ := time.Parse(time.RFC3339Nano, os.Getenv("UF_START"))
 	real0, _ := time.Parse(time.RFC3339Nano, os.Getenv("UF_REAL0"))
-	svc, err := service.New(ctx, chaosConfig(), pool, service.WithStore(store), service.WithClock(virtualClock(start, real0)), service.WithLogger(quiet))
+	cfg := chaosConfig()
+	opts := []service.Option{service.WithStore(store), service.WithClock(virtualClock(start, real0)), service.WithLogger(quiet)}
+	if addr := os.Getenv("UF_CLAMD"); addr != "" {
+		client, err := clamd.New(addr, 5*time.Second)
+		if err != nil {
+			return 2
+		}
+		cfg.ScanMode = service.ScanGate
+		opts = append(opts, service.WithScanner(func(ctx context.Context, r io.Reader) (bool, string, error) {
+			v, err := client.Scan(ctx, r)
+			return v.Infected, v.Signature, err
+		}))
+	}
+	svc, err := service.New(ctx, cfg, pool, opts...)
 	if err != nil {
 		return 2
 	}
@@ -125,6 +141,9 @@ func chaosWorker() int {
 		}
 		uctx := service.WithRequestContext(ctx, service.RequestContext{Tenant: fmt.Sprintf("t%d", rnd.IntN(3)), UserID: "u"})
 		body := []byte(fmt.Sprintf("row,%d\n%s\n", rnd.Int(), strings.Repeat("x", rnd.IntN(4000))))
+		if rnd.IntN(5) == 0 {
+			body = append(body, clamdtest.EICAR+"\n"...) // infected: must never become visible
+		}
 		switch rnd.IntN(7) {
 		case 0, 1:
 			if r, err := svc.Upload(uctx, bytes.NewReader(body), "data.csv", nil); err == nil {
@@ -289,12 +308,16 @@ func runChaos(t *testing.T, driver string) {
 	repairer := newService(clock)
 	repairs := 0
 
+	// The workers upload through the scan gate, on the real clamd; a fifth
+	// of their uploads carry the EICAR string.
+	scanner := clamdtest.Start(t, 30)
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	spawn := func() *exec.Cmd {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), "UF_CHAOS_CHILD=1", "UF_DB="+e.url, "UF_SEED="+strconv.FormatUint(rnd.Uint64(), 10),
 			"UF_START="+start.Format(time.RFC3339Nano), "UF_REAL0="+real0.Format(time.RFC3339Nano))
 		cmd.Env = append(cmd.Env, c.env...)
+		cmd.Env = append(cmd.Env, "UF_CLAMD="+scanner.Addr)
 		require.NoError(t, cmd.Start())
 		return cmd
 	}
@@ -431,7 +454,10 @@ func onlyTombstones(t *testing.T, pool *pgxpool.Pool) bool {
 	return n == 0
 }
 
-type chaosCounts struct{ rows, ready, deleted, tombstones, other, objects, final, staging int }
+type chaosCounts struct {
+	rows, ready, deleted, tombstones, other, objects, final, staging int
+	scannedClean                                                     int
+}
 
 // checkChaosInvariants: no visible row without its object, whose bytes match
 // its checksum (a final key written once, with the declared bytes); no
@@ -462,6 +488,13 @@ func checkChaosInvariants(t *testing.T, e *env, c chaosTarget) chaosCounts {
 				require.Equal(t, r.SizeBytes, oi.Size, "row %s: its object holds other bytes", r.ID)
 			}
 			owned[r.Key] = true
+			rc, err := c.store.Open(ctx, r.Key, nil)
+			require.NoError(t, err)
+			content, err := io.ReadAll(rc)
+			rc.Close()
+			require.NoError(t, err)
+			require.NotContains(t, string(content), clamdtest.EICAR, "row %s: an infected upload became visible", r.ID)
+			n.scannedClean++
 		case tombstone:
 			n.tombstones++
 			owned[r.Key] = true // may still receive a late write; the sweeps keep deleting it
@@ -488,6 +521,10 @@ func checkChaosInvariants(t *testing.T, e *env, c chaosTarget) chaosCounts {
 	require.Zero(t, n.other, "everything settled: no claim or in-flight row is left but tombstones")
 	checkChaosEvents(t, e, all)
 	checkChaosUsage(t, e)
+	var infected int
+	require.NoError(t, e.pool.QueryRow(ctx, "SELECT count(*) FROM uploaded_file_event WHERE type = 'upload.failed' AND rule = 'content.infected'").Scan(&infected))
+	require.Positive(t, infected, "the gate refused infected uploads")
+	t.Logf("scan gate: %d infected uploads refused, %d visible files read back clean", infected, n.scannedClean)
 	return n
 }
 

@@ -7,9 +7,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/uploadedfile/uploadedfile/internal/clamd"
+	"github.com/uploadedfile/uploadedfile/internal/clamd/clamdtest"
 	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 	"github.com/uploadedfile/uploadedfile/internal/remote"
 	"github.com/uploadedfile/uploadedfile/service"
@@ -93,4 +96,36 @@ func TestCloneFromURL(t *testing.T) {
 
 	_, err = service.CloneFromURL(context.Background(), s, "http://files.example.com/report.pdf", "", nil, invoice{})
 	require.ErrorIs(t, err, service.ErrNotFound, "no trusted context")
+}
+
+// TestCloneThroughTheScanGate: a clone is scanned like a buffer upload (on
+// the real clamd): a clean remote file is stored, an infected one is
+// invalid-upload content.infected and never visible.
+func TestCloneThroughTheScanGate(t *testing.T) {
+	t.Parallel()
+	d := clamdtest.Start(t, 30)
+	c, err := clamd.New(d.Addr, 10*time.Second)
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/clean.txt", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "plain notes\n") })
+	mux.HandleFunc("/infected.txt", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, clamdtest.EICAR) })
+	f, _ := newHarness(t, mux, remote.Config{}, map[string]string{"files.example.com": publicIP})
+	s, err := service.New(context.Background(),
+		service.Config{LocalRoot: t.TempDir(), ScanMode: service.ScanGate, RemoteClone: service.RemoteCloneConfig{Enabled: true}}, pgtest.New(t),
+		service.WithFetcher(f), service.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		service.WithScanner(func(ctx context.Context, r io.Reader) (bool, string, error) {
+			v, err := c.Scan(ctx, r)
+			return v.Infected, v.Signature, err
+		}))
+	require.NoError(t, err)
+
+	clean, err := service.CloneFromURL(alice, s, "http://files.example.com/clean.txt", "", nil, invoice{})
+	require.NoError(t, err)
+	require.Equal(t, service.StatusReady, clean.Status)
+	_, err = service.CloneFromURL(alice, s, "http://files.example.com/infected.txt", "", nil, invoice{})
+	require.ErrorIs(t, err, service.ErrInvalidUpload)
+	require.Equal(t, service.RuleContentInfected, service.Rule(err))
+	page, err := s.List(alice, service.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Files, 1, "only the clean clone is visible")
 }

@@ -29,6 +29,7 @@ package service
 import (
 	"context"
 	"errors"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"time"
 
@@ -40,6 +41,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/storage/local"
 	s3store "github.com/uploadedfile/uploadedfile/internal/storage/s3"
 	"github.com/uploadedfile/uploadedfile/internal/storage/storagemetrics"
+	"github.com/uploadedfile/uploadedfile/internal/storage/storagetrace"
 )
 
 // DB is what the service needs of PostgreSQL: queries, and transactions
@@ -61,6 +63,7 @@ type Service struct {
 	metrics prometheus.Registerer
 	keys    signingKeys
 	scanner Scanner
+	tracer  trace.TracerProvider
 }
 
 // Option adjusts a Service beyond its Config.
@@ -68,6 +71,10 @@ type Option func(*Service)
 
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
+
+// WithTracerProvider gives every storage call a span (SQL spans come from
+// the pool's tracer, internal/tracing.PGX). Without it nothing is traced.
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(s *Service) { s.tracer = tp } }
 
 // WithStore replaces the storage driver the Config describes (tests inject
 // fault-injecting stores through it).
@@ -106,6 +113,9 @@ func New(ctx context.Context, cfg Config, database DB, opts ...Option) (*Service
 	}
 	if s.metrics != nil {
 		s.store = storagemetrics.Wrap(s.store, s.metrics)
+	}
+	if s.tracer != nil {
+		s.store = storagetrace.Wrap(s.store, s.tracer)
 	}
 	if s.fetcher == nil {
 		s.fetcher = s.defaultFetcher()

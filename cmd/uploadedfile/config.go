@@ -114,6 +114,12 @@ type fileConfig struct {
 		} `koanf:"claims"`
 	} `koanf:"auth"`
 
+	// Tracing: OpenTelemetry traces over OTLP/HTTP (off without endpoint).
+	Tracing struct {
+		Endpoint    string `koanf:"endpoint"`
+		ServiceName string `koanf:"serviceName"`
+	} `koanf:"tracing"`
+
 	// Scan: the malware scan gate (docs/operations.md).
 	Scan struct {
 		Clamd   string        `koanf:"clamd"`

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -27,6 +29,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/db/migrations"
 	"github.com/uploadedfile/uploadedfile/internal/httpapi"
 	"github.com/uploadedfile/uploadedfile/internal/maintenance"
+	"github.com/uploadedfile/uploadedfile/internal/tracing"
 	"github.com/uploadedfile/uploadedfile/internal/webui"
 	"github.com/uploadedfile/uploadedfile/service"
 )
@@ -102,7 +105,17 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 			return err
 		}
 	}
-	pool, err := openPool(ctx, g.databaseURL)
+	tp, err := tracing.New(ctx, tracing.Config{Endpoint: cfg.Tracing.Endpoint, ServiceName: cfg.Tracing.ServiceName})
+	if err != nil {
+		return err
+	}
+	var tracer trace.TracerProvider
+	if tp != nil {
+		tracer = tp
+		defer func() { _ = tp.Shutdown(context.Background()) }() // flushes the last spans
+		g.logger = slog.New(tracing.LogHandler{Handler: g.logger.Handler(), RequestID: httpapi.RequestIDFrom})
+	}
+	pool, err := openPool(ctx, g.databaseURL, tracer)
 	if err != nil {
 		return err
 	}
@@ -118,7 +131,11 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	if err != nil {
 		return err
 	}
-	svc, err := service.New(ctx, scfg, pool, append([]service.Option{service.WithLogger(g.logger), service.WithMetrics(reg)}, scan...)...)
+	opts := append([]service.Option{service.WithLogger(g.logger), service.WithMetrics(reg)}, scan...)
+	if tracer != nil {
+		opts = append(opts, service.WithTracerProvider(tracer))
+	}
+	svc, err := service.New(ctx, scfg, pool, opts...)
 	if err != nil {
 		return err
 	}
@@ -138,6 +155,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		Registerer:      reg,
 		BodyReadTimeout: cfg.BodyReadTimeout, BodyIdleTimeout: cfg.BodyIdleTimeout,
 		CORSAllowedOrigins: cfg.CORS.AllowedOrigins,
+		TracerProvider:     tracer,
 	})
 	if o.metrics == "" && o.dev {
 		o.metrics = "127.0.0.1:0" // development: a loopback operator listener
@@ -154,6 +172,9 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		fmt.Fprintf(g.stdout, "metrics on %s\n", metricsURL)
 	}
 	runner := maintenance.New(svc, pool, g.logger, reg)
+	if tracer != nil {
+		runner.SetTracer(tracer)
+	}
 	sweepsDone := make(chan struct{})
 	if o.noSweeps {
 		close(sweepsDone)
@@ -341,10 +362,13 @@ func ensureDatabase(ctx context.Context, databaseURL string) error {
 // openPool opens the database pool. pgxpool's default of max(4, CPUs)
 // connections queues an HTTP server's concurrent requests; the server
 // defaults to 32 unless the URL sets pool_max_conns.
-func openPool(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
+func openPool(ctx context.Context, databaseURL string, tp trace.TracerProvider) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, errors.New("serve: the database URL is invalid")
+	}
+	if tp != nil {
+		cfg.ConnConfig.Tracer = tracing.NewPGX(tp) // a span per statement, named after its query
 	}
 	if !strings.Contains(databaseURL, "pool_max_conns") {
 		cfg.MaxConns = 32

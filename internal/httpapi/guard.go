@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"maps"
 	"net/http"
 	"os"
@@ -60,6 +62,7 @@ type Guard struct {
 	cache   *tokenCache      // nil: every token is verified
 	jwks    jwkset.Storage   // the key set of a JWKS source, for the cache's rotation check
 	now     func() time.Time // the cache's clock
+	tracer  trace.Tracer     // nil: no span
 }
 
 // NewGuard validates cfg and loads its keys. A JWKS URL is refreshed in the
@@ -270,6 +273,20 @@ func strs(v any) []string {
 	return nil
 }
 
+// traced is verify inside a "guard" span when tracing is on.
+func (g *Guard) traced(ctx context.Context, raw string) (identity, error) {
+	if g.tracer == nil {
+		return g.verify(ctx, raw)
+	}
+	ctx, span := g.tracer.Start(ctx, "guard")
+	defer span.End()
+	id, err := g.verify(ctx, raw)
+	if err != nil {
+		span.SetStatus(codes.Error, "token refused")
+	}
+	return id, err
+}
+
 // Middleware protects every route but the health checks: a missing or
 // invalid token is 401 with WWW-Authenticate; a host route without the host
 // scope is 404 like any unreachable resource.
@@ -280,7 +297,7 @@ func (g *Guard) Middleware(next http.Handler) http.Handler {
 			return
 		}
 		raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		id, err := g.verify(r.Context(), strings.TrimSpace(raw))
+		id, err := g.traced(r.Context(), strings.TrimSpace(raw))
 		if !ok || err != nil {
 			// The body of a refused request is never read: the connection
 			// is closed after the answer instead of drained (a read

@@ -7,6 +7,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log/slog"
 	"net/http"
@@ -62,6 +64,9 @@ type Options struct {
 	// CORSAllowedOrigins are the browser origins allowed to call the API
 	// (cors.allowedOrigins); none by default.
 	CORSAllowedOrigins []string
+	// TracerProvider, when set, traces every request (otelhttp) and the
+	// guard's verification; nil traces nothing and wraps nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Defaults of the body read bounds: a 25 MiB upload at 1 Mbit/s fits in the
@@ -93,11 +98,26 @@ func New(o Options) http.Handler {
 	if o.Registerer != nil {
 		h = newRequestMetrics(o.Registerer).wrap(h)
 	}
+	if o.TracerProvider != nil {
+		o.Guard.tracer = o.TracerProvider.Tracer("github.com/uploadedfile/uploadedfile/internal/httpapi")
+	}
 	h = o.Guard.Middleware(h)
 	h = limitBodies(h, bodyTimeouts{total: cmp.Or(o.BodyReadTimeout, DefaultBodyReadTimeout), idle: cmp.Or(o.BodyIdleTimeout, DefaultBodyIdleTimeout)})
 	h = movedRoutes(o.DownloadPath, h)
 	h = withCORS(o.CORSAllowedOrigins, h)
-	return withRequestID(h)
+	h = withRequestID(h)
+	if o.TracerProvider != nil {
+		h = otelhttp.NewHandler(h, "uploadedfile", otelhttp.WithTracerProvider(o.TracerProvider),
+			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "HTTP " + r.Method }))
+	}
+	return h
+}
+
+// RequestIDFrom is the request id of a request's context ("" outside one):
+// for log lines written deeper down.
+func RequestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
 }
 
 // movedRoutes serves /<downloadPath>/... as /uploaded-file/... when a

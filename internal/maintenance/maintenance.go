@@ -26,6 +26,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"time"
 
@@ -65,6 +66,7 @@ type Runner struct {
 	log     *slog.Logger
 	metrics *metrics
 	now     func() time.Time
+	tracer  trace.Tracer // nil: no spans
 }
 
 // Result is what one run of a track did.
@@ -85,12 +87,23 @@ func New(svc Sweeper, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Regis
 	return &Runner{svc: svc, pool: pool, log: log, metrics: newMetrics(reg), now: time.Now}
 }
 
+// SetTracer gives each run of a track a span ("sweep <track>"), with the
+// run's SQL and storage spans under it.
+func (r *Runner) SetTracer(tp trace.TracerProvider) {
+	r.tracer = tp.Tracer("github.com/uploadedfile/uploadedfile/internal/maintenance")
+}
+
 // SetClock replaces the wall clock the runner uses for durations and the
 // purge cutoff (tests that pin time).
 func (r *Runner) SetClock(now func() time.Time) { r.now = now }
 
 // Run runs one track once, if no other replica is running it.
 func (r *Runner) Run(ctx context.Context, track string) (Result, error) {
+	if r.tracer != nil {
+		var span trace.Span
+		ctx, span = r.tracer.Start(ctx, "sweep "+track)
+		defer span.End()
+	}
 	key, ok := lockKeys[track]
 	if !ok {
 		return Result{}, fmt.Errorf("maintenance: unknown track %q", track)

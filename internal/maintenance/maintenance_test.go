@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -26,6 +28,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/storage/local"
 	"github.com/uploadedfile/uploadedfile/internal/storage/s3test"
 	"github.com/uploadedfile/uploadedfile/internal/storage/storagefault"
+	"github.com/uploadedfile/uploadedfile/internal/tracing"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
@@ -439,4 +442,43 @@ func walk(root string, each func()) error {
 		}
 		return err
 	})
+}
+
+// TestSweepRunIsTraced: with a tracer, a run of a track is one span, and
+// the SQL statements of the run are spans under it.
+func TestSweepRunIsTraced(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	svc := e.service(e.pool, 5)
+	e.temporaries(svc, 3)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	pcfg, err := pgxpool.ParseConfig(e.url)
+	require.NoError(t, err)
+	pcfg.ConnConfig.Tracer = tracing.NewPGX(tp)
+	traced, err := pgxpool.NewWithConfig(context.Background(), pcfg)
+	require.NoError(t, err)
+	t.Cleanup(traced.Close)
+	r := maintenance.New(e.service(traced, 5), traced, quiet, nil)
+	r.SetTracer(tp)
+	res, err := r.Run(context.Background(), maintenance.TrackTemporary)
+	require.NoError(t, err)
+	require.EqualValues(t, 3, res.Done)
+
+	var run sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() == "sweep temporary" {
+			run = s
+		}
+	}
+	require.NotNil(t, run, "the run is a span")
+	var claims int
+	for _, s := range rec.Ended() {
+		if s.Name() == "FileClaimExpiredTemporary" {
+			require.Equal(t, run.SpanContext().TraceID(), s.SpanContext().TraceID(), "in the run's trace")
+			require.Equal(t, run.SpanContext().SpanID(), s.Parent().SpanID(), "under the run")
+			claims++
+		}
+	}
+	require.Positive(t, claims)
 }

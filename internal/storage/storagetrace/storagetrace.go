@@ -1,0 +1,163 @@
+// Package storagetrace gives every storage call a span (storage.<op>, with
+// the driver and, for single objects, no key: keys name tenants and files,
+// which a trace backend need not hold).
+package storagetrace
+
+import (
+	"context"
+	"io"
+	"os"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/uploadedfile/uploadedfile/internal/storage"
+)
+
+// Store wraps a storage.Store with spans.
+type Store struct {
+	storage.Store
+	tracer trace.Tracer
+}
+
+var _ storage.Store = (*Store)(nil)
+
+// Wrap traces s's calls with tp's tracer.
+func Wrap(s storage.Store, tp trace.TracerProvider) *Store {
+	return &Store{Store: s, tracer: tp.Tracer("github.com/uploadedfile/uploadedfile/internal/storage")}
+}
+
+func (w *Store) start(ctx context.Context, op string) (context.Context, trace.Span) {
+	return w.tracer.Start(ctx, "storage."+op, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("storage.driver", string(w.Store.Kind()))))
+}
+
+func end(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "storage call failed")
+	}
+	span.End()
+}
+
+// Close closes the wrapped store when it can be closed.
+func (w *Store) Close() error {
+	if c, ok := w.Store.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// Ping pings the wrapped store when it can be pinged.
+func (w *Store) Ping(ctx context.Context) error {
+	if p, ok := w.Store.(interface{ Ping(context.Context) error }); ok {
+		ctx, span := w.start(ctx, "ping")
+		err := p.Ping(ctx)
+		end(span, err)
+		return err
+	}
+	return nil
+}
+
+// Put implements storage.Store.
+func (w *Store) Put(ctx context.Context, key string, body io.Reader, opts storage.PutOptions) (storage.ObjectInfo, error) {
+	ctx, span := w.start(ctx, "put")
+	oi, err := w.Store.Put(ctx, key, body, opts)
+	end(span, err)
+	return oi, err
+}
+
+// Stat implements storage.Store.
+func (w *Store) Stat(ctx context.Context, key string) (storage.ObjectInfo, error) {
+	ctx, span := w.start(ctx, "stat")
+	oi, err := w.Store.Stat(ctx, key)
+	end(span, err)
+	return oi, err
+}
+
+// Open implements storage.Store (the span covers opening, not reading).
+func (w *Store) Open(ctx context.Context, key string, rng *storage.Range) (io.ReadCloser, error) {
+	ctx, span := w.start(ctx, "open")
+	rc, err := w.Store.Open(ctx, key, rng)
+	end(span, err)
+	return rc, err
+}
+
+// Promote implements storage.Store.
+func (w *Store) Promote(ctx context.Context, src, dst, etag string, opts storage.PromoteOptions) (storage.ObjectInfo, error) {
+	ctx, span := w.start(ctx, "promote")
+	oi, err := w.Store.Promote(ctx, src, dst, etag, opts)
+	end(span, err)
+	return oi, err
+}
+
+// Delete implements storage.Store.
+func (w *Store) Delete(ctx context.Context, key string) error {
+	ctx, span := w.start(ctx, "delete")
+	err := w.Store.Delete(ctx, key)
+	end(span, err)
+	return err
+}
+
+// PresignPut implements storage.Store.
+func (w *Store) PresignPut(ctx context.Context, key string, opts storage.PresignPutOptions) (storage.Presigned, error) {
+	ctx, span := w.start(ctx, "presign_put")
+	p, err := w.Store.PresignPut(ctx, key, opts)
+	end(span, err)
+	return p, err
+}
+
+// PresignGet implements storage.Store.
+func (w *Store) PresignGet(ctx context.Context, key string, opts storage.PresignGetOptions) (storage.Presigned, error) {
+	ctx, span := w.start(ctx, "presign_get")
+	p, err := w.Store.PresignGet(ctx, key, opts)
+	end(span, err)
+	return p, err
+}
+
+// List implements storage.Store.
+func (w *Store) List(ctx context.Context, prefix string, fn func(storage.ObjectInfo) error) error {
+	ctx, span := w.start(ctx, "list")
+	err := w.Store.List(ctx, prefix, fn)
+	end(span, err)
+	return err
+}
+
+// OpenFile forwards to a store that can open seekable files (the local
+// driver); others answer storage.ErrUnsupported.
+func (w *Store) OpenFile(key string) (*os.File, storage.ObjectInfo, error) {
+	fo, ok := w.Store.(interface {
+		OpenFile(string) (*os.File, storage.ObjectInfo, error)
+	})
+	if !ok {
+		return nil, storage.ObjectInfo{}, storage.ErrUnsupported
+	}
+	return fo.OpenFile(key)
+}
+
+// Spool forwards to a store that has spools (its commit is a span);
+// others answer storage.ErrUnsupported.
+func (w *Store) Spool(ctx context.Context) (storage.Spool, error) {
+	sp, ok := w.Store.(storage.Spooler)
+	if !ok {
+		return nil, storage.ErrUnsupported
+	}
+	inner, err := sp.Spool(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &spool{Spool: inner, w: w}, nil
+}
+
+type spool struct {
+	storage.Spool
+	w *Store
+}
+
+func (sp *spool) Commit(ctx context.Context, key string, opts storage.PutOptions) (storage.ObjectInfo, error) {
+	ctx, span := sp.w.start(ctx, "commit")
+	oi, err := sp.Spool.Commit(ctx, key, opts)
+	end(span, err)
+	return oi, err
+}

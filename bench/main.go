@@ -56,7 +56,7 @@ func main() {
 	}
 	full := flag.Bool("full", false, "run the whole matrix (sizes 64 KiB, 1 MiB, 10 MiB; 1, 8, 32 clients; 1M-row sweep)")
 	write := flag.String("write", "", "also write the report to this Markdown file")
-	flag.StringVar(&only, "only", "", "run one section only: uploads, lookup, s3-complete, rss, sweeps, reconcile, events, list, quota or scan (no -write)")
+	flag.StringVar(&only, "only", "", "run one section only: uploads, lookup, s3-complete, rss, sweeps, reconcile, events, list, quota, scan or tracing (no -write)")
 	flag.Parse()
 	if only != "" && *write != "" {
 		fmt.Fprintln(os.Stderr, "bench: -only measures part of the set; it does not -write the report")
@@ -267,6 +267,7 @@ func run(full bool, write string) error {
 		{"list", func() error { return benchList(ctx, e, rep, secret) }},
 		{"quota", func() error { return benchQuota(ctx, e, rep, bin, tmp, secret) }},
 		{"scan", func() error { return benchScan(ctx, e, rep, bin, tmp, secret) }},
+		{"tracing", func() error { return benchTracing(ctx, e, rep, bin, tmp, secret) }},
 	}
 	for _, sec := range sections {
 		if !wants(sec.name) {

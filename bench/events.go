@@ -4,11 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -28,57 +24,29 @@ const natsURL = "nats://127.0.0.1:4222"
 // webhookSecret signs the bench's webhook sink.
 var webhookSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("bench-webhook-secret-0123456789ab"))
 
-// sinkReceiver is a loopback webhook endpoint that accepts everything.
-func sinkReceiver() (string, func(), error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.WriteHeader(http.StatusNoContent)
-	}), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String() + "/hook", func() { _ = srv.Close() }, nil
-}
-
 // benchEvents compares uploads on a server with one webhook sink and one
 // NATS sink configured (its relay delivering while the uploads run) with
 // the same server with none, in interleaved rounds; then measures the
 // relay's sustained delivery rate to each kind of sink.
 func benchEvents(ctx context.Context, e *env, rep *report, bin, tmp, secret string) error {
-	hookURL, stopHook, err := sinkReceiver()
+	hookURL, stopHook, err := discardingServer("/hook", http.StatusNoContent, "")
 	if err != nil {
 		return err
 	}
 	defer stopHook()
 	stream := fmt.Sprintf("UFBENCH_%d", time.Now().UnixNano())
 	defer deleteStream(stream)
-	dsn, drop, err := createDatabase(ctx, pgtest.ServerURL())
-	if err != nil {
-		return err
-	}
-	defer drop()
-	root := filepath.Join(tmp, "files-events")
-	cfg := filepath.Join(tmp, "events.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`maxFileSizeBytes: 26214400
-localRoot: %s
-auth:
-  hmacSecret: %s
-events:
+	withSinks, stopSinks, err := startVariant(ctx, bin, tmp, "events", secret, fmt.Sprintf(`events:
   sinks:
     hook:
       webhook: {url: %s, secret: %s}
     bus:
       nats: {url: %s, subjectPrefix: %s, stream: %s}
-`, root, secret, hookURL, webhookSecret, natsURL, strings.ToLower(stream), stream)), 0o600); err != nil {
-		return err
-	}
-	withSinks, err := startUploadedfile(bin, dsn, cfg)
+`, hookURL, webhookSecret, natsURL, strings.ToLower(stream), stream))
 	if err != nil {
 		return err
 	}
-	defer withSinks.stop()
+	defer stopSinks()
 
 	size, clients := 1<<20, 32
 	body := payload(size)
@@ -102,7 +70,7 @@ events:
 		r := with.rps() / off.rps()
 		rep.add(label+": webhook + NATS sinks vs none", fmt.Sprintf("%.2f× (%.0f vs %.0f uploads/s)", r, with.rps(), off.rps()), "≥ 0.9×", r >= 0.9)
 	}
-	pool, err := pgxpool.New(ctx, dsn)
+	pool, err := pgxpool.New(ctx, withSinks.dsn)
 	if err != nil {
 		return err
 	}

@@ -3,10 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-
-	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 )
 
 // benchQuota compares buffer uploads on a server with quotas configured
@@ -14,29 +10,16 @@ import (
 // refused) with the plain server, in five interleaved rounds (the two
 // differ by less than this machine's noise between rounds).
 func benchQuota(ctx context.Context, e *env, rep *report, bin, tmp, secret string) error {
-	dsn, drop, err := createDatabase(ctx, pgtest.ServerURL())
-	if err != nil {
-		return err
-	}
-	defer drop()
-	cfg := filepath.Join(tmp, "quota.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`maxFileSizeBytes: 26214400
-localRoot: %s
-auth:
-  hmacSecret: %s
-quota:
+	withQuota, stop, err := startVariant(ctx, bin, tmp, "quota", secret, `quota:
   tenantBytes: 1099511627776
   tenantFiles: 10000000
   ownerBytes: 1099511627776
   ownerFiles: 10000000
-`, filepath.Join(tmp, "files-quota"), secret)), 0o600); err != nil {
-		return err
-	}
-	withQuota, err := startUploadedfile(bin, dsn, cfg)
+`)
 	if err != nil {
 		return err
 	}
-	defer withQuota.stop()
+	defer stop()
 	on := &env{uf: withQuota, token: e.token}
 	for _, size := range []int{1 << 20, 64 << 10} {
 		body := payload(size)

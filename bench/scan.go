@@ -13,7 +13,6 @@ import (
 
 	"github.com/uploadedfile/uploadedfile/internal/clamd"
 	"github.com/uploadedfile/uploadedfile/internal/clamd/clamdtest"
-	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 )
 
 // startClamd runs Debian's clamd on a free loopback port with the EICAR
@@ -67,21 +66,11 @@ func benchScan(ctx context.Context, e *env, rep *report, bin, tmp, secret string
 		return err
 	}
 	defer stop()
-	dsn, drop, err := createDatabase(ctx, pgtest.ServerURL())
+	gated, stopGated, err := startVariant(ctx, bin, tmp, "scan", secret, fmt.Sprintf("scan:\n  mode: gate\n  clamd: %s\n", addr))
 	if err != nil {
 		return err
 	}
-	defer drop()
-	cfg := filepath.Join(tmp, "scan.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("maxFileSizeBytes: 26214400\nlocalRoot: %s\nauth:\n  hmacSecret: %s\nscan:\n  mode: gate\n  clamd: %s\n",
-		filepath.Join(tmp, "files-scan"), secret, addr)), 0o600); err != nil {
-		return err
-	}
-	gated, err := startUploadedfile(bin, dsn, cfg)
-	if err != nil {
-		return err
-	}
-	defer gated.stop()
+	defer stopGated()
 	on := &env{uf: gated, token: e.token}
 	client, err := clamd.New(addr, time.Minute)
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/uploadedfile/uploadedfile/db/migrations"
+	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 )
 
 // proc is a server process the driver started.
@@ -32,6 +33,7 @@ type proc struct {
 	name string
 	cmd  *exec.Cmd
 	url  string
+	dsn  string // the database of an uploadedfile variant (startVariant)
 }
 
 func (p *proc) stop() {
@@ -300,4 +302,44 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// startVariant runs another local `uploadedfile serve` on a database and a
+// file root of its own, its configuration the bench's plus extra (YAML);
+// stop ends it and drops its database.
+func startVariant(ctx context.Context, bin, tmp, name, secret, extra string) (p *proc, stop func(), err error) {
+	dsn, drop, err := createDatabase(ctx, pgtest.ServerURL())
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := filepath.Join(tmp, name+".yaml")
+	yaml := fmt.Sprintf("maxFileSizeBytes: 26214400\nlocalRoot: %s\nauth:\n  hmacSecret: %s\n%s", filepath.Join(tmp, "files-"+name), secret, extra)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		drop()
+		return nil, nil, err
+	}
+	if p, err = startUploadedfile(bin, dsn, cfg); err != nil {
+		drop()
+		return nil, nil, err
+	}
+	p.dsn = dsn
+	return p, func() { p.stop(); drop() }, nil
+}
+
+// discardingServer answers every request on loopback after reading its
+// body, with status and contentType (a webhook receiver, an OTLP sink).
+func discardingServer(path string, status int, contentType string) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if contentType != "" {
+			w.Header().Set("Content-Type", contentType)
+		}
+		w.WriteHeader(status)
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String() + path, func() { _ = srv.Close() }, nil
 }

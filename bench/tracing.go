@@ -3,55 +3,24 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"time"
-
-	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 )
-
-// otlpSink is an OTLP/HTTP endpoint on loopback that accepts and drops
-// every export (an empty protobuf ExportTraceServiceResponse is zero bytes).
-func otlpSink() (string, func(), error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/x-protobuf")
-	}), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String() + "/v1/traces", func() { _ = srv.Close() }, nil
-}
 
 // benchTracing compares a server exporting every trace (tracing.endpoint
 // set, every request, statement and storage call a span) with the plain
 // one: detail lookups (p50, 1 and 8 clients) and buffer uploads.
 func benchTracing(ctx context.Context, e *env, rep *report, bin, tmp, secret string) error {
-	sink, stop, err := otlpSink()
+	sink, stop, err := discardingServer("/v1/traces", http.StatusOK, "application/x-protobuf") // an empty export response is zero bytes
 	if err != nil {
 		return err
 	}
 	defer stop()
-	dsn, drop, err := createDatabase(ctx, pgtest.ServerURL())
+	traced, stopTraced, err := startVariant(ctx, bin, tmp, "tracing", secret, "tracing:\n  endpoint: "+sink+"\n")
 	if err != nil {
 		return err
 	}
-	defer drop()
-	cfg := filepath.Join(tmp, "tracing.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("maxFileSizeBytes: 26214400\nlocalRoot: %s\nauth:\n  hmacSecret: %s\ntracing:\n  endpoint: %s\n",
-		filepath.Join(tmp, "files-tracing"), secret, sink)), 0o600); err != nil {
-		return err
-	}
-	traced, err := startUploadedfile(bin, dsn, cfg)
-	if err != nil {
-		return err
-	}
-	defer traced.stop()
+	defer stopTraced()
 	on := &env{uf: traced, token: e.token}
 	offID, err := e.upload(e.uf.url, payload(4096))
 	if err != nil {

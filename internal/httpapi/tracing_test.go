@@ -1,3 +1,4 @@
+//lint:file-ignore SA1019 the traced upload is the deprecated multipart route, still served
 package httpapi_test
 
 import (

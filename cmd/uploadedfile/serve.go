@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	pgxuuid "github.com/vgarvardt/pgx-google-uuid/v5"
 	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"net"
@@ -371,12 +370,8 @@ func openPool(ctx context.Context, databaseURL string, tp trace.TracerProvider) 
 	if tp != nil {
 		cfg.ConnConfig.Tracer = tracing.NewPGX(tp) // a span per statement, named after its query
 	}
-	// uuid.UUID parameters are encoded as binary UUIDs instead of through
-	// their driver.Valuer (text, parsed again): ~7% of a lookup's CPU.
-	cfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
-		pgxuuid.Register(conn.TypeMap())
-		return nil
-	}
+	service.ConfigurePool(cfg) // binary UUIDs
+
 	if !strings.Contains(databaseURL, "pool_max_conns") {
 		cfg.MaxConns = 32
 	}

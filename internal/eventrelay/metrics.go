@@ -61,5 +61,9 @@ func (m *Metrics) backlog(sink string, depth int64, oldest, now time.Time) {
 		return
 	}
 	m.depth.WithLabelValues(sink).Set(float64(depth))
-	m.oldest.WithLabelValues(sink).Set(max(0, now.Sub(oldest).Seconds()))
+	age := 0.0
+	if depth > 0 {
+		age = max(0, now.Sub(oldest).Seconds())
+	}
+	m.oldest.WithLabelValues(sink).Set(age)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	natsgo "github.com/nats-io/nats.go"
 	js "github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 
@@ -517,4 +518,53 @@ func TestPruneKeepsWhatASinkStillNeeds(t *testing.T) {
 	n, err = r2.Prune(context.Background())
 	require.NoError(t, err)
 	require.Zero(t, n)
+}
+
+// TestRelayMetrics: deliveries, failures and parking are counted by sink;
+// the backlog gauges show what is left and how old its head is.
+func TestRelayMetrics(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	want := w.files(2)
+	secret := newSecret(t)
+	rc := newReceiver(t, secret)
+	rc.answer = func(id string, _ int) int {
+		if id == want[3] {
+			return http.StatusInternalServerError
+		}
+		return http.StatusNoContent
+	}
+	reg := prometheus.NewRegistry()
+	sc := hook(t, "hook", rc.srv.URL, secret)
+	sc.MaxAttempts = 2
+	r, err := eventrelay.New(w.pool, eventrelay.Config{Sinks: []eventrelay.SinkConfig{sc}, Metrics: eventrelay.NewMetrics(reg)})
+	require.NoError(t, err)
+	_, err = r.Pass(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 3.0, value(t, reg, "uploadedfile_events_delivered_total"), "three before the failing one")
+	require.Equal(t, 1.0, value(t, reg, "uploadedfile_events_delivery_failures_total"))
+	require.Equal(t, float64(len(want)-3), value(t, reg, "uploadedfile_events_outbox_depth"), "the rest is the backlog")
+	require.Positive(t, value(t, reg, "uploadedfile_events_oldest_undelivered_seconds"))
+
+	drain(t, r)
+	require.Equal(t, float64(len(want)-1), value(t, reg, "uploadedfile_events_delivered_total"))
+	require.Equal(t, 1.0, value(t, reg, "uploadedfile_events_parked_total"))
+	require.Zero(t, value(t, reg, "uploadedfile_events_outbox_depth"))
+	require.Zero(t, value(t, reg, "uploadedfile_events_oldest_undelivered_seconds"))
+}
+
+// value is the one series of name (labelled sink="hook") in reg.
+func value(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == name {
+			require.Len(t, f.Metric, 1)
+			require.Equal(t, "hook", f.Metric[0].Label[0].GetValue())
+			return f.Metric[0].GetCounter().GetValue() + f.Metric[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }

@@ -47,15 +47,10 @@ type Event struct {
 	JSON []byte
 }
 
-// event builds the CloudEvent of an outbox row with the CloudEvents SDK:
+// NewEvent builds the CloudEvent of an outbox row with the CloudEvents SDK:
 // type io.uploadedfile.<name>, the file id as subject, the tenant (and an
 // upload.failed event's rule) as extension attributes, the HTTP-safe file
 // representation as data.
-func (r *Relay) event(row db.UploadedFileEvent) (Event, error) {
-	return NewEvent(r.cfg.Source, row)
-}
-
-// NewEvent builds the CloudEvent of an outbox row (see Relay).
 func NewEvent(source string, row db.UploadedFileEvent) (Event, error) {
 	ce := cloudevents.New(cloudevents.CloudEventsVersionV1)
 	ce.SetID(row.ID.String())

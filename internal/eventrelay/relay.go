@@ -89,7 +89,13 @@ type Relay struct {
 	names []string
 
 	ensured atomic.Bool
+	// statusAt is when the backlog gauges were last refreshed (Unix nanos).
+	statusAt atomic.Int64
 }
+
+// statusEvery bounds how often a busy relay counts its sinks' backlogs
+// for the gauges (a count over the backlog, not a per-batch cost).
+const statusEvery = time.Second
 
 // DB is what the relay needs of a pool: pgxpool.Pool satisfies it.
 type DB interface {
@@ -237,7 +243,7 @@ func (r *Relay) Pass(ctx context.Context) (int, error) {
 			errs = append(errs, err)
 		}
 	}
-	if len(held) > 0 && r.cfg.Metrics != nil {
+	if len(held) > 0 && r.cfg.Metrics != nil && time.Since(time.Unix(0, r.statusAt.Load())) >= statusEvery {
 		if _, err := r.Status(ctx); err != nil {
 			errs = append(errs, err)
 		}
@@ -289,7 +295,7 @@ func (r *Relay) batch(ctx context.Context, h *holding) (n int, failed bool, err 
 		if len(h.sink.Types) > 0 && !slices.Contains(h.sink.Types, row.Type) {
 			continue // filtered out: passed with the delivered ones
 		}
-		e, err := r.event(row)
+		e, err := NewEvent(r.cfg.Source, row)
 		if err != nil {
 			return 0, false, err
 		}
@@ -386,7 +392,7 @@ func (r *Relay) replays(ctx context.Context, h *holding) (failed bool, err error
 		return false, fmt.Errorf("eventrelay: read replays: %w", err)
 	}
 	for _, row := range rows {
-		e, err := r.event(row.UploadedFileEvent)
+		e, err := NewEvent(r.cfg.Source, row.UploadedFileEvent)
 		if err != nil {
 			return false, err
 		}
@@ -451,6 +457,7 @@ func (r *Relay) Status(ctx context.Context) ([]db.EventSinkStatusRow, error) {
 		return nil, fmt.Errorf("eventrelay: sink status: %w", err)
 	}
 	now := time.Now()
+	r.statusAt.Store(now.UnixNano())
 	if t := r.cfg.Now(); t != nil {
 		now = *t
 	}

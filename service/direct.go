@@ -373,6 +373,12 @@ func (s *Service) verifyStaging(ctx context.Context, row db.UploadedFile, sum []
 // the same statement), deletes its objects and reports the verification
 // failure with the rule it broke (final: the upload failed).
 func (s *Service) failUpload(ctx context.Context, row db.UploadedFile, rule, reason string) error {
+	return s.failUploadWith(ctx, row, rule, reason, verificationFailed(rule, false))
+}
+
+// failUploadWith is failUpload answering refused instead (the scan gate's
+// invalid-upload); a lost lease is still reported as such.
+func (s *Service) failUploadWith(ctx context.Context, row db.UploadedFile, rule, reason string, refused error) error {
 	s.log.InfoContext(ctx, "direct upload refused", "file_id", row.ID, "rule", rule, "reason", reason)
 	failed, err := s.q.FileFailCompletion(ctx, s.db, db.FileFailCompletionParams{
 		ID: row.ID, Lease: *row.CompletionLeaseUntil, DeletionLease: deletionLease, Rule: rule, Now: s.now(),
@@ -383,7 +389,7 @@ func (s *Service) failUpload(ctx context.Context, row db.UploadedFile, rule, rea
 	cctx, cancel := detached(ctx)
 	defer cancel()
 	s.finishDeletion(cctx, db.UploadedFile(failed))
-	return verificationFailed(rule, false)
+	return refused
 }
 
 // AbortUpload aborts a pending direct upload durably: a deletion claim,

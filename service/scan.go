@@ -78,10 +78,7 @@ func (s *Service) scanStaging(ctx context.Context, row db.UploadedFile) error {
 	case err == nil:
 		return nil
 	case Rule(err) == RuleContentInfected:
-		if ferr := s.failUpload(ctx, row, RuleContentInfected, "malware"); !isVerificationFailure(ferr) {
-			return ferr
-		}
-		return err
+		return s.failUploadWith(ctx, row, RuleContentInfected, "malware", err)
 	default:
 		if _, rerr := s.q.FileReleaseCompletion(context.WithoutCancel(ctx), s.db, db.FileReleaseCompletionParams{
 			ID: row.ID, Lease: *row.CompletionLeaseUntil, Now: s.now(),
@@ -92,12 +89,6 @@ func (s *Service) scanStaging(ctx context.Context, row db.UploadedFile) error {
 	}
 }
 
-// isVerificationFailure: failUpload failed the upload (rather than losing
-// its lease or the database).
-func isVerificationFailure(err error) bool {
-	var e *ruleError
-	return errors.As(err, &e) && e.code == ErrUploadVerificationFailed
-}
 
 // RescanOptions select the files a rescan reads.
 type RescanOptions struct {

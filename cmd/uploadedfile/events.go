@@ -34,29 +34,19 @@ func newEventsCommand(g *globals) *cobra.Command {
 	}
 	cmd.PersistentFlags().StringVar(&configFile, "config", os.Getenv("UPLOADEDFILE_CONFIG"), "YAML configuration file (env UPLOADEDFILE_CONFIG)")
 
-	// withRelay opens the database and the configured sinks for one command.
+	withPool := func(ctx context.Context, fn func(fileConfig, *pgxpool.Pool) error) error {
+		return withConfiguredPool(ctx, g, configFile, cmd.Flags().Changed("database-url"), fn)
+	}
+	// withRelay also builds the configured sinks (connecting to NATS).
 	withRelay := func(ctx context.Context, reg prometheus.Registerer, fn func(*eventrelay.Relay, *pgxpool.Pool) error) error {
-		cfg, err := loadConfig(configFile, os.Environ)
-		if err != nil {
-			return err
-		}
-		if cfg.DatabaseURL != "" && os.Getenv("DATABASE_URL") == "" && !cmd.Flags().Changed("database-url") {
-			g.databaseURL = cfg.DatabaseURL
-		}
-		pool, err := pgxpool.New(ctx, g.databaseURL)
-		if err != nil {
-			return databaseError(g.databaseURL, err)
-		}
-		defer pool.Close()
-		if err := pool.Ping(ctx); err != nil {
-			return databaseError(g.databaseURL, err)
-		}
-		relay, closeSinks, err := cfg.Events.relay(ctx, pool, g, reg)
-		if err != nil {
-			return err
-		}
-		defer closeSinks()
-		return fn(relay, pool)
+		return withPool(ctx, func(cfg fileConfig, pool *pgxpool.Pool) error {
+			relay, closeSinks, err := cfg.Events.relay(ctx, pool, g, reg)
+			if err != nil {
+				return err
+			}
+			defer closeSinks()
+			return fn(relay, pool)
+		})
 	}
 
 	relay := &cobra.Command{
@@ -111,7 +101,7 @@ func newEventsCommand(g *globals) *cobra.Command {
 			if !parked {
 				return errors.New("events list: only --parked is listed (the outbox itself is in uploaded_file_event)")
 			}
-			return withRelay(cmd.Context(), nil, func(_ *eventrelay.Relay, pool *pgxpool.Pool) error {
+			return withPool(cmd.Context(), func(_ fileConfig, pool *pgxpool.Pool) error {
 				rows, err := db.New().EventListParked(cmd.Context(), pool, int32(limit))
 				if err != nil {
 					return err

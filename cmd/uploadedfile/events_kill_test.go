@@ -93,6 +93,9 @@ func TestRelaySurvivesKills(t *testing.T) {
 
 	kills := make(chan string, 100)
 	var inFlightKill atomic.Bool // one kill at a time; the next after the relay restarted
+	// Half the kills of each kind: the two triggers race, and the sink
+	// served first would otherwise take them all.
+	var hookKills, busKills atomic.Int32
 
 	// The webhook receiver: verifies with the Standard Webhooks library,
 	// records the delivery, and sometimes asks for a kill before answering.
@@ -118,7 +121,7 @@ func TestRelaySurvivesKills(t *testing.T) {
 			return
 		}
 		n := hookLog.add(delivery{id: e.ID(), file: e.Subject(), body: body})
-		if n%11 == 5 && inFlightKill.CompareAndSwap(false, true) {
+		if n%11 == 5 && hookKills.Load() < 8 && inFlightKill.CompareAndSwap(false, true) {
 			kills <- "webhook"
 			<-killed // the relay is dead: this request was delivered, never acknowledged
 			return
@@ -140,7 +143,7 @@ func TestRelaySurvivesKills(t *testing.T) {
 	t.Cleanup(func() { _ = jsc.DeleteStream(context.Background(), stream) })
 	var seenOnBus atomic.Int64
 	sub, err := nc.Subscribe(prefix+".>", func(*natsgo.Msg) {
-		if seenOnBus.Add(1)%13 == 7 && inFlightKill.CompareAndSwap(false, true) {
+		if seenOnBus.Add(1)%13 == 7 && busKills.Load() < 8 && inFlightKill.CompareAndSwap(false, true) {
 			kills <- "nats"
 		}
 	})
@@ -233,6 +236,11 @@ events:
 				killed <- struct{}{}
 			}
 			byKind[kind]++
+			if kind == "webhook" {
+				hookKills.Add(1)
+			} else {
+				busKills.Add(1)
+			}
 			relay = startRelay()
 			inFlightKill.Store(false)
 		case <-deadline:

@@ -210,20 +210,16 @@ refuses a live upload lease and a live deletion lease.`,
 	return cmd
 }
 
-// withConfiguredService opens the configured service (configFile and the
+// withConfiguredPool opens the configuration (configFile and the
 // environment; DATABASE_URL or the configuration's databaseUrl unless the
-// flag was given) for one command, and closes it after fn.
-func withConfiguredService(ctx context.Context, g *globals, configFile string, dbFlag bool, fn func(*service.Service, *pgxpool.Pool) error) error {
+// flag was given) and the database for one command.
+func withConfiguredPool(ctx context.Context, g *globals, configFile string, dbFlag bool, fn func(fileConfig, *pgxpool.Pool) error) error {
 	cfg, err := loadConfig(configFile, os.Environ)
 	if err != nil {
 		return err
 	}
 	if cfg.DatabaseURL != "" && os.Getenv("DATABASE_URL") == "" && !dbFlag {
 		g.databaseURL = cfg.DatabaseURL
-	}
-	scfg, err := cfg.serviceConfig()
-	if err != nil {
-		return err
 	}
 	pool, err := pgxpool.New(ctx, g.databaseURL)
 	if err != nil {
@@ -233,16 +229,28 @@ func withConfiguredService(ctx context.Context, g *globals, configFile string, d
 	if err := pool.Ping(ctx); err != nil { // the pool connects lazily: ask once, explain a failure
 		return databaseError(g.databaseURL, err)
 	}
-	scan, err := cfg.scanner(ctx, 0, false)
-	if err != nil {
-		return err
-	}
-	svc, err := service.New(ctx, scfg, pool, append([]service.Option{service.WithLogger(g.logger)}, scan...)...)
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	return fn(svc, pool)
+	return fn(cfg, pool)
+}
+
+// withConfiguredService is withConfiguredPool with the configured service,
+// closed after fn.
+func withConfiguredService(ctx context.Context, g *globals, configFile string, dbFlag bool, fn func(*service.Service, *pgxpool.Pool) error) error {
+	return withConfiguredPool(ctx, g, configFile, dbFlag, func(cfg fileConfig, pool *pgxpool.Pool) error {
+		scfg, err := cfg.serviceConfig()
+		if err != nil {
+			return err
+		}
+		scan, err := cfg.scanner(ctx, 0, false)
+		if err != nil {
+			return err
+		}
+		svc, err := service.New(ctx, scfg, pool, append([]service.Option{service.WithLogger(g.logger)}, scan...)...)
+		if err != nil {
+			return err
+		}
+		defer svc.Close()
+		return fn(svc, pool)
+	})
 }
 
 // newReconcileCommand is `maintenance reconcile`: one finding per line (a

@@ -89,7 +89,6 @@ func (s *Service) scanStaging(ctx context.Context, row db.UploadedFile) error {
 	}
 }
 
-
 // RescanOptions select the files a rescan reads.
 type RescanOptions struct {
 	// Since: only files created at or after it (nil: every file).

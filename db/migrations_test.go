@@ -78,10 +78,20 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	version, dirty, err := m.Version()
 	require.NoError(t, err)
 	require.False(t, dirty)
-	require.EqualValues(t, 20261123300000, version)
+	require.EqualValues(t, 20261124000000, version)
 	require.Contains(t, idx, "uploaded_file_rescan_idx")
+	var variants bool
+	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_variant_lease_idx') IS NOT NULL", &variants))
+	require.True(t, variants)
 
-	// One step down: quarantine goes.
+	// One step down: variants go.
+	require.NoError(t, m.Steps(-1))
+	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_variant') IS NOT NULL", &variants))
+	require.False(t, variants)
+	_, _, downIdx, _ := schemaShape(t, url)
+	require.Contains(t, downIdx, "uploaded_file_rescan_idx")
+
+	// Another: quarantine goes.
 	require.NoError(t, m.Steps(-1))
 	_, downCons, downIdx, _ := schemaShape(t, url)
 	require.NotContains(t, downIdx, "uploaded_file_rescan_idx")

@@ -163,6 +163,8 @@ type Config struct {
 	// may hold (per-tenant overrides live in the database); 0, the
 	// default, is unlimited.
 	Quota QuotaConfig
+	// Variants: image variant presets (none by default).
+	Variants VariantsConfig
 
 	// ResolveScope: default DefaultResolveScope.
 	ResolveScope func(RequestContext) (Scope, error)
@@ -219,6 +221,9 @@ func resolve(c Config) (resolved, error) {
 	}
 	if q := c.Quota; q.TenantBytes < 0 || q.TenantFiles < 0 || q.OwnerBytes < 0 || q.OwnerFiles < 0 {
 		return resolved{}, errors.New("uploadedfile config: quota limits are 0 (unlimited) or positive")
+	}
+	if err := r.resolveVariants(); err != nil {
+		return resolved{}, err
 	}
 	validate := true
 	if c.ValidateMagicBytes != nil {

@@ -127,12 +127,17 @@ func (s *Service) finishDeletions(ctx context.Context, rows []db.UploadedFile) {
 }
 
 // finishDeletion deletes the objects of a row this worker claimed (its
-// claim is row.DeletionPendingAt), then settles the claim. A storage
+// claim is row.DeletionPendingAt) -- its image variants first, each
+// through its own claim -- then settles the claim. A storage
 // failure releases the claim to a retry marker one minute ahead and is
 // reported false; the sweeps retry. A row whose writer may still write its
 // object (an upload tombstone) is rescheduled instead of settled.
 func (s *Service) finishDeletion(ctx context.Context, row db.UploadedFile) bool {
 	claim := *row.DeletionPendingAt
+	if !s.deleteVariants(ctx, row) {
+		s.releaseDeletion(ctx, row.ID, claim)
+		return false
+	}
 	for _, key := range objectKeys(row) {
 		if err := s.store.Delete(ctx, key); err != nil {
 			s.log.WarnContext(ctx, "delete object failed; released for retry", "file_id", row.ID, "error", err.Error())

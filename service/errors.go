@@ -117,7 +117,7 @@ func Retryable(err error) bool {
 	if errors.As(err, &e) {
 		return e.retryable
 	}
-	for _, code := range []*Error{ErrUploadCompleting, ErrUploadFailed, ErrDeleteFailed, ErrCleanupFailed} {
+	for _, code := range []*Error{ErrUploadCompleting, ErrUploadFailed, ErrDeleteFailed, ErrCleanupFailed, ErrVariantFailed} {
 		if errors.Is(err, code) {
 			return true
 		}

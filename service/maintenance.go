@@ -116,7 +116,8 @@ func (s *Service) purgeUnused(ctx context.Context, cutoff time.Time, max int) (d
 // rows in all: direct uploads whose upload window and cleanup lease passed
 // without completion are deleted (staging and final objects), then
 // deletion retries run with the capacity left, then retained S3 staging
-// objects are removed, then orphan repairs that died or failed
+// objects are removed, then image variants whose generator or deleter died
+// are deleted, then orphan repairs that died or failed
 // (UnsafeSystemReconcile) are finished, each with what is still left.
 // Cross-tenant; trusted maintenance only.
 func (s *Service) CleanupPendingUploads(ctx context.Context, limit int) (int, error) {
@@ -137,6 +138,14 @@ func (s *Service) CleanupPendingUploads(ctx context.Context, limit int) (int, er
 	}
 	if rest > 0 {
 		n, claimed, err := s.cleanupStaging(ctx, rest)
+		done += n
+		if err != nil {
+			return done, err
+		}
+		rest -= claimed
+	}
+	if rest > 0 {
+		n, claimed, err := s.sweepVariants(ctx, rest)
 		done += n
 		if err != nil {
 			return done, err

@@ -156,24 +156,34 @@ func (s *Service) lookupError(ctx context.Context, err error) error {
 }
 
 func (s *Service) open(ctx context.Context, row db.UploadedFile) (*Download, error) {
-	d := &Download{FileName: row.OriginalName, ContentType: row.ContentType, Disposition: Disposition(row.Disposition)}
+	d, err := s.openKey(ctx, row.ID, row.Key)
+	if err != nil {
+		return nil, err
+	}
+	d.FileName, d.ContentType, d.Disposition = row.OriginalName, row.ContentType, Disposition(row.Disposition)
+	return d, nil
+}
+
+// openKey opens the object at key (of file id) for a download.
+func (s *Service) openKey(ctx context.Context, id uuid.UUID, key string) (*Download, error) {
+	d := &Download{}
 	if fo, ok := s.store.(fileOpener); ok {
-		f, oi, err := fo.OpenFile(row.Key)
+		f, oi, err := fo.OpenFile(key)
 		switch {
 		case err == nil:
 			d.Body, d.Size, d.ETag, d.LastModified = f, oi.Size, oi.ETag, oi.LastModified
 			return d, nil
 		case !errors.Is(err, storage.ErrUnsupported):
-			return nil, s.internalError(ctx, ErrNotFound, "open stored object", err, "file_id", row.ID)
+			return nil, s.internalError(ctx, ErrNotFound, "open stored object", err, "file_id", id)
 		}
 	}
-	oi, err := s.store.Stat(ctx, row.Key)
+	oi, err := s.store.Stat(ctx, key)
 	if err != nil {
-		return nil, s.internalError(ctx, ErrNotFound, "stat stored object", err, "file_id", row.ID)
+		return nil, s.internalError(ctx, ErrNotFound, "stat stored object", err, "file_id", id)
 	}
-	body, err := s.store.Open(ctx, row.Key, nil)
+	body, err := s.store.Open(ctx, key, nil)
 	if err != nil {
-		return nil, s.internalError(ctx, ErrNotFound, "open stored object", err, "file_id", row.ID)
+		return nil, s.internalError(ctx, ErrNotFound, "open stored object", err, "file_id", id)
 	}
 	d.Body, d.Size, d.ETag, d.LastModified = body, oi.Size, oi.ETag, oi.LastModified
 	return d, nil
@@ -197,14 +207,27 @@ func (s *Service) result(ctx context.Context, row db.UploadedFile, dbNow *time.T
 
 // urlFor resolves the URL of a ready row at database time now.
 func (s *Service) urlFor(ctx context.Context, row db.UploadedFile, now time.Time) (*URL, error) {
+	return s.objectURL(ctx, row, objectRef{key: row.Key, route: s.downloadURL(row.ID), name: row.OriginalName, contentType: row.ContentType}, now)
+}
+
+// objectRef is an object of a file to resolve a URL for: the file itself
+// or one of its variants.
+type objectRef struct {
+	key, route, name, contentType string
+}
+
+// objectURL resolves the URL of an object of a ready row at database time
+// now: the CDN (or the download route) for a public file, a presigned GET
+// on S3 for a private one, the authenticated download route otherwise.
+func (s *Service) objectURL(ctx context.Context, row db.UploadedFile, o objectRef, now time.Time) (*URL, error) {
 	if Visibility(row.Visibility) == Public && !row.IsTemporary {
 		if s.cfg.CDNBaseURL != "" {
-			return &URL{URL: s.cfg.CDNBaseURL + "/" + escapeKey(row.Key)}, nil
+			return &URL{URL: s.cfg.CDNBaseURL + "/" + escapeKey(o.key)}, nil
 		}
-		return &URL{URL: s.downloadURL(row.ID)}, nil
+		return &URL{URL: o.route}, nil
 	}
 	if s.store.Kind() != storage.KindS3 {
-		return &URL{URL: s.downloadURL(row.ID), URLExpiredAt: row.ExpiredAt}, nil
+		return &URL{URL: o.route, URLExpiredAt: row.ExpiredAt}, nil
 	}
 	ttl := s.cfg.privateDownloadTTL
 	if row.ExpiredAt != nil && row.ExpiredAt.Sub(now) < ttl {
@@ -213,11 +236,11 @@ func (s *Service) urlFor(ctx context.Context, row db.UploadedFile, now time.Time
 			return nil, ErrExpired
 		}
 	}
-	disp := filecheck.AttachmentDisposition(row.OriginalName)
+	disp := filecheck.AttachmentDisposition(o.name)
 	if Disposition(row.Disposition) == DispositionInline {
-		disp = filecheck.InlineDisposition(row.OriginalName)
+		disp = filecheck.InlineDisposition(o.name)
 	}
-	p, err := s.store.PresignGet(ctx, row.Key, storage.PresignGetOptions{Expires: ttl, ContentDisposition: disp, ContentType: row.ContentType})
+	p, err := s.store.PresignGet(ctx, o.key, storage.PresignGetOptions{Expires: ttl, ContentDisposition: disp, ContentType: o.contentType})
 	if err != nil {
 		return nil, s.internalError(ctx, ErrNotFound, "presign download", err, "file_id", row.ID)
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/internal/imagevariant"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 	"github.com/uploadedfile/uploadedfile/internal/storage/local"
 	s3store "github.com/uploadedfile/uploadedfile/internal/storage/s3"
@@ -64,6 +65,7 @@ type Service struct {
 	keys    signingKeys
 	scanner Scanner
 	tracer  trace.TracerProvider
+	imager  *imagevariant.Generator
 }
 
 // Option adjusts a Service beyond its Config.
@@ -103,6 +105,7 @@ func New(ctx context.Context, cfg Config, database DB, opts ...Option) (*Service
 		return nil, errors.New("uploadedfile: a database is required")
 	}
 	s := &Service{cfg: r, db: database, q: db.New(), log: slog.Default(), now: func() *time.Time { return nil }}
+	s.imager = imagevariant.New(imagevariant.Limits{MaxPixels: r.Variants.MaxPixels, Concurrency: r.Variants.Concurrency})
 	for _, o := range opts {
 		o(s)
 	}

@@ -290,6 +290,17 @@ func (b *bundle) checkInvariants() {
 			owned[*r.PendingKey] = true // a deleted S3 upload's staging key stays the staging sweep's
 		}
 	}
+	vrows, err := b.db.Pool.Query(ctx, "SELECT key, status FROM uploaded_file_variant")
+	require.NoError(b.t, err)
+	for vrows.Next() {
+		var key, status string
+		require.NoError(b.t, vrows.Scan(&key, &status))
+		owned[key] = true // a variant row owns its key in every state
+		if status == "ready" {
+			require.True(b.t, b.hasObject(key), "ready variant %s has no object", key)
+		}
+	}
+	require.NoError(b.t, vrows.Err())
 	for _, k := range b.objects() {
 		require.True(b.t, owned[k], "object %s has no row or pending claim", k)
 	}

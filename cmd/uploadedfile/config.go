@@ -137,6 +137,24 @@ type fileConfig struct {
 
 	// Events: the lifecycle event relay and its sinks (docs/events.md).
 	Events eventsConfig `koanf:"events"`
+
+	// Variants: image variant presets (docs/configuration.md).
+	Variants struct {
+		Presets     map[string]presetConfig `koanf:"presets"`
+		MaxPixels   int64                   `koanf:"maxPixels"`
+		Concurrency int                     `koanf:"concurrency"`
+		Timeout     time.Duration           `koanf:"timeout"`
+	} `koanf:"variants"`
+}
+
+// presetConfig is one image variant preset.
+type presetConfig struct {
+	Width   int    `koanf:"width"`
+	Height  int    `koanf:"height"`
+	Fit     string `koanf:"fit"`
+	Format  string `koanf:"format"`
+	Quality int    `koanf:"quality"`
+	Eager   bool   `koanf:"eager"`
 }
 
 // eventsConfig is the events section.
@@ -383,11 +401,18 @@ func (c fileConfig) serviceConfig() (service.Config, error) {
 		CleanupBatchSize: c.CleanupBatchSize, DownloadPath: c.DownloadPath, MaxFileSizeBytes: c.MaxFileSizeBytes,
 		AllowedMIMETypes: c.AllowedMIMETypes, ValidateMagicBytes: c.ValidateMagicBytes, CleanupAfterDays: c.CleanupAfterDays,
 		SpoolDir: c.SpoolDir, ScanMode: c.Scan.Mode,
-		Quota: service.QuotaConfig{TenantBytes: c.Quota.TenantBytes, TenantFiles: c.Quota.TenantFiles, OwnerBytes: c.Quota.OwnerBytes, OwnerFiles: c.Quota.OwnerFiles},
+		Quota:    service.QuotaConfig{TenantBytes: c.Quota.TenantBytes, TenantFiles: c.Quota.TenantFiles, OwnerBytes: c.Quota.OwnerBytes, OwnerFiles: c.Quota.OwnerFiles},
+		Variants: service.VariantsConfig{MaxPixels: c.Variants.MaxPixels, Concurrency: c.Variants.Concurrency, Timeout: c.Variants.Timeout},
 		RemoteClone: service.RemoteCloneConfig{
 			Enabled: c.RemoteClone.Enabled, Timeout: c.RemoteClone.Timeout, MaxBytes: c.RemoteClone.MaxBytes,
 			MaxRedirects: c.RemoteClone.MaxRedirects, AllowedHosts: c.RemoteClone.AllowedHosts, AllowedPorts: c.RemoteClone.AllowedPorts,
 		},
+	}
+	if len(c.Variants.Presets) > 0 {
+		sc.Variants.Presets = make(map[string]service.VariantPreset, len(c.Variants.Presets))
+		for name, p := range c.Variants.Presets {
+			sc.Variants.Presets[name] = service.VariantPreset{Width: p.Width, Height: p.Height, Fit: p.Fit, Format: p.Format, Quality: p.Quality, Eager: p.Eager}
+		}
 	}
 	var err error
 	if c.AuthorizationPolicy != "" {

@@ -182,8 +182,9 @@ func deref(s *string) string {
 	return *s
 }
 
-// relay builds the relay and its sinks; closeSinks closes their connections.
-func (c eventsConfig) relay(ctx context.Context, pool *pgxpool.Pool, g *globals, reg prometheus.Registerer) (*eventrelay.Relay, func(), error) {
+// relay builds the relay with its configured sinks and extra (built-in)
+// ones; closeSinks closes their connections.
+func (c eventsConfig) relay(ctx context.Context, pool *pgxpool.Pool, g *globals, reg prometheus.Registerer, extra ...eventrelay.SinkConfig) (*eventrelay.Relay, func(), error) {
 	var closers []func()
 	closeAll := func() {
 		for _, f := range closers {
@@ -210,6 +211,7 @@ func (c eventsConfig) relay(ctx context.Context, pool *pgxpool.Pool, g *globals,
 			Name: name, Types: sc.Types, Sink: sink, MaxAttempts: sc.MaxAttempts, Backoff: sc.Backoff, MaxBackoff: sc.MaxBackoff,
 		})
 	}
+	sinks = append(sinks, extra...)
 	var metrics *eventrelay.Metrics
 	if reg != nil {
 		metrics = eventrelay.NewMetrics(reg)

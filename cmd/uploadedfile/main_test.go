@@ -21,6 +21,7 @@ import (
 
 	"github.com/uploadedfile/uploadedfile/internal/clamd/clamdtest"
 	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/service"
 )
 
 // run executes the command line against databaseURL and returns stdout.
@@ -44,14 +45,14 @@ func TestMigrateCommand(t *testing.T) {
 
 	out, err = run(t, ctx, url, "migrate", "up")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261123300000\n", out)
+	require.Equal(t, "version: 20261124000000\n", out)
 
 	_, err = run(t, ctx, url, "migrate", "down")
 	require.ErrorContains(t, err, "exactly one of --steps N")
 
 	out, err = run(t, ctx, url, "migrate", "down", "--steps", "1")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261123200000\n", out)
+	require.Equal(t, "version: 20261123300000\n", out)
 
 	out, err = run(t, ctx, url, "migrate", "down", "--all")
 	require.NoError(t, err)
@@ -59,7 +60,7 @@ func TestMigrateCommand(t *testing.T) {
 
 	out, err = run(t, ctx, url, "migrate", "up")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261123300000\n", out)
+	require.Equal(t, "version: 20261124000000\n", out)
 
 	_, err = run(t, ctx, "mysql://x", "migrate", "up")
 	require.ErrorContains(t, err, "unsupported database URL scheme")
@@ -202,7 +203,7 @@ func TestServeDev(t *testing.T) {
 
 	out2, err := run(t, context.Background(), missing, "migrate", "version")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261123300000\n", out2, "serve migrated the new database")
+	require.Equal(t, "version: 20261124000000\n", out2, "serve migrated the new database")
 
 	cancel()
 	select {
@@ -403,4 +404,36 @@ func TestScanConfigChecksClamdAtStart(t *testing.T) {
 	opts, err = c.scanner(ctx, 512<<10, true)
 	require.NoError(t, err)
 	require.Empty(t, opts, "no clamd, no scanner")
+}
+
+// TestVariantPresetsConfig: presets are named sections from the file or
+// the environment; a typo is named; a bad preset refuses the service.
+func TestVariantPresetsConfig(t *testing.T) {
+	t.Parallel()
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte(`
+variants:
+  maxPixels: 1000000
+  presets:
+    thumb: {width: 400, height: 300, fit: cover, format: webp, eager: true}
+`), 0o600))
+	c, err := loadConfig(cfgFile, func() []string {
+		return []string{"UPLOADEDFILE_VARIANTS__PRESETS__AVATAR__WIDTH=64", "UPLOADEDFILE_VARIANTS__PRESETS__AVATAR__HEIGHT=64",
+			"UPLOADEDFILE_VARIANTS__PRESETS__AVATAR__FIT=inside", "UPLOADEDFILE_VARIANTS__PRESETS__AVATAR__FORMAT=jpeg"}
+	})
+	require.NoError(t, err)
+	sc, err := c.serviceConfig()
+	require.NoError(t, err)
+	require.Equal(t, service.VariantPreset{Width: 400, Height: 300, Fit: "cover", Format: "webp", Eager: true}, sc.Variants.Presets["thumb"])
+	require.Equal(t, service.VariantPreset{Width: 64, Height: 64, Fit: "inside", Format: "jpeg"}, sc.Variants.Presets["avatar"])
+	require.EqualValues(t, 1_000_000, sc.Variants.MaxPixels)
+
+	require.NoError(t, os.WriteFile(cfgFile, []byte("variants:\n  presets:\n    thumb:\n      widht: 4\n"), 0o600))
+	_, err = loadConfig(cfgFile, func() []string { return nil })
+	require.ErrorContains(t, err, `unknown key "variants.presets.thumb.widht" (did you mean "variants.presets.thumb.width"?)`)
+
+	sc.Variants.Presets["thumb"] = service.VariantPreset{Width: 400, Height: 300, Fit: "stretch", Format: "webp"}
+	sc.LocalRoot = t.TempDir()
+	_, err = service.New(context.Background(), sc, pgtest.New(t))
+	require.ErrorContains(t, err, `variants.presets.thumb: fit "stretch"`)
 }

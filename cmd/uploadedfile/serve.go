@@ -27,6 +27,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/uploadedfile/uploadedfile/db/migrations"
+	"github.com/uploadedfile/uploadedfile/internal/eventrelay"
+	"github.com/uploadedfile/uploadedfile/internal/eventrelay/variantsink"
 	"github.com/uploadedfile/uploadedfile/internal/httpapi"
 	"github.com/uploadedfile/uploadedfile/internal/maintenance"
 	"github.com/uploadedfile/uploadedfile/internal/tracing"
@@ -187,7 +189,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		}()
 	}
 	defer func() { <-sweepsDone }()
-	eventsDone, err := runEvents(ctx, g, cfg.Events, pool, reg)
+	eventsDone, err := runEvents(ctx, g, cfg.Events, pool, reg, svc)
 	if err != nil {
 		return err
 	}
@@ -426,13 +428,19 @@ func serveDebug(addr string) (string, func(), error) {
 
 // runEvents starts the lifecycle event relay in the background (unless
 // events.relay is false); it stops with ctx, and done closes once it has.
-func runEvents(ctx context.Context, g *globals, c eventsConfig, pool *pgxpool.Pool, reg prometheus.Registerer) (done <-chan struct{}, err error) {
+// With eager variant presets, a built-in sink generates them after each
+// file.ready (internal/eventrelay/variantsink).
+func runEvents(ctx context.Context, g *globals, c eventsConfig, pool *pgxpool.Pool, reg prometheus.Registerer, svc *service.Service) (done <-chan struct{}, err error) {
 	ch := make(chan struct{})
 	if !c.relayEnabled() {
 		close(ch)
 		return ch, nil
 	}
-	relay, closeSinks, err := c.relay(ctx, pool, g, reg)
+	var extra []eventrelay.SinkConfig
+	if len(svc.EagerVariantPresets()) > 0 {
+		extra = append(extra, variantsink.Config(svc))
+	}
+	relay, closeSinks, err := c.relay(ctx, pool, g, reg, extra...)
 	if err != nil {
 		return nil, err
 	}

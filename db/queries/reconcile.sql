@@ -10,8 +10,9 @@
 -- A row owns its final key until its deletion is settled (deleted_at set,
 -- no deletion claim, no upload marker -- an upload tombstone keeps owning
 -- it), and its staging key likewise, or for as long as the staging sweep
--- still has to remove it (staging_cleanup_at set). A key no row owns is an
--- orphan; a repair claims it here before the storage delete.
+-- still has to remove it (staging_cleanup_at set); a variant row owns its
+-- key for as long as it exists. A key no row owns is an orphan; a repair
+-- claims it here before the storage delete.
 
 -- name: ReconcileReferencesFrom :many
 -- One page of every storage reference at or after @start_key in byte order
@@ -42,6 +43,16 @@ FROM (
     WHERE pending_key IS NOT NULL AND pending_key COLLATE "C" >= @start_key::text
     ORDER BY pending_key COLLATE "C"
     LIMIT @max::integer)
+    UNION ALL
+    -- Image variants: a variant row owns its key in every state (it goes
+    -- only after its object is deleted); a ready one must have its object.
+    (SELECT key COLLATE "C" AS ref, file_id AS id, false AS staging, true AS owned,
+        (status = 'ready') AS visible,
+        coalesce(size_bytes, 0) AS size_bytes, NULL::text AS checksum, updated_at
+    FROM uploaded_file_variant
+    WHERE key COLLATE "C" >= @start_key::text
+    ORDER BY key COLLATE "C"
+    LIMIT @max::integer)
 ) AS refs
 ORDER BY refs.ref COLLATE "C"
 LIMIT @max::integer;
@@ -59,7 +70,7 @@ SELECT EXISTS (SELECT 1 FROM uploaded_file_orphan_claim WHERE key = @key::text):
 
 -- name: OrphanClaim :one
 -- (none) -> claimed for @lease, only while no row owns @key as its final or
--- its staging key (re-checked here, in the statement that writes the claim,
+-- its staging key, nor a variant row its key (re-checked here, in the statement that writes the claim,
 -- whatever the listing saw). Keys are generated per row and never reused, so
 -- once no row owns a key none ever will. Zero rows: a row owns the key, or
 -- another repair holds its claim.
@@ -76,6 +87,7 @@ WHERE NOT EXISTS (
         WHERE pending_key = @key::text
             AND (NOT (deleted_at IS NOT NULL AND deletion_pending_at IS NULL AND upload_pending_at IS NULL)
                 OR staging_cleanup_at IS NOT NULL))
+    AND NOT EXISTS (SELECT 1 FROM uploaded_file_variant WHERE key = @key::text)
 ON CONFLICT (key) DO NOTHING
 RETURNING *;
 

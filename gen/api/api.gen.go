@@ -84,6 +84,7 @@ const (
 	IoUploadedfileFileQuarantined   FileEventType = "io.uploadedfile.file.quarantined"
 	IoUploadedfileFileReady         FileEventType = "io.uploadedfile.file.ready"
 	IoUploadedfileFileUnquarantined FileEventType = "io.uploadedfile.file.unquarantined"
+	IoUploadedfileFileVariantReady  FileEventType = "io.uploadedfile.file.variant-ready"
 	IoUploadedfileUploadAbandoned   FileEventType = "io.uploadedfile.upload.abandoned"
 	IoUploadedfileUploadFailed      FileEventType = "io.uploadedfile.upload.failed"
 )
@@ -107,9 +108,32 @@ func (e FileEventType) Valid() bool {
 		return true
 	case IoUploadedfileFileUnquarantined:
 		return true
+	case IoUploadedfileFileVariantReady:
+		return true
 	case IoUploadedfileUploadAbandoned:
 		return true
 	case IoUploadedfileUploadFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FileVariantContentType.
+const (
+	Imagejpeg FileVariantContentType = "image/jpeg"
+	Imagepng  FileVariantContentType = "image/png"
+	Imagewebp FileVariantContentType = "image/webp"
+)
+
+// Valid indicates whether the value is a known member of the FileVariantContentType enum.
+func (e FileVariantContentType) Valid() bool {
+	switch e {
+	case Imagejpeg:
+		return true
+	case Imagepng:
+		return true
+	case Imagewebp:
 		return true
 	default:
 		return false
@@ -148,6 +172,7 @@ const (
 	CoreFileInvalidUpload            ProblemCode = "core.file.invalid-upload"
 	CoreFileNotFound                 ProblemCode = "core.file.not-found"
 	CoreFilePublicUploadDisabled     ProblemCode = "core.file.public-upload-disabled"
+	CoreFileQuotaExceeded            ProblemCode = "core.file.quota-exceeded"
 	CoreFileRemoteDisabled           ProblemCode = "core.file.remote-disabled"
 	CoreFileRemoteFetchFailed        ProblemCode = "core.file.remote-fetch-failed"
 	CoreFileUploadCompleting         ProblemCode = "core.file.upload-completing"
@@ -155,6 +180,8 @@ const (
 	CoreFileUploadFailed             ProblemCode = "core.file.upload-failed"
 	CoreFileUploadTargetInvalid      ProblemCode = "core.file.upload-target-invalid"
 	CoreFileUploadVerificationFailed ProblemCode = "core.file.upload-verification-failed"
+	CoreFileVariantFailed            ProblemCode = "core.file.variant-failed"
+	CoreFileVariantRefused           ProblemCode = "core.file.variant-refused"
 	CoreInternal                     ProblemCode = "core.internal"
 )
 
@@ -179,6 +206,8 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case CoreFilePublicUploadDisabled:
 		return true
+	case CoreFileQuotaExceeded:
+		return true
 	case CoreFileRemoteDisabled:
 		return true
 	case CoreFileRemoteFetchFailed:
@@ -192,6 +221,10 @@ func (e ProblemCode) Valid() bool {
 	case CoreFileUploadTargetInvalid:
 		return true
 	case CoreFileUploadVerificationFailed:
+		return true
+	case CoreFileVariantFailed:
+		return true
+	case CoreFileVariantRefused:
 		return true
 	case CoreInternal:
 		return true
@@ -324,9 +357,18 @@ type FileEventData struct {
 	SizeBytes      int64              `json:"sizeBytes"`
 
 	// Status quarantined appears only in lifecycle events (a quarantined file is never returned by a read).
-	Status     Status     `json:"status"`
-	Type       *string    `json:"type,omitempty"`
-	UserId     string     `json:"userId"`
+	Status Status  `json:"status"`
+	Type   *string `json:"type,omitempty"`
+	UserId string  `json:"userId"`
+
+	// Variant file.variant-ready only -- the variant that became ready (never its key).
+	Variant *struct {
+		ContentType string `json:"contentType"`
+		Height      int    `json:"height"`
+		Preset      string `json:"preset"`
+		SizeBytes   int64  `json:"sizeBytes"`
+		Width       int    `json:"width"`
+	} `json:"variant,omitempty"`
 	Visibility Visibility `json:"visibility"`
 }
 
@@ -340,6 +382,22 @@ type FileList struct {
 	// NextCursor The cursor of the next page; absent on the last one.
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
+
+// FileVariant An image variant of a file -- never a storage key.
+type FileVariant struct {
+	ContentType  FileVariantContentType `json:"contentType"`
+	CreatedAt    time.Time              `json:"createdAt"`
+	FileId       openapi_types.UUID     `json:"fileId"`
+	Height       int                    `json:"height"`
+	Preset       string                 `json:"preset"`
+	SizeBytes    int64                  `json:"sizeBytes"`
+	Url          string                 `json:"url"`
+	UrlExpiredAt *time.Time             `json:"urlExpiredAt,omitempty"`
+	Width        int                    `json:"width"`
+}
+
+// FileVariantContentType defines model for FileVariant.ContentType.
+type FileVariantContentType string
 
 // HostFile The file for a host backend, with its extra data and legacy storage references.
 type HostFile struct {
@@ -569,6 +627,9 @@ type ListVisibility = Visibility
 // ListWithUrls defines model for ListWithUrls.
 type ListWithUrls = bool
 
+// VariantPreset defines model for VariantPreset.
+type VariantPreset = string
+
 // Completing defines model for Completing.
 type Completing = Problem
 
@@ -775,6 +836,9 @@ type ServerInterface interface {
 	// HostResolveUrl A URL to read the file, and its expiry
 	// (GET /internal/uploaded-file/{id}/url)
 	HostResolveUrl(w http.ResponseWriter, r *http.Request, id FileID)
+	// HostGetFileVariant An image variant of a file, with a URL to read it
+	// (GET /internal/uploaded-file/{id}/variants/{preset})
+	HostGetFileVariant(w http.ResponseWriter, r *http.Request, id FileID, preset VariantPreset)
 	// Readyz The database and the storage answer
 	// (GET /readyz)
 	Readyz(w http.ResponseWriter, r *http.Request)
@@ -812,6 +876,12 @@ type ServerInterface interface {
 	//
 	// Deprecated: Use the url of the file's detail.
 	DownloadFile(w http.ResponseWriter, r *http.Request, id FileID)
+	// GetFileVariant An image variant of a file, with a URL to read it
+	// (GET /uploaded-file/{id}/variants/{preset})
+	GetFileVariant(w http.ResponseWriter, r *http.Request, id FileID, preset VariantPreset)
+	// DownloadFileVariant An image variant's bytes (the compatibility download route's equivalent)
+	// (GET /uploaded-file/{id}/variants/{preset}/download)
+	DownloadFileVariant(w http.ResponseWriter, r *http.Request, id FileID, preset VariantPreset)
 }
 
 // ServerInterfaceWrapper converts contexts to parameters.
@@ -1284,6 +1354,41 @@ func (siw *ServerInterfaceWrapper) HostResolveUrl(w http.ResponseWriter, r *http
 	handler.ServeHTTP(w, r)
 }
 
+// HostGetFileVariant operation middleware
+func (siw *ServerInterfaceWrapper) HostGetFileVariant(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id FileID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "preset" -------------
+	var preset VariantPreset
+
+	err = runtime.BindStyledParameterWithOptions("simple", "preset", r.PathValue("preset"), &preset, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "preset", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.HostGetFileVariant(w, r, id, preset)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // Readyz operation middleware
 func (siw *ServerInterfaceWrapper) Readyz(w http.ResponseWriter, r *http.Request) {
 
@@ -1702,6 +1807,76 @@ func (siw *ServerInterfaceWrapper) DownloadFile(w http.ResponseWriter, r *http.R
 	handler.ServeHTTP(w, r)
 }
 
+// GetFileVariant operation middleware
+func (siw *ServerInterfaceWrapper) GetFileVariant(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id FileID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "preset" -------------
+	var preset VariantPreset
+
+	err = runtime.BindStyledParameterWithOptions("simple", "preset", r.PathValue("preset"), &preset, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "preset", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetFileVariant(w, r, id, preset)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DownloadFileVariant operation middleware
+func (siw *ServerInterfaceWrapper) DownloadFileVariant(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id FileID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	// ------------- Path parameter "preset" -------------
+	var preset VariantPreset
+
+	err = runtime.BindStyledParameterWithOptions("simple", "preset", r.PathValue("preset"), &preset, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "preset", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DownloadFileVariant(w, r, id, preset)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 type UnescapedCookieParamError struct {
 	ParamName string
 	Err       error
@@ -1832,12 +2007,15 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/uploaded-file", wrapper.ListFiles)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/uploaded-file", wrapper.UploadFile)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/uploaded-file/{id}/download", wrapper.DownloadFile)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/uploaded-file/{id}/variants/{preset}", wrapper.GetFileVariant)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/uploaded-file/{id}/variants/{preset}/download", wrapper.DownloadFileVariant)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/internal/uploaded-file/initiate", wrapper.HostInitiateUpload)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/internal/uploaded-file/uploads", wrapper.HostUpload)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/internal/uploaded-file/clone", wrapper.HostCloneFromUrl)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/internal/uploaded-file", wrapper.HostListFiles)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/internal/uploaded-file/usage", wrapper.HostGetUsage)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/internal/uploaded-file/{id}", wrapper.HostGetFile)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/internal/uploaded-file/{id}/variants/{preset}", wrapper.HostGetFileVariant)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/internal/uploaded-file/{id}/url", wrapper.HostResolveUrl)
 	m.HandleFunc(http.MethodPatch+" "+options.BaseURL+"/internal/uploaded-file/{id}/extra-data", wrapper.HostSetExtraData)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/internal/uploaded-file/{id}/attached", wrapper.HostDownloadAttached)
@@ -2977,6 +3155,134 @@ func (response HostResolveUrl410ApplicationProblemPlusJSONResponse) VisitHostRes
 	return err
 }
 
+type HostGetFileVariantRequestObject struct {
+	Id     FileID        `json:"id"`
+	Preset VariantPreset `json:"preset"`
+}
+
+type HostGetFileVariantResponseObject interface {
+	VisitHostGetFileVariantResponse(w http.ResponseWriter) error
+}
+
+type HostGetFileVariant200JSONResponse FileVariant
+
+func (response HostGetFileVariant200JSONResponse) VisitHostGetFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostGetFileVariant400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response HostGetFileVariant400ApplicationProblemPlusJSONResponse) VisitHostGetFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostGetFileVariant401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response HostGetFileVariant401ApplicationProblemPlusJSONResponse) VisitHostGetFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostGetFileVariant404ApplicationProblemPlusJSONResponse Problem
+
+func (response HostGetFileVariant404ApplicationProblemPlusJSONResponse) VisitHostGetFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostGetFileVariant410ApplicationProblemPlusJSONResponse Problem
+
+func (response HostGetFileVariant410ApplicationProblemPlusJSONResponse) VisitHostGetFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostGetFileVariant413ApplicationProblemPlusJSONResponse Problem
+
+func (response HostGetFileVariant413ApplicationProblemPlusJSONResponse) VisitHostGetFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostGetFileVariant422ApplicationProblemPlusJSONResponse Problem
+
+func (response HostGetFileVariant422ApplicationProblemPlusJSONResponse) VisitHostGetFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostGetFileVariant503ApplicationProblemPlusJSONResponse Problem
+
+func (response HostGetFileVariant503ApplicationProblemPlusJSONResponse) VisitHostGetFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ReadyzRequestObject struct {
 }
 
@@ -4046,6 +4352,320 @@ func (response DownloadFile410ApplicationProblemPlusJSONResponse) VisitDownloadF
 	return err
 }
 
+type GetFileVariantRequestObject struct {
+	Id     FileID        `json:"id"`
+	Preset VariantPreset `json:"preset"`
+}
+
+type GetFileVariantResponseObject interface {
+	VisitGetFileVariantResponse(w http.ResponseWriter) error
+}
+
+type GetFileVariant200JSONResponse FileVariant
+
+func (response GetFileVariant200JSONResponse) VisitGetFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFileVariant400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response GetFileVariant400ApplicationProblemPlusJSONResponse) VisitGetFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFileVariant401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetFileVariant401ApplicationProblemPlusJSONResponse) VisitGetFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFileVariant404ApplicationProblemPlusJSONResponse Problem
+
+func (response GetFileVariant404ApplicationProblemPlusJSONResponse) VisitGetFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFileVariant410ApplicationProblemPlusJSONResponse Problem
+
+func (response GetFileVariant410ApplicationProblemPlusJSONResponse) VisitGetFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFileVariant413ApplicationProblemPlusJSONResponse Problem
+
+func (response GetFileVariant413ApplicationProblemPlusJSONResponse) VisitGetFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFileVariant422ApplicationProblemPlusJSONResponse Problem
+
+func (response GetFileVariant422ApplicationProblemPlusJSONResponse) VisitGetFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFileVariant503ApplicationProblemPlusJSONResponse Problem
+
+func (response GetFileVariant503ApplicationProblemPlusJSONResponse) VisitGetFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadFileVariantRequestObject struct {
+	Id     FileID        `json:"id"`
+	Preset VariantPreset `json:"preset"`
+}
+
+type DownloadFileVariantResponseObject interface {
+	VisitDownloadFileVariantResponse(w http.ResponseWriter) error
+}
+
+type DownloadFileVariant200ApplicationoctetStreamResponse struct {
+	BytesApplicationoctetStreamResponse
+}
+
+func (response DownloadFileVariant200ApplicationoctetStreamResponse) VisitDownloadFileVariantResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/octet-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	if response.Headers.XContentTypeOptions != nil {
+		w.Header().Set("X-Content-Type-Options", fmt.Sprint(*response.Headers.XContentTypeOptions))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadFileVariant206ResponseHeaders struct {
+	ContentDisposition  *string
+	ETag                *string
+	XContentTypeOptions *string
+}
+
+type DownloadFileVariant206ApplicationoctetStreamResponse struct {
+	Body          io.Reader
+	Headers       DownloadFileVariant206ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadFileVariant206ApplicationoctetStreamResponse) VisitDownloadFileVariantResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/octet-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	if response.Headers.XContentTypeOptions != nil {
+		w.Header().Set("X-Content-Type-Options", fmt.Sprint(*response.Headers.XContentTypeOptions))
+	}
+	w.WriteHeader(206)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadFileVariant304Response struct {
+}
+
+func (response DownloadFileVariant304Response) VisitDownloadFileVariantResponse(w http.ResponseWriter) error {
+	w.WriteHeader(304)
+	return nil
+}
+
+type DownloadFileVariant400ApplicationProblemPlusJSONResponse struct {
+	ProblemApplicationProblemPlusJSONResponse
+}
+
+func (response DownloadFileVariant400ApplicationProblemPlusJSONResponse) VisitDownloadFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadFileVariant401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DownloadFileVariant401ApplicationProblemPlusJSONResponse) VisitDownloadFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadFileVariant404ApplicationProblemPlusJSONResponse Problem
+
+func (response DownloadFileVariant404ApplicationProblemPlusJSONResponse) VisitDownloadFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadFileVariant410ApplicationProblemPlusJSONResponse Problem
+
+func (response DownloadFileVariant410ApplicationProblemPlusJSONResponse) VisitDownloadFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadFileVariant413ApplicationProblemPlusJSONResponse Problem
+
+func (response DownloadFileVariant413ApplicationProblemPlusJSONResponse) VisitDownloadFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadFileVariant422ApplicationProblemPlusJSONResponse Problem
+
+func (response DownloadFileVariant422ApplicationProblemPlusJSONResponse) VisitDownloadFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadFileVariant503ApplicationProblemPlusJSONResponse Problem
+
+func (response DownloadFileVariant503ApplicationProblemPlusJSONResponse) VisitDownloadFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// Healthz The process answers
@@ -4090,6 +4710,9 @@ type StrictServerInterface interface {
 	// HostResolveUrl A URL to read the file, and its expiry
 	// (GET /internal/uploaded-file/{id}/url)
 	HostResolveUrl(ctx context.Context, request HostResolveUrlRequestObject) (HostResolveUrlResponseObject, error)
+	// HostGetFileVariant An image variant of a file, with a URL to read it
+	// (GET /internal/uploaded-file/{id}/variants/{preset})
+	HostGetFileVariant(ctx context.Context, request HostGetFileVariantRequestObject) (HostGetFileVariantResponseObject, error)
 	// Readyz The database and the storage answer
 	// (GET /readyz)
 	Readyz(ctx context.Context, request ReadyzRequestObject) (ReadyzResponseObject, error)
@@ -4127,6 +4750,12 @@ type StrictServerInterface interface {
 	//
 	// Deprecated: Use the url of the file's detail.
 	DownloadFile(ctx context.Context, request DownloadFileRequestObject) (DownloadFileResponseObject, error)
+	// GetFileVariant An image variant of a file, with a URL to read it
+	// (GET /uploaded-file/{id}/variants/{preset})
+	GetFileVariant(ctx context.Context, request GetFileVariantRequestObject) (GetFileVariantResponseObject, error)
+	// DownloadFileVariant An image variant's bytes (the compatibility download route's equivalent)
+	// (GET /uploaded-file/{id}/variants/{preset}/download)
+	DownloadFileVariant(ctx context.Context, request DownloadFileVariantRequestObject) (DownloadFileVariantResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx context.Context, w http.ResponseWriter, r *http.Request, request any) (any, error)
@@ -4571,6 +5200,33 @@ func (sh *strictHandler) HostResolveUrl(w http.ResponseWriter, r *http.Request, 
 	}
 }
 
+// HostGetFileVariant operation middleware
+func (sh *strictHandler) HostGetFileVariant(w http.ResponseWriter, r *http.Request, id FileID, preset VariantPreset) {
+	var request HostGetFileVariantRequestObject
+
+	request.Id = id
+	request.Preset = preset
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.HostGetFileVariant(ctx, request.(HostGetFileVariantRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "HostGetFileVariant")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(HostGetFileVariantResponseObject); ok {
+		if err := validResponse.VisitHostGetFileVariantResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // Readyz operation middleware
 func (sh *strictHandler) Readyz(w http.ResponseWriter, r *http.Request) {
 	var request ReadyzRequestObject
@@ -4871,117 +5527,179 @@ func (sh *strictHandler) DownloadFile(w http.ResponseWriter, r *http.Request, id
 	}
 }
 
+// GetFileVariant operation middleware
+func (sh *strictHandler) GetFileVariant(w http.ResponseWriter, r *http.Request, id FileID, preset VariantPreset) {
+	var request GetFileVariantRequestObject
+
+	request.Id = id
+	request.Preset = preset
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetFileVariant(ctx, request.(GetFileVariantRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetFileVariant")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetFileVariantResponseObject); ok {
+		if err := validResponse.VisitGetFileVariantResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DownloadFileVariant operation middleware
+func (sh *strictHandler) DownloadFileVariant(w http.ResponseWriter, r *http.Request, id FileID, preset VariantPreset) {
+	var request DownloadFileVariantRequestObject
+
+	request.Id = id
+	request.Preset = preset
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DownloadFileVariant(ctx, request.(DownloadFileVariantRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DownloadFileVariant")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DownloadFileVariantResponseObject); ok {
+		if err := validResponse.VisitDownloadFileVariantResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1tc9s4kvBf6dLzVEW6o2QlcWZ37U+eJLPJVmaSi+3N1o1SRYhsSViTAAcA7Sgp//crNMBXkbLk2N5k",
-	"N19SjgACzUaj37v5ZRDJNJMChdGDoy+DjCmWokFF//uFJ/j6hf0rRh0pnhkuxeBocLZCWPAEH2k4P3/9",
-	"YjIIBtz+njGzGgQDwVIcHA14PAgGCv/IucJ4cGRUjsFARytMmV0yZZ/eoFia1eDop8NgYNaZfUgbxcVy",
-	"cH0dDN5wbZ5LYVCYMxpsg3EiAD+xyIB9FoYhT9kSDzKxDEcgFTBYsJQn63Lkv8JRCeofOap1BWtU26cH",
-	"yCfPnvVCqZAZjH/GhVQdcPphmNM4mBXXYHiKvcA0lquDs5AqZWZwNIiZwbFdY3ADTL8omfZDxAwhamFQ",
-	"7QwWrXhboHKlpeomqFDgJz8hBLkAs0LIFF5ymWvI2LIfLrdoz7E9nj7ppa6XwnCz7iAsY1i0whiMdGhB",
-	"mghDIrdeInKzbkE/Do7X8e6Q8Hg3YF7HtwDnDU+52YTFcgMNGSo6DRjGuGB5YuDZNLCElEpt4Ml02gtR",
-	"QsvWwfErDI6eTQMLG0/zdHD0ZGr/x4X73+MSSi4MLlGVYP4q4zzBLTi74mblsJbS1JtQ5mbdAmG/sRTf",
-	"KVzwT5vQ2DEN2jBluFhWMAXAl0LaZSBiGmEoJFzxJI6YinUviKLaaX8wT6XqOFZ/rU8MDAVeoTaw4Eqb",
-	"gC6gP6FRAHZnGJ5YQvzfFuzEbTX/jDBMmFqWS/S+hbaA1OH//woXg6PB/zuopNGBG9UHFvK3Kq4d/Bmm",
-	"mVRMddzctyJZgynGYWiFDoEn7UCGKmV2dRguWGIBt1JM94FZrtOA1eN2LmWCTJRA/Z1rPueJ5yddy11W",
-	"M3Z999qixT4fuFmdq0Rvvvt71DK5REAWrUrx/P4NDDOFmi8FxnR57QhIAadPe8/nqtij87IS6oJNPFxb",
-	"aa8zKTQSdD+vjfvDC1f7J8uyhEfMQnwgI4NmrI1CRiKqQ6LMuXDobxP0ddCvksztvvbVVshir8l4PWL8",
-	"gutMau4e+rJ5qrUb8/KMLW+a849xsbDVHMZvCRq9/Sn73HOZZglahrAFP5mS8wTT//6nbgO7jWTeuae6",
-	"cHQipFmhAi60YSJC4BqiEhLHKfMskSw+BoVGrSFhBlULle/tyPjE6gydL1qxaQtBAc6DviagUlIFwDS8",
-	"/+U5/OXw2Z/AbwMxGsYTPRlcB4NzwXKzkop/xvghIfyVa20xLu1ZXLKEW92QKauEyQsULYR/+PBhfJKb",
-	"lZXoETN4E3ldF7fWUf6KiSWS7H4tsty9XBzTFWDJOyUzVIbbi+rvdVb76Uuh02xuFFQaRtegwCt6nhtM",
-	"9S4qGSkAr93sx1YD8ONMKba2wzKJ73TF67px8rtb3sP9sZwr5//EyNi1nidS4ENiED8ZxV4ww/r3cybV",
-	"BqiWD/5GnHwnJJVq1MaQ8WbXxkCukrbaMT38c5feUUexfaoLtS8wQXMr3CpcoEIR4VdSRspF8d8byKS2",
-	"Y+erNOULCqvC/j7gIuHCapaMdNPUMpmPHWDZa/ry0rOgFleDhC8wWkcJAtoplrsxeJ7IPKZH4PFkCkNt",
-	"VB6ZXGFslV4cTSC0u4TA9UxwOXH8HWNLI5NZPp0+jazQp7/wGEKd07uEpP2RqsDjYwgNCiZqvz7SM+F+",
-	"s0q1QaG5FMCMUXyeGxwdQ6jyBEMYug0nC8YTjEe0gB2xf8yEG4S5khc4mYlB+3xjT/7b+GyJM7orltcy",
-	"wzwnLwi4OIc6Vydu3nUIvMMOOz9//eLyT8cEvraasBT2FNQaYkw4/eFNVjoby8FLJSbPyROysY/qtF4a",
-	"+Dpq4Avq6IKhf8dJynXKTLQKSAev/XcymYyOgc21pY6rFQoHPqpLHiG4Haw+r41UCJyg3oBSy1xFHXDS",
-	"e+qJG66MwYM6gY26V8wwukSlW3fk8WTaeRyeIvu9UMDjnfDt6LWb0fG04xU/FCgzigl3qa2+lHJjMAZu",
-	"yKwz9uWZYXNrxEWJjC5GDWi2OEUqBrsTfZNzqs2P6sgMnMvNn5hfvUKgf80SEZs3xf3Sydiat6z/LJhp",
-	"Y2w8pl9enZ29G2u2QFBoDRIUhu6hs4gtMuWVQHUMwt4rYESVbIlwgWurKJE7yL6otsiPYtKSmtwiWmF0",
-	"ofO084i9omsN3V2dVkHDLdi5aGE7775kjBlTxkqA5zLuXjVuCpFtxFGXN6VCcRtdI7MEtc97OC5546Xj",
-	"umGtt43GreqHVHzJBUsKXWaTNfDPWFqZJShcmJ8OB5tuo2Bgr2uub8LpqZu1Vf/RqHpQednwA+xh3Ndv",
-	"NeHSb9LCQ/2tg5bfuulhcK/RPIImcdUJeOulP2vJ0bYiQf8oZLHdoXMwJh0v7hvOcrXsH/Xk2TfMvMOv",
-	"f+/e8Ya07R9ncyZiKfq3+CNnignDt0zJRX1Sn/b3hmu6hE3OVmq25R/bCOvc723Xq8i4sqQqR3s3I3cO",
-	"9UKhsbPJ41uqEtJJxYRp+zdOBjcp/g7qLgp7JbUhMK3enyRvF4Oj3/d6uTamoljcsTV1getu50/9De2k",
-	"zff72OelggXFp1ZSG5iz6AJFHFSCkGAFK4qBiRgSXLJoXcrDygKZ1DF4F4RTnsa3TzSvBTecGXTksJvt",
-	"2AS6YwXIklwTmBUnbR0TpGwN0UpKjTDM8nnCIxCIsQaWJPLqHf3ilnRe/H4VpQnObKBX7Mmzn45mA1hI",
-	"uxbGMF8TNFa3/OkQTl+djJ88+6nAcennbJi705vVmBuiBV+jgLRF9s2W+HYZvi0MdEeytiVdW5Hguqwt",
-	"zq6LJgtqKkXtPoTZTyP/oUd7r0d0Nyfz4/Z+80f8HjUFrNpCceEVjn10qB3NHaf27bb4GVNLND26v1vH",
-	"+XI7X7UKi9ZjczWFPii19fpvorIhOnXQX5m6ONcYP6Snm7cc+1/hrb2NO3sD/91aRy2S1eIK3o7f1Im0",
-	"YfMEXTQK7LRJ/VSk8paBkGa8kLmIifCLX31kaFySwuZQioY1BhSm0uA45tpuHHeNLdBEq3Fp8FTjbp9x",
-	"ZWttDFWxwq7RS1R84Z2rXes7Zcm/TjeIW/buWNCZlF0jUYJM5NmWtzR098YekcUMlpvVJK8HBesDBdaj",
-	"hPFUF0OWoSnBks7bRFFU+56dzkUKxpYe5YglCURMgM6jCDF2wdcjsGYJXK3IueYCuDNRRnALr5au+YcD",
-	"5+tlEGOGIkYRrb2zNwCpaHAmwuLJEIj0QEgnkmCNBobaqrpmhSmlgYhyH2BLxsXoeCaIA1ReZe+a9k5l",
-	"768jU+eKaWuz5BrjCZwUxsBMlFRPRk6kMLZMgiVFpFa7gMCmx6jbb/5hxQwwUQZUpSqAqXvNA295nb8m",
-	"x/dKXsEwcS5FLmYilpE+WBmTTdJ4dASM3mBMIsd54XUerYBpF1Shi8ucsA+DmQgtc51gmpl1GEBI3ngj",
-	"5ZiSYuwvhcde86VgJldIT33m2QRFpNaZseu41EU/tbVrzeWvuVjS4+0wQH0jlpBTZnyluDEowglQgozz",
-	"sM5lblwYxpIeqkfkgvXoaiC/Ju9LD9qmNm64uYHxtiNa5+9fg2CpSz7AMkRPuL3RPvQea7drzd1F7LiL",
-	"gfv8mPjcBS+bTNxHNLsinS9vdI6KPEncLW/4EPYMg56WuG3iqeY2ApZlyJR26UxctGOCGoYM6vNdfER7",
-	"p7pCkyvhNFMGljRGdYlkuUXB3GucvvDrldz0Jj9WQ73ZwLRj8nofX3MtGaJbHemluRp6UzQrGW8LZ28/",
-	"Nv+8m13BFNReqOtUG4rkZlyxNvrKmMyprDAe/9uHQX7EOL71GMc9csS7DJP8y6Ij55otcZO/URjzRgvQ",
-	"Pvt20QxL7/RA226m3cpVeuF8u9iEdF6QVZMnEfZghUkzrN5PcrROT9L4mXd1AGV/w3B6BLmgvzEe7bg+",
-	"Jen25aPvASetswVOEpa3hrN1MHNPgw74BpIakHSf2MMn7H1zqVTNhOpSRyErkmQev2Smy4lhmSBGueJm",
-	"fWpvjyd2SrCs/vqlOM+/fTgr8pyJbbt55arWGnA5nFws5CbhnBqpsMib9RqXPgJrmlMEhwt4J7VZKjz9",
-	"nzeBt7GkNc8SGbEEYq4vXCLoTDABp0/JzGaGzxMEhw2XoDOZiZl4SalGRKhK5gZ97CE88SYrWd9H8LPL",
-	"JnX5XX/7cObSu8IJ+MzTAFKWWIrGOJhZE5FjYYZJrcc+s0uhSyWh2AYwoa/q9urh9LDQ2APQEthMFOnf",
-	"XnkxmCTamohk6GqZohQImGh8pN074CeujZ7ASxGPc201VPtSeiaGYZlINLYzw1FDha1rRbpTLbLAePI6",
-	"dgEctzQMw4PCZN/YgqmuyNxMsIgSpN0QwWlxZVFPG4eNdY7ssyHoSGb+zJSSStPiZTZy2JdfHLowICt8",
-	"R6E1Z0JnjSU8QqFJ5PhEfcsNFEfjhBdJbCJYfXRwgJ+YVfUKt8VB8XRlqQ3qQWorIIukrMHjyXQyJfUk",
-	"Q8EyPjgaPJ1MJ0/tvWNmRRfqYIUsMavP9m+v6Fs+RK9keczglR9vlQU8mU5budYGP5mDLGH8hpz8zUzv",
-	"hF/ipHHjB0e/fwwGOk9T0saIr2dKRqi1p2DLjA1bastN3CsMPtoVesii9nqtzTWEf315Bi0qCjooCGoE",
-	"xI0mErIypYUvqc0b7iKwmjBd1WL2BMWrKQdV4dZ1sNNkH8zdcTbVDu041xdm7TjbF+HtNft1vPNb1lTA",
-	"HR+pK5y7PVFpkLtCVSul3O8RXxS640O1wrQdnyjLi64/3nhvN7Jpd66NaCQtdFzstwJ9yed1MDh0G3et",
-	"VwJYVVvY+Y9vnt8o/aCHDvfY5LrOYuxLOLFfVPchV+0kjs3sjQCYK6RkBhgUJmjBmKQ2W9nSQUR1HeNS",
-	"N86k7uLBUptaBYgvyEZtfpbx+s6Oc6PG5Lqp61kb8HqDnA476pJpofi7OPb3mCUsQnKkRVLFXqfRMJRJ",
-	"DFKgBp/0BnGu2DxZj/Y74EQKrJ/spsFy/v4NcA0U0inqXU9P3/9iJZ7BiIrRyiwVFscKtUbnPAxc+rpV",
-	"k2KurJKpkPQEy2QCmMtcWG2Wqjot/Vr6HBXBgBVGF15hJNU0nomEX9iJ64b7uIMW7UtZtndOTrR7Icaq",
-	"UGcnMnx851ytrz7R4Yqo5CEp/OmemxzuN//xnus/ebLX/GfTfec/ve2NJlOOYi8ZlXPYm51K4x0DQ4p1",
-	"+V/s5bQaHVXkUyBzv8vtOMN2vu3Kou7pltRrrm7Lrd0a3we3drB6Dj1f+8YhpTSGoTVxpQIhBe53lNzn",
-	"nPSz6jeWN/JGakqnlWBWzPjcwnYW4tFMhI6Ph4XJv5lvGMKQ4sNXXCMFBreH3sPRBCxbKqNCLihuaXrF",
-	"iPsbORMWjijhKIyDT6OIdS2DqYfRNzNx7omI+xJBH5jvd2Yd9cgAH2PzxTLClRH5CLXD/w/R8CCsnimr",
-	"dnvdp8he8J4kb65bMz0Arz5JBYXLcR/ukDJ1Mc61qy/v5/VF2tU9XZRmVtdt+b1d5Tth9xZUz+wt8l3A",
-	"O5Yp48Kr61/B8d3/brC6dmB8aZ4YnjFlDhZSpeOi2LU60nsoJG+nYPzt9O1v3s1M/RIMfuquAy18YTf2",
-	"5ggGrmChq0EJ+W6pDMDVNBR9laSi+DZ5oGPhZWPVxqVdS7pbaNVsD8r2Bj7vJDTZk7f5zRoktfKTnkKT",
-	"HyLpfkXSr0ywpWVV+WKBaotI2o9XFUHqbhe91OavaFwk+x79fW6DHiokECf/CilBOYOUvah9ZIv0cRYZ",
-	"bREfOM8HufNcSCyAlUxilwSp3aN/5NIwveeZ7OS3K6LA96QTNIPM/3k6QXC3ZuAXHl/fdM9+cXG2/QI7",
-	"vgnng/jjt3XWeqgbapn09LZnfOJzjntKKTdF295nfFBWG2877BfyStgnT6rS5NudevBle6vC/v6qG1kR",
-	"X7Y3rbyjlV7He63VQ9Xbz97ld30H5FhkP2nnTvQdMnx7SuI9yRqMbNsm+xMl0XlpQWTMRKtuwjxF87K0",
-	"B76KFd1OIu1Ren1biYTqewkhEaguh4UL6vBaNjGsGNf+xOAzN3uZk0+EdyGYb08Y1fP0e+TR+fs334k4",
-	"On//xl5whSwujzcoHX+Uk7zuPmFKu+/Prnnvhu8vuYY2mNSMmjvJ2KkXJXENuWCXjFOq8M15PGWbJa+W",
-	"l+LcJfb05fXsls5DPQzqdTBlqKBobTWkxkZkBzzSVeVTJhMerWcixojHqKteadZ0CxOuTTgKfPYaF+NF",
-	"wpcrE5SxYanAZ6bPrNKp7dSqCy/kIkGtIdRSmRA0W2soffwTeMfsWL1xNtMzEUb+P4XxWO/GUDRq4L6I",
-	"xFVLFYkLlNpXFAQFFgf22jvdSSoDQybWZmUtUUw0VZYcTqcQ1gsSw1FXTOBHYtOPxKb/gMSmf6+kpkJg",
-	"uXifYwrUAEUjbk1fct6Nj9dBLSKaKYzsQRfaXrtpu2sgL0UpI4uW8s/gV/6z475F70ILA4qFVJR/k8gr",
-	"VC5xf7SZVukc8d70vjNn/M7u8G/RL9xsbvAjWeVbcP+6MynpH7gABiVRWlGewrAoDXCdiSijfbR57YLB",
-	"p3F138YKmXbFhtq1EW0GPYdFZkLQjEMHZdH3yKlme+c9/N3nk2n/KYEoYZakBEsxcN9sIb2Cf8agSN7X",
-	"PpO/CpLPhJ3kchQ0MIugsS+LaIbN4RRFzaiuJTbMhC/WdP1bfZqDL9u0fMYn8E/KSs6QShLILayBJVds",
-	"rWdC+5ixDwOXrdJZESJu4pXrVn7HIz0Tw9VGysJoAieQYjoviivokkIsUYOQBqwG6YrCveo1E8UHW7AZ",
-	"vuNUId7VJCLsUskeJEXjR3rGD2Z4R+kZHfrFJlcqg763y8s6rvW91uVNZ8RYHLt4cggrmVu2QJewqJSX",
-	"YgK/yXrfOKmoOt9qRtTWY46w5Jeuu3/3RWz1DrvnG9nZqezH1bwnF9J3lglF7upmAsZO168dbu6qLLZn",
-	"tyhrd4sO8dpqPM45AlxESR5jPCo9PaTca5eBaMltDcOp8x+VNbrwm3SeCdfYhIm185R4l429j911Vz8C",
-	"4KVt1453b4a7C5fbRti7nyaKyGiV89zEv0vNvePYaH+6Mgx9OcYxKEwZpzzu4rWupLqwdKXQKE5NgXwL",
-	"v+hiqWQu4tED+p2nf7l5fu1LQl/HB07m0mm3ns0WjEB5T6VvGNPLC4JuN/W3HPXexQz+ziLfj7T/wFFR",
-	"RlyPP1Drgd3u60Fh+/WnqHjKq8yH7/OAK6L+pm/2fpTxoBrE31HxxTqATEmqjXHyXbCEasduocN7AiwJ",
-	"wDfB2Dw730FB8UuK2rT8ASe60fCqcnOYsnRuJvyH8Yah1+9d47aiPduoLPS3trj7OtcRlUAUjoaZKJwH",
-	"3scQwjCsfxQupCXCf4yf+7ZM41PqFBsGMJdmVUAwqkIwrq4CTqCEw+k9XMOVkmLpO8S5/WhoJmK+WKDS",
-	"sFAydXLavZcUGLgozdPCy9HqfRgeAxMz4WNQ5H86fDydwAduVqRHNcAo2k4YdtHwCj/SM1H/hBl9Yw5Z",
-	"7CpMfOuIiCnF/WPOZ/FIQ/jyjC1Dyj22cJw+hXfnZ+T96PJZvMt9YrVH8dfk1TTpiXoa+bIvjzzvKBqe",
-	"C/4JNEZSbPkyp6efwQ2JM63mISVqN/ft/Xhm8czgxryaXYzHr/wK40224sMy87qNGJCB6LJvfP/D1of1",
-	"ii88bq7jO2EUvZq9v7G2yvbPO36b7p5/B6FTZQdUHX1+/3gdfLluZAt8UNxgxUzd7Wq5vevCg0Lho92F",
-	"U+zT+xqW7vYA1yl9hKvIS6TiPd94tGj1aSkpIEnR8U1REFILvlg4ccIEVF+Sg1rTsgmc5lkmldHwnoml",
-	"E8aWcfmkK/BMQW+awUXK4n2o6zum8z2Z/rTH7KddRt5v0kAqY77gZQ7Yt58iWP9w7V0FeXKVFOyrYRhM",
-	"HO/su0n2GqG6LI69ail0dHDw+MmfJtPJdPL46M/TP0/psD1QG8K02c9pUkkvB/2mJHxVL4QtWjVRD6XO",
-	"9kqj2pKUM7W54ruy609cTzpyqUH1x12u0DVh9ArnKykvyhBv+THGbg9y/aY2ezpFicxj15PV9XWawCsn",
-	"eSD0m4x5HM7EsPxoIPB4FFSjhqeoDUuzsKmBuFPl2nIATDMzchGy8rlKe4VhePk4cE3A/EcIXv168nx8",
-	"+urEfYhgJmYDN8xj1yLMfxKy3Lvx61zGa/eDfwxDyEVcxK24uHikLZQKzWgCL4oPIxKoM5Gg+/RLZCWz",
-	"AKnsg8UHqY/JvVB+S3HFdNVojFOniZmw20/gxOmSTz59Im7qHTQWYJmbY9jIT/KenC5lUmGE/BKrj27u",
-	"qjO1D3e//BC3123TW0+iCLNW1X07cY+abR/7GGjC1h4J2vfvyJi60PWPVW5LvCv9Cu3Pjw6vyBkLnu7o",
-	"/MGjVI9IE/q/AAAA//8=",
+	"7H1rc9s4svZf6dL7VkU6h5KV2+yu/cmTZDbZykxyYnuydUapIkS2JKxJgAOAtjUp//dTaIAUSZG6OLbX",
+	"2fGXlCOQQBNoNPrydONrL5JpJgUKo3uHX3sZUyxFg4r+9xNP8N1r+1eMOlI8M1yK3mHvdIEw4wk+0XB2",
+	"9u71qBf0uP09Y2bRC3qCpdg77PG4F/QU/p5zhXHv0Kgcg56OFpgy22XKrt6jmJtF7/CHF0HPLDP7kjaK",
+	"i3nv+jrovefavJLCoDCn1Ngk41gAXrHIgH0X+iFP2RwPMjEPByAVMJixlCfLsuW/wkFJ6u85quWK1qgy",
+	"TgeRz16+7KRSITMY/4gzqVro9M0wpXYwC67B8BQ7ial1VyVnJlXKTO+wFzODQ9tHbwtNPymZdlPEDE3U",
+	"zKDamSzq8aZE5UpL1c5QocAr/0AIcgZmgZApvOAy15CxeTddrtOOZXs6ftbJXW+E4WbZwljGsGiBMRjp",
+	"pgXpQegTu3UykXvqBvzj6HgX704Jj3cj5l18A3Le85SbdVqsNNCQoaLVgH6MM5YnBl6OA8tIqdQGno3H",
+	"nRQl1G2VHN9D7/DlOLC08TRPe4fPxvZ/XLj/PS2p5MLgHFVJ5s8yzhPcMGeX3CzcrKX06LYpc0/dYMJ+",
+	"YSl+VDjjV+vU2DYN2jBluJivaAqAz4W03UDENEJfSLjkSRwxFetOEsVqpP3JPJGqZVn9tj420Bd4idrA",
+	"jCttAtqAfoUGAdiRoX9sGfF/G7STtNX8D4R+wtS87KLzK7QlpEr//1c46x32/t/B6jQ6cK36wFL+QcWV",
+	"hT/FNJOKqZad+0EkSzBFO/TtoUPkSduQoUqZ7R36M5ZYwu0pprvILPup0erndiplgkyURP3KNZ/yxMuT",
+	"tu4uVk/s+u2VTotxPnOzOFOJXv/2T6hlcoGALFqUx/On99DPFGo+FxjT5rUtIAWcPO9cn8tijNbNSlMX",
+	"tM3Dr0xxJsxHhRpbOO0YIilmfJ4rSwo95Nnqwr2oR+5XPTgCJpYgzQIVcA0vxmPg4oIlPB6maFiHxuHe",
+	"/hat49q+qzMpNNIM/7g07g+vINg/WZYlPGL2ow5kZNAMtVHI6JhtORWnXDgWahmrU62a2nHtVy6QxV4b",
+	"87rQ8DXXmdTcvfR1nTMru/7NKZtve+afw6Jjq/0MPxA1evNb9r1XMs0StEJtw/xkSk4TTP/7X7pJ7Ca2",
+	"/+jeapujY+GZQmjDRISWO6KSEift8yyRLD4ChUYtIWEGVWMqP9mW4bHVe1o/dHXUWAoKcu71MwGVkioA",
+	"puHTT6/gby9e/gX8MBCjYTzRo9510DsTLDcLqfgfGN8nhT9zre2MS1XsTJgiU1aRlOcoGhP++fPn4XFu",
+	"FlYriZjBbex1XexZx/kLJuZI+sc7keXu4+KYtgBLPiqZoTLcblQvm7LKT18LvWx9oGClJbU1Cryk97nB",
+	"VO+iVpIS8849/dRqMb6dKcWWtlkm8a32eF0Vdb+57j3dX8pn5fRfGBnb16tECrzPGcQro9hrZlj3eE5A",
+	"r5Fq5eAvJNV3mqRSFVxrMt50XGvIVdJUncYv/tqmO1Wn2L7VNrWvMUFzo7lVOEOFIsJv5IyUi+K/W9ik",
+	"MmLrp9TPFxRWDf+tx0XChdWOGenXqRUyX1rIstv0zYUXQU0FIOEzjJZRgoD2ESvdGLxKZB7TK/B0NIa+",
+	"NiqPDGkJqYxxMILQjhIC1xPB5cjJd4wtj4wm+Xj8PLIKAP2FRxDqnL4lJA2W1B0eH0FoUDBR+fWJngj3",
+	"mzUMDArNpQBmjOLT3ODgCEKVJxhC3w04mjGeYDygDmyL/WMiXCNMlTzH0UT0musbe/bfJGfLOaO9YmUt",
+	"M8xL8oKBi3WoSnWS5m2LwFtsybOzd68v/nJE5GurdklhV0EtIcaE0x/e7Ka1sRK8VGLynLw5a+OoVgus",
+	"Nl+HtfmC6nRB33/jKOU6ZSZaBGRHVP47Go2sMjjVljsuFygc+agueITgRrA2iTZSIXCieo1KLXMVtdBJ",
+	"36lHrnll0B5UGWzQ3mOG0QUq3dgjT0fj1uXwHNntSQMe7zTfjl/bBR1PWz7xczFlRjHhNrXVl1JuDMbA",
+	"DZmmxn48M2xqDdEokdH5oEbNBsfOSsDuxN/kYGvKo+pkBs5t6FfM976aQP+Z5USs7xT3S6tgq++y7rVg",
+	"pjljwyH98vb09ONQsxmCQrI1hKF96Kx6O5nyUqA6AmH3FTDiSjZHOMelVZTIpWU/VNvJj2LSkurSIlpg",
+	"dK7ztHWJvaJrjfVdHW9BzbXZ2mlh/+/eZYwZU8aeAK9k3N5rXD9ENjFH9bwpFYqb6BqZZah9vsNJya2b",
+	"juuax6Fp+G5UP6Ticy5YUugy66KB/4GllVmSwoX54UVv3fUV9Ox2zfW2OT1xT23UfzSqjqn05vj6FqET",
+	"17cOFbJ46Rwrfn/4FjALZmCKkT1k3FN9tyPsFjnH5aCF77dw6QL5fGHaTLSgMPtvY3YveWw1rq9tPseq",
+	"yCo9DY3AQTlc0VVJeZtAuqj5jPZwBFVJIZ71i9ngtzpBdVLr3ijHLnVWr2/iqqDYKFxPG/pKU2Gjf4gr",
+	"7HhtjTHp0nFXc5areXerFwNdzcw7h7vH7myvaTXd7WzKRCxF9xC/50wxYfiGR3Kxw0O1fdipir/nmrZG",
+	"fbuVZkb5xybuO/Nj2/5WMmVl1q4iN+2nqovQFNqlfZpCCKVeJ52KkjBt/8ZRb5sV5qjuYsNfu8TXsQCK",
+	"BJaCSs6AuTN/OGw7tLfKqZLJKcD4rwzndrWKOGT59yVOs9YVusHha8l9t9vBdU9C01vSbRb2m62HssiT",
+	"hE3t6VnzBKx62VUk+3kJbiCbq+sQdJr4b6U2tAOsfZ8kH2a9w9/22jfNTRjF4pa9Jue4bHfyVifKPrT+",
+	"fV+6vNEwo1j6QmoDUxado4iDlcJLtIJVuYGJGBKcs2hZbqGVp2FUncHbkEnlajxseWTJfCe44cygY4fd",
+	"fER1olt6gCzJtdO6ypO8sUyQsiVECyk1Qj/LpwmPQCDGGliSyMuP9IvrUg82myJ1ciY9vWDPXv5wOOnB",
+	"TNq+MIbpkqixNuQPL+Dk7fHw2csfijku4xk1t9Z4u7myJbL5LYZGUzXf7nHbLBg3haxvSddraHfdAq5c",
+	"uzaeLLipVPX2YcxuHvmTLu2dLtHtrMzj7n3wS/wJNQXXm4fizCsc+6jnO7o1nEWxW+enTM3RdNierh+n",
+	"mbZ+6grCUcUR1JSuQpGu/iZWNmyr8vwzU+dnGuP7jGjxRgDvG6IyNwlbrc1/u9ZRiVg3zZcY23UibawW",
+	"7qLOYB8bVVdFKm90CmmGM5mLmBi/+LXAZpSssN6UomG1BoWpNDiMubYDx21tMzTRYlga3Kt2N85wZeuv",
+	"Na0wAW2tF6j4zAdR2vp3ypL/nHYSN4zd0qFzabS1RAkykWcbvtLQ3hv6iaw98XsuDRviVYQYN15eeQdm",
+	"ue5oq4/JcrMY5VU4QbWhWMcoYTzVRZMVkUqwpHV/Ev7C2XYtYQmCcZSxqIglCURMgM4j+zUOtnEI1tCB",
+	"ywW55R30YyJK7EfhD9eVyFLgokQMYsxQxCiipQ8TBSAVNU5EWLwZAjEzCOkOOViigb62yrNZYEogOFGO",
+	"A2zOuBgcTQTJlFU8yge1fDjKe/rJeLpkGvwSjOC4MC8motxHZDZFCmMrdlhSYDy0CyWu+5rbI26fF8wA",
+	"EyUUQ6qCmGq8LfC23Nk7Cpkt5CX0ExeM4GIiYhnpg4Ux2SiNB4feMzKkQ8zF73QeLYBpF44lUcCc+hAG",
+	"ExFacT3CNDPLMICQ4nhGyiFBAu0vRaxP87lgJldIb/3BsxGKSC0zY/txwG3/aGPUSrBQczGn15sBxOpA",
+	"LCHX2PBScWNQhCMgeKBz80xlblwA17IeqicUvPHTVZv8igZR+t7X9XvDzRZR3oyFn316B4KlDraEJbiH",
+	"5narxeljXW7UigOXBHzbkeDRgfGZc9bUj4W79ODsCKA4Kee2Pk8VRyiwLEOmtIs5cNFEE2joM6g+7yKr",
+	"2nv2FJpcCafrMopLDKpnnJUWxXFROTsKT3UpK6ue2TapV1OY1mbaHRt6H4dfBUbVruB08lxlelM0Cxlv",
+	"AsJsXjb/vnt6RVNQ+aC2Va2ppuuIhErrW2MypwR3+GL/owKoj9HRhx4dvVOf9u0F/v5t8b4zzea4Lt8I",
+	"ALHVprTvfpjVAS07vdC0xGm0spdOOj/M1imdFmxVl0k0e7DApA7I6WY56qcjZebUO0+Acl+gPz6EXNDf",
+	"GA927J9SFLqycfagk/rZQCcdljems7EwU8+DjvjaJNUoaV+x+4f6PjgQZj2dpNRRyC6lM49fMNPmFrFC",
+	"EKNccbM8sbvHMztBs1d//VSs5z8+nxZZHiS23XNlr9YacOhvLmZynXFOjFRYIO69xqUPwRr7FBPiAj5K",
+	"beYKT/7nfeBtLGnNs0RGLIGY63MHIZ8IJuDkORnuzPBpguBmw0H7RhMxEW8IpEiMqmRu0EczwmNvspI9",
+	"fwg/Ohy6Q4b+4/OpA4aGI/CY9QBSlliOxjiYWBORY2GGSa2HHhOq0IHQKFoCTOjLqr36Yvyi0NgD0BLY",
+	"RBSJI155MZgk2pqIZOhqmaIUCJhofKLdN+AV10aP4I2Ih7m2Gqr9KD0R/bCEIA7tk+GgpsJWtSLdqhZZ",
+	"Yjx7HbmQkOsa+uFBYbKvDcFUW6xvIlhEqRWuiei0c2WnngYOa/0c2ndD0JHM/JopJZWmzss8hrArMyF0",
+	"gUVWeKNCa86EzhpLeIRC05Hj032sNFAcjTu86MQmhtWHBwd4xayqV7gtDoq3V5Zar4qosAdkAefsPR2N",
+	"R2NSTzIULOO9w97z0Xj03O47Zha0oQ4WyBKz+MP+7RV9K4fok6yM6b317Y2EomfjcSNLw+CVOcgSxrdk",
+	"86zniCT8Ake1Hd87/O1L0NN5mpI2RnI9UzJCrT0HW2Fs2FxbaeI+offF9tDBFpXPawyuIfz7m1NocFHQ",
+	"wkFQYSBuNLGQPVMa8yW1ec9dTFfTTK8y0TvC7KtHDlZpq9fBTg/78PCOT1Pm5I7P+rTUHZ/2Kch7Pf0u",
+	"3vkrKyrgjq9UFc7d3lhpkLtSVUkk3+8VnxK/40uVtNwd3yiTK6+/bN23azj8nbOqajCIlo39QaBPeL8O",
+	"ei/cwG39lQSu8rTs80+3P19LGqOXXuwxyHVVxNiPcMd+kduMXDVhIet4kACYSyNnBhgUJmghmKQ2G8XS",
+	"QUQZYcNSN86kbpPBUptK7phPDEVtfpTx8taWcy077bqu61kb8HqNnV60VGWgjuLvYtk/YZawCMmRFkkV",
+	"e51GQ18mMUiBGjyME+JcsWmyHOy3wIkUWF3ZdYPl7NN74BooSFRk+5+cfPrJnngGI0pjLXEvLI4Vao3O",
+	"eRi4xBerJsVcWSVTIekJVsgEMJW5sNos5bRb/rX8OSiCAQuMzr3CSKppPBEJP0fKWK66j1t40X6UFXtn",
+	"5ES7E2ZcpfjtxIZPb12qdWU2u7kiLrlPDn++5yAv9nv+6Z79P3u21/Mvx/s+//ymO5pMOYq9ZEsHjHVR",
+	"WGer9CnW5X+xm9NqdFSPhEKj+21uJxk2y22XUHlHu6SarXlTae36+D6ktaPVS+jp0pdNKk9j6FsTVyoQ",
+	"UuB+S8k9iqVbVL+3spHXwC6tVgIljTi0YhPXeDgRoZPjYWHyryMYQ+hTfPiSa6TA4OZgfjgYgRVLZVTI",
+	"hdktTy8YSX8jJ8LSESUci6QWjSLWFUxUh6CvY3vuiIm7oKX3LPdbcUwdZ4CPsfk0O+ESEH2E2s3/49Fw",
+	"L6KeKat2e92nQC94T5I3162ZHoBXn6SCwuW4j3RImTofEvxko6wvgFx3tFHqOLGbynvby3ci7i2pXtjb",
+	"yXcB71imjAuvrn+DxHf/22J17SD40jwxPGPKHMykSodFmvxqSe+gBEUTgvGPkw+/eDczVVoxeNWeQV74",
+	"wrZW9Ql6LgWirTwT+W4pscBlSRRV5aSi+DZ5oGPhz8ZVEatmFvpuoVWzOSjbGfi8ldBkBxL0wRoklYSW",
+	"jtSVxyPpbo+kn5lgcyuq8tkM1YYjaT9ZVQSp2130Upu/o3GR7Dv097kBOriQSBz9O04JwgwSelH7yBbp",
+	"4ywy2k584Dwf5M5zIbEAFjKJHQhSu1cJgKr3XJOd/HZFFPiOdIJ6kPnPpxMEt2sGfuXx9bZ99pOLs+0X",
+	"2PEliO/FH7+pJt997VArpMc3XeNjjznuSM5cP9r2XuODMn9+02K/lpfCvnm8Sra/2aoHXzcXau2u87iG",
+	"ivi6uWTvLfX0Lt6rrw6u3rz2Dt/1HbBjgX7SlTz7gn+c7EmWYGTTNtmfKYnPSwsiYyZatDPmCZo3pT3w",
+	"TaLoZifSHsncNz2RUH0vISQi1WFYuKD61mX505Xg2p8ZPHKzUzh5ILwLwTy8w6iK0+84j84+vf9OjqOz",
+	"T+/tBlfI4nJ5g9LxR5jk5f4rXFQLPvjqSj3spHkURUG+4Sja8mS9+vGdMkn1gzqYxE/SQ5UE+zLWgzZe",
+	"u+vKBAWgrboTCATbwvOUatKNKPvkmu8OUEYDjCpzcSsotWoiHteQC3bBOMHjt2PXyqKE3hQtVVgHZuvC",
+	"su0GYaNKINXcrzI8VhSC7FMZQLJ9n+hVtl8mEx4tJyLGiMeoV5VFZ1JBmHBtwkHgEZtcDGcJny9MUOIh",
+	"pAKfjTGxhpa2j67q7kMuEtQaQi2VCUGzpYYyrjWCj8y2Va/KYHoiwsj/p3CYVGuaFOVOuE+cchmCBViH",
+	"4KxFElxg58AKM2cvSGWgz8TSLLiYE3S1KMYeVtN6w0FbHOwRzPcI5vsTgPn+s4B8hZLmYtxOKFAZIY24",
+	"EbLnPHpfroMKCiBTGNmFLiyc5jUt7soYKUq9sLhE5iX8zH900reo9GtpQDGTijBnibxE5ZJVButQYhd8",
+	"8u6mWwtA7RwCeoixkHqJkEeA1kPQGt2alPwPXACDkintUZ5Cv0iHcfW9KItjsL7tgt7VcLXfhgqZdgm2",
+	"2hXdrgf6+wUaJ6hjL4Ky0MHAqWZ7Y31+9RhK7S8PihJmWUqwFAN3SxvpFfwPDIqEFe2zV1bAkImwDzlc",
+	"jgZmJ2joU4HqUBE4QVFxJFXAPBPhE5RdtXMP7fGpylbO+KSVUZm9HFIaDoVCNLDkki31RGiPk/DQh/Ji",
+	"EVbAIurzynUD0/RET0R/sQbTGYzgGFJMp0VCEW1SiCVqENKA1SBdIQSvek1EcUUb1kPWnKoitJVaCdtU",
+	"snuBJT1Ckh6F4S1Bklr0i3WpVAIdboZFPKrcEqHLnc5IsDhx8ewFLGRuxQJtwqI6hBQj+EVWqy9KRRUp",
+	"rGZEpWymCHN+4e7Cad+IjQp8d7wjW+v9PW7NO/JufWfoP3JZ1UFHO22/JsSiLZvert2szFcv7lPRVuNx",
+	"zhHgIkryGONB6ekh5V471K1ltyX0x85/VOalwy/SeSZcMZ/VjXE+g1eqjlzDR9BHads1MR7rEI/C5bYG",
+	"9ejmiQINsML51+ffwdFvGQ/QDdGHvk9BOgKFKeOUu1B81qVU55avFBrFqRCWL4QZnc+VzEU8uMdYy/hv",
+	"25+v3Lv3jV7rqXTarRezhSBQ3lPpiyR1yoKg3U39kJEeu5jB3xna44n21wFujTRs3q8Hhe3XDcvynLcy",
+	"H77PBV4x9YPe2XvHx+5Pg/gVFZ8tA8iUpHwwd74LllC+5A10eM+AJQP4wi/ra+erhih+QVGbhj/gWNeK",
+	"vK3cHKZMF50IfxVuP/T6vStWWJQkHJTFLawt7u6yPKS0n8LRMBGF88D7GELoh9UrVEPqIvzn8JUvRTY8",
+	"oXrLYQBTaRYFBYNVCMblEsExlHQ4vYdruFRSzH1VRDceNU1EzGczVBpmSqbunHbfJQUGLkrzvPByNCqI",
+	"hkfAxET4GBT5n148HY/gMzcL0qNqZBSlVgw7r3mFn+iJqF74STeyIotdVpUvlxIxpbh/zfksnmgI35yy",
+	"eUh4e0vHyXP4eHZK3o82n8XH3CcT+Cn+lgB+nZ+ojpdPdfST5x1F/TPBr0BjJMWGu7g9//S2gMUaBXPK",
+	"qV0ft/O67OKd3lYs2S7G4zfeWbzNVrxfYV61EQMyEB3izNf8bFxDW9yH3AKXcNVfiorn3t9Y6WXzZcgP",
+	"093zn3DorNABqypWv325Dr5e19ACnxU3uBKmbnc13N7Vw4NC4YPdD6fYQ1prlu7mANcJXVlZYHEpYdUX",
+	"2y3K21pOCuikaLmBG4TUgs9m7jhhAlb3rkKlUN8ITvIsk8po+MTE3B3GVnB5oCF4oaDXzeACpnsX6vqO",
+	"ENZn4x/2ePp5m5H3izSQypjPeIl7fPiw2Oo177cV5MlVUoivmmHQGsvZCqTrRJS5rUVuzwQ97mlWVG1u",
+	"3O7ft7tsItYatKt9NghgjsKyJOkhnnSlTcG0lpknQqO6wNhpOiUAyAdEmHEKBxVlo6pjgcfnuHeFFEMU",
+	"eer5npL8mhN0WJQWX2F96LMCYK4D95G0DcEXnwYet9WEa9NgHgGIjwDEBwxA3HLwrcmI9qOw/eCrXApa",
+	"bKpbOfSgHzbv/R66HxyR7id/Nzhe+f+Hg6O6vKnLGiriU6fYC9Bdj9jy4rCKorH52H0oQuHfelw/yob7",
+	"lA0rtYOM+ZrqUWxtp4M80WBtvQuWoDCtuvIGBd1q5/bc9vy8qs55eHDw9NlfRuPRePT08K/jv46JKX3X",
+	"azZ6vTTqaGUUOxrWDey31ZoyRdVTUgxaK5UOKl0SFHu9x49lAc24imV2iOPq6w6CfE2K2iVOF1Kel8gx",
+	"uhq3OzBdlYX18qhRIvPYXW/gSqSO4K0zaCH0gwx5HE5Ev7y5H3g8CFathqeoDUuzsO7YcMoi11bGYpqZ",
+	"gQPelO+tnGLQDy+eBk6a+hvC3v58/Gp48vbY3RI2EZOea+ZxTfaWY9d+ncp46X7wr2EIuYgLXYqL8yfa",
+	"UqnQDEbwGhNOhX+J1IlI0N3LGFmDX4BU9sUMFZ13RxS1iItXFl7fI/2MVLZ4IuzwIzh22tuzqys6q3zc",
+	"xxIsc3MEa7BnHyBq0/AURsgvsLwCeec4fnNx91PA3Fg3zRQ7jiLMGgWsmvkAdG/NkYdWJWzpJ0H7UngZ",
+	"U+dufukbNuP5y3BF49YO6F9SjBc839H6g59SPSAHy/8FAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

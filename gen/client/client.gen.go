@@ -76,6 +76,7 @@ const (
 	IoUploadedfileFileQuarantined   FileEventType = "io.uploadedfile.file.quarantined"
 	IoUploadedfileFileReady         FileEventType = "io.uploadedfile.file.ready"
 	IoUploadedfileFileUnquarantined FileEventType = "io.uploadedfile.file.unquarantined"
+	IoUploadedfileFileVariantReady  FileEventType = "io.uploadedfile.file.variant-ready"
 	IoUploadedfileUploadAbandoned   FileEventType = "io.uploadedfile.upload.abandoned"
 	IoUploadedfileUploadFailed      FileEventType = "io.uploadedfile.upload.failed"
 )
@@ -99,9 +100,32 @@ func (e FileEventType) Valid() bool {
 		return true
 	case IoUploadedfileFileUnquarantined:
 		return true
+	case IoUploadedfileFileVariantReady:
+		return true
 	case IoUploadedfileUploadAbandoned:
 		return true
 	case IoUploadedfileUploadFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FileVariantContentType.
+const (
+	Imagejpeg FileVariantContentType = "image/jpeg"
+	Imagepng  FileVariantContentType = "image/png"
+	Imagewebp FileVariantContentType = "image/webp"
+)
+
+// Valid indicates whether the value is a known member of the FileVariantContentType enum.
+func (e FileVariantContentType) Valid() bool {
+	switch e {
+	case Imagejpeg:
+		return true
+	case Imagepng:
+		return true
+	case Imagewebp:
 		return true
 	default:
 		return false
@@ -140,6 +164,7 @@ const (
 	CoreFileInvalidUpload            ProblemCode = "core.file.invalid-upload"
 	CoreFileNotFound                 ProblemCode = "core.file.not-found"
 	CoreFilePublicUploadDisabled     ProblemCode = "core.file.public-upload-disabled"
+	CoreFileQuotaExceeded            ProblemCode = "core.file.quota-exceeded"
 	CoreFileRemoteDisabled           ProblemCode = "core.file.remote-disabled"
 	CoreFileRemoteFetchFailed        ProblemCode = "core.file.remote-fetch-failed"
 	CoreFileUploadCompleting         ProblemCode = "core.file.upload-completing"
@@ -147,6 +172,8 @@ const (
 	CoreFileUploadFailed             ProblemCode = "core.file.upload-failed"
 	CoreFileUploadTargetInvalid      ProblemCode = "core.file.upload-target-invalid"
 	CoreFileUploadVerificationFailed ProblemCode = "core.file.upload-verification-failed"
+	CoreFileVariantFailed            ProblemCode = "core.file.variant-failed"
+	CoreFileVariantRefused           ProblemCode = "core.file.variant-refused"
 	CoreInternal                     ProblemCode = "core.internal"
 )
 
@@ -171,6 +198,8 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case CoreFilePublicUploadDisabled:
 		return true
+	case CoreFileQuotaExceeded:
+		return true
 	case CoreFileRemoteDisabled:
 		return true
 	case CoreFileRemoteFetchFailed:
@@ -184,6 +213,10 @@ func (e ProblemCode) Valid() bool {
 	case CoreFileUploadTargetInvalid:
 		return true
 	case CoreFileUploadVerificationFailed:
+		return true
+	case CoreFileVariantFailed:
+		return true
+	case CoreFileVariantRefused:
 		return true
 	case CoreInternal:
 		return true
@@ -316,9 +349,18 @@ type FileEventData struct {
 	SizeBytes      int64              `json:"sizeBytes"`
 
 	// Status quarantined appears only in lifecycle events (a quarantined file is never returned by a read).
-	Status     Status     `json:"status"`
-	Type       *string    `json:"type,omitempty"`
-	UserId     string     `json:"userId"`
+	Status Status  `json:"status"`
+	Type   *string `json:"type,omitempty"`
+	UserId string  `json:"userId"`
+
+	// Variant file.variant-ready only -- the variant that became ready (never its key).
+	Variant *struct {
+		ContentType string `json:"contentType"`
+		Height      int    `json:"height"`
+		Preset      string `json:"preset"`
+		SizeBytes   int64  `json:"sizeBytes"`
+		Width       int    `json:"width"`
+	} `json:"variant,omitempty"`
 	Visibility Visibility `json:"visibility"`
 }
 
@@ -332,6 +374,22 @@ type FileList struct {
 	// NextCursor The cursor of the next page; absent on the last one.
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
+
+// FileVariant An image variant of a file -- never a storage key.
+type FileVariant struct {
+	ContentType  FileVariantContentType `json:"contentType"`
+	CreatedAt    time.Time              `json:"createdAt"`
+	FileId       openapi_types.UUID     `json:"fileId"`
+	Height       int                    `json:"height"`
+	Preset       string                 `json:"preset"`
+	SizeBytes    int64                  `json:"sizeBytes"`
+	Url          string                 `json:"url"`
+	UrlExpiredAt *time.Time             `json:"urlExpiredAt,omitempty"`
+	Width        int                    `json:"width"`
+}
+
+// FileVariantContentType defines model for FileVariant.ContentType.
+type FileVariantContentType string
 
 // HostFile The file for a host backend, with its extra data and legacy storage references.
 type HostFile struct {
@@ -560,6 +618,9 @@ type ListVisibility = Visibility
 
 // ListWithUrls defines model for ListWithUrls.
 type ListWithUrls = bool
+
+// VariantPreset defines model for VariantPreset.
+type VariantPreset = string
 
 // Completing defines model for Completing.
 type Completing = Problem
@@ -952,6 +1013,11 @@ type ClientInterface interface {
 	// Corresponds with GET /internal/uploaded-file/{id}/url (the `HostResolveUrl` operationId).
 	HostResolveUrl(ctx context.Context, id FileID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// HostGetFileVariant An image variant of a file, with a URL to read it
+	//
+	// Corresponds with GET /internal/uploaded-file/{id}/variants/{preset} (the `HostGetFileVariant` operationId).
+	HostGetFileVariant(ctx context.Context, id FileID, preset VariantPreset, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// Readyz The database and the storage answer
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
@@ -1071,6 +1137,24 @@ type ClientInterface interface {
 	//
 	// Deprecated: Use the url of the file's detail.
 	DownloadFile(ctx context.Context, id FileID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetFileVariant An image variant of a file, with a URL to read it
+	//
+	// The variant of a visible image for a configured preset (only
+	// configured presets exist), generated on the first request and
+	// served from storage after that. The same scope, policy and
+	// non-enumeration as the file's detail: another tenant's image, a
+	// non-image and a missing id answer the same 404.
+	//
+	// Corresponds with GET /uploaded-file/{id}/variants/{preset} (the `GetFileVariant` operationId).
+	GetFileVariant(ctx context.Context, id FileID, preset VariantPreset, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DownloadFileVariant An image variant's bytes (the compatibility download route's equivalent)
+	//
+	// Sent with the variant's image type, `X-Content-Type-Options nosniff` and an attachment disposition (`<name>-<preset>.<ext>`); generated on first request like the variant's detail. Supports Range and conditional requests on the local driver.
+	//
+	// Corresponds with GET /uploaded-file/{id}/variants/{preset}/download (the `DownloadFileVariant` operationId).
+	DownloadFileVariant(ctx context.Context, id FileID, preset VariantPreset, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // Healthz The process answers
@@ -1438,6 +1522,21 @@ func (c *Client) HostResolveUrl(ctx context.Context, id FileID, reqEditors ...Re
 	return c.Client.Do(req)
 }
 
+// HostGetFileVariant An image variant of a file, with a URL to read it
+//
+// Corresponds with GET /internal/uploaded-file/{id}/variants/{preset} (the `HostGetFileVariant` operationId).
+func (c *Client) HostGetFileVariant(ctx context.Context, id FileID, preset VariantPreset, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostGetFileVariantRequest(c.Server, id, preset)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // Readyz The database and the storage answer
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
@@ -1676,6 +1775,44 @@ func (c *Client) PutUploadContentWithBody(ctx context.Context, id FileID, params
 // Deprecated: Use the url of the file's detail.
 func (c *Client) DownloadFile(ctx context.Context, id FileID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDownloadFileRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetFileVariant An image variant of a file, with a URL to read it
+//
+// The variant of a visible image for a configured preset (only
+// configured presets exist), generated on the first request and
+// served from storage after that. The same scope, policy and
+// non-enumeration as the file's detail: another tenant's image, a
+// non-image and a missing id answer the same 404.
+//
+// Corresponds with GET /uploaded-file/{id}/variants/{preset} (the `GetFileVariant` operationId).
+func (c *Client) GetFileVariant(ctx context.Context, id FileID, preset VariantPreset, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetFileVariantRequest(c.Server, id, preset)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DownloadFileVariant An image variant's bytes (the compatibility download route's equivalent)
+//
+// Sent with the variant's image type, `X-Content-Type-Options nosniff` and an attachment disposition (`<name>-<preset>.<ext>`); generated on first request like the variant's detail. Supports Range and conditional requests on the local driver.
+//
+// Corresponds with GET /uploaded-file/{id}/variants/{preset}/download (the `DownloadFileVariant` operationId).
+func (c *Client) DownloadFileVariant(ctx context.Context, id FileID, preset VariantPreset, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDownloadFileVariantRequest(c.Server, id, preset)
 	if err != nil {
 		return nil, err
 	}
@@ -2395,6 +2532,47 @@ func NewHostResolveUrlRequest(server string, id FileID) (*http.Request, error) {
 	return req, nil
 }
 
+// NewHostGetFileVariantRequest constructs an http.Request for the HostGetFileVariant method
+func NewHostGetFileVariantRequest(server string, id FileID, preset VariantPreset) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "preset", preset, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/internal/uploaded-file/%s/variants/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewReadyzRequest constructs an http.Request for the Readyz method
 func NewReadyzRequest(server string) (*http.Request, error) {
 	var err error
@@ -2967,6 +3145,88 @@ func NewDownloadFileRequest(server string, id FileID) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetFileVariantRequest constructs an http.Request for the GetFileVariant method
+func NewGetFileVariantRequest(server string, id FileID, preset VariantPreset) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "preset", preset, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/uploaded-file/%s/variants/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDownloadFileVariantRequest constructs an http.Request for the DownloadFileVariant method
+func NewDownloadFileVariantRequest(server string, id FileID, preset VariantPreset) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "preset", preset, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/uploaded-file/%s/variants/%s/download", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -3178,6 +3438,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /internal/uploaded-file/{id}/url (the `HostResolveUrl` operationId).
 	HostResolveUrlWithResponse(ctx context.Context, id FileID, reqEditors ...RequestEditorFn) (*HostResolveUrlResponse, error)
 
+	// HostGetFileVariantWithResponse An image variant of a file, with a URL to read it
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /internal/uploaded-file/{id}/variants/{preset} (the `HostGetFileVariant` operationId).
+	HostGetFileVariantWithResponse(ctx context.Context, id FileID, preset VariantPreset, reqEditors ...RequestEditorFn) (*HostGetFileVariantResponse, error)
+
 	// ReadyzWithResponse The database and the storage answer
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -3311,6 +3578,28 @@ type ClientWithResponsesInterface interface {
 	//
 	// Deprecated: Use the url of the file's detail.
 	DownloadFileWithResponse(ctx context.Context, id FileID, reqEditors ...RequestEditorFn) (*DownloadFileResponse, error)
+
+	// GetFileVariantWithResponse An image variant of a file, with a URL to read it
+	//
+	// The variant of a visible image for a configured preset (only
+	// configured presets exist), generated on the first request and
+	// served from storage after that. The same scope, policy and
+	// non-enumeration as the file's detail: another tenant's image, a
+	// non-image and a missing id answer the same 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /uploaded-file/{id}/variants/{preset} (the `GetFileVariant` operationId).
+	GetFileVariantWithResponse(ctx context.Context, id FileID, preset VariantPreset, reqEditors ...RequestEditorFn) (*GetFileVariantResponse, error)
+
+	// DownloadFileVariantWithResponse An image variant's bytes (the compatibility download route's equivalent)
+	//
+	// Sent with the variant's image type, `X-Content-Type-Options nosniff` and an attachment disposition (`<name>-<preset>.<ext>`); generated on first request like the variant's detail. Supports Range and conditional requests on the local driver.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /uploaded-file/{id}/variants/{preset}/download (the `DownloadFileVariant` operationId).
+	DownloadFileVariantWithResponse(ctx context.Context, id FileID, preset VariantPreset, reqEditors ...RequestEditorFn) (*DownloadFileVariantResponse, error)
 }
 
 type HealthzResponse struct {
@@ -4295,6 +4584,103 @@ func (r HostResolveUrlResponse) ContentType() string {
 	return ""
 }
 
+// HostGetFileVariantResponse401Headers the declared response headers of an HTTP 401 response for HostGetFileVariant
+type HostGetFileVariantResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type HostGetFileVariantResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FileVariant
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationproblemJSON410 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *HostGetFileVariantResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r HostGetFileVariantResponse) GetJSON200() *FileVariant {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r HostGetFileVariantResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r HostGetFileVariantResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r HostGetFileVariantResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r HostGetFileVariantResponse) GetApplicationproblemJSON410() *Problem {
+	return r.ApplicationproblemJSON410
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r HostGetFileVariantResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r HostGetFileVariantResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r HostGetFileVariantResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r HostGetFileVariantResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HostGetFileVariantResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HostGetFileVariantResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HostGetFileVariantResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ReadyzResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5177,6 +5563,211 @@ func (r DownloadFileResponse) ContentType() string {
 	return ""
 }
 
+// GetFileVariantResponse401Headers the declared response headers of an HTTP 401 response for GetFileVariant
+type GetFileVariantResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type GetFileVariantResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FileVariant
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationproblemJSON410 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetFileVariantResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetFileVariantResponse) GetJSON200() *FileVariant {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetFileVariantResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetFileVariantResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetFileVariantResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r GetFileVariantResponse) GetApplicationproblemJSON410() *Problem {
+	return r.ApplicationproblemJSON410
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r GetFileVariantResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r GetFileVariantResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetFileVariantResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetFileVariantResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetFileVariantResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetFileVariantResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetFileVariantResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DownloadFileVariantResponse200Headers the declared response headers of an HTTP 200 response for DownloadFileVariant
+type DownloadFileVariantResponse200Headers struct {
+	ContentDisposition  *string
+	ETag                *string
+	XContentTypeOptions *string
+}
+
+// DownloadFileVariantResponse206Headers the declared response headers of an HTTP 206 response for DownloadFileVariant
+type DownloadFileVariantResponse206Headers struct {
+	ContentDisposition  *string
+	ETag                *string
+	XContentTypeOptions *string
+}
+
+// DownloadFileVariantResponse401Headers the declared response headers of an HTTP 401 response for DownloadFileVariant
+type DownloadFileVariantResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type DownloadFileVariantResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationproblemJSON410 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DownloadFileVariantResponse200Headers
+	// Headers206 the parsed response headers for an HTTP 206 response
+	Headers206 *DownloadFileVariantResponse206Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DownloadFileVariantResponse401Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DownloadFileVariantResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DownloadFileVariantResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DownloadFileVariantResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r DownloadFileVariantResponse) GetApplicationproblemJSON410() *Problem {
+	return r.ApplicationproblemJSON410
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r DownloadFileVariantResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r DownloadFileVariantResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DownloadFileVariantResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DownloadFileVariantResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DownloadFileVariantResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DownloadFileVariantResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DownloadFileVariantResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // HealthzWithResponse The process answers
 //
 // Returns a wrapper object for the known response body format(s).
@@ -5470,6 +6061,19 @@ func (c *ClientWithResponses) HostResolveUrlWithResponse(ctx context.Context, id
 	return ParseHostResolveUrlResponse(rsp)
 }
 
+// HostGetFileVariantWithResponse An image variant of a file, with a URL to read it
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /internal/uploaded-file/{id}/variants/{preset} (the `HostGetFileVariant` operationId).
+func (c *ClientWithResponses) HostGetFileVariantWithResponse(ctx context.Context, id FileID, preset VariantPreset, reqEditors ...RequestEditorFn) (*HostGetFileVariantResponse, error) {
+	rsp, err := c.HostGetFileVariant(ctx, id, preset, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHostGetFileVariantResponse(rsp)
+}
+
 // ReadyzWithResponse The database and the storage answer
 //
 // Returns a wrapper object for the known response body format(s).
@@ -5680,6 +6284,40 @@ func (c *ClientWithResponses) DownloadFileWithResponse(ctx context.Context, id F
 		return nil, err
 	}
 	return ParseDownloadFileResponse(rsp)
+}
+
+// GetFileVariantWithResponse An image variant of a file, with a URL to read it
+//
+// The variant of a visible image for a configured preset (only
+// configured presets exist), generated on the first request and
+// served from storage after that. The same scope, policy and
+// non-enumeration as the file's detail: another tenant's image, a
+// non-image and a missing id answer the same 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /uploaded-file/{id}/variants/{preset} (the `GetFileVariant` operationId).
+func (c *ClientWithResponses) GetFileVariantWithResponse(ctx context.Context, id FileID, preset VariantPreset, reqEditors ...RequestEditorFn) (*GetFileVariantResponse, error) {
+	rsp, err := c.GetFileVariant(ctx, id, preset, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetFileVariantResponse(rsp)
+}
+
+// DownloadFileVariantWithResponse An image variant's bytes (the compatibility download route's equivalent)
+//
+// Sent with the variant's image type, `X-Content-Type-Options nosniff` and an attachment disposition (`<name>-<preset>.<ext>`); generated on first request like the variant's detail. Supports Range and conditional requests on the local driver.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /uploaded-file/{id}/variants/{preset}/download (the `DownloadFileVariant` operationId).
+func (c *ClientWithResponses) DownloadFileVariantWithResponse(ctx context.Context, id FileID, preset VariantPreset, reqEditors ...RequestEditorFn) (*DownloadFileVariantResponse, error) {
+	rsp, err := c.DownloadFileVariant(ctx, id, preset, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDownloadFileVariantResponse(rsp)
 }
 
 // ParseHealthzResponse parses an HTTP response from a HealthzWithResponse call
@@ -6559,6 +7197,94 @@ func ParseHostResolveUrlResponse(rsp *http.Response) (*HostResolveUrlResponse, e
 	return response, nil
 }
 
+// ParseHostGetFileVariantResponse parses an HTTP response from a HostGetFileVariantWithResponse call
+func ParseHostGetFileVariantResponse(rsp *http.Response) (*HostGetFileVariantResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HostGetFileVariantResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FileVariant
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers HostGetFileVariantResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseReadyzResponse parses an HTTP response from a ReadyzWithResponse call
 func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -7368,6 +8094,226 @@ func ParseDownloadFileResponse(rsp *http.Response) (*DownloadFileResponse, error
 		response.Headers206 = &headers
 	case rsp.StatusCode == 401:
 		var headers DownloadFileResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetFileVariantResponse parses an HTTP response from a GetFileVariantWithResponse call
+func ParseGetFileVariantResponse(rsp *http.Response) (*GetFileVariantResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetFileVariantResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FileVariant
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetFileVariantResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDownloadFileVariantResponse parses an HTTP response from a DownloadFileVariantWithResponse call
+func ParseDownloadFileVariantResponse(rsp *http.Response) (*DownloadFileVariantResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DownloadFileVariantResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers DownloadFileVariantResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 206:
+		var headers DownloadFileVariantResponse206Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = &value
+		}
+		response.Headers206 = &headers
+	case rsp.StatusCode == 401:
+		var headers DownloadFileVariantResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

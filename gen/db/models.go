@@ -194,3 +194,27 @@ type UploadedFileUsage struct {
 	// Rows holding space.
 	Files int64
 }
+
+// Image variants of uploaded files: one row per (file, preset), from before its object is written until after it is deleted. Written only by the uploadedfile service.
+type UploadedFileVariant struct {
+	// The variant's own id (UUIDv4), part of its generated key.
+	ID uuid.UUID
+	// The original file; file rows are never removed, so the reference always resolves.
+	FileID uuid.UUID
+	// The configured preset name (variants.presets).
+	Preset string
+	// Storage key of the variant object: generated like a final key, under the original's visibility prefix. Never serialized in HTTP responses.
+	Key string
+	// generating (a lease is held by the generator), ready (served), deleting (a lease is held by the worker deleting the object).
+	Status string
+	// The output type of the preset (image/jpeg, image/png or image/webp).
+	ContentType string
+	Width       *int32
+	Height      *int32
+	// Size of the object; counted in the file owner's and tenant's usage while set.
+	SizeBytes *int64
+	// Generation or deletion lease; once past, another worker may take the row over (a generation again, a deletion by the sweep).
+	LeaseUntil *time.Time
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}

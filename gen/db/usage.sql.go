@@ -199,7 +199,7 @@ func (q *Queries) UsageRead(ctx context.Context, db DBTX, arg UsageReadParams) (
 }
 
 const usageRecount = `-- name: UsageRecount :execrows
-WITH counted AS (
+WITH files AS (
     SELECT uploaded_file.tenant_code, coalesce(uploaded_file.user_id, '') AS user_id,
         sum(uploaded_file.size_bytes)::bigint AS bytes, count(*)::bigint AS files
     FROM uploaded_file
@@ -207,17 +207,35 @@ WITH counted AS (
         AND uploaded_file.deleted_at IS NULL
         AND ($1::text IS NULL OR uploaded_file.tenant_code = $1::text)
     GROUP BY GROUPING SETS ((uploaded_file.tenant_code, uploaded_file.user_id), (uploaded_file.tenant_code))
+), variants AS (
+    -- Variant bytes count to the file's owner from their finish until
+    -- their row is removed, whatever the file's state.
+    SELECT uploaded_file.tenant_code, coalesce(uploaded_file.user_id, '') AS user_id,
+        sum(uploaded_file_variant.size_bytes)::bigint AS bytes
+    FROM uploaded_file_variant
+    JOIN uploaded_file ON uploaded_file.id = uploaded_file_variant.file_id
+    WHERE uploaded_file_variant.size_bytes IS NOT NULL
+        AND ($1::text IS NULL OR uploaded_file.tenant_code = $1::text)
+    GROUP BY GROUPING SETS ((uploaded_file.tenant_code, uploaded_file.user_id), (uploaded_file.tenant_code))
+), held AS (
+    SELECT all_rows.tenant_code, all_rows.user_id, sum(all_rows.bytes)::bigint AS bytes, sum(all_rows.files)::bigint AS files
+    FROM (
+        SELECT files.tenant_code, files.user_id, files.bytes, files.files FROM files
+        UNION ALL
+        SELECT variants.tenant_code, variants.user_id, variants.bytes, 0 FROM variants
+    ) AS all_rows
+    GROUP BY all_rows.tenant_code, all_rows.user_id
 ), zeroed AS (
     UPDATE uploaded_file_usage
     SET bytes = 0, files = 0
     WHERE ($1::text IS NULL OR uploaded_file_usage.tenant_code = $1::text)
         AND NOT EXISTS (
-            SELECT 1 FROM counted
-            WHERE counted.tenant_code = uploaded_file_usage.tenant_code AND counted.user_id = uploaded_file_usage.user_id)
+            SELECT 1 FROM held
+            WHERE held.tenant_code = uploaded_file_usage.tenant_code AND held.user_id = uploaded_file_usage.user_id)
 )
 INSERT INTO uploaded_file_usage (tenant_code, user_id, bytes, files)
-SELECT counted.tenant_code, counted.user_id, counted.bytes, counted.files
-FROM counted
+SELECT held.tenant_code, held.user_id, held.bytes, held.files
+FROM held
 ON CONFLICT (tenant_code, user_id) DO UPDATE SET bytes = excluded.bytes, files = excluded.files
 `
 

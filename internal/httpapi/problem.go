@@ -45,6 +45,8 @@ var statusOf = map[string]int{
 	service.ErrCleanupFailed.Code:            http.StatusServiceUnavailable,
 	service.ErrUploadTargetInvalid.Code:      http.StatusForbidden,
 	service.ErrQuotaExceeded.Code:            http.StatusRequestEntityTooLarge,
+	service.ErrVariantRefused.Code:           http.StatusUnprocessableEntity,
+	service.ErrVariantFailed.Code:            http.StatusServiceUnavailable,
 }
 
 // Codes of the HTTP layer itself.
@@ -104,6 +106,8 @@ func (e errorWriter) response(w http.ResponseWriter, r *http.Request, err error)
 		writeDetailedProblem(w, serviceProblem(err, http.StatusUnprocessableEntity, service.ErrUploadVerificationFailed.Code))
 	case errors.Is(err, service.ErrQuotaExceeded):
 		writeDetailedProblem(w, serviceProblem(err, http.StatusRequestEntityTooLarge, service.ErrQuotaExceeded.Code))
+	case errors.Is(err, service.ErrVariantRefused):
+		writeDetailedProblem(w, serviceProblem(err, http.StatusUnprocessableEntity, service.ErrVariantRefused.Code))
 	case errors.As(err, &se) && statusOf[se.Code] != 0:
 		writeDetailedProblem(w, serviceProblem(err, statusOf[se.Code], se.Code))
 	default:

@@ -447,6 +447,41 @@ func (s *Server) UploadFile(ctx context.Context, req api.UploadFileRequestObject
 	return api.UploadFile201JSONResponse(httpResult(r)), nil
 }
 
+// GetFileVariant implements api.StrictServerInterface: an image variant for
+// a configured preset, generated on first request.
+func (s *Server) GetFileVariant(ctx context.Context, req api.GetFileVariantRequestObject) (api.GetFileVariantResponseObject, error) {
+	v, err := s.svc.FindVariant(ctx, req.Id, req.Preset)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetFileVariant200JSONResponse(httpVariant(v)), nil
+}
+
+// HostGetFileVariant implements api.StrictServerInterface.
+func (s *Server) HostGetFileVariant(ctx context.Context, req api.HostGetFileVariantRequestObject) (api.HostGetFileVariantResponseObject, error) {
+	v, err := s.svc.FindVariant(ctx, req.Id, req.Preset)
+	if err != nil {
+		return nil, err
+	}
+	return api.HostGetFileVariant200JSONResponse(httpVariant(v)), nil
+}
+
+// DownloadFileVariant implements api.StrictServerInterface.
+func (s *Server) DownloadFileVariant(ctx context.Context, req api.DownloadFileVariantRequestObject) (api.DownloadFileVariantResponseObject, error) {
+	d, err := s.svc.DownloadVariant(ctx, req.Id, req.Preset)
+	if err != nil {
+		return nil, err
+	}
+	return bytesResponse{ctx: ctx, d: d}, nil
+}
+
+func httpVariant(v *service.Variant) api.FileVariant {
+	return api.FileVariant{
+		FileId: v.FileID, Preset: v.Preset, ContentType: api.FileVariantContentType(v.ContentType), SizeBytes: v.SizeBytes,
+		Width: v.Width, Height: v.Height, CreatedAt: v.CreatedAt, Url: v.URL, UrlExpiredAt: v.URLExpiredAt,
+	}
+}
+
 // DownloadFile implements api.StrictServerInterface.
 func (s *Server) DownloadFile(ctx context.Context, req api.DownloadFileRequestObject) (api.DownloadFileResponseObject, error) {
 	d, err := s.svc.Download(ctx, req.Id)
@@ -487,6 +522,11 @@ func (b bytesResponse) visit(w http.ResponseWriter) error {
 	w.WriteHeader(http.StatusOK)
 	_, err := io.Copy(w, b.d.Body)
 	return err
+}
+
+// VisitDownloadFileVariantResponse implements api.DownloadFileVariantResponseObject.
+func (b bytesResponse) VisitDownloadFileVariantResponse(w http.ResponseWriter) error {
+	return b.visit(w)
 }
 
 // VisitDownloadFileResponse implements api.DownloadFileResponseObject.

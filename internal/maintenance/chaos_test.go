@@ -9,6 +9,8 @@ import (
 	"flag"
 	"fmt"
 	"github.com/google/uuid"
+	"image"
+	"image/png"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -88,10 +90,29 @@ func chaosStore(ctx context.Context) (storage.Store, error) {
 }
 
 func chaosConfig() service.Config {
+	c := service.Config{LocalRoot: os.Getenv("UF_ROOT")}
 	if os.Getenv("UF_DRIVER") == service.DriverS3 {
-		return service.Config{Driver: service.DriverS3, Bucket: os.Getenv("UF_S3_BUCKET")}
+		c = service.Config{Driver: service.DriverS3, Bucket: os.Getenv("UF_S3_BUCKET")}
 	}
-	return service.Config{LocalRoot: os.Getenv("UF_ROOT")}
+	c.Variants = chaosVariants
+	return c
+}
+
+// chaosVariants are the presets the workers ask for.
+var chaosVariants = service.VariantsConfig{Presets: map[string]service.VariantPreset{
+	"thumb": {Width: 24, Height: 24, Fit: "cover", Format: "webp"},
+	"icon":  {Width: 8, Height: 8, Fit: "inside", Format: "jpeg"},
+}}
+
+// chaosImage is a small random PNG.
+func chaosImage(rnd *rand.Rand) []byte {
+	m := image.NewNRGBA(image.Rect(0, 0, 16+rnd.IntN(64), 16+rnd.IntN(64)))
+	for i := range m.Pix {
+		m.Pix[i] = uint8(rnd.IntN(256))
+	}
+	var b bytes.Buffer
+	_ = png.Encode(&b, m)
+	return b.Bytes()
 }
 
 // chaosWorker is one worker process: random buffer uploads, direct uploads
@@ -144,10 +165,16 @@ func chaosWorker() int {
 		if rnd.IntN(5) == 0 {
 			body = append(body, clamdtest.EICAR+"\n"...) // infected: must never become visible
 		}
-		switch rnd.IntN(7) {
+		switch rnd.IntN(8) {
 		case 0, 1:
 			if r, err := svc.Upload(uctx, bytes.NewReader(body), "data.csv", nil); err == nil {
 				ids = append(ids, r.ID.String())
+			}
+		case 7: // an image and its variants, requested concurrently
+			if r, err := svc.Upload(uctx, bytes.NewReader(chaosImage(rnd)), "pic.png", nil); err == nil {
+				ids = append(ids, r.ID.String())
+				w.concurrently(2, func() { _, _ = svc.FindVariant(uctx, r.ID.String(), "thumb") },
+					func() { _, _ = svc.FindVariant(uctx, r.ID.String(), "icon") })
 			}
 		case 2:
 			_, _ = svc.UploadTemporary(uctx, bytes.NewReader(body), "tmp.csv", nil)
@@ -395,7 +422,7 @@ func newChaosStore(t *testing.T, e *env, driver string) chaosTarget {
 	t.Helper()
 	if driver != service.DriverS3 {
 		return chaosTarget{
-			cfg: service.Config{LocalRoot: e.root}, store: e.inner, env: []string{"UF_DRIVER=local", "UF_ROOT=" + e.root},
+			cfg: service.Config{LocalRoot: e.root, Variants: chaosVariants}, store: e.inner, env: []string{"UF_DRIVER=local", "UF_ROOT=" + e.root},
 			list: func() []string { return localKeys(t, e.root) },
 		}
 	}
@@ -404,7 +431,7 @@ func newChaosStore(t *testing.T, e *env, driver string) chaosTarget {
 	st, err := s3store.New(context.Background(), cfg)
 	require.NoError(t, err)
 	return chaosTarget{
-		cfg: service.Config{Driver: service.DriverS3, Bucket: cfg.Bucket}, store: st,
+		cfg: service.Config{Driver: service.DriverS3, Bucket: cfg.Bucket, Variants: chaosVariants}, store: st,
 		env: []string{"UF_DRIVER=s3", "UF_S3_BUCKET=" + cfg.Bucket, "UF_S3_REGION=" + cfg.Region, "UF_S3_ENDPOINT=" + cfg.Endpoint,
 			"UF_S3_ACCESS_ID=" + cfg.AccessID, "UF_S3_ACCESS_KEY=" + cfg.AccessKey},
 		list: func() []string { return bucketKeys(t, srv.Client(), cfg.Bucket) },
@@ -509,6 +536,7 @@ func checkChaosInvariants(t *testing.T, e *env, c chaosTarget) chaosCounts {
 		}
 		require.Nil(t, r.StagingCleanupAt, "row %s: its staging object was not swept", r.ID)
 	}
+	variants := checkChaosVariants(t, e, c, owned)
 	for _, key := range c.list() {
 		n.objects++
 		if strings.Contains(key, "/_staging/") {
@@ -525,6 +553,37 @@ func checkChaosInvariants(t *testing.T, e *env, c chaosTarget) chaosCounts {
 	require.NoError(t, e.pool.QueryRow(ctx, "SELECT count(*) FROM uploaded_file_event WHERE type = 'upload.failed' AND rule = 'content.infected'").Scan(&infected))
 	require.Positive(t, infected, "the gate refused infected uploads")
 	t.Logf("scan gate: %d infected uploads refused, %d visible files read back clean", infected, n.scannedClean)
+	t.Logf("variants: %d ready, each with its object, of visible files only", variants)
+	require.Positive(t, variants, "the workers made variants")
+	return n
+}
+
+// checkChaosVariants: once settled, every variant row is ready, of a
+// visible file, with its object; it owns its key (so the store check
+// below counts variant objects too). It returns how many there are.
+func checkChaosVariants(t *testing.T, e *env, c chaosTarget, owned map[string]bool) int {
+	t.Helper()
+	rows, err := e.pool.Query(context.Background(), `
+SELECT v.key, v.status, v.size_bytes,
+    (f.status = 'ready' AND f.upload_pending_at IS NULL AND f.deletion_pending_at IS NULL AND f.deleted_at IS NULL)
+FROM uploaded_file_variant v JOIN uploaded_file f ON f.id = v.file_id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var key, status string
+		var size *int64
+		var fileVisible bool
+		require.NoError(t, rows.Scan(&key, &status, &size, &fileVisible))
+		require.Equal(t, "ready", status, "variant %s left %s after settling", key, status)
+		require.True(t, fileVisible, "variant %s outlived its file", key)
+		oi, err := c.store.Stat(context.Background(), key)
+		require.NoError(t, err, "ready variant %s has no object", key)
+		require.Equal(t, *size, oi.Size, "variant %s: its object holds other bytes", key)
+		owned[key] = true
+		n++
+	}
+	require.NoError(t, rows.Err())
 	return n
 }
 
@@ -534,10 +593,17 @@ func checkChaosInvariants(t *testing.T, e *env, c chaosTarget) chaosCounts {
 func checkChaosUsage(t *testing.T, e *env) {
 	t.Helper()
 	rows, err := e.pool.Query(context.Background(), `
-WITH counted AS (
-    SELECT tenant_code, coalesce(user_id, '') AS user_id, sum(size_bytes)::bigint AS bytes, count(*)::bigint AS files
+WITH holding AS (
+    SELECT tenant_code, user_id, size_bytes, 1 AS files
     FROM uploaded_file
     WHERE deletion_pending_at IS NULL AND deleted_at IS NULL
+    UNION ALL
+    SELECT f.tenant_code, f.user_id, v.size_bytes, 0
+    FROM uploaded_file_variant v JOIN uploaded_file f ON f.id = v.file_id
+    WHERE v.size_bytes IS NOT NULL
+), counted AS (
+    SELECT tenant_code, coalesce(user_id, '') AS user_id, sum(size_bytes)::bigint AS bytes, sum(files)::bigint AS files
+    FROM holding
     GROUP BY GROUPING SETS ((tenant_code, user_id), (tenant_code))
 )
 SELECT coalesce(u.tenant_code, c.tenant_code), coalesce(u.user_id, c.user_id),
@@ -577,10 +643,10 @@ func checkChaosEvents(t *testing.T, e *env, all []db.UploadedFile) {
 		total++
 	}
 	require.NoError(t, rows.Err())
-	ends := func(es []string) []string { // without attached/detached
+	ends := func(es []string) []string { // without attached, detached, variant-ready
 		var out []string
 		for _, e := range es {
-			if e != "file.attached" && e != "file.detached" {
+			if e != "file.attached" && e != "file.detached" && e != "file.variant-ready" {
 				out = append(out, e)
 			}
 		}

@@ -181,6 +181,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/uploaded-file/{id}/variants/{preset}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An image variant of a file, with a URL to read it
+         * @description The variant of a visible image for a configured preset (only
+         *     configured presets exist), generated on the first request and
+         *     served from storage after that. The same scope, policy and
+         *     non-enumeration as the file's detail: another tenant's image, a
+         *     non-image and a missing id answer the same 404.
+         */
+        get: operations["getFileVariant"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/uploaded-file/{id}/variants/{preset}/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An image variant's bytes (the compatibility download route's equivalent)
+         * @description Sent with the variant's image type, `X-Content-Type-Options nosniff` and an attachment disposition (`<name>-<preset>.<ext>`); generated on first request like the variant's detail. Supports Range and conditional requests on the local driver.
+         */
+        get: operations["downloadFileVariant"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/internal/uploaded-file/initiate": {
         parameters: {
             query?: never;
@@ -289,6 +333,23 @@ export interface paths {
         };
         /** A file with its extra data and storage references */
         get: operations["hostGetFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/internal/uploaded-file/{id}/variants/{preset}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An image variant of a file, with a URL to read it */
+        get: operations["hostGetFileVariant"];
         put?: never;
         post?: never;
         delete?: never;
@@ -530,7 +591,7 @@ export interface components {
             data: components["schemas"]["FileEventData"];
         };
         /** @enum {string} */
-        FileEventType: "io.uploadedfile.file.ready" | "io.uploadedfile.file.deleted" | "io.uploadedfile.file.purged" | "io.uploadedfile.file.expired" | "io.uploadedfile.file.attached" | "io.uploadedfile.file.detached" | "io.uploadedfile.upload.failed" | "io.uploadedfile.upload.abandoned" | "io.uploadedfile.file.quarantined" | "io.uploadedfile.file.unquarantined";
+        FileEventType: "io.uploadedfile.file.ready" | "io.uploadedfile.file.deleted" | "io.uploadedfile.file.purged" | "io.uploadedfile.file.expired" | "io.uploadedfile.file.attached" | "io.uploadedfile.file.detached" | "io.uploadedfile.upload.failed" | "io.uploadedfile.upload.abandoned" | "io.uploadedfile.file.quarantined" | "io.uploadedfile.file.unquarantined" | "io.uploadedfile.file.variant-ready";
         /** @description The file at the transition -- the HTTP-safe representation with its owner; never a storage key or the persisted cdn. */
         FileEventData: {
             /** Format: uuid */
@@ -556,6 +617,15 @@ export interface components {
             completedAt?: string;
             /** Format: date-time */
             expiredAt?: string;
+            /** @description file.variant-ready only -- the variant that became ready (never its key). */
+            variant?: {
+                preset: string;
+                contentType: string;
+                /** Format: int64 */
+                sizeBytes: number;
+                width: number;
+                height: number;
+            };
         };
         Problem: {
             /** @description A URI naming the problem type. */
@@ -583,7 +653,7 @@ export interface components {
              * @description The stable error code.
              * @enum {string}
              */
-            code: "core.file.not-found" | "core.file.invalid-upload" | "core.file.invalid-meta" | "core.file.remote-disabled" | "core.file.remote-fetch-failed" | "core.file.upload-expired" | "core.file.upload-completing" | "core.file.upload-verification-failed" | "core.file.public-upload-disabled" | "core.file.expired" | "core.file.upload-failed" | "core.file.delete-failed" | "core.file.cleanup-failed" | "core.file.upload-target-invalid" | "core.auth.unauthorized" | "core.auth.invalid-claims" | "core.internal";
+            code: "core.file.not-found" | "core.file.invalid-upload" | "core.file.invalid-meta" | "core.file.remote-disabled" | "core.file.remote-fetch-failed" | "core.file.upload-expired" | "core.file.upload-completing" | "core.file.upload-verification-failed" | "core.file.public-upload-disabled" | "core.file.expired" | "core.file.upload-failed" | "core.file.delete-failed" | "core.file.cleanup-failed" | "core.file.upload-target-invalid" | "core.file.quota-exceeded" | "core.file.variant-refused" | "core.file.variant-failed" | "core.auth.unauthorized" | "core.auth.invalid-claims" | "core.internal";
         };
         /** @enum {string} */
         Visibility: "public" | "private";
@@ -671,6 +741,23 @@ export interface components {
             extraData?: {
                 [key: string]: unknown;
             };
+        };
+        /** @description An image variant of a file -- never a storage key. */
+        FileVariant: {
+            /** Format: uuid */
+            fileId: string;
+            preset: string;
+            /** @enum {string} */
+            contentType: "image/jpeg" | "image/png" | "image/webp";
+            /** Format: int64 */
+            sizeBytes: number;
+            width: number;
+            height: number;
+            /** Format: date-time */
+            createdAt: string;
+            url: string;
+            /** Format: date-time */
+            urlExpiredAt?: string | null;
         };
         ResolvedUrl: {
             url: string;
@@ -779,6 +866,8 @@ export interface components {
         ListNamePrefix: string;
         /** @description Resolve each file's URL (presigned per file on S3). */
         ListWithUrls: boolean;
+        /** @description A configured preset name (variants.presets); any other is 400 invalid-meta. */
+        VariantPreset: string;
         /** @description The file's UUID. */
         FileID: string;
     };
@@ -1101,6 +1190,70 @@ export interface operations {
             410: components["responses"]["Problem"];
         };
     };
+    getFileVariant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The file's UUID. */
+                id: components["parameters"]["FileID"];
+                /** @description A configured preset name (variants.presets); any other is 400 invalid-meta. */
+                preset: components["parameters"]["VariantPreset"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The variant. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileVariant"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Problem"];
+            410: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+        };
+    };
+    downloadFileVariant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The file's UUID. */
+                id: components["parameters"]["FileID"];
+                /** @description A configured preset name (variants.presets); any other is 400 invalid-meta. */
+                preset: components["parameters"]["VariantPreset"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["Bytes"];
+            206: components["responses"]["Bytes"];
+            /** @description Not modified. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Problem"];
+            410: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
+        };
+    };
     hostInitiateUpload: {
         parameters: {
             query?: never;
@@ -1303,6 +1456,38 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["Problem"];
             410: components["responses"]["Problem"];
+        };
+    };
+    hostGetFileVariant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The file's UUID. */
+                id: components["parameters"]["FileID"];
+                /** @description A configured preset name (variants.presets); any other is 400 invalid-meta. */
+                preset: components["parameters"]["VariantPreset"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The variant. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileVariant"];
+                };
+            };
+            400: components["responses"]["Problem"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["Problem"];
+            410: components["responses"]["Problem"];
+            413: components["responses"]["Problem"];
+            422: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
         };
     };
     hostResolveUrl: {

@@ -1,0 +1,422 @@
+// Package imagevariant makes a smaller copy of an uploaded image for a named
+// preset: a width and height box, a fit, an output format and a quality.
+//
+// It reads hostile input, so the order is fixed: the header is read first
+// and an image over Limits.MaxPixels, with a frame outside its canvas or
+// with more than one frame to decode is refused before any pixel is
+// decoded; then exactly one frame is decoded (a GIF's first), at most
+// Limits.Concurrency decodes run at once (so memory is bounded by
+// Concurrency x MaxPixels x 8 bytes), and a generation that outlives its
+// context is abandoned to finish in the background while still holding its
+// slot. The output is re-encoded from pixels: it never carries the input's
+// metadata (EXIF, GPS, ICC, comments), and a JPEG's EXIF orientation is
+// applied to the pixels first.
+//
+// Inputs: PNG, JPEG, GIF (first frame), WebP (still). Outputs: JPEG, PNG
+// and lossless WebP (golang.org/x/image has no WebP encoder; nativewebp
+// writes VP8L only, so Quality applies to JPEG alone). Pure Go.
+package imagevariant
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/gif"
+	"image/jpeg"
+	"image/png"
+	"math"
+
+	"github.com/HugoSmits86/nativewebp"
+	"golang.org/x/image/draw"
+	_ "golang.org/x/image/webp" // registers the WebP decoder with image.Decode
+)
+
+// Fit says how an image is fitted into a preset's box.
+type Fit string
+
+// The fits (the names sharp and CSS object-fit use).
+const (
+	// FitCover fills the box exactly, cropping the centre of the image.
+	FitCover Fit = "cover"
+	// FitContain fits the whole image inside the box and pads the rest
+	// (transparent, or white for JPEG): the output is exactly the box.
+	FitContain Fit = "contain"
+	// FitInside fits the whole image inside the box, keeping its aspect
+	// ratio; the output is at most the box.
+	FitInside Fit = "inside"
+)
+
+// Format is an output encoding.
+type Format string
+
+// The output formats.
+const (
+	FormatJPEG Format = "jpeg"
+	FormatPNG  Format = "png"
+	FormatWebP Format = "webp"
+)
+
+// ContentType is the MIME type of the format's output.
+func (f Format) ContentType() string { return "image/" + string(f) }
+
+// Ext is the file extension of the format's output.
+func (f Format) Ext() string {
+	if f == FormatJPEG {
+		return "jpg"
+	}
+	return string(f)
+}
+
+// MaxSide bounds a preset's width and height.
+const MaxSide = 4096
+
+// Spec is one preset: the box, the fit, the output format and quality.
+type Spec struct {
+	Width, Height int
+	Fit           Fit
+	Format        Format
+	// Quality is the JPEG quality, 1..100 (0: 82).
+	Quality int
+}
+
+// Validate reports what is wrong with a spec.
+func (s Spec) Validate() error {
+	switch {
+	case s.Width < 1 || s.Height < 1 || s.Width > MaxSide || s.Height > MaxSide:
+		return fmt.Errorf("width and height must be between 1 and %d", MaxSide)
+	case s.Fit != FitCover && s.Fit != FitContain && s.Fit != FitInside:
+		return fmt.Errorf("fit %q: must be cover, contain or inside", s.Fit)
+	case s.Format != FormatJPEG && s.Format != FormatPNG && s.Format != FormatWebP:
+		return fmt.Errorf("format %q: must be jpeg, png or webp", s.Format)
+	case s.Quality < 0 || s.Quality > 100:
+		return errors.New("quality must be between 1 and 100")
+	}
+	return nil
+}
+
+// Errors of Generate. Every other error is the context's.
+var (
+	// ErrUnsupported: not an image this package reads (or a corrupt one).
+	ErrUnsupported = errors.New("imagevariant: not a supported image")
+	// ErrTooManyPixels: the header declares more than Limits.MaxPixels.
+	ErrTooManyPixels = errors.New("imagevariant: image has too many pixels")
+	// ErrAnimated: the image needs more than one frame decoded (an animated
+	// WebP); a GIF's first frame is used instead.
+	ErrAnimated = errors.New("imagevariant: animated image")
+)
+
+// Limits bound what a Generator spends.
+type Limits struct {
+	// MaxPixels: images declaring more are refused (default 40 MP).
+	MaxPixels int64
+	// Concurrency: decodes at once (default 2).
+	Concurrency int
+}
+
+// DefaultMaxPixels is the default of Limits.MaxPixels.
+const DefaultMaxPixels = 40_000_000
+
+// Generator makes variants within its limits; safe for concurrent use.
+type Generator struct {
+	maxPixels int64
+	slots     chan struct{}
+}
+
+// New returns a Generator with lim (zero values are the defaults).
+func New(lim Limits) *Generator {
+	if lim.MaxPixels <= 0 {
+		lim.MaxPixels = DefaultMaxPixels
+	}
+	if lim.Concurrency <= 0 {
+		lim.Concurrency = 2
+	}
+	return &Generator{maxPixels: lim.MaxPixels, slots: make(chan struct{}, lim.Concurrency)}
+}
+
+// Result is a generated variant.
+type Result struct {
+	Data          []byte
+	Width, Height int
+	ContentType   string
+}
+
+// Generate makes the variant of src for spec. It waits for a slot and for
+// the work within ctx; on ctx's end it returns ctx's error at once, and the
+// abandoned work keeps its slot until it stops.
+func (g *Generator) Generate(ctx context.Context, src []byte, spec Spec) (Result, error) {
+	if err := spec.Validate(); err != nil {
+		return Result{}, err
+	}
+	hdr, err := g.inspect(src)
+	if err != nil {
+		return Result{}, err
+	}
+	select {
+	case g.slots <- struct{}{}:
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+	type outcome struct {
+		r   Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		defer func() { <-g.slots }()
+		r, err := generate(src, hdr, spec)
+		done <- outcome{r, err}
+	}()
+	select {
+	case o := <-done:
+		return o.r, o.err
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+}
+
+// header is what the input declares before any pixel is decoded.
+type header struct {
+	format      string
+	orientation int // EXIF orientation 1..8 (1: as stored)
+}
+
+// inspect reads the header: the format, the declared size against the
+// pixel limit, the frame count, and a JPEG's orientation.
+func (g *Generator) inspect(src []byte) (header, error) {
+	cfg, format, err := image.DecodeConfig(bytes.NewReader(src))
+	if err != nil {
+		return header{}, ErrUnsupported
+	}
+	if cfg.Width < 1 || cfg.Height < 1 {
+		return header{}, ErrUnsupported
+	}
+	if int64(cfg.Width)*int64(cfg.Height) > g.maxPixels {
+		return header{}, ErrTooManyPixels
+	}
+	h := header{format: format, orientation: 1}
+	switch format {
+	case "webp":
+		if webpAnimated(src) {
+			return header{}, ErrAnimated
+		}
+	case "jpeg":
+		h.orientation = jpegOrientation(src)
+	case "png", "gif":
+	default:
+		return header{}, ErrUnsupported
+	}
+	return h, nil
+}
+
+// generate decodes one frame, fits it and encodes it.
+func generate(src []byte, hdr header, spec Spec) (Result, error) {
+	img, err := decode(src, hdr.format)
+	if err != nil {
+		return Result{}, ErrUnsupported
+	}
+	out := fit(img, hdr.orientation, spec)
+	var buf bytes.Buffer
+	switch spec.Format {
+	case FormatJPEG:
+		q := spec.Quality
+		if q == 0 {
+			q = 82
+		}
+		err = jpeg.Encode(&buf, flatten(out), &jpeg.Options{Quality: q})
+	case FormatPNG:
+		err = (&png.Encoder{CompressionLevel: png.DefaultCompression}).Encode(&buf, out)
+	case FormatWebP:
+		err = nativewebp.Encode(&buf, out, nil)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("imagevariant: encode: %w", err)
+	}
+	b := out.Bounds()
+	return Result{Data: buf.Bytes(), Width: b.Dx(), Height: b.Dy(), ContentType: spec.Format.ContentType()}, nil
+}
+
+// decode decodes exactly one frame: gif.Decode stops after the first.
+func decode(src []byte, format string) (image.Image, error) {
+	if format == "gif" {
+		return gif.Decode(bytes.NewReader(src))
+	}
+	img, _, err := image.Decode(bytes.NewReader(src))
+	return img, err
+}
+
+// fit scales img (stored with EXIF orientation o) into spec's box and
+// returns the upright result.
+func fit(img image.Image, o int, spec Spec) *image.RGBA {
+	b := img.Bounds()
+	w, h := b.Dx(), b.Dy()
+	if o >= 5 { // stored transposed: the upright image is h x w
+		w, h = h, w
+	}
+	bw, bh := float64(spec.Width), float64(spec.Height)
+	var scale float64
+	if spec.Fit == FitCover {
+		scale = math.Max(bw/float64(w), bh/float64(h))
+	} else {
+		scale = math.Min(bw/float64(w), bh/float64(h))
+	}
+	// The upright size of the scaled image and, for cover, the upright
+	// part of the source it shows.
+	sw, sh := side(float64(w)*scale), side(float64(h)*scale)
+	crop := image.Rect(0, 0, w, h)
+	if spec.Fit == FitCover {
+		sw, sh = spec.Width, spec.Height
+		cw, ch := min(w, side(bw/scale)), min(h, side(bh/scale))
+		crop = image.Rect((w-cw)/2, (h-ch)/2, (w-cw)/2+cw, (h-ch)/2+ch)
+	}
+	// Scale in stored orientation, then turn the small result upright.
+	srcRect, dw, dh := crop, sw, sh
+	if o >= 5 {
+		srcRect, dw, dh = image.Rect(crop.Min.Y, crop.Min.X, crop.Max.Y, crop.Max.X), sh, sw
+	}
+	// A flip mirrors the crop onto itself (it is centred), so only the
+	// transposition matters; the image may not start at the origin.
+	srcRect = srcRect.Add(b.Min)
+	scaled := scaleTo(img, srcRect, dw, dh)
+	upright := orient(scaled, o)
+	if spec.Fit != FitContain {
+		return upright
+	}
+	canvas := image.NewRGBA(image.Rect(0, 0, spec.Width, spec.Height))
+	off := image.Pt((spec.Width-sw)/2, (spec.Height-sh)/2)
+	draw.Draw(canvas, upright.Bounds().Add(off), upright, image.Point{}, draw.Src)
+	return canvas
+}
+
+// side rounds a scaled length, never below one pixel.
+func side(v float64) int { return max(1, int(math.Round(v))) }
+
+// scaleTo scales the part r of img to w x h: a box filter first down to
+// about twice the target, then Catmull-Rom (x/image/draw) for the rest.
+func scaleTo(img image.Image, r image.Rectangle, w, h int) *image.RGBA {
+	src := image.Image(img)
+	sr := r
+	if k := min(r.Dx()/(2*w), r.Dy()/(2*h)); k >= 2 {
+		src = boxShrink(img, r, k)
+		sr = src.Bounds()
+	}
+	dst := image.NewRGBA(image.Rect(0, 0, w, h))
+	draw.CatmullRom.Scale(dst, dst.Bounds(), src, sr, draw.Src, nil)
+	return dst
+}
+
+// boxShrink averages k x k blocks of the part r of img (premultiplied).
+func boxShrink(img image.Image, r image.Rectangle, k int) *image.RGBA {
+	w, h := r.Dx()/k, r.Dy()/k
+	dst := image.NewRGBA(image.Rect(0, 0, w, h))
+	sums := make([]uint32, 4*w)
+	n := uint32(k * k)
+	row := rowReader(img)
+	px := make([]uint8, 4*r.Dx())
+	for y := range h {
+		clear(sums)
+		for dy := range k {
+			row(px, r.Min.X, r.Min.Y+y*k+dy, r.Dx())
+			for x := range w {
+				s := sums[4*x : 4*x+4]
+				for dx := range k {
+					p := px[4*(x*k+dx) : 4*(x*k+dx)+4]
+					s[0] += uint32(p[0])
+					s[1] += uint32(p[1])
+					s[2] += uint32(p[2])
+					s[3] += uint32(p[3])
+				}
+			}
+		}
+		out := dst.Pix[y*dst.Stride : y*dst.Stride+4*w]
+		for i, s := range sums {
+			out[i] = uint8((s + n/2) / n)
+		}
+	}
+	return dst
+}
+
+// rowReader returns a function that reads n premultiplied RGBA pixels of
+// img starting at (x, y) into px, with fast paths for what the decoders
+// return.
+func rowReader(img image.Image) func(px []uint8, x, y, n int) {
+	switch m := img.(type) {
+	case *image.YCbCr:
+		return func(px []uint8, x, y, n int) {
+			for i := range n {
+				yi, ci := m.YOffset(x+i, y), m.COffset(x+i, y)
+				r, g, b := color.YCbCrToRGB(m.Y[yi], m.Cb[ci], m.Cr[ci])
+				px[4*i], px[4*i+1], px[4*i+2], px[4*i+3] = r, g, b, 0xff
+			}
+		}
+	case *image.RGBA:
+		return func(px []uint8, x, y, n int) {
+			o := m.PixOffset(x, y)
+			copy(px[:4*n], m.Pix[o:o+4*n])
+		}
+	case *image.Gray:
+		return func(px []uint8, x, y, n int) {
+			o := m.PixOffset(x, y)
+			for i, v := range m.Pix[o : o+n] {
+				px[4*i], px[4*i+1], px[4*i+2], px[4*i+3] = v, v, v, 0xff
+			}
+		}
+	}
+	return func(px []uint8, x, y, n int) {
+		for i := range n {
+			r, g, b, a := img.At(x+i, y).RGBA()
+			px[4*i], px[4*i+1], px[4*i+2], px[4*i+3] = uint8(r>>8), uint8(g>>8), uint8(b>>8), uint8(a>>8)
+		}
+	}
+}
+
+// orient turns an image stored with EXIF orientation o upright.
+func orient(m *image.RGBA, o int) *image.RGBA {
+	if o <= 1 || o > 8 {
+		return m
+	}
+	b := m.Bounds()
+	w, h := b.Dx(), b.Dy()
+	ow, oh := w, h
+	if o >= 5 {
+		ow, oh = h, w
+	}
+	out := image.NewRGBA(image.Rect(0, 0, ow, oh))
+	for y := range h {
+		for x := range w {
+			var dx, dy int
+			switch o {
+			case 2: // mirrored horizontally
+				dx, dy = w-1-x, y
+			case 3: // rotated 180
+				dx, dy = w-1-x, h-1-y
+			case 4: // mirrored vertically
+				dx, dy = x, h-1-y
+			case 5: // transposed
+				dx, dy = y, x
+			case 6: // rotated 90 clockwise to be upright
+				dx, dy = h-1-y, x
+			case 7: // transversed
+				dx, dy = h-1-y, w-1-x
+			case 8: // rotated 90 counter-clockwise to be upright
+				dx, dy = y, w-1-x
+			}
+			si, di := m.PixOffset(x, y), out.PixOffset(dx, dy)
+			copy(out.Pix[di:di+4], m.Pix[si:si+4])
+		}
+	}
+	return out
+}
+
+// flatten composites m over white: JPEG has no alpha.
+func flatten(m *image.RGBA) image.Image {
+	if m.Opaque() {
+		return m
+	}
+	out := image.NewRGBA(m.Bounds())
+	draw.Draw(out, out.Bounds(), image.White, image.Point{}, draw.Src)
+	draw.Draw(out, out.Bounds(), m, m.Bounds().Min, draw.Over)
+	return out
+}

@@ -1,0 +1,370 @@
+package imagevariant
+
+import (
+	"bytes"
+	"compress/zlib"
+	"context"
+	"encoding/binary"
+	"hash/crc32"
+	"image"
+	"image/color"
+	"image/gif"
+	"image/jpeg"
+	"image/png"
+	"testing"
+
+	"github.com/HugoSmits86/nativewebp"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/image/webp"
+)
+
+var (
+	red  = color.RGBA{255, 0, 0, 255}
+	blue = color.RGBA{0, 0, 255, 255}
+)
+
+// halves is a w x h image, left half red, right half blue.
+func halves(w, h int) *image.RGBA {
+	m := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			c := red
+			if x >= w/2 {
+				c = blue
+			}
+			m.Set(x, y, c)
+		}
+	}
+	return m
+}
+
+func encode(t testing.TB, format string, m image.Image) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	var err error
+	switch format {
+	case "png":
+		err = png.Encode(&b, m)
+	case "jpeg":
+		err = jpeg.Encode(&b, m, &jpeg.Options{Quality: 95})
+	case "gif":
+		err = gif.Encode(&b, m, nil)
+	case "webp":
+		err = nativewebp.Encode(&b, m, nil)
+	}
+	require.NoError(t, err)
+	return b.Bytes()
+}
+
+// decodeOut decodes a variant with the standard decoders.
+func decodeOut(t *testing.T, r Result) image.Image {
+	t.Helper()
+	var m image.Image
+	var err error
+	switch r.ContentType {
+	case "image/webp":
+		m, err = webp.Decode(bytes.NewReader(r.Data))
+	default:
+		m, _, err = image.Decode(bytes.NewReader(r.Data))
+	}
+	require.NoError(t, err)
+	require.Equal(t, image.Rect(0, 0, r.Width, r.Height), m.Bounds())
+	return m
+}
+
+// near reports whether c is close to want (lossy encoders, resampling).
+func near(c color.Color, want color.RGBA) bool {
+	r, g, b, a := c.RGBA()
+	d := func(x uint32, y uint8) bool { return int(x>>8)-int(y) < 40 && int(y)-int(x>>8) < 40 }
+	return d(r, want.R) && d(g, want.G) && d(b, want.B) && d(a, want.A)
+}
+
+func TestEveryInputFormatAndFit(t *testing.T) {
+	g := New(Limits{})
+	src := halves(200, 100)
+	for _, in := range []string{"png", "jpeg", "gif", "webp"} {
+		for _, tc := range []struct {
+			fit  Fit
+			w, h int
+		}{{FitCover, 50, 50}, {FitContain, 50, 50}, {FitInside, 50, 25}} {
+			for _, out := range []Format{FormatJPEG, FormatPNG, FormatWebP} {
+				t.Run(in+"/"+string(tc.fit)+"/"+string(out), func(t *testing.T) {
+					r, err := g.Generate(context.Background(), encode(t, in, src), Spec{Width: 50, Height: 50, Fit: tc.fit, Format: out})
+					require.NoError(t, err)
+					require.Equal(t, out.ContentType(), r.ContentType)
+					require.Equal(t, [2]int{tc.w, tc.h}, [2]int{r.Width, r.Height})
+					m := decodeOut(t, r)
+					// The left of the image stays red and its right blue.
+					midY := r.Height / 2
+					switch tc.fit {
+					case FitCover: // the centre 100x100 of 200x100: half each
+						require.True(t, near(m.At(5, midY), red), "%v", m.At(5, midY))
+						require.True(t, near(m.At(44, midY), blue), "%v", m.At(44, midY))
+					case FitContain: // 50x25 in the middle, padded above and below
+						require.True(t, near(m.At(5, midY), red), "%v", m.At(5, midY))
+						require.True(t, near(m.At(44, midY), blue))
+						pad := color.RGBA{} // transparent
+						if out == FormatJPEG {
+							pad = color.RGBA{255, 255, 255, 255}
+						}
+						require.True(t, near(m.At(25, 2), pad), "padding: %v", m.At(25, 2))
+					case FitInside:
+						require.True(t, near(m.At(5, midY), red))
+						require.True(t, near(m.At(44, midY), blue))
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestLargeDownscaleUsesEveryPixel(t *testing.T) {
+	// 2000x1000 into 100x100 cover: the box prefilter path.
+	r, err := New(Limits{}).Generate(context.Background(), encode(t, "jpeg", halves(2000, 1000)), Spec{Width: 100, Height: 100, Fit: FitCover, Format: FormatPNG})
+	require.NoError(t, err)
+	m := decodeOut(t, r)
+	require.True(t, near(m.At(10, 50), red))
+	require.True(t, near(m.At(90, 50), blue))
+}
+
+// pngWithHeader is a PNG whose IHDR declares w x h and whose IDAT holds
+// rows rows of zeros (deflated): 0 rows is a 1-pixel-sized file declaring
+// a huge image; all rows is a real decompression bomb.
+func pngWithHeader(t testing.TB, w, h, rows int) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	b.WriteString("\x89PNG\r\n\x1a\n")
+	chunk := func(typ string, data []byte) {
+		_ = binary.Write(&b, binary.BigEndian, uint32(len(data)))
+		b.WriteString(typ)
+		b.Write(data)
+		crc := crc32.NewIEEE()
+		crc.Write([]byte(typ))
+		crc.Write(data)
+		_ = binary.Write(&b, binary.BigEndian, crc.Sum32())
+	}
+	ihdr := make([]byte, 13)
+	binary.BigEndian.PutUint32(ihdr[0:], uint32(w))
+	binary.BigEndian.PutUint32(ihdr[4:], uint32(h))
+	ihdr[8], ihdr[9] = 8, 0 // 8-bit grayscale
+	chunk("IHDR", ihdr)
+	var z bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&z, zlib.BestCompression)
+	row := make([]byte, 1+w)
+	for range rows {
+		_, _ = zw.Write(row)
+	}
+	require.NoError(t, zw.Close())
+	chunk("IDAT", z.Bytes())
+	chunk("IEND", nil)
+	return b.Bytes()
+}
+
+func TestPixelBombsAreRefusedBeforeDecoding(t *testing.T) {
+	g := New(Limits{})
+	spec := Spec{Width: 64, Height: 64, Fit: FitInside, Format: FormatPNG}
+
+	// A tiny file declaring 100k x 100k.
+	lying := pngWithHeader(t, 100_000, 100_000, 0)
+	require.Less(t, len(lying), 100)
+	_, err := g.Generate(context.Background(), lying, spec)
+	require.ErrorIs(t, err, ErrTooManyPixels)
+
+	// A real decompression bomb: 10k x 10k of zeros (100 MP) in a few
+	// hundred KiB.
+	bomb := pngWithHeader(t, 10_000, 10_000, 10_000)
+	require.Less(t, len(bomb), 512<<10)
+	_, err = g.Generate(context.Background(), bomb, spec)
+	require.ErrorIs(t, err, ErrTooManyPixels)
+
+	// The same bomb under a limit it fits decodes (the limit is what
+	// refused it, not the format).
+	small := pngWithHeader(t, 1000, 1000, 1000)
+	r, err := New(Limits{MaxPixels: 1_000_000}).Generate(context.Background(), small, spec)
+	require.NoError(t, err)
+	require.Equal(t, 64, r.Width)
+	_, err = New(Limits{MaxPixels: 999_999}).Generate(context.Background(), small, spec)
+	require.ErrorIs(t, err, ErrTooManyPixels)
+
+	// A JPEG whose frame header declares 65535 x 65535.
+	j := encode(t, "jpeg", halves(8, 8))
+	i := bytes.Index(j, []byte{0xFF, 0xC0})
+	require.Positive(t, i)
+	binary.BigEndian.PutUint16(j[i+5:], 65535)
+	binary.BigEndian.PutUint16(j[i+7:], 65535)
+	_, err = g.Generate(context.Background(), j, spec)
+	require.ErrorIs(t, err, ErrTooManyPixels)
+}
+
+func TestNotAnImage(t *testing.T) {
+	g := New(Limits{})
+	spec := Spec{Width: 64, Height: 64, Fit: FitInside, Format: FormatPNG}
+	for _, src := range [][]byte{nil, []byte("%PDF-1.7\n"), []byte("<svg xmlns='http://www.w3.org/2000/svg'/>"), encode(t, "png", halves(4, 4))[:40]} {
+		_, err := g.Generate(context.Background(), src, spec)
+		require.ErrorIs(t, err, ErrUnsupported)
+	}
+}
+
+func TestAnimatedGIFUsesTheFirstFrame(t *testing.T) {
+	pal := color.Palette{red, blue}
+	frame := func(c uint8) *image.Paletted {
+		m := image.NewPaletted(image.Rect(0, 0, 20, 20), pal)
+		for i := range m.Pix {
+			m.Pix[i] = c
+		}
+		return m
+	}
+	var b bytes.Buffer
+	require.NoError(t, gif.EncodeAll(&b, &gif.GIF{Image: []*image.Paletted{frame(0), frame(1), frame(1)}, Delay: []int{10, 10, 10}}))
+	r, err := New(Limits{}).Generate(context.Background(), b.Bytes(), Spec{Width: 10, Height: 10, Fit: FitCover, Format: FormatPNG})
+	require.NoError(t, err)
+	m := decodeOut(t, r)
+	require.True(t, near(m.At(5, 5), red), "the first frame: %v", m.At(5, 5))
+}
+
+func TestAnimatedWebPIsRefused(t *testing.T) {
+	// RIFF/WEBP with a VP8X chunk whose animation flag is set (a 10x10
+	// canvas), then an ANIM chunk.
+	var b bytes.Buffer
+	b.WriteString("RIFF")
+	_ = binary.Write(&b, binary.LittleEndian, uint32(4+18+14))
+	b.WriteString("WEBPVP8X")
+	_ = binary.Write(&b, binary.LittleEndian, uint32(10))
+	b.Write([]byte{0x02, 0, 0, 0, 9, 0, 0, 9, 0, 0})
+	b.WriteString("ANIM")
+	_ = binary.Write(&b, binary.LittleEndian, uint32(6))
+	b.Write(make([]byte, 6))
+	_, err := New(Limits{}).Generate(context.Background(), b.Bytes(), Spec{Width: 10, Height: 10, Fit: FitCover, Format: FormatPNG})
+	require.ErrorIs(t, err, ErrAnimated)
+}
+
+// withExif inserts an APP1 Exif segment (little-endian TIFF) with the
+// orientation and a GPS IFD pointer plus a marker string, after the SOI.
+func withExif(t testing.TB, j []byte, orientation uint16) []byte {
+	t.Helper()
+	var tiff bytes.Buffer
+	le := binary.LittleEndian
+	tiff.WriteString("II")
+	_ = binary.Write(&tiff, le, uint16(42))
+	_ = binary.Write(&tiff, le, uint32(8))
+	_ = binary.Write(&tiff, le, uint16(2)) // two entries
+	// 0x0112 orientation SHORT 1
+	_ = binary.Write(&tiff, le, []uint16{0x0112, 3})
+	_ = binary.Write(&tiff, le, uint32(1))
+	_ = binary.Write(&tiff, le, []uint16{orientation, 0})
+	// 0x8825 GPS IFD pointer LONG 1 -> offset 38
+	_ = binary.Write(&tiff, le, []uint16{0x8825, 4})
+	_ = binary.Write(&tiff, le, uint32(1))
+	_ = binary.Write(&tiff, le, uint32(38))
+	_ = binary.Write(&tiff, le, uint32(0)) // no next IFD
+	// GPS IFD: one ASCII entry, GPSLatitudeRef, then a recognisable string.
+	_ = binary.Write(&tiff, le, uint16(1))
+	_ = binary.Write(&tiff, le, []uint16{0x0001, 2})
+	_ = binary.Write(&tiff, le, uint32(2))
+	tiff.WriteString("N\x00\x00\x00")
+	_ = binary.Write(&tiff, le, uint32(0))
+	tiff.WriteString("GPS-SECRET-48.8584N-2.2945E")
+	seg := append([]byte("Exif\x00\x00"), tiff.Bytes()...)
+	app1 := []byte{0xFF, 0xE1, 0, 0}
+	binary.BigEndian.PutUint16(app1[2:], uint16(len(seg)+2))
+	out := append([]byte{}, j[:2]...)
+	out = append(out, app1...)
+	out = append(out, seg...)
+	return append(out, j[2:]...)
+}
+
+func TestExifIsStrippedAndOrientationApplied(t *testing.T) {
+	g := New(Limits{})
+	src := withExif(t, encode(t, "jpeg", halves(40, 20)), 6)
+	require.Equal(t, 6, jpegOrientation(src))
+	require.Contains(t, string(src), "GPS-SECRET")
+	for _, out := range []Format{FormatJPEG, FormatPNG, FormatWebP} {
+		r, err := g.Generate(context.Background(), src, Spec{Width: 100, Height: 100, Fit: FitInside, Format: out})
+		require.NoError(t, err)
+		require.NotContains(t, string(r.Data), "GPS-SECRET")
+		require.NotContains(t, string(r.Data), "Exif")
+		// Orientation 6: the stored left (red) half is the upright top.
+		require.Equal(t, [2]int{50, 100}, [2]int{r.Width, r.Height})
+		m := decodeOut(t, r)
+		require.True(t, near(m.At(25, 10), red), "%s top: %v", out, m.At(25, 10))
+		require.True(t, near(m.At(25, 90), blue), "%s bottom: %v", out, m.At(25, 90))
+	}
+}
+
+func TestEveryOrientation(t *testing.T) {
+	// A 2x1 image, red then blue, stored with each orientation: where the
+	// red pixel ends up once upright.
+	g := New(Limits{})
+	want := map[uint16]struct {
+		w, h   int
+		rx, ry int // the red pixel's upright position (scaled x10)
+	}{
+		1: {20, 10, 5, 5}, 2: {20, 10, 15, 5}, 3: {20, 10, 15, 5}, 4: {20, 10, 5, 5},
+		5: {10, 20, 5, 5}, 6: {10, 20, 5, 5}, 7: {10, 20, 5, 15}, 8: {10, 20, 5, 15},
+	}
+	for o, w := range want {
+		src := withExif(t, encode(t, "jpeg", halves(20, 10)), o)
+		r, err := g.Generate(context.Background(), src, Spec{Width: w.w, Height: w.h, Fit: FitInside, Format: FormatPNG})
+		require.NoError(t, err)
+		require.Equal(t, [2]int{w.w, w.h}, [2]int{r.Width, r.Height}, "orientation %d", o)
+		m := decodeOut(t, r)
+		require.True(t, near(m.At(w.rx, w.ry), red), "orientation %d: %v", o, m.At(w.rx, w.ry))
+	}
+}
+
+func TestMalformedExifIsIgnored(t *testing.T) {
+	j := encode(t, "jpeg", halves(8, 8))
+	good := withExif(t, j, 6)
+	for cut := 4; cut < 60; cut++ {
+		bad := append([]byte{}, good...)
+		// Corrupt the TIFF at one offset at a time: never a panic, an
+		// orientation in 1..8.
+		bad[min(len(bad)-1, 10+cut)] ^= 0xFF
+		o := jpegOrientation(bad)
+		require.True(t, o >= 1 && o <= 8)
+	}
+	require.Equal(t, 1, jpegOrientation(j))
+	require.Equal(t, 1, jpegOrientation(good[:12]))
+}
+
+func TestSpecValidation(t *testing.T) {
+	for _, s := range []Spec{
+		{Width: 0, Height: 10, Fit: FitCover, Format: FormatPNG},
+		{Width: 10, Height: MaxSide + 1, Fit: FitCover, Format: FormatPNG},
+		{Width: 10, Height: 10, Fit: "fill", Format: FormatPNG},
+		{Width: 10, Height: 10, Fit: FitCover, Format: "avif"},
+		{Width: 10, Height: 10, Fit: FitCover, Format: FormatJPEG, Quality: 101},
+	} {
+		require.Error(t, s.Validate(), "%+v", s)
+		_, err := New(Limits{}).Generate(context.Background(), encode(t, "png", halves(4, 4)), s)
+		require.Error(t, err)
+	}
+}
+
+func TestAbandonedWorkKeepsItsSlot(t *testing.T) {
+	g := New(Limits{Concurrency: 1})
+	src := encode(t, "png", halves(3000, 3000))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// A cancelled context never takes a slot.
+	_, err := g.Generate(ctx, src, Spec{Width: 10, Height: 10, Fit: FitCover, Format: FormatPNG})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Empty(t, g.slots)
+
+	// Work abandoned mid-way keeps the slot until it stops, so a second
+	// generation waits for it instead of decoding beside it.
+	ctx, cancel = context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := g.Generate(ctx, src, Spec{Width: 10, Height: 10, Fit: FitCover, Format: FormatPNG})
+		errc <- err
+	}()
+	require.Eventually(t, func() bool { return len(g.slots) == 1 }, 5e9, 1e6)
+	cancel()
+	require.ErrorIs(t, <-errc, context.Canceled)
+	held := len(g.slots) == 1
+	r, err := g.Generate(context.Background(), encode(t, "png", halves(4, 4)), Spec{Width: 2, Height: 2, Fit: FitCover, Format: FormatPNG})
+	require.NoError(t, err)
+	require.Equal(t, 2, r.Width)
+	require.True(t, held, "the abandoned decode still held its slot when Generate returned")
+}

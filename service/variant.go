@@ -1,0 +1,498 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/internal/filecheck"
+	"github.com/uploadedfile/uploadedfile/internal/imagevariant"
+	"github.com/uploadedfile/uploadedfile/internal/objectkey"
+	"github.com/uploadedfile/uploadedfile/internal/storage"
+)
+
+// VariantsConfig configures image variants: named presets, generated on
+// first request (or eagerly after file.ready) and stored beside the
+// original. Only configured presets exist; clients cannot ask for sizes.
+type VariantsConfig struct {
+	// Presets by name (lowercase letters, digits, '-', '_'; at most 64).
+	Presets map[string]VariantPreset
+	// MaxPixels: images declaring more are refused before decoding
+	// (default 40 MP).
+	MaxPixels int64
+	// Concurrency: generations decoding at once in this process (default
+	// 2); with MaxPixels it bounds the memory decoding takes.
+	Concurrency int
+	// Timeout bounds one generation (default 30 s, at most 2 minutes).
+	Timeout time.Duration
+}
+
+// VariantPreset is one named preset.
+type VariantPreset struct {
+	Width, Height int
+	// Fit: cover, contain or inside.
+	Fit string
+	// Format: jpeg, png or webp (lossless).
+	Format string
+	// Quality: JPEG quality 1..100 (0: 82).
+	Quality int
+	// Eager: generated after file.ready by the maintenance sweep, not on
+	// the first request.
+	Eager bool
+}
+
+// spec is the generator's form of p.
+func (p VariantPreset) spec() imagevariant.Spec {
+	return imagevariant.Spec{Width: p.Width, Height: p.Height, Fit: imagevariant.Fit(p.Fit), Format: imagevariant.Format(p.Format), Quality: p.Quality}
+}
+
+// Variant is a generated image variant with a URL to read it.
+type Variant struct {
+	FileID       uuid.UUID
+	Preset       string
+	ContentType  string
+	SizeBytes    int64
+	Width        int
+	Height       int
+	CreatedAt    time.Time
+	URL          string
+	URLExpiredAt *time.Time
+}
+
+// ErrVariantRefused: the file is an image this service will not make a
+// variant of; Rule says why (RuleVariantTooManyPixels, ...). HTTP 422.
+var ErrVariantRefused = &Error{Code: "core.file.variant-refused"}
+
+// ErrVariantFailed: generating or storing the variant failed, or another
+// request is still generating it; retryable. HTTP 503.
+var ErrVariantFailed = &Error{Code: "core.file.variant-failed"}
+
+// The rules of ErrVariantRefused.
+const (
+	RuleVariantTooManyPixels = "variant.too-many-pixels"
+	RuleVariantAnimated      = "variant.animated"
+	RuleVariantUndecodable   = "variant.undecodable"
+)
+
+const (
+	// variantLease bounds a generation or a variant deletion; a lease that
+	// elapsed is taken over (generation) or swept (deletion). It is well
+	// over the longest generation (Timeout, at most 2 minutes), so a live
+	// generator never loses its row.
+	variantLease = 5 * time.Minute
+	// variantPoll is how often a request waiting for another's generation
+	// looks again.
+	variantPoll = 25 * time.Millisecond
+)
+
+var presetName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// resolveVariants validates the presets and applies the defaults.
+func (r *resolved) resolveVariants() error {
+	v := &r.Variants
+	for name, p := range v.Presets {
+		if !presetName.MatchString(name) {
+			return configError("variants.presets", "%q: a name is lowercase letters, digits, '-' and '_' (at most 64)", name)
+		}
+		if err := p.spec().Validate(); err != nil {
+			return configError("variants.presets."+name, "%v", err)
+		}
+	}
+	if v.MaxPixels < 0 || v.Concurrency < 0 || v.Timeout < 0 || v.Timeout > 2*time.Minute {
+		return configError("variants", "maxPixels and concurrency are positive (0: default); timeout is at most 2m")
+	}
+	if v.MaxPixels == 0 {
+		v.MaxPixels = imagevariant.DefaultMaxPixels
+	}
+	if v.Concurrency == 0 {
+		v.Concurrency = 2
+	}
+	if v.Timeout == 0 {
+		v.Timeout = 30 * time.Second
+	}
+	return nil
+}
+
+// variantSource reports a content type variants are made from.
+func variantSource(contentType string) bool {
+	switch contentType {
+	case filecheck.TypePNG, filecheck.TypeJPEG, filecheck.TypeGIF, filecheck.TypeWebP:
+		return true
+	}
+	return false
+}
+
+// FindVariant returns the variant of a visible image for a configured
+// preset, with a URL to read it, generating it on the first request (two
+// concurrent first requests generate it once). An unknown preset is
+// ErrInvalidMeta; a missing, out-of-scope or non-image file is
+// ErrNotFound, identically; an image refused for its size or frames is
+// ErrVariantRefused; a generation that fails or outlives the timeout is
+// ErrVariantFailed (retryable).
+func (s *Service) FindVariant(ctx context.Context, id, preset string) (*Variant, error) {
+	file, v, err := s.variant(ctx, OpRead, id, preset)
+	if err != nil {
+		return nil, err
+	}
+	u, err := s.variantURL(ctx, file.UploadedFile, v, file.DBNow)
+	if err != nil {
+		return nil, err
+	}
+	return &Variant{
+		FileID: file.UploadedFile.ID, Preset: v.Preset, ContentType: v.ContentType, SizeBytes: deref64(v.SizeBytes),
+		Width: int(deref32(v.Width)), Height: int(deref32(v.Height)), CreatedAt: v.CreatedAt, URL: u.URL, URLExpiredAt: u.URLExpiredAt,
+	}, nil
+}
+
+// DownloadVariant returns a variant's bytes, as FindVariant finds it.
+func (s *Service) DownloadVariant(ctx context.Context, id, preset string) (*Download, error) {
+	file, v, err := s.variant(ctx, OpDownload, id, preset)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.openKey(ctx, file.UploadedFile.ID, v.Key)
+	if err != nil {
+		return nil, err
+	}
+	d.FileName, d.ContentType, d.Disposition = variantName(file.UploadedFile.OriginalName, v), v.ContentType, Disposition(file.UploadedFile.Disposition)
+	return d, nil
+}
+
+// variant authorizes op on id, loads the visible image and returns its
+// ready variant for preset, generating it when needed.
+func (s *Service) variant(ctx context.Context, op Operation, id, preset string) (db.FileGetVisibleRow, db.UploadedFileVariant, error) {
+	p, ok := s.cfg.Variants.Presets[preset]
+	if !ok {
+		return db.FileGetVisibleRow{}, db.UploadedFileVariant{}, ErrInvalidMeta
+	}
+	file, _, err := s.visible(ctx, op, id)
+	if err != nil {
+		return db.FileGetVisibleRow{}, db.UploadedFileVariant{}, err
+	}
+	if !variantSource(file.UploadedFile.ContentType) {
+		return db.FileGetVisibleRow{}, db.UploadedFileVariant{}, ErrNotFound
+	}
+	v, err := s.ensureVariant(ctx, file.UploadedFile, preset, p)
+	return file, v, err
+}
+
+// ensureVariant returns the ready variant of file for preset: the stored
+// one, the one another request finishes meanwhile, or one generated here
+// under a claim. Bounded by the variants timeout.
+func (s *Service) ensureVariant(ctx context.Context, file db.UploadedFile, preset string, p VariantPreset) (db.UploadedFileVariant, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Variants.Timeout)
+	defer cancel()
+	for {
+		v, err := s.q.VariantGet(ctx, s.db, db.VariantGetParams{FileID: file.ID, Preset: preset})
+		switch {
+		case err == nil && v.Status == "ready":
+			return v, nil
+		case err == nil && v.Status == "deleting":
+			return db.UploadedFileVariant{}, ErrNotFound // the file is being deleted
+		case err != nil && !isNoRows(err):
+			return db.UploadedFileVariant{}, s.variantError(ctx, "read variant", err, file.ID)
+		}
+		claimed, err := s.claimVariant(ctx, file, preset, p)
+		switch {
+		case err == nil:
+			return s.generateVariant(ctx, file, claimed, p)
+		case !isNoRows(err):
+			return db.UploadedFileVariant{}, s.variantError(ctx, "claim variant", err, file.ID)
+		}
+		// Another request holds a live generation: wait for it.
+		select {
+		case <-ctx.Done():
+			return db.UploadedFileVariant{}, s.variantError(ctx, "wait for variant", ctx.Err(), file.ID)
+		case <-time.After(variantPoll):
+		}
+	}
+}
+
+// claimVariant inserts the generating row, with the key its object will
+// be written at (beside the original, under the same visibility prefix).
+func (s *Service) claimVariant(ctx context.Context, file db.UploadedFile, preset string, p VariantPreset) (db.UploadedFileVariant, error) {
+	id := uuid.New()
+	key, err := objectkey.Key{
+		Folder: keyFolder(file.Key, s.cfg.Folder), Tenant: file.TenantCode, Department: file.DepartmentCode, ID: id,
+		Ext: imagevariant.Format(p.Format).Ext(), Public: publicObject(file),
+	}.String()
+	if err != nil {
+		return db.UploadedFileVariant{}, err
+	}
+	return s.q.VariantClaim(ctx, s.db, db.VariantClaimParams{
+		ID: id, FileID: file.ID, Preset: preset, Key: key, ContentType: imagevariant.Format(p.Format).ContentType(),
+		Lease: variantLease, Now: s.now(),
+	})
+}
+
+// keyFolder is the folder of the original's key (so a variant sits beside
+// it even after the configured folder changed), or folder when the key is
+// not one objectkey built (legacy rows).
+func keyFolder(key, folder string) string {
+	if k, err := objectkey.Parse(key); err == nil {
+		return k.Folder
+	}
+	return folder
+}
+
+// publicObject: the original is stored under the public prefix.
+func publicObject(file db.UploadedFile) bool {
+	return Visibility(file.Visibility) == Public && !file.IsTemporary
+}
+
+// generateVariant makes the variant this worker claimed (v), writes its
+// object and finishes the row. On any failure the object is deleted and
+// the row dropped while the claim is still this worker's; a worker that
+// dies leaves both to the sweep once the lease elapses.
+func (s *Service) generateVariant(ctx context.Context, file db.UploadedFile, v db.UploadedFileVariant, p VariantPreset) (db.UploadedFileVariant, error) {
+	claim := *v.LeaseUntil
+	src, err := s.readObject(ctx, file.Key, file.SizeBytes)
+	if err != nil {
+		s.dropVariant(ctx, v, claim, false)
+		return db.UploadedFileVariant{}, s.variantError(ctx, "read original", err, file.ID)
+	}
+	res, err := s.imager.Generate(ctx, src, p.spec())
+	if err != nil {
+		s.dropVariant(ctx, v, claim, false)
+		if rule := refusedRule(err); rule != "" {
+			s.log.InfoContext(ctx, "variant refused", "file_id", file.ID, "preset", v.Preset, "rule", rule)
+			return db.UploadedFileVariant{}, &ruleError{code: ErrVariantRefused, rule: rule}
+		}
+		return db.UploadedFileVariant{}, s.variantError(ctx, "generate variant", err, file.ID)
+	}
+	if err := s.putVariant(ctx, v.Key, res, publicObject(file)); err != nil {
+		s.dropVariant(ctx, v, claim, true)
+		return db.UploadedFileVariant{}, s.variantError(ctx, "store variant", err, file.ID)
+	}
+	done, err := s.q.VariantFinish(ctx, s.db, db.VariantFinishParams{
+		ID: v.ID, FileID: file.ID, Claim: claim, SizeBytes: int64(len(res.Data)), Width: int32(res.Width), Height: int32(res.Height),
+		DefaultTenantBytes: s.cfg.Quota.TenantBytes, DefaultOwnerBytes: s.cfg.Quota.OwnerBytes, Now: s.now(),
+	})
+	var pe *pgconn.PgError
+	switch {
+	case err == nil:
+		return db.UploadedFileVariant(done), nil
+	case errors.As(err, &pe) && pe.Code == quotaExceededState:
+		s.dropVariant(ctx, v, claim, true)
+		return db.UploadedFileVariant{}, &ruleError{code: ErrQuotaExceeded, rule: RuleQuotaOwnerBytes}
+	case isNoRows(err):
+		// The file went away meanwhile (or, past the lease, the row was
+		// taken over: dropVariant leaves a row that is not ours alone).
+		s.dropVariant(ctx, v, claim, true)
+		return db.UploadedFileVariant{}, ErrNotFound
+	default:
+		s.dropVariant(ctx, v, claim, true)
+		return db.UploadedFileVariant{}, s.variantError(ctx, "finish variant", err, file.ID)
+	}
+}
+
+// readObject reads a whole object of the expected size (never more).
+func (s *Service) readObject(ctx context.Context, key string, size int64) ([]byte, error) {
+	body, err := s.store.Open(ctx, key, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	if _, err := io.Copy(buf, io.LimitReader(body, size+1)); err != nil {
+		return nil, err
+	}
+	if int64(buf.Len()) != size {
+		return nil, fmt.Errorf("object holds %d bytes, the row says %d", buf.Len(), size)
+	}
+	return buf.Bytes(), nil
+}
+
+// putVariant writes the variant object. A taken-over generation finds the
+// first generator's object at the same key: it is replaced.
+func (s *Service) putVariant(ctx context.Context, key string, res imagevariant.Result, public bool) error {
+	opts := storage.PutOptions{ContentType: res.ContentType, Size: int64(len(res.Data)), Public: public}
+	_, err := s.store.Put(ctx, key, bytes.NewReader(res.Data), opts)
+	if errors.Is(err, storage.ErrExists) {
+		if err = s.store.Delete(ctx, key); err == nil {
+			_, err = s.store.Put(ctx, key, bytes.NewReader(res.Data), opts)
+		}
+	}
+	return err
+}
+
+// dropVariant undoes a claim this worker could not finish: the object (if
+// one may have been written) is deleted, then the row, both only while the
+// row still carries this worker's claim and well inside its lease, so a
+// worker that took the row over never loses its object. Whatever is left
+// is the sweep's once the lease elapses.
+func (s *Service) dropVariant(ctx context.Context, v db.UploadedFileVariant, claim time.Time, written bool) {
+	cctx, cancel := detached(ctx)
+	defer cancel()
+	cur, err := s.q.VariantGet(cctx, s.db, db.VariantGetParams{FileID: v.FileID, Preset: v.Preset})
+	if err != nil || cur.ID != v.ID || cur.Status != "generating" || cur.LeaseUntil == nil || !cur.LeaseUntil.Equal(claim) {
+		return
+	}
+	if claim.Sub(s.clock()) < variantLease/2 {
+		return // too close to the lease: the sweep deletes it
+	}
+	if written {
+		if err := s.store.Delete(cctx, v.Key); err != nil {
+			s.log.WarnContext(cctx, "delete variant object failed; left to the sweep", "file_id", v.FileID, "error", err.Error())
+			return
+		}
+	}
+	if _, err := s.q.VariantDrop(cctx, s.db, db.VariantDropParams{ID: v.ID, Claim: claim}); err != nil && !isNoRows(err) {
+		s.log.ErrorContext(cctx, "drop variant", "file_id", v.FileID, "error", err.Error())
+	}
+}
+
+// refusedRule names the rule of a refused image, or "".
+func refusedRule(err error) string {
+	switch {
+	case errors.Is(err, imagevariant.ErrTooManyPixels):
+		return RuleVariantTooManyPixels
+	case errors.Is(err, imagevariant.ErrAnimated):
+		return RuleVariantAnimated
+	case errors.Is(err, imagevariant.ErrUnsupported):
+		return RuleVariantUndecodable
+	}
+	return ""
+}
+
+// variantError logs err and returns ErrVariantFailed.
+func (s *Service) variantError(ctx context.Context, what string, err error, fileID uuid.UUID) error {
+	return s.internalError(ctx, ErrVariantFailed, what, err, "file_id", fileID)
+}
+
+// variantURL is urlFor for a variant object.
+func (s *Service) variantURL(ctx context.Context, file db.UploadedFile, v db.UploadedFileVariant, now time.Time) (*URL, error) {
+	route := s.downloadURL(file.ID)
+	route = strings.TrimSuffix(route, "/download") + "/variants/" + v.Preset + "/download"
+	return s.objectURL(ctx, file, objectRef{key: v.Key, route: route, name: variantName(file.OriginalName, v), contentType: v.ContentType}, now)
+}
+
+// variantName is the file name a variant is served under:
+// <original stem>-<preset>.<ext>.
+func variantName(original string, v db.UploadedFileVariant) string {
+	stem := original
+	if i := strings.LastIndexByte(stem, '.'); i > 0 {
+		stem = stem[:i]
+	}
+	return stem + "-" + v.Preset + "." + imagevariant.Format(strings.TrimPrefix(v.ContentType, "image/")).Ext()
+}
+
+// deleteVariants deletes the variants of a file whose deletion this worker
+// holds, each through its own claim; false when one could not be deleted
+// (the file's claim is then released, and the retry comes back here).
+func (s *Service) deleteVariants(ctx context.Context, row db.UploadedFile) bool {
+	if !variantSource(row.ContentType) {
+		return true
+	}
+	vs, err := s.q.VariantClaimForFile(ctx, s.db, db.VariantClaimForFileParams{FileID: row.ID, Lease: variantLease, Now: s.now()})
+	if err != nil {
+		s.log.ErrorContext(ctx, "claim variants", "file_id", row.ID, "error", err.Error())
+		return false
+	}
+	ok := true
+	for _, v := range vs {
+		ok = s.finishVariantDeletion(ctx, v) && ok
+	}
+	return ok
+}
+
+// finishVariantDeletion deletes a claimed variant's object and settles
+// the row, or releases the claim one minute ahead when the delete fails.
+func (s *Service) finishVariantDeletion(ctx context.Context, v db.UploadedFileVariant) bool {
+	claim := *v.LeaseUntil
+	if err := s.store.Delete(ctx, v.Key); err != nil {
+		s.log.WarnContext(ctx, "delete variant object failed; released for retry", "file_id", v.FileID, "error", err.Error())
+		if _, err := s.q.VariantRelease(ctx, s.db, db.VariantReleaseParams{ID: v.ID, Claim: claim, Backoff: DeletionRetryBackoff, Now: s.now()}); err != nil && !isNoRows(err) {
+			s.log.ErrorContext(ctx, "release variant claim", "file_id", v.FileID, "error", err.Error())
+		}
+		return false
+	}
+	_, err := s.q.VariantSettle(ctx, s.db, db.VariantSettleParams{ID: v.ID, Claim: claim})
+	if err != nil && !isNoRows(err) {
+		s.log.ErrorContext(ctx, "settle variant deletion", "file_id", v.FileID, "error", err.Error())
+		return false
+	}
+	return true
+}
+
+// sweepVariants deletes up to max variants whose lease elapsed (their
+// generator or deleter died, or a delete failed); it reports how many it
+// finished and claimed.
+func (s *Service) sweepVariants(ctx context.Context, max int) (done, claimed int, err error) {
+	vs, err := s.q.VariantClaimElapsed(ctx, s.db, db.VariantClaimElapsedParams{Max: int32(max), Lease: variantLease, Now: s.now()})
+	if err != nil {
+		return 0, 0, s.internalError(ctx, ErrCleanupFailed, "claim elapsed variants", err)
+	}
+	for _, v := range vs {
+		if s.finishVariantDeletion(ctx, v) {
+			done++
+		}
+	}
+	recordSweep(ctx, len(vs), done)
+	return done, len(vs), nil
+}
+
+func deref64(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func deref32(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// EagerVariantPresets lists the presets generated after file.ready
+// (eager: true), in name order.
+func (s *Service) EagerVariantPresets() []string {
+	var names []string
+	for name, p := range s.cfg.Variants.Presets {
+		if p.Eager {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// UnsafeSystemGenerateEagerVariants generates the eager presets of file id
+// of tenant, off the upload's request path (the events relay calls it for
+// file.ready). A file that is gone or not an image, and an image the
+// presets refuse, are done (nil); a failure is returned so the caller
+// retries. Cross-tenant; trusted background code only.
+func (s *Service) UnsafeSystemGenerateEagerVariants(ctx context.Context, tenant string, id uuid.UUID) error {
+	eager := s.EagerVariantPresets()
+	if len(eager) == 0 {
+		return nil
+	}
+	file, err := s.q.FileGetVisible(ctx, s.db, db.FileGetVisibleParams{ID: id, TenantCode: tenant, Now: s.now()})
+	switch {
+	case isNoRows(err):
+		return nil
+	case err != nil:
+		return s.variantError(ctx, "eager variants: read file", err, id)
+	case file.Expired || !variantSource(file.UploadedFile.ContentType):
+		return nil
+	}
+	for _, name := range eager {
+		_, err := s.ensureVariant(ctx, file.UploadedFile, name, s.cfg.Variants.Presets[name])
+		if err != nil && !errors.Is(err, ErrVariantRefused) && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrQuotaExceeded) {
+			return err
+		}
+	}
+	return nil
+}

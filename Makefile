@@ -122,9 +122,10 @@ fuzz:
 chaos: postgres s3-servers
 	$(GO) test -race -count=1 -run '^TestChaos$$' -v ./internal/maintenance/ -args -chaos.duration=$(CHAOS_DURATION)
 
-## bench-peers: install the tus peer (@tus/server) of the benchmarks.
+## bench-peers: install the peers of the benchmarks: tus (@tus/server) and sharp (libvips).
 bench-peers:
 	cd bench/tus-peer && npm ci --no-audit --no-fund --loglevel=error
+	cd bench/sharp-peer && npm ci --no-audit --no-fund --loglevel=error
 
 ## bench: the quick set; prints the table and records it in docs/performance.md.
 bench: postgres bench-peers

@@ -268,6 +268,7 @@ func run(full bool, write string) error {
 		{"quota", func() error { return benchQuota(ctx, e, rep, bin, tmp, secret) }},
 		{"scan", func() error { return benchScan(ctx, e, rep, bin, tmp, secret) }},
 		{"tracing", func() error { return benchTracing(ctx, e, rep, bin, tmp, secret) }},
+		{"variants", func() error { return benchVariants(ctx, e, rep, bin, tmp, secret) }},
 	}
 	for _, sec := range sections {
 		if !wants(sec.name) {

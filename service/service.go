@@ -66,6 +66,8 @@ type Service struct {
 	scanner Scanner
 	tracer  trace.TracerProvider
 	imager  *imagevariant.Generator
+	// variantSlots bounds the generations reading an original at once.
+	variantSlots chan struct{}
 }
 
 // Option adjusts a Service beyond its Config.
@@ -106,6 +108,7 @@ func New(ctx context.Context, cfg Config, database DB, opts ...Option) (*Service
 	}
 	s := &Service{cfg: r, db: database, q: db.New(), log: slog.Default(), now: func() *time.Time { return nil }}
 	s.imager = imagevariant.New(imagevariant.Limits{MaxPixels: r.Variants.MaxPixels, Concurrency: r.Variants.Concurrency})
+	s.variantSlots = make(chan struct{}, r.Variants.Concurrency)
 	for _, o := range opts {
 		o(s)
 	}

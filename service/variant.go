@@ -169,18 +169,39 @@ func (s *Service) DownloadVariant(ctx context.Context, id, preset string) (*Down
 }
 
 // variant authorizes op on id, loads the visible image and returns its
-// ready variant for preset, generating it when needed.
+// ready variant for preset -- read with the file in one round trip when
+// stored, generated (or waited for) otherwise.
 func (s *Service) variant(ctx context.Context, op Operation, id, preset string) (db.FileGetVisibleRow, db.UploadedFileVariant, error) {
+	var none db.FileGetVisibleRow
 	p, ok := s.cfg.Variants.Presets[preset]
 	if !ok {
-		return db.FileGetVisibleRow{}, db.UploadedFileVariant{}, ErrInvalidMeta
+		return none, db.UploadedFileVariant{}, ErrInvalidMeta
 	}
-	file, _, err := s.visible(ctx, op, id)
+	uid, err := parseID(id)
 	if err != nil {
-		return db.FileGetVisibleRow{}, db.UploadedFileVariant{}, err
+		return none, db.UploadedFileVariant{}, err
 	}
-	if !variantSource(file.UploadedFile.ContentType) {
-		return db.FileGetVisibleRow{}, db.UploadedFileVariant{}, ErrNotFound
+	a, err := s.authorize(ctx, op, []uuid.UUID{uid}, nil)
+	if err != nil {
+		return none, db.UploadedFileVariant{}, err
+	}
+	row, err := s.q.VariantGetVisible(ctx, s.db, db.VariantGetVisibleParams{
+		ID: uid, Preset: preset, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(), Now: s.now(),
+	})
+	switch {
+	case err != nil:
+		return none, db.UploadedFileVariant{}, s.lookupError(ctx, err)
+	case row.Expired:
+		return none, db.UploadedFileVariant{}, ErrExpired
+	case !variantSource(row.UploadedFile.ContentType):
+		return none, db.UploadedFileVariant{}, ErrNotFound
+	}
+	file := db.FileGetVisibleRow{UploadedFile: row.UploadedFile, Expired: row.Expired, DBNow: row.DBNow}
+	if row.VariantKey != nil {
+		return file, db.UploadedFileVariant{
+			ID: *row.VariantID, FileID: uid, Preset: preset, Key: *row.VariantKey, Status: "ready", ContentType: *row.VariantContentType,
+			Width: row.VariantWidth, Height: row.VariantHeight, SizeBytes: row.VariantSizeBytes, CreatedAt: *row.VariantCreatedAt,
+		}, nil
 	}
 	v, err := s.ensureVariant(ctx, file.UploadedFile, preset, p)
 	return file, v, err
@@ -256,6 +277,15 @@ func publicObject(file db.UploadedFile) bool {
 // dies leaves both to the sweep once the lease elapses.
 func (s *Service) generateVariant(ctx context.Context, file db.UploadedFile, v db.UploadedFileVariant, p VariantPreset) (db.UploadedFileVariant, error) {
 	claim := *v.LeaseUntil
+	// At most variants.concurrency originals are held in memory at once,
+	// not one per waiting request.
+	select {
+	case s.variantSlots <- struct{}{}:
+	case <-ctx.Done():
+		s.dropVariant(ctx, v, claim, false)
+		return db.UploadedFileVariant{}, s.variantError(ctx, "wait for a generation slot", ctx.Err(), file.ID)
+	}
+	defer func() { <-s.variantSlots }()
 	src, err := s.readObject(ctx, file.Key, file.SizeBytes)
 	if err != nil {
 		s.dropVariant(ctx, v, claim, false)

@@ -207,14 +207,22 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	if cfg.Docs.Enabled != nil {
 		docs = *cfg.Docs.Enabled
 	}
-	if handler, err = withPages(handler, base, o.dev, docs, devSecret); err != nil {
+	// One development token, for the pages and the printed help alike (two
+	// signed a second apart would differ).
+	devTok := ""
+	if o.dev {
+		if devTok, err = devToken(devSecret); err != nil {
+			return err
+		}
+	}
+	if handler, err = withPages(handler, base, o.dev, docs, devTok); err != nil {
 		return err
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	g.logger.Info("listening", "addr", ln.Addr().String(), "driver", svc.Driver())
 	fmt.Fprintf(g.stdout, "uploadedfile listening on %s\n", base)
 	if o.dev {
-		printDevHelp(g, base, metricsURL, devSecret)
+		printDevHelp(g, base, metricsURL, devTok)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -269,16 +277,9 @@ func devToken(secret []byte) (string, error) {
 // withPages puts the pages in front of the API: the development upload
 // page at "/" (dev only, signed in with the development token) and the API
 // reference at /docs/ (when enabled; signed in only in dev).
-func withPages(api http.Handler, base string, dev, docs bool, secret []byte) (http.Handler, error) {
+func withPages(api http.Handler, base string, dev, docs bool, token string) (http.Handler, error) {
 	if !dev && !docs {
 		return api, nil
-	}
-	token := ""
-	if dev {
-		var err error
-		if token, err = devToken(secret); err != nil {
-			return nil, err
-		}
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
@@ -303,11 +304,7 @@ func withPages(api http.Handler, base string, dev, docs bool, secret []byte) (ht
 
 // printDevHelp prints the pages' addresses, a token for the dev user and
 // curl lines to try the API.
-func printDevHelp(g *globals, base, metricsURL string, secret []byte) {
-	token, err := devToken(secret)
-	if err != nil {
-		return
-	}
+func printDevHelp(g *globals, base, metricsURL, token string) {
 	fmt.Fprintf(g.stdout, `
 Development mode: files under ./upload, a random signing secret for this run.
 

@@ -18,11 +18,43 @@
 -- and the worker's storage work is someone else's to finish.
 
 -- name: VariantGet :one
--- The variant of @file_id for @preset, in any state. Zero rows: none yet.
+-- The variant of @file_id for @preset, in any state (a request waiting for
+-- another's generation polls it). Zero rows: none yet.
 SELECT *
 FROM uploaded_file_variant
 WHERE file_id = @file_id
     AND preset = @preset;
+
+-- name: VariantGetVisible :one
+-- A visible file by id within the scope (as FileGetVisible), with its
+-- variant for @preset when that is ready: a stored variant is served in
+-- one round trip. variant_key is NULL when there is none ready yet (the
+-- caller then generates or waits). Zero rows: as FileGetVisible.
+SELECT
+    sqlc.embed(uploaded_file),
+    (uploaded_file.expired_at IS NOT NULL
+        AND uploaded_file.expired_at <= coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS expired,
+    coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS db_now,
+    variant.id AS variant_id,
+    variant.key AS variant_key,
+    variant.content_type AS variant_content_type,
+    variant.width AS variant_width,
+    variant.height AS variant_height,
+    variant.size_bytes AS variant_size_bytes,
+    variant.created_at AS variant_created_at
+FROM uploaded_file
+LEFT JOIN uploaded_file_variant AS variant
+    ON variant.file_id = uploaded_file.id
+    AND variant.preset = @preset
+    AND variant.status = 'ready'
+WHERE uploaded_file.id = @id
+    AND uploaded_file.tenant_code = @tenant_code
+    AND (sqlc.narg('department_code')::text IS NULL OR uploaded_file.department_code = sqlc.narg('department_code')::text)
+    AND (sqlc.narg('owner_user_id')::text IS NULL OR uploaded_file.user_id = sqlc.narg('owner_user_id')::text)
+    AND uploaded_file.status = 'ready'
+    AND uploaded_file.upload_pending_at IS NULL
+    AND uploaded_file.deletion_pending_at IS NULL
+    AND uploaded_file.deleted_at IS NULL;
 
 -- name: VariantClaim :one
 -- (none) -> generating, with the key the object will be written at and a

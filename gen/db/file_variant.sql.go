@@ -398,7 +398,8 @@ type VariantGetParams struct {
 // the object is deleted. Every transition after the claim names the exact
 // lease (@claim) its worker holds: zero rows means the row was taken over,
 // and the worker's storage work is someone else's to finish.
-// The variant of @file_id for @preset, in any state. Zero rows: none yet.
+// The variant of @file_id for @preset, in any state (a request waiting for
+// another's generation polls it). Zero rows: none yet.
 func (q *Queries) VariantGet(ctx context.Context, db DBTX, arg VariantGetParams) (UploadedFileVariant, error) {
 	row := db.QueryRow(ctx, variantGet, arg.FileID, arg.Preset)
 	var i UploadedFileVariant
@@ -415,6 +416,116 @@ func (q *Queries) VariantGet(ctx context.Context, db DBTX, arg VariantGetParams)
 		&i.LeaseUntil,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const variantGetVisible = `-- name: VariantGetVisible :one
+SELECT
+    uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at,
+    (uploaded_file.expired_at IS NOT NULL
+        AND uploaded_file.expired_at <= coalesce($1::timestamptz, now()))::boolean AS expired,
+    coalesce($1::timestamptz, now())::timestamptz AS db_now,
+    variant.id AS variant_id,
+    variant.key AS variant_key,
+    variant.content_type AS variant_content_type,
+    variant.width AS variant_width,
+    variant.height AS variant_height,
+    variant.size_bytes AS variant_size_bytes,
+    variant.created_at AS variant_created_at
+FROM uploaded_file
+LEFT JOIN uploaded_file_variant AS variant
+    ON variant.file_id = uploaded_file.id
+    AND variant.preset = $2
+    AND variant.status = 'ready'
+WHERE uploaded_file.id = $3
+    AND uploaded_file.tenant_code = $4
+    AND ($5::text IS NULL OR uploaded_file.department_code = $5::text)
+    AND ($6::text IS NULL OR uploaded_file.user_id = $6::text)
+    AND uploaded_file.status = 'ready'
+    AND uploaded_file.upload_pending_at IS NULL
+    AND uploaded_file.deletion_pending_at IS NULL
+    AND uploaded_file.deleted_at IS NULL
+`
+
+type VariantGetVisibleParams struct {
+	Now            *time.Time
+	Preset         string
+	ID             uuid.UUID
+	TenantCode     string
+	DepartmentCode *string
+	OwnerUserID    *string
+}
+
+type VariantGetVisibleRow struct {
+	UploadedFile       UploadedFile
+	Expired            bool
+	DBNow              time.Time
+	VariantID          *uuid.UUID
+	VariantKey         *string
+	VariantContentType *string
+	VariantWidth       *int32
+	VariantHeight      *int32
+	VariantSizeBytes   *int64
+	VariantCreatedAt   *time.Time
+}
+
+// A visible file by id within the scope (as FileGetVisible), with its
+// variant for @preset when that is ready: a stored variant is served in
+// one round trip. variant_key is NULL when there is none ready yet (the
+// caller then generates or waits). Zero rows: as FileGetVisible.
+func (q *Queries) VariantGetVisible(ctx context.Context, db DBTX, arg VariantGetVisibleParams) (VariantGetVisibleRow, error) {
+	row := db.QueryRow(ctx, variantGetVisible,
+		arg.Now,
+		arg.Preset,
+		arg.ID,
+		arg.TenantCode,
+		arg.DepartmentCode,
+		arg.OwnerUserID,
+	)
+	var i VariantGetVisibleRow
+	err := row.Scan(
+		&i.UploadedFile.ID,
+		&i.UploadedFile.TenantCode,
+		&i.UploadedFile.DepartmentCode,
+		&i.UploadedFile.UserID,
+		&i.UploadedFile.Key,
+		&i.UploadedFile.CDN,
+		&i.UploadedFile.OriginalName,
+		&i.UploadedFile.SizeBytes,
+		&i.UploadedFile.ContentType,
+		&i.UploadedFile.Visibility,
+		&i.UploadedFile.IsTemporary,
+		&i.UploadedFile.UploadPendingAt,
+		&i.UploadedFile.DeletionPendingAt,
+		&i.UploadedFile.ExpiredAt,
+		&i.UploadedFile.ExtraData,
+		&i.UploadedFile.Module,
+		&i.UploadedFile.Entity,
+		&i.UploadedFile.EntityID,
+		&i.UploadedFile.Type,
+		&i.UploadedFile.UsedAt,
+		&i.UploadedFile.CreatedAt,
+		&i.UploadedFile.UpdatedAt,
+		&i.UploadedFile.DeletedAt,
+		&i.UploadedFile.Status,
+		&i.UploadedFile.PendingKey,
+		&i.UploadedFile.Checksum,
+		&i.UploadedFile.ETag,
+		&i.UploadedFile.Disposition,
+		&i.UploadedFile.CompletedAt,
+		&i.UploadedFile.UploadExpiresAt,
+		&i.UploadedFile.CompletionLeaseUntil,
+		&i.UploadedFile.StagingCleanupAt,
+		&i.Expired,
+		&i.DBNow,
+		&i.VariantID,
+		&i.VariantKey,
+		&i.VariantContentType,
+		&i.VariantWidth,
+		&i.VariantHeight,
+		&i.VariantSizeBytes,
+		&i.VariantCreatedAt,
 	)
 	return i, err
 }

@@ -368,3 +368,37 @@ func TestAbandonedWorkKeepsItsSlot(t *testing.T) {
 	require.Equal(t, 2, r.Width)
 	require.True(t, held, "the abandoned decode still held its slot when Generate returned")
 }
+
+// The plane-wise shrink of a decoded JPEG equals the generic one (which
+// converts every pixel first), within rounding, for every subsampling,
+// odd factors and crops that start on odd pixels.
+func TestYCbCrShrinkMatchesTheGenericOne(t *testing.T) {
+	for _, ratio := range []image.YCbCrSubsampleRatio{image.YCbCrSubsampleRatio444, image.YCbCrSubsampleRatio422, image.YCbCrSubsampleRatio420, image.YCbCrSubsampleRatio440} {
+		m := image.NewYCbCr(image.Rect(0, 0, 97, 61), ratio)
+		// Varied but within the range where YCbCr -> RGB does not clip
+		// (clipping is where averaging before or after converting differ).
+		for i := range m.Y {
+			m.Y[i] = uint8(60 + (i*7)%120)
+		}
+		for i := range m.Cb {
+			m.Cb[i], m.Cr[i] = uint8(100+(i*13)%56), uint8(100+(i*5)%56)
+		}
+		for _, k := range []int{2, 3, 4} {
+			r := image.Rect(3, 5, 3+k*20, 5+k*11)
+			fast := boxShrinkYCbCr(m, r, k)
+			require.NotNil(t, fast)
+			rgba := image.NewRGBA(m.Bounds())
+			for y := range 61 {
+				for x := range 97 {
+					rgba.Set(x, y, m.At(x, y))
+				}
+			}
+			slow := boxShrink(rgba, r, k)
+			require.Equal(t, slow.Bounds(), fast.Bounds())
+			for i := range fast.Pix {
+				d := int(fast.Pix[i]) - int(slow.Pix[i])
+				require.True(t, d <= 3 && d >= -3, "ratio %v, k %d, sample %d: %d vs %d", ratio, k, i, fast.Pix[i], slow.Pix[i])
+			}
+		}
+	}
+}

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/jpeg"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/uploadedfile/uploadedfile/internal/imagevariant"
+)
+
+// variantPresets is the server configuration of the variants bench.
+const variantPresets = `variants:
+  concurrency: 2
+  presets:
+    thumb: {width: 400, height: 300, fit: cover, format: jpeg}
+`
+
+// benchPhoto is a 12 MP (4000x3000) JPEG with photo-like content --
+// gradients, edges and sensor-like noise -- so it decodes like a camera's
+// (a flat image would flatter every decoder).
+func benchPhoto(seed uint64) []byte {
+	const w, h = 4000, 3000
+	m := image.NewRGBA(image.Rect(0, 0, w, h))
+	rnd := rand.New(rand.NewPCG(seed, 7))
+	for y := range h {
+		for x := range w {
+			fx, fy := float64(x)/w, float64(y)/h
+			n := rnd.IntN(24)
+			r := 128 + 100*math.Sin(6*fx+2*fy)
+			g := 128 + 90*math.Cos(5*fy-3*fx)
+			b := 100 + 80*math.Sin(9*fx*fy)
+			if (x/250+y/250)%2 == 0 {
+				r, g = g, r
+			}
+			m.Pix[m.PixOffset(x, y)+0] = uint8(min(255, r+float64(n)))
+			m.Pix[m.PixOffset(x, y)+1] = uint8(min(255, g+float64(n)))
+			m.Pix[m.PixOffset(x, y)+2] = uint8(min(255, b+float64(n)))
+			m.Pix[m.PixOffset(x, y)+3] = 255
+		}
+	}
+	var buf bytes.Buffer
+	_ = jpeg.Encode(&buf, m, &jpeg.Options{Quality: 90})
+	return buf.Bytes()
+}
+
+// benchVariants measures image variants: generation throughput of a 12 MP
+// JPEG into 400x300 (JPEG and lossless WebP) against sharp (libvips) in
+// the same run, two in flight each; serving a cached variant against the
+// download of a file of the same size; and the server's peak RSS while it
+// generates 8 variants at once.
+func benchVariants(ctx context.Context, e *env, rep *report, bin, tmp, secret string) error {
+	photo := benchPhoto(1)
+	file := filepath.Join(tmp, "photo-12mp.jpg")
+	if err := os.WriteFile(file, photo, 0o600); err != nil {
+		return err
+	}
+	if err := benchGeneration(rep, photo, file); err != nil {
+		return err
+	}
+	srv, stop, err := startVariant(ctx, bin, tmp, "variants", secret, variantPresets)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	on := &env{uf: srv, token: e.token}
+	if err := benchCachedVariant(rep, on); err != nil {
+		return err
+	}
+	fresh, stopFresh, err := startVariant(ctx, bin, tmp, "variants-rss", secret, variantPresets)
+	if err != nil {
+		return err
+	}
+	defer stopFresh()
+	return benchVariantRSS(rep, &env{uf: fresh, token: e.token})
+}
+
+// benchGeneration compares the service's generator with sharp.
+func benchGeneration(rep *report, photo []byte, file string) error {
+	g := imagevariant.New(imagevariant.Limits{Concurrency: 2})
+	const n, inFlight = 16, 2
+	for _, format := range []imagevariant.Format{imagevariant.FormatJPEG, imagevariant.FormatWebP} {
+		spec := imagevariant.Spec{Width: 400, Height: 300, Fit: imagevariant.FitCover, Format: format}
+		var peerErr error
+		m := medianOfN(5,
+			func() stats {
+				return load(inFlight, n, func(int) error {
+					_, err := g.Generate(context.Background(), photo, spec)
+					return err
+				})
+			},
+			func() stats {
+				s, err := sharpRound(file, string(format), n, inFlight)
+				if err != nil {
+					peerErr = err
+				}
+				return s
+			},
+		)
+		if peerErr != nil {
+			return peerErr
+		}
+		ours, peer := m[0], m[1]
+		if ours.errors > 0 {
+			return fmt.Errorf("variant generation: %d errors", ours.errors)
+		}
+		ratio := ours.rps() / peer.rps()
+		rep.add(fmt.Sprintf("variant 12 MP JPEG → 400×300 %s, 2 in flight: vs sharp", format),
+			fmt.Sprintf("%.2f× (%.1f vs %.1f variants/s; p50 %s vs %s)", ratio, ours.rps(), peer.rps(), ours.p50.Round(time.Millisecond), peer.p50.Round(time.Millisecond)),
+			"≥ 0.5×", ratio >= 0.5)
+	}
+	return nil
+}
+
+// sharpRound runs one round of the sharp peer.
+func sharpRound(file, format string, n, inFlight int) (stats, error) {
+	cmd := exec.Command("node", "bench.mjs", file, format, "400", "300", fmt.Sprint(n), fmt.Sprint(inFlight))
+	cmd.Dir = filepath.Join("bench", "sharp-peer")
+	out, err := cmd.Output()
+	if err != nil {
+		return stats{n: n, elapsed: time.Hour, errors: 1}, fmt.Errorf("sharp peer (run npm ci in bench/sharp-peer): %w", err)
+	}
+	var r struct {
+		N         int     `json:"n"`
+		ElapsedMs float64 `json:"elapsedMs"`
+		P50Ms     float64 `json:"p50Ms"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		return stats{}, fmt.Errorf("sharp peer: %q: %w", out, err)
+	}
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	return stats{n: r.N, elapsed: ms(r.ElapsedMs), p50: ms(r.P50Ms), p99: ms(r.P50Ms)}, nil
+}
+
+// uploadImage stores an image through the multipart route.
+func (e *env) uploadImage(body []byte) (string, error) {
+	ct, form := multipartBody("photo.jpg", body)
+	req := e.authed(http.MethodPost, e.uf.url+"/uploaded-file", bytes.NewReader(form))
+	req.Header.Set("Content-Type", ct)
+	b, err := do(req, http.StatusCreated)
+	if err != nil {
+		return "", err
+	}
+	var r struct {
+		ID string `json:"id"`
+	}
+	return r.ID, json.Unmarshal(b, &r)
+}
+
+// variant asks for a file's variant detail and returns its size.
+func (e *env) variant(id, preset string) (int64, error) {
+	b, err := do(e.authed(http.MethodGet, e.uf.url+"/uploaded-file/"+id+"/variants/"+preset, nil), http.StatusOK)
+	if err != nil {
+		return 0, err
+	}
+	var v struct {
+		SizeBytes int64 `json:"sizeBytes"`
+	}
+	return v.SizeBytes, json.Unmarshal(b, &v)
+}
+
+// benchCachedVariant compares serving a stored variant with downloading a
+// file of the same size, 8 clients.
+func benchCachedVariant(rep *report, e *env) error {
+	id, err := e.uploadImage(benchPhoto(2))
+	if err != nil {
+		return err
+	}
+	size, err := e.variant(id, "thumb")
+	if err != nil {
+		return err
+	}
+	same, err := e.upload(e.uf.url, payload(int(size)))
+	if err != nil {
+		return err
+	}
+	get := func(path string) func(int) error {
+		return func(int) error {
+			_, err := do(e.authed(http.MethodGet, e.uf.url+path, nil), http.StatusOK)
+			return err
+		}
+	}
+	const clients, n = 8, 2000
+	m := medianOfN(5,
+		func() stats { return load(clients, n, get("/uploaded-file/"+id+"/variants/thumb/download")) },
+		func() stats { return load(clients, n, get("/uploaded-file/"+same+"/download")) },
+	)
+	v, d := m[0], m[1]
+	if v.errors+d.errors > 0 {
+		return fmt.Errorf("cached variant bench: %d errors", v.errors+d.errors)
+	}
+	ratio := v.rps() / d.rps()
+	rep.add(fmt.Sprintf("serving a stored variant (%s) vs downloading a file of its size, 8 clients", human(int(size))),
+		fmt.Sprintf("%.2f× (%.0f vs %.0f req/s; p50 %s vs %s)", ratio, v.rps(), d.rps(), v.p50.Round(time.Microsecond), d.p50.Round(time.Microsecond)),
+		"≥ 0.9×", ratio >= 0.9)
+	return nil
+}
+
+// benchVariantRSS: a fresh server's peak RSS while 8 first requests for
+// variants of 8 different 12 MP photos run at once.
+func benchVariantRSS(rep *report, e *env) error {
+	ids := make([]string, 8)
+	for i := range ids {
+		id, err := e.uploadImage(benchPhoto(uint64(10 + i)))
+		if err != nil {
+			return err
+		}
+		ids[i] = id
+	}
+	before, err := e.uf.peakRSS()
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(ids))
+	for i, id := range ids {
+		wg.Go(func() { _, errs[i] = e.variant(id, "thumb") })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	peak, err := e.uf.peakRSS()
+	if err != nil {
+		return err
+	}
+	rep.add("peak RSS of the server generating 8 variants of 12 MP photos at once (variants.concurrency 2)",
+		fmt.Sprintf("%.0f MiB (%.0f MiB before)", float64(peak)/(1<<20), float64(before)/(1<<20)), "≤ 256 MiB", peak <= 256<<20)
+	return nil
+}

@@ -314,7 +314,7 @@ func (s *Service) generateVariant(ctx context.Context, file db.UploadedFile, v d
 		return db.UploadedFileVariant(done), nil
 	case errors.As(err, &pe) && pe.Code == quotaExceededState:
 		s.dropVariant(ctx, v, claim, true)
-		return db.UploadedFileVariant{}, &ruleError{code: ErrQuotaExceeded, rule: RuleQuotaOwnerBytes}
+		return db.UploadedFileVariant{}, &ruleError{code: ErrQuotaExceeded, rule: s.variantQuotaRule(ctx, file, int64(len(res.Data)))}
 	case isNoRows(err):
 		// The file went away meanwhile (or, past the lease, the row was
 		// taken over: dropVariant leaves a row that is not ours alone).
@@ -324,6 +324,28 @@ func (s *Service) generateVariant(ctx context.Context, file db.UploadedFile, v d
 		s.dropVariant(ctx, v, claim, true)
 		return db.UploadedFileVariant{}, s.variantError(ctx, "finish variant", err, file.ID)
 	}
+}
+
+// variantQuotaRule names the bytes limit a variant of size would pass for
+// file's owner or tenant (tenant first, as exceededRule; a variant adds no
+// file).
+func (s *Service) variantQuotaRule(ctx context.Context, file db.UploadedFile, size int64) string {
+	q := s.cfg.Quota
+	rows, err := s.q.UsageRead(ctx, s.db, db.UsageReadParams{
+		TenantCode: file.TenantCode, UserID: file.UserID,
+		DefaultTenantBytes: q.TenantBytes, DefaultTenantFiles: q.TenantFiles, DefaultOwnerBytes: q.OwnerBytes, DefaultOwnerFiles: q.OwnerFiles,
+	})
+	if err == nil {
+		for _, r := range rows {
+			if r.BytesLimit > 0 && r.Bytes+size > r.BytesLimit {
+				if r.UserID == "" {
+					return RuleQuotaTenantBytes
+				}
+				return RuleQuotaOwnerBytes
+			}
+		}
+	}
+	return RuleQuotaOwnerBytes
 }
 
 // readObject reads a whole object of the expected size (never more).

@@ -262,10 +262,25 @@ func TestVariantQuotaCountsAndRefuses(t *testing.T) {
 	f := b.uploadImage(alice, img, "p.jpg", nil)
 	_, err := b.svc.FindVariant(alice, f.ID.String(), "thumb")
 	require.ErrorIs(t, err, service.ErrQuotaExceeded)
+	require.Equal(t, service.RuleQuotaOwnerBytes, service.Rule(err))
 	require.Empty(t, b.variantRows(), "the refused variant left no row")
 	require.Len(t, b.objects(), 1, "nor an object")
 	ub, _ := b.usageOf("acme", "alice")
 	require.EqualValues(t, len(img), ub)
+
+	// The tenant's limit names the tenant; a limit the variant fits in
+	// lets it through and counts it.
+	tb := setup(t, service.DriverLocal, presets, quota(service.QuotaConfig{TenantBytes: int64(len(img)) + 10, OwnerFiles: 1}))
+	f = tb.uploadImage(alice, img, "p.jpg", nil)
+	_, err = tb.svc.FindVariant(alice, f.ID.String(), "thumb")
+	require.Equal(t, service.RuleQuotaTenantBytes, service.Rule(err))
+	ok := setup(t, service.DriverLocal, presets, quota(service.QuotaConfig{OwnerBytes: int64(len(img)) + 100_000, OwnerFiles: 1}))
+	f = ok.uploadImage(alice, img, "p.jpg", nil)
+	v, err := ok.svc.FindVariant(alice, f.ID.String(), "thumb")
+	require.NoError(t, err, "a variant adds bytes, not a file: the files limit of 1 does not refuse it")
+	ub, uf := ok.usageOf("acme", "alice")
+	require.Equal(t, int64(len(img))+v.SizeBytes, ub)
+	require.EqualValues(t, 1, uf)
 }
 
 // A generator that died after writing its object: the row keeps pointing

@@ -429,13 +429,13 @@ func TestTypeScriptClient(t *testing.T) {
 	_, err = os.Stat(compiled)
 	require.NoError(t, err, "build the TypeScript client first: make ts")
 
-	s := start(t, service.DriverLocal)
+	s := start(t, service.DriverLocal, variantPresets)
 	cmd := exec.Command("node", "--test", compiled)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "UPLOADEDFILE_URL="+s.url, "UPLOADEDFILE_TOKEN="+s.token("acme", "alice", nil))
 	output, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", output)
-	require.Contains(t, string(output), "# pass 3")
+	require.Contains(t, string(output), "# pass 4")
 	require.Contains(t, string(output), "# fail 0")
 }
 

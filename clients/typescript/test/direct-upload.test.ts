@@ -99,3 +99,22 @@ test("list pages through the caller's files with a cursor", async () => {
   assert.equal(bad.response.status, 400);
   assert.equal(bad.error!.code, "core.file.invalid-meta");
 });
+
+test("an image variant for a configured preset; an unknown preset is invalid-meta", async () => {
+  assert.ok(baseUrl && token);
+  const client = createClient({ baseUrl, token: () => token });
+  const png = Uint8Array.from(atob("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="), (c) => c.charCodeAt(0));
+  const ready = await upload(client, new File([png], "dot.png", { type: "image/png" }));
+  const variant = await client.GET("/uploaded-file/{id}/variants/{preset}", { params: { path: { id: ready.id, preset: "thumb" } } });
+  assert.equal(variant.response.status, 200, JSON.stringify(variant.error));
+  assert.equal(variant.data!.contentType, "image/jpeg");
+  assert.deepEqual([variant.data!.width, variant.data!.height], [32, 24]);
+  assert.ok(!("key" in variant.data!), "no storage key");
+  const bytes = await client.GET("/uploaded-file/{id}/variants/{preset}/download", { params: { path: { id: ready.id, preset: "thumb" } }, parseAs: "arrayBuffer" });
+  assert.equal(bytes.response.status, 200);
+  assert.equal((bytes.data as ArrayBuffer).byteLength, variant.data!.sizeBytes);
+
+  const unknown = await client.GET("/uploaded-file/{id}/variants/{preset}", { params: { path: { id: ready.id, preset: "huge" } } });
+  assert.equal(unknown.response.status, 400);
+  assert.equal(unknown.error!.code, "core.file.invalid-meta");
+});

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -210,6 +212,10 @@ func rawBaseline(listen, dsn, dir, files string) error {
 	if _, err := pool.Exec(ctx, "CREATE TABLE IF NOT EXISTS raw_upload (id uuid PRIMARY KEY, name text, size bigint)"); err != nil {
 		return err
 	}
+	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS spec_upload (id uuid PRIMARY KEY, name text NOT NULL, size bigint NOT NULL,
+		checksum text, status text NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return err
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	// lookup runs the bare SELECT for the key in the query; false: 404 sent.
@@ -269,6 +275,47 @@ func rawBaseline(listen, dsn, dir, files string) error {
 		f.Close()
 		if err == nil {
 			_, err = pool.Exec(r.Context(), "INSERT INTO raw_upload (id, name, size) VALUES ($1, $2, $3)", id, part.FileName(), n)
+		}
+		if err != nil {
+			http.Error(w, "store", http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		_, _ = fmt.Fprintf(w, `{"id":%q}`, id)
+	})
+	// The spec floor: what the spec's hidden-row lifecycle needs and no
+	// more -- commit a hidden row, stream the part to a file while hashing
+	// it (the row stores the SHA-256), fsync, commit the activation.
+	mux.HandleFunc("POST /upload-spec", func(w http.ResponseWriter, r *http.Request) {
+		mr, err := r.MultipartReader()
+		if err != nil {
+			http.Error(w, "bad form", http.StatusBadRequest)
+			return
+		}
+		part, err := mr.NextPart()
+		if err != nil {
+			http.Error(w, "no file", http.StatusBadRequest)
+			return
+		}
+		id := uuid.New()
+		if _, err := pool.Exec(r.Context(), "INSERT INTO spec_upload (id, name, size, status) VALUES ($1, $2, 0, 'pending')", id, part.FileName()); err != nil {
+			http.Error(w, "insert", http.StatusInternalServerError)
+			return
+		}
+		f, err := os.Create(filepath.Join(dir, id.String()))
+		if err != nil {
+			http.Error(w, "write", http.StatusInternalServerError)
+			return
+		}
+		h := sha256.New()
+		n, err := io.Copy(io.MultiWriter(f, h), part)
+		if err == nil {
+			err = f.Sync()
+		}
+		f.Close()
+		if err == nil {
+			_, err = pool.Exec(r.Context(), "UPDATE spec_upload SET status = 'ready', size = $2, checksum = $3, updated_at = now() WHERE id = $1 AND status = 'pending'",
+				id, n, base64.StdEncoding.EncodeToString(h.Sum(nil)))
 		}
 		if err != nil {
 			http.Error(w, "store", http.StatusInternalServerError)

@@ -78,7 +78,15 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	version, dirty, err := m.Version()
 	require.NoError(t, err)
 	require.False(t, dirty)
-	require.EqualValues(t, 20261124000000, version)
+	require.EqualValues(t, 20261124100000, version)
+	var lang string
+	require.NoError(t, pgxQueryRow(t, url, "SELECT l.lanname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE p.proname = 'uploaded_file_event_data'", &lang))
+	require.Equal(t, "plpgsql", lang)
+
+	// One step down: the event data function is LANGUAGE sql again.
+	require.NoError(t, m.Steps(-1))
+	require.NoError(t, pgxQueryRow(t, url, "SELECT l.lanname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE p.proname = 'uploaded_file_event_data'", &lang))
+	require.Equal(t, "sql", lang)
 	require.Contains(t, idx, "uploaded_file_rescan_idx")
 	var variants bool
 	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_variant_lease_idx') IS NOT NULL", &variants))

@@ -62,7 +62,7 @@ func benchEvents(ctx context.Context, e *env, rep *report, bin, tmp, secret stri
 	)
 	for _, s := range m {
 		if s.errors > 0 {
-			return fmt.Errorf("events bench: %d upload errors", s.errors)
+			return fmt.Errorf("events bench: %w", failed(s))
 		}
 	}
 	for i, label := range []string{"buffer upload 1 MiB, 32 clients", "direct upload 1 MiB, 8 clients"} {

@@ -299,6 +299,7 @@ func run(full bool, write string) error {
 type stats struct {
 	n        int
 	errors   int64
+	firstErr error // the first failed call's error, for the report's message
 	elapsed  time.Duration
 	p50, p99 time.Duration
 }
@@ -358,15 +359,20 @@ func (d ratioDist) String() string {
 	return fmt.Sprintf("%.2f× (worst %.2f× of %d)", d.median, d.worst, d.n)
 }
 
-// errorsIn sums the failed calls of every round.
-func errorsIn(rs [][]stats) int64 {
+// failed describes the failed calls of loads: how many and the first.
+func failed(ss ...stats) error {
 	var n int64
-	for _, r := range rs {
-		for _, s := range r {
-			n += s.errors
+	var first error
+	for _, s := range ss {
+		n += s.errors
+		if first == nil {
+			first = s.firstErr
 		}
 	}
-	return n
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d failed calls, the first: %v", n, first)
 }
 
 // medianOf runs the loads of one comparison in interleaved rounds and
@@ -382,6 +388,7 @@ func medianOfN(n int, loads ...func() stats) []stats {
 func load(clients, total int, fn func(i int) error) stats {
 	lat := make([]time.Duration, total)
 	var next, errs atomic.Int64
+	var first atomic.Value
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range clients {
@@ -396,6 +403,7 @@ func load(clients, total int, fn func(i int) error) stats {
 				t := time.Now()
 				if err := fn(i); err != nil {
 					errs.Add(1)
+					first.CompareAndSwap(nil, err)
 				}
 				lat[i] = time.Since(t)
 			}
@@ -403,6 +411,9 @@ func load(clients, total int, fn func(i int) error) stats {
 	}
 	wg.Wait()
 	s := stats{n: total, errors: errs.Load(), elapsed: time.Since(start)}
+	if err, ok := first.Load().(error); ok {
+		s.firstErr = err
+	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	s.p50, s.p99 = lat[total/2], lat[min(total-1, total*99/100)]
 	return s
@@ -491,8 +502,10 @@ func benchUploads(e *env, rep *report, size, clients int, buffer, direct bool) e
 		loads = append(loads, func() stats { return load(clients, n, func(int) error { return k.upload() }) })
 	}
 	rs := compareRounds(rounds, loads...)
-	if errs := errorsIn(rs); errs > 0 {
-		return fmt.Errorf("upload errors: %d", errs)
+	for _, r := range rs {
+		if err := failed(r...); err != nil {
+			return fmt.Errorf("uploads: %w", err)
+		}
 	}
 	m := medians(rs)
 	raw, spec, tus := m[0], m[1], m[2]
@@ -609,8 +622,10 @@ func benchDownload(e *env, rep *report, size, clients int) error {
 		func() stats {
 			return load(clients, n, func(int) error { return get(e.raw.url + "/download?key=" + url.QueryEscape(key)) })
 		})
-	if errs := errorsIn(rs); errs > 0 {
-		return fmt.Errorf("download errors: %d", errs)
+	for _, r := range rs {
+		if err := failed(r...); err != nil {
+			return fmt.Errorf("downloads: %w", err)
+		}
 	}
 	m := medians(rs)
 	uf, fs, floor := m[0], m[1], m[2]
@@ -761,14 +776,18 @@ func latencies(s stats) string {
 	return fmt.Sprintf("p50 %s, p99 %s (%.0f req/s)", s.p50.Round(time.Microsecond), s.p99.Round(time.Microsecond), s.rps())
 }
 
-// scrape reads the storage counters of a server's /metrics.
-func scrape(base string) (reads, writes, requests float64, err error) {
-	resp, err := http.Get(base + "/metrics")
+// scrape reads the storage counters of a server's operator /metrics; a
+// scrape that finds no storage counter fails (the row would read 0).
+func scrape(p *proc) (reads, writes, requests float64, err error) {
+	resp, err := http.Get(p.metrics)
 	if err != nil {
 		return 0, 0, 0, err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "uploadedfile_storage_requests_total{") {
+		return 0, 0, 0, fmt.Errorf("scrape %s: %d, no storage counters", p.metrics, resp.StatusCode)
+	}
 	for _, line := range strings.Split(string(b), "\n") {
 		var v float64
 		switch {
@@ -807,7 +826,7 @@ func benchS3Complete(e *env, rep *report) error {
 		}
 		ids[i] = r.ID
 	}
-	r0, w0, q0, err := scrape(e.ufS3.url)
+	r0, w0, q0, err := scrape(e.ufS3)
 	if err != nil {
 		return err
 	}
@@ -816,7 +835,7 @@ func benchS3Complete(e *env, rep *report) error {
 			return err
 		}
 	}
-	r1, w1, q1, err := scrape(e.ufS3.url)
+	r1, w1, q1, err := scrape(e.ufS3)
 	if err != nil {
 		return err
 	}

@@ -32,10 +32,11 @@ import (
 
 // proc is a server process the driver started.
 type proc struct {
-	name string
-	cmd  *exec.Cmd
-	url  string
-	dsn  string // the database of an uploadedfile variant (startVariant)
+	name    string
+	cmd     *exec.Cmd
+	url     string
+	metrics string // an uploadedfile's operator metrics listener (its /metrics)
+	dsn     string // the database of an uploadedfile variant (startVariant)
 }
 
 func (p *proc) stop() {
@@ -139,12 +140,16 @@ func startUploadedfile(bin, dsn, config string) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--database-url", dsn, "serve", "--config", config, "--listen", addr, "--no-maintenance")
+	metricsAddr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "--database-url", dsn, "serve", "--config", config, "--listen", addr, "--metrics-listen", metricsAddr, "--no-maintenance")
 	p, err := start("uploadedfile", cmd, "http://"+addr+"/readyz")
 	if err != nil {
 		return nil, err
 	}
-	p.url = "http://" + addr
+	p.url, p.metrics = "http://"+addr, "http://"+metricsAddr+"/metrics"
 	return p, nil
 }
 

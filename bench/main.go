@@ -577,9 +577,15 @@ func targetIf(gate bool, t string) string {
 	return ""
 }
 
-// upload stores one file through the multipart route and returns its id.
+// upload stores one CSV file through the multipart route and returns its id.
 func (e *env) upload(base string, body []byte) (string, error) {
-	ct, form := multipartBody("data.csv", body)
+	return e.uploadNamed(base, "data.csv", body)
+}
+
+// uploadNamed stores body as name through the multipart route and returns
+// its id.
+func (e *env) uploadNamed(base, name string, body []byte) (string, error) {
+	ct, form := multipartBody(name, body)
 	req := e.authed(http.MethodPost, base+"/uploaded-file", bytes.NewReader(form))
 	req.Header.Set("Content-Type", ct)
 	b, err := do(req, http.StatusCreated)

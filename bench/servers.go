@@ -144,13 +144,25 @@ func startUploadedfile(bin, dsn, config string) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--database-url", dsn, "serve", "--config", config, "--listen", addr, "--metrics-listen", metricsAddr, "--no-maintenance")
+	// Idle connections close after 10 s: the bench runs a dozen servers
+	// against one PostgreSQL (max_connections 100), each section's idle
+	// pools must not starve the next (it failed with SQLSTATE 53300).
+	cmd := exec.Command(bin, "--database-url", withIdleTime(dsn), "serve", "--config", config, "--listen", addr, "--metrics-listen", metricsAddr, "--no-maintenance")
 	p, err := start("uploadedfile", cmd, "http://"+addr+"/readyz")
 	if err != nil {
 		return nil, err
 	}
 	p.url, p.metrics = "http://"+addr, "http://"+metricsAddr+"/metrics"
 	return p, nil
+}
+
+// withIdleTime adds a 10-second idle limit to a pgx pool URL.
+func withIdleTime(dsn string) string {
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + "pool_max_conn_idle_time=10s"
 }
 
 // startSelf runs this binary in one of its server modes.
@@ -210,6 +222,7 @@ func rawBaseline(listen, dsn, dir, files string) error {
 		return err
 	}
 	cfg.MaxConns = 32
+	cfg.MaxConnIdleTime = 10 * time.Second
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return err
@@ -257,14 +270,8 @@ func rawBaseline(listen, dsn, dir, files string) error {
 		http.ServeContent(w, r, path.Base(key), fi.ModTime(), f)
 	})
 	mux.HandleFunc("POST /upload", func(w http.ResponseWriter, r *http.Request) {
-		mr, err := r.MultipartReader()
-		if err != nil {
-			http.Error(w, "bad form", http.StatusBadRequest)
-			return
-		}
-		part, err := mr.NextPart()
-		if err != nil {
-			http.Error(w, "no file", http.StatusBadRequest)
+		part, ok := firstPart(w, r)
+		if !ok {
 			return
 		}
 		id := uuid.New()
@@ -292,14 +299,8 @@ func rawBaseline(listen, dsn, dir, files string) error {
 	// more -- commit a hidden row, stream the part to a file while hashing
 	// it (the row stores the SHA-256), fsync, commit the activation.
 	mux.HandleFunc("POST /upload-spec", func(w http.ResponseWriter, r *http.Request) {
-		mr, err := r.MultipartReader()
-		if err != nil {
-			http.Error(w, "bad form", http.StatusBadRequest)
-			return
-		}
-		part, err := mr.NextPart()
-		if err != nil {
-			http.Error(w, "no file", http.StatusBadRequest)
+		part, ok := firstPart(w, r)
+		if !ok {
 			return
 		}
 		id := uuid.New()
@@ -330,6 +331,22 @@ func rawBaseline(listen, dsn, dir, files string) error {
 		_, _ = fmt.Fprintf(w, `{"id":%q}`, id)
 	})
 	return (&http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}).ListenAndServe()
+}
+
+// firstPart opens the first part of a multipart request; false: a 400 was
+// sent.
+func firstPart(w http.ResponseWriter, r *http.Request) (*multipart.Part, bool) {
+	mr, err := r.MultipartReader()
+	if err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return nil, false
+	}
+	part, err := mr.NextPart()
+	if err != nil {
+		http.Error(w, "no file", http.StatusBadRequest)
+		return nil, false
+	}
+	return part, true
 }
 
 // fileServer serves dir with the standard library's file server.

@@ -142,19 +142,9 @@ func sharpRound(file, format string, n, inFlight int) (stats, error) {
 	return stats{n: r.N, elapsed: ms(r.ElapsedMs), p50: ms(r.P50Ms), p99: ms(r.P50Ms)}, nil
 }
 
-// uploadImage stores an image through the multipart route.
+// uploadImage stores a JPEG through the multipart route.
 func (e *env) uploadImage(body []byte) (string, error) {
-	ct, form := multipartBody("photo.jpg", body)
-	req := e.authed(http.MethodPost, e.uf.url+"/uploaded-file", bytes.NewReader(form))
-	req.Header.Set("Content-Type", ct)
-	b, err := do(req, http.StatusCreated)
-	if err != nil {
-		return "", err
-	}
-	var r struct {
-		ID string `json:"id"`
-	}
-	return r.ID, json.Unmarshal(b, &r)
+	return e.uploadNamed(e.uf.url, "photo.jpg", body)
 }
 
 // variant asks for a file's variant detail and returns its size.

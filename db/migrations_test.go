@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/golang-migrate/migrate/v4"
@@ -194,4 +195,24 @@ VALUES ('00000000-0000-4000-8000-000000000001', 'acme', 'alice', 'k1', 'a.pdf', 
 	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	require.Equal(t, []string{"ready/attachment", "pending/attachment"}, got)
+}
+
+// TestMigrationsTakeAPoolURL: the pgxpool parameters the server documents
+// in DATABASE_URL (pool_max_conns, ...) are the pool's, not the server's;
+// the migrator must not send them to PostgreSQL as settings (it failed with
+// "unrecognized configuration parameter").
+func TestMigrationsTakeAPoolURL(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewEmptyDatabase(t)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	require.NoError(t, migrations.Up(url+sep+"pool_max_conns=8&pool_max_conn_idle_time=10s"))
+	m, err := migrations.Open(url)
+	require.NoError(t, err)
+	defer m.Close()
+	_, dirty, err := m.Version()
+	require.NoError(t, err)
+	require.False(t, dirty)
 }

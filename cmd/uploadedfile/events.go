@@ -17,7 +17,9 @@ import (
 	"github.com/uploadedfile/uploadedfile/gen/db"
 	"github.com/uploadedfile/uploadedfile/internal/eventrelay"
 	"github.com/uploadedfile/uploadedfile/internal/eventrelay/jetstream"
+	"github.com/uploadedfile/uploadedfile/internal/eventrelay/variantsink"
 	"github.com/uploadedfile/uploadedfile/internal/eventrelay/webhook"
+	"github.com/uploadedfile/uploadedfile/service"
 )
 
 // newEventsCommand is the operators' entry to the lifecycle event relay.
@@ -38,9 +40,16 @@ func newEventsCommand(g *globals) *cobra.Command {
 		return withConfiguredPool(ctx, g, configFile, cmd.Flags().Changed("database-url"), fn)
 	}
 	// withRelay also builds the configured sinks (connecting to NATS).
+	// With eager variant presets it runs the built-in sink that generates
+	// them, as serve's relay does.
 	withRelay := func(ctx context.Context, reg prometheus.Registerer, fn func(*eventrelay.Relay, *pgxpool.Pool) error) error {
 		return withPool(ctx, func(cfg fileConfig, pool *pgxpool.Pool) error {
-			relay, closeSinks, err := cfg.Events.relay(ctx, pool, g, reg)
+			extra, closeExtra, err := cfg.builtinSinks(ctx, g, pool)
+			if err != nil {
+				return err
+			}
+			defer closeExtra()
+			relay, closeSinks, err := cfg.Events.relay(ctx, pool, g, reg, extra...)
 			if err != nil {
 				return err
 			}
@@ -225,6 +234,32 @@ func (c eventsConfig) relay(ctx context.Context, pool *pgxpool.Pool, g *globals,
 		return nil, nil, fmt.Errorf("events: %w", err)
 	}
 	return r, closeAll, nil
+}
+
+// builtinSinks are the relay's own sinks: with an eager variant preset,
+// the one that generates eager variants after file.ready (it needs the
+// configured service, closed by the returned func).
+func (c fileConfig) builtinSinks(ctx context.Context, g *globals, pool *pgxpool.Pool) ([]eventrelay.SinkConfig, func(), error) {
+	eager := false
+	for _, p := range c.Variants.Presets {
+		eager = eager || p.Eager
+	}
+	if !eager {
+		return nil, func() {}, nil
+	}
+	scfg, err := c.serviceConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	scan, err := c.scanner(ctx, 0, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc, err := service.New(ctx, scfg, pool, append([]service.Option{service.WithLogger(g.logger)}, scan...)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return []eventrelay.SinkConfig{variantsink.Config(svc)}, func() { _ = svc.Close() }, nil
 }
 
 // build makes the sink's destination: exactly one of webhook and nats.

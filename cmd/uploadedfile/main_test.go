@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -20,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/internal/clamd/clamdtest"
+	"github.com/uploadedfile/uploadedfile/internal/eventrelay/variantsink"
 	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 	"github.com/uploadedfile/uploadedfile/service"
 )
@@ -436,4 +438,26 @@ variants:
 	sc.LocalRoot = t.TempDir()
 	_, err = service.New(context.Background(), sc, pgtest.New(t))
 	require.ErrorContains(t, err, `variants.presets.thumb: fit "stretch"`)
+}
+
+// TestEagerPresetsAddTheBuiltinSink: `events relay` (like serve) runs the
+// eager-variants sink when, and only when, a preset is eager.
+func TestEagerPresetsAddTheBuiltinSink(t *testing.T) {
+	t.Parallel()
+	g := &globals{logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	pool := pgtest.New(t)
+	cfg := fileConfig{LocalRoot: t.TempDir()}
+	cfg.Variants.Presets = map[string]presetConfig{"thumb": {Width: 8, Height: 8, Fit: "cover", Format: "png"}}
+	sinks, closeSinks, err := cfg.builtinSinks(context.Background(), g, pool)
+	require.NoError(t, err)
+	closeSinks()
+	require.Empty(t, sinks)
+
+	cfg.Variants.Presets["thumb"] = presetConfig{Width: 8, Height: 8, Fit: "cover", Format: "png", Eager: true}
+	sinks, closeSinks, err = cfg.builtinSinks(context.Background(), g, pool)
+	require.NoError(t, err)
+	defer closeSinks()
+	require.Len(t, sinks, 1)
+	require.Equal(t, variantsink.Name, sinks[0].Name)
+	require.Equal(t, []string{"file.ready"}, sinks[0].Types)
 }

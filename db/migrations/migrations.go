@@ -54,7 +54,7 @@ func Up(databaseURL string) error {
 }
 
 // driverURL rewrites a postgres:// URL to the pgx5:// scheme golang-migrate
-// uses to select its pgx/v5 driver.
+// uses to select its pgx/v5 driver, without the pool's parameters.
 func driverURL(databaseURL string) (string, error) {
 	u, err := url.Parse(databaseURL)
 	if err != nil {
@@ -63,6 +63,16 @@ func driverURL(databaseURL string) (string, error) {
 	switch strings.ToLower(u.Scheme) {
 	case "postgres", "postgresql", "pgx5":
 		u.Scheme = "pgx5"
+		// pool_* parameters configure pgxpool (the server's pool); the
+		// migrator's single connection would send them to PostgreSQL as
+		// settings, which it refuses.
+		q := u.Query()
+		for k := range q {
+			if strings.HasPrefix(k, "pool_") {
+				q.Del(k)
+			}
+		}
+		u.RawQuery = q.Encode()
 		return u.String(), nil
 	default:
 		return "", fmt.Errorf("migrations: unsupported database URL scheme %q (want postgres://)", u.Scheme)

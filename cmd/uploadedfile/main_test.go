@@ -461,3 +461,23 @@ func TestEagerPresetsAddTheBuiltinSink(t *testing.T) {
 	require.Equal(t, variantsink.Name, sinks[0].Name)
 	require.Equal(t, []string{"file.ready"}, sinks[0].Types)
 }
+
+// TestPoolParametersInTheDatabaseURL: pool_max_conns (documented) and the
+// other pgxpool parameters are the pool's; the single connections serve
+// opens first (reach, create) must not send them to PostgreSQL, which
+// refuses them as settings ("unrecognized configuration parameter").
+func TestPoolParametersInTheDatabaseURL(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewEmptyDatabase(t)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	withPool := url + sep + "pool_max_conns=4&pool_max_conn_idle_time=10s"
+	require.NoError(t, reachDatabase(context.Background(), withPool))
+	require.NoError(t, ensureDatabase(context.Background(), withPool))
+	pool, err := openPool(context.Background(), withPool, nil)
+	require.NoError(t, err)
+	defer pool.Close()
+	require.EqualValues(t, 4, pool.Config().MaxConns)
+}

@@ -338,7 +338,7 @@ func ensureDatabase(ctx context.Context, databaseURL string) error {
 	if name == "" {
 		return nil
 	}
-	conn, err := pgx.Connect(ctx, databaseURL)
+	conn, err := pgx.Connect(ctx, connURL(databaseURL))
 	if err == nil {
 		return conn.Close(ctx)
 	}
@@ -347,7 +347,7 @@ func ensureDatabase(ctx context.Context, databaseURL string) error {
 		return fmt.Errorf("serve: connect to the database: %w", err)
 	}
 	u.Path = "/postgres"
-	admin, err := pgx.Connect(ctx, u.String())
+	admin, err := pgx.Connect(ctx, connURL(u.String()))
 	if err != nil {
 		return fmt.Errorf("serve: connect to create the database: %w", err)
 	}

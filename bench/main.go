@@ -354,6 +354,17 @@ func ratioOf(rs [][]stats, a, b int) ratioDist {
 	return ratioDist{median: rat[len(rat)/2], worst: rat[0], n: len(rat)}
 }
 
+// p50RatioOf is load a's p50 latency over load b's, round by round; lower
+// is better, so the worst round is the highest ratio.
+func p50RatioOf(rs [][]stats, a, b int) ratioDist {
+	rat := make([]float64, len(rs))
+	for i, r := range rs {
+		rat[i] = float64(r[a].p50) / float64(r[b].p50)
+	}
+	sort.Float64s(rat)
+	return ratioDist{median: rat[len(rat)/2], worst: rat[len(rat)-1], n: len(rat)}
+}
+
 // String reads "0.97× (worst 0.91× of 5)".
 func (d ratioDist) String() string {
 	return fmt.Sprintf("%.2f× (worst %.2f× of %d)", d.median, d.worst, d.n)
@@ -706,8 +717,18 @@ func benchLookup(ctx context.Context, e *env, rep *report, clients []int) error 
 	}
 	const n = 3000
 	rawURL := e.raw.url + "/lookup?key=" + url.QueryEscape(key)
+	jwksLookup := func(token string) func(int) error {
+		return func(int) error {
+			req, _ := http.NewRequest(http.MethodGet, e.ufJWKS.url+"/uploaded-file/"+id, nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			_, err := do(req, http.StatusOK)
+			return err
+		}
+	}
 	for _, c := range clients {
-		m := medianOf(
+		// Every lookup and its floors in the same interleaved rounds: a
+		// ratio compares loads of the same moment.
+		rs := compareRounds(rounds,
 			func() stats {
 				return load(c, n, func(int) error {
 					_, err := do(e.authed(http.MethodGet, e.uf.url+"/uploaded-file/"+id, nil), http.StatusOK)
@@ -722,56 +743,43 @@ func benchLookup(ctx context.Context, e *env, rep *report, clients []int) error 
 			},
 			func() stats { return load(c, n, func(int) error { return get(e.uf.url + "/healthz") }) },
 			func() stats { return load(c, n, func(int) error { return get(rawURL) }) },
+			func() stats { return load(c, n, jwksLookup(e.jwks.rs256)) },
+			func() stats { return load(c, n, jwksLookup(e.jwks.es256)) },
 		)
-		lookup, sel, health, raw := m[0], m[1], m[2], m[3]
-		if lookup.errors+sel.errors+health.errors+raw.errors > 0 {
-			return fmt.Errorf("lookup errors: %d/%d/%d/%d", lookup.errors, sel.errors, health.errors, raw.errors)
+		for _, r := range rs {
+			if err := failed(r...); err != nil {
+				return fmt.Errorf("lookups: %w", err)
+			}
 		}
-		if err := benchJWKSLookup(e, rep, c, n, id, raw); err != nil {
-			return err
+		m := medians(rs)
+		lookup, sel, health, raw := m[0], m[1], m[2], m[3]
+		const lookupAt, selAt, rawAt = 0, 1, 3
+		for i, alg := range []string{"RS256", "ES256"} {
+			d := p50RatioOf(rs, 4+i, rawAt)
+			target := ""
+			if alg == "RS256" {
+				target = "≤ 1.25×"
+			}
+			rep.add(fmt.Sprintf("detail lookup, %s token from a JWKS (reused), %s: p50 vs HTTP lookup floor", alg, clientsLabel(c)),
+				fmt.Sprintf("%s (p50 %s vs %s; p99 %s)", d, m[4+i].p50.Round(time.Microsecond), raw.p50.Round(time.Microsecond), m[4+i].p99.Round(time.Microsecond)),
+				target, target == "" || d.median <= 1.25)
 		}
 		rep.add(fmt.Sprintf("HTTP floor: GET /healthz, %s (no token, no query)", clientsLabel(c)), latencies(health), "", true)
 		rep.add(fmt.Sprintf("HTTP lookup floor: minimal handler + bare SELECT, %s", clientsLabel(c)), latencies(raw), "", true)
 		label := fmt.Sprintf("detail lookup GET /uploaded-file/{id}, %s", clientsLabel(c))
-		vsRaw := float64(lookup.p50) / float64(raw.p50)
-		rep.add(label+": p50 vs HTTP lookup floor", fmt.Sprintf("%.2f× (p50 %s vs %s; p99 %s vs %s)", vsRaw,
+		rep.add(label+": p50 vs HTTP lookup floor", fmt.Sprintf("%s (p50 %s vs %s; p99 %s vs %s)", p50RatioOf(rs, lookupAt, rawAt),
 			lookup.p50.Round(time.Microsecond), raw.p50.Round(time.Microsecond), lookup.p99.Round(time.Microsecond), raw.p99.Round(time.Microsecond)), "", true)
-		ratio := float64(lookup.p50) / float64(sel.p50)
+		vsSel := p50RatioOf(rs, lookupAt, selAt)
 		rep.add(label+": p50 vs bare SELECT",
-			fmt.Sprintf("%.2f× (p50 %s vs %s; p99 %s vs %s; %.0f vs %.0f req/s)", ratio,
+			fmt.Sprintf("%s (p50 %s vs %s; p99 %s vs %s; %.0f vs %.0f req/s)", vsSel,
 				lookup.p50.Round(time.Microsecond), sel.p50.Round(time.Microsecond),
 				lookup.p99.Round(time.Microsecond), sel.p99.Round(time.Microsecond), lookup.rps(), sel.rps()),
-			"≤ 2×", ratio <= 2)
+			"≤ 2×", vsSel.median <= 2)
 	}
 	return nil
 }
 
 // get is one unauthenticated GET that must answer 200.
-// benchJWKSLookup measures the detail lookup with production tokens (RS256
-// and ES256 from a JWKS, each reused as a client does), beside the HMAC
-// rows, as ratios to the HTTP lookup floor measured in the same run.
-func benchJWKSLookup(e *env, rep *report, c, n int, id string, floor stats) error {
-	for _, tok := range []struct{ alg, token string }{{"RS256", e.jwks.rs256}, {"ES256", e.jwks.es256}} {
-		m := medianOf(
-			func() stats {
-				return load(c, n, func(int) error {
-					req, _ := http.NewRequest(http.MethodGet, e.ufJWKS.url+"/uploaded-file/"+id, nil)
-					req.Header.Set("Authorization", "Bearer "+tok.token)
-					_, err := do(req, http.StatusOK)
-					return err
-				})
-			},
-		)
-		if m[0].errors > 0 {
-			return fmt.Errorf("lookup with %s: %d errors", tok.alg, m[0].errors)
-		}
-		ratio := float64(m[0].p50) / float64(floor.p50)
-		rep.add(fmt.Sprintf("detail lookup, %s token from a JWKS (reused), %s: p50 vs HTTP lookup floor", tok.alg, clientsLabel(c)),
-			fmt.Sprintf("%.2f× (p50 %s vs %s; p99 %s)", ratio, m[0].p50.Round(time.Microsecond), floor.p50.Round(time.Microsecond), m[0].p99.Round(time.Microsecond)), "", true)
-	}
-	return nil
-}
-
 func get(u string) error {
 	req, _ := http.NewRequest(http.MethodGet, u, nil)
 	_, err := do(req, http.StatusOK)

@@ -147,22 +147,13 @@ func startUploadedfile(bin, dsn, config string) (*proc, error) {
 	// Idle connections close after 10 s: the bench runs a dozen servers
 	// against one PostgreSQL (max_connections 100), each section's idle
 	// pools must not starve the next (it failed with SQLSTATE 53300).
-	cmd := exec.Command(bin, "--database-url", withIdleTime(dsn), "serve", "--config", config, "--listen", addr, "--metrics-listen", metricsAddr, "--no-maintenance")
+	cmd := exec.Command(bin, "--database-url", pgtest.WithQuery(dsn, "pool_max_conn_idle_time=10s"), "serve", "--config", config, "--listen", addr, "--metrics-listen", metricsAddr, "--no-maintenance")
 	p, err := start("uploadedfile", cmd, "http://"+addr+"/readyz")
 	if err != nil {
 		return nil, err
 	}
 	p.url, p.metrics = "http://"+addr, "http://"+metricsAddr+"/metrics"
 	return p, nil
-}
-
-// withIdleTime adds a 10-second idle limit to a pgx pool URL.
-func withIdleTime(dsn string) string {
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	return dsn + sep + "pool_max_conn_idle_time=10s"
 }
 
 // startSelf runs this binary in one of its server modes.

@@ -3,7 +3,6 @@ package db_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/golang-migrate/migrate/v4"
@@ -204,11 +203,7 @@ VALUES ('00000000-0000-4000-8000-000000000001', 'acme', 'alice', 'k1', 'a.pdf', 
 func TestMigrationsTakeAPoolURL(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewEmptyDatabase(t)
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	require.NoError(t, migrations.Up(url+sep+"pool_max_conns=8&pool_max_conn_idle_time=10s"))
+	require.NoError(t, migrations.Up(pgtest.WithQuery(url, "pool_max_conns=8&pool_max_conn_idle_time=10s")))
 	m, err := migrations.Open(url)
 	require.NoError(t, err)
 	defer m.Close()

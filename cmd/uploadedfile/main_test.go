@@ -468,12 +468,7 @@ func TestEagerPresetsAddTheBuiltinSink(t *testing.T) {
 // refuses them as settings ("unrecognized configuration parameter").
 func TestPoolParametersInTheDatabaseURL(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewEmptyDatabase(t)
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	withPool := url + sep + "pool_max_conns=4&pool_max_conn_idle_time=10s"
+	withPool := pgtest.WithQuery(pgtest.NewEmptyDatabase(t), "pool_max_conns=4&pool_max_conn_idle_time=10s")
 	require.NoError(t, reachDatabase(context.Background(), withPool))
 	require.NoError(t, ensureDatabase(context.Background(), withPool))
 	pool, err := openPool(context.Background(), withPool, nil)

@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -48,6 +49,15 @@ var (
 	templateErr  error
 	databaseSeq  atomic.Int64
 )
+
+// WithQuery appends query parameters (already encoded, "a=1&b=2") to a
+// database URL.
+func WithQuery(databaseURL, query string) string {
+	if strings.Contains(databaseURL, "?") {
+		return databaseURL + "&" + query
+	}
+	return databaseURL + "?" + query
+}
 
 // ServerURL returns TEST_DATABASE_URL or DefaultURL.
 func ServerURL() string {

@@ -313,12 +313,16 @@ func (s stats) rps() float64 { return float64(s.n) / s.elapsed.Seconds() }
 const rounds = 5
 
 // compareRounds runs the loads of one comparison in n interleaved rounds
-// and returns every round: out[round][load].
+// and returns every round: out[round][load]. Each round starts one load
+// later than the one before, so no load always follows the same other one
+// (a load after a disk-heavy or a CPU-heavy one inherits its aftermath).
 func compareRounds(n int, loads ...func() stats) [][]stats {
 	out := make([][]stats, n)
 	for i := range n {
-		for _, l := range loads {
-			out[i] = append(out[i], l())
+		out[i] = make([]stats, len(loads))
+		for k := range loads {
+			j := (i + k) % len(loads)
+			out[i][j] = loads[j]()
 		}
 	}
 	return out

@@ -43,10 +43,8 @@ func benchPhoto(seed uint64) []byte {
 			if (x/250+y/250)%2 == 0 {
 				r, g = g, r
 			}
-			m.Pix[m.PixOffset(x, y)+0] = uint8(min(255, r+float64(n)))
-			m.Pix[m.PixOffset(x, y)+1] = uint8(min(255, g+float64(n)))
-			m.Pix[m.PixOffset(x, y)+2] = uint8(min(255, b+float64(n)))
-			m.Pix[m.PixOffset(x, y)+3] = 255
+			o := m.PixOffset(x, y)
+			m.Pix[o], m.Pix[o+1], m.Pix[o+2], m.Pix[o+3] = uint8(min(255, r+float64(n))), uint8(min(255, g+float64(n))), uint8(min(255, b+float64(n))), 255
 		}
 	}
 	var buf bytes.Buffer

@@ -187,6 +187,7 @@ type resolved struct {
 	privateDownloadTTL  time.Duration
 	remoteCloneMaxBytes int64
 	remoteRedirects     int
+	eagerPresets        []string // the variant presets marked eager, in name order
 }
 
 // configError names the option at fault.

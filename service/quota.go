@@ -61,9 +61,15 @@ func (s *Service) Usage(ctx context.Context) (*Usage, error) {
 }
 
 func (s *Service) usageRows(ctx context.Context, a access) ([]db.UsageReadRow, error) {
+	return s.usageRowsOf(ctx, a.scope.TenantCode, a.scope.UserID)
+}
+
+// usageRowsOf reads the usage and limits of owner user in tenant and of
+// the tenant (” first).
+func (s *Service) usageRowsOf(ctx context.Context, tenant, user string) ([]db.UsageReadRow, error) {
 	q := s.cfg.Quota
 	return s.q.UsageRead(ctx, s.db, db.UsageReadParams{
-		TenantCode: a.scope.TenantCode, UserID: a.scope.UserID,
+		TenantCode: tenant, UserID: user,
 		DefaultTenantBytes: q.TenantBytes, DefaultTenantFiles: q.TenantFiles, DefaultOwnerBytes: q.OwnerBytes, DefaultOwnerFiles: q.OwnerFiles,
 	})
 }
@@ -84,15 +90,15 @@ func (s *Service) insertError(ctx context.Context, a access, size int64, what st
 	}
 	rule := RuleQuotaOwnerBytes
 	if rows, rerr := s.usageRows(ctx, a); rerr == nil {
-		rule = exceededRule(rows, size)
+		rule = exceededRule(rows, size, 1)
 	}
 	s.log.InfoContext(ctx, "upload refused: quota", "rule", rule)
 	return &ruleError{code: ErrQuotaExceeded, rule: rule}
 }
 
-// exceededRule names the first limit an upload of size would pass, tenant
-// before owner, bytes before files.
-func exceededRule(rows []db.UsageReadRow, size int64) string {
+// exceededRule names the first limit adding size bytes and files files
+// would pass, tenant before owner, bytes before files.
+func exceededRule(rows []db.UsageReadRow, size, files int64) string {
 	for _, r := range rows { // '' (the tenant) sorts first
 		prefix := "quota.owner-"
 		if r.UserID == "" {
@@ -101,7 +107,7 @@ func exceededRule(rows []db.UsageReadRow, size int64) string {
 		if r.BytesLimit > 0 && r.Bytes+size > r.BytesLimit {
 			return prefix + "bytes"
 		}
-		if r.FilesLimit > 0 && r.Files+1 > r.FilesLimit {
+		if r.FilesLimit > 0 && files > 0 && r.Files+files > r.FilesLimit {
 			return prefix + "files"
 		}
 	}

@@ -220,7 +220,7 @@ type objectRef struct {
 // now: the CDN (or the download route) for a public file, a presigned GET
 // on S3 for a private one, the authenticated download route otherwise.
 func (s *Service) objectURL(ctx context.Context, row db.UploadedFile, o objectRef, now time.Time) (*URL, error) {
-	if Visibility(row.Visibility) == Public && !row.IsTemporary {
+	if isPublic(row) {
 		if s.cfg.CDNBaseURL != "" {
 			return &URL{URL: s.cfg.CDNBaseURL + "/" + escapeKey(o.key)}, nil
 		}
@@ -249,8 +249,12 @@ func (s *Service) objectURL(ctx context.Context, row db.UploadedFile, o objectRe
 }
 
 // downloadURL is the authenticated download route of a file.
-func (s *Service) downloadURL(id uuid.UUID) string {
-	return s.cfg.Host + "/" + s.cfg.DownloadPath + "/" + id.String() + "/download"
+func (s *Service) downloadURL(id uuid.UUID) string { return s.fileRoute(id, "download") }
+
+// fileRoute is the URL of one of a file's routes under the download path
+// (download, variants/<preset>/download).
+func (s *Service) fileRoute(id uuid.UUID, rest string) string {
+	return s.cfg.Host + "/" + s.cfg.DownloadPath + "/" + id.String() + "/" + rest
 }
 
 // escapeKey escapes each segment of a key for a URL path.

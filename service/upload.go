@@ -103,11 +103,13 @@ func derefOptions(o *UploadOptions) UploadOptions {
 	return *o
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
+// deref is *p, or T's zero value for nil.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
 	}
-	return *s
+	return *p
 }
 
 // upload runs a buffer upload: authorize, validate everything before any

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -46,8 +47,8 @@ type VariantPreset struct {
 	Format string
 	// Quality: JPEG quality 1..100 (0: 82).
 	Quality int
-	// Eager: generated after file.ready by the maintenance sweep, not on
-	// the first request.
+	// Eager: generated after file.ready by the events relay, not on the
+	// first request.
 	Eager bool
 }
 
@@ -120,6 +121,12 @@ func (r *resolved) resolveVariants() error {
 	if v.Timeout == 0 {
 		v.Timeout = 30 * time.Second
 	}
+	for name, p := range v.Presets {
+		if p.Eager {
+			r.eagerPresets = append(r.eagerPresets, name)
+		}
+	}
+	slices.Sort(r.eagerPresets)
 	return nil
 }
 
@@ -149,8 +156,8 @@ func (s *Service) FindVariant(ctx context.Context, id, preset string) (*Variant,
 		return nil, err
 	}
 	return &Variant{
-		FileID: file.UploadedFile.ID, Preset: v.Preset, ContentType: v.ContentType, SizeBytes: deref64(v.SizeBytes),
-		Width: int(deref32(v.Width)), Height: int(deref32(v.Height)), CreatedAt: v.CreatedAt, URL: u.URL, URLExpiredAt: u.URLExpiredAt,
+		FileID: file.UploadedFile.ID, Preset: v.Preset, ContentType: v.ContentType, SizeBytes: deref(v.SizeBytes),
+		Width: int(deref(v.Width)), Height: int(deref(v.Height)), CreatedAt: v.CreatedAt, URL: u.URL, URLExpiredAt: u.URLExpiredAt,
 	}, nil
 }
 
@@ -214,6 +221,15 @@ func (s *Service) ensureVariant(ctx context.Context, file db.UploadedFile, prese
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Variants.Timeout)
 	defer cancel()
 	for {
+		// Claim first: the caller found no ready variant, and the claim
+		// itself refuses a live generation, a ready or a deleting row.
+		claimed, err := s.claimVariant(ctx, file, preset, p)
+		switch {
+		case err == nil:
+			return s.generateVariant(ctx, file, claimed, p)
+		case !isNoRows(err):
+			return db.UploadedFileVariant{}, s.variantError(ctx, "claim variant", err, file.ID)
+		}
 		v, err := s.q.VariantGet(ctx, s.db, db.VariantGetParams{FileID: file.ID, Preset: preset})
 		switch {
 		case err == nil && v.Status == "ready":
@@ -223,14 +239,8 @@ func (s *Service) ensureVariant(ctx context.Context, file db.UploadedFile, prese
 		case err != nil && !isNoRows(err):
 			return db.UploadedFileVariant{}, s.variantError(ctx, "read variant", err, file.ID)
 		}
-		claimed, err := s.claimVariant(ctx, file, preset, p)
-		switch {
-		case err == nil:
-			return s.generateVariant(ctx, file, claimed, p)
-		case !isNoRows(err):
-			return db.UploadedFileVariant{}, s.variantError(ctx, "claim variant", err, file.ID)
-		}
-		// Another request holds a live generation: wait for it.
+		// Another request holds a live generation (or the file went away
+		// between the claim and the read): wait and try again.
 		select {
 		case <-ctx.Done():
 			return db.UploadedFileVariant{}, s.variantError(ctx, "wait for variant", ctx.Err(), file.ID)
@@ -245,7 +255,7 @@ func (s *Service) claimVariant(ctx context.Context, file db.UploadedFile, preset
 	id := uuid.New()
 	key, err := objectkey.Key{
 		Folder: keyFolder(file.Key, s.cfg.Folder), Tenant: file.TenantCode, Department: file.DepartmentCode, ID: id,
-		Ext: imagevariant.Format(p.Format).Ext(), Public: publicObject(file),
+		Ext: imagevariant.Format(p.Format).Ext(), Public: isPublic(file),
 	}.String()
 	if err != nil {
 		return db.UploadedFileVariant{}, err
@@ -264,11 +274,6 @@ func keyFolder(key, folder string) string {
 		return k.Folder
 	}
 	return folder
-}
-
-// publicObject: the original is stored under the public prefix.
-func publicObject(file db.UploadedFile) bool {
-	return Visibility(file.Visibility) == Public && !file.IsTemporary
 }
 
 // generateVariant makes the variant this worker claimed (v), writes its
@@ -300,7 +305,7 @@ func (s *Service) generateVariant(ctx context.Context, file db.UploadedFile, v d
 		}
 		return db.UploadedFileVariant{}, s.variantError(ctx, "generate variant", err, file.ID)
 	}
-	if err := s.putVariant(ctx, v.Key, res, publicObject(file)); err != nil {
+	if err := s.putVariant(ctx, v.Key, res, isPublic(file)); err != nil {
 		s.dropVariant(ctx, v, claim, true)
 		return db.UploadedFileVariant{}, s.variantError(ctx, "store variant", err, file.ID)
 	}
@@ -314,7 +319,11 @@ func (s *Service) generateVariant(ctx context.Context, file db.UploadedFile, v d
 		return db.UploadedFileVariant(done), nil
 	case errors.As(err, &pe) && pe.Code == quotaExceededState:
 		s.dropVariant(ctx, v, claim, true)
-		return db.UploadedFileVariant{}, &ruleError{code: ErrQuotaExceeded, rule: s.variantQuotaRule(ctx, file, int64(len(res.Data)))}
+		rule := RuleQuotaOwnerBytes
+		if rows, rerr := s.usageRowsOf(ctx, file.TenantCode, file.UserID); rerr == nil {
+			rule = exceededRule(rows, int64(len(res.Data)), 0) // a variant adds bytes, no file
+		}
+		return db.UploadedFileVariant{}, &ruleError{code: ErrQuotaExceeded, rule: rule}
 	case isNoRows(err):
 		// The file went away meanwhile (or, past the lease, the row was
 		// taken over: dropVariant leaves a row that is not ours alone).
@@ -324,28 +333,6 @@ func (s *Service) generateVariant(ctx context.Context, file db.UploadedFile, v d
 		s.dropVariant(ctx, v, claim, true)
 		return db.UploadedFileVariant{}, s.variantError(ctx, "finish variant", err, file.ID)
 	}
-}
-
-// variantQuotaRule names the bytes limit a variant of size would pass for
-// file's owner or tenant (tenant first, as exceededRule; a variant adds no
-// file).
-func (s *Service) variantQuotaRule(ctx context.Context, file db.UploadedFile, size int64) string {
-	q := s.cfg.Quota
-	rows, err := s.q.UsageRead(ctx, s.db, db.UsageReadParams{
-		TenantCode: file.TenantCode, UserID: file.UserID,
-		DefaultTenantBytes: q.TenantBytes, DefaultTenantFiles: q.TenantFiles, DefaultOwnerBytes: q.OwnerBytes, DefaultOwnerFiles: q.OwnerFiles,
-	})
-	if err == nil {
-		for _, r := range rows {
-			if r.BytesLimit > 0 && r.Bytes+size > r.BytesLimit {
-				if r.UserID == "" {
-					return RuleQuotaTenantBytes
-				}
-				return RuleQuotaOwnerBytes
-			}
-		}
-	}
-	return RuleQuotaOwnerBytes
 }
 
 // readObject reads a whole object of the expected size (never more).
@@ -424,8 +411,7 @@ func (s *Service) variantError(ctx context.Context, what string, err error, file
 
 // variantURL is urlFor for a variant object.
 func (s *Service) variantURL(ctx context.Context, file db.UploadedFile, v db.UploadedFileVariant, now time.Time) (*URL, error) {
-	route := s.downloadURL(file.ID)
-	route = strings.TrimSuffix(route, "/download") + "/variants/" + v.Preset + "/download"
+	route := s.fileRoute(file.ID, "variants/"+v.Preset+"/download")
 	return s.objectURL(ctx, file, objectRef{key: v.Key, route: route, name: variantName(file.OriginalName, v), contentType: v.ContentType}, now)
 }
 
@@ -436,7 +422,7 @@ func variantName(original string, v db.UploadedFileVariant) string {
 	if i := strings.LastIndexByte(stem, '.'); i > 0 {
 		stem = stem[:i]
 	}
-	return stem + "-" + v.Preset + "." + imagevariant.Format(strings.TrimPrefix(v.ContentType, "image/")).Ext()
+	return stem + "-" + v.Preset + path.Ext(v.Key) // the key carries the format's extension
 }
 
 // deleteVariants deletes the variants of a file whose deletion this worker
@@ -494,32 +480,9 @@ func (s *Service) sweepVariants(ctx context.Context, max int) (done, claimed int
 	return done, len(vs), nil
 }
 
-func deref64(p *int64) int64 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
-
-func deref32(p *int32) int32 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
-
 // EagerVariantPresets lists the presets generated after file.ready
 // (eager: true), in name order.
-func (s *Service) EagerVariantPresets() []string {
-	var names []string
-	for name, p := range s.cfg.Variants.Presets {
-		if p.Eager {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	return names
-}
+func (s *Service) EagerVariantPresets() []string { return slices.Clone(s.cfg.eagerPresets) }
 
 // UnsafeSystemGenerateEagerVariants generates the eager presets of file id
 // of tenant, off the upload's request path (the events relay calls it for
@@ -527,7 +490,7 @@ func (s *Service) EagerVariantPresets() []string {
 // presets refuse, are done (nil); a failure is returned so the caller
 // retries. Cross-tenant; trusted background code only.
 func (s *Service) UnsafeSystemGenerateEagerVariants(ctx context.Context, tenant string, id uuid.UUID) error {
-	eager := s.EagerVariantPresets()
+	eager := s.cfg.eagerPresets
 	if len(eager) == 0 {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/image/webp"
 
@@ -61,14 +62,8 @@ func (b *bundle) variantRows() []db.UploadedFileVariant {
 	b.t.Helper()
 	rows, err := b.db.Pool.Query(context.Background(), "SELECT * FROM uploaded_file_variant ORDER BY created_at")
 	require.NoError(b.t, err)
-	defer rows.Close()
-	var out []db.UploadedFileVariant
-	for rows.Next() {
-		var v db.UploadedFileVariant
-		require.NoError(b.t, rows.Scan(&v.ID, &v.FileID, &v.Preset, &v.Key, &v.Status, &v.ContentType, &v.Width, &v.Height, &v.SizeBytes, &v.LeaseUntil, &v.CreatedAt, &v.UpdatedAt))
-		out = append(out, v)
-	}
-	require.NoError(b.t, rows.Err())
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[db.UploadedFileVariant])
+	require.NoError(b.t, err)
 	return out
 }
 

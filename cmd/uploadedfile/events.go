@@ -19,7 +19,6 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/eventrelay/jetstream"
 	"github.com/uploadedfile/uploadedfile/internal/eventrelay/variantsink"
 	"github.com/uploadedfile/uploadedfile/internal/eventrelay/webhook"
-	"github.com/uploadedfile/uploadedfile/service"
 )
 
 // newEventsCommand is the operators' entry to the lifecycle event relay.
@@ -247,15 +246,7 @@ func (c fileConfig) builtinSinks(ctx context.Context, g *globals, pool *pgxpool.
 	if !eager {
 		return nil, func() {}, nil
 	}
-	scfg, err := c.serviceConfig()
-	if err != nil {
-		return nil, nil, err
-	}
-	scan, err := c.scanner(ctx, 0, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	svc, err := service.New(ctx, scfg, pool, append([]service.Option{service.WithLogger(g.logger)}, scan...)...)
+	svc, err := c.newService(ctx, g, pool)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -23,12 +23,13 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
+
+	"github.com/uploadedfile/uploadedfile/internal/pgurl"
 )
 
 // defaultDatabaseURL is the local development database.
@@ -78,30 +79,11 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 func reachDatabase(ctx context.Context, databaseURL string) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(cctx, connURL(databaseURL))
+	conn, err := pgx.Connect(cctx, pgurl.SingleConn(databaseURL))
 	if err != nil {
 		return databaseError(databaseURL, err)
 	}
 	return conn.Close(ctx)
-}
-
-// connURL is databaseURL for a single connection: without the pool_*
-// parameters, which configure pgxpool and which PostgreSQL would refuse as
-// settings. A URL that does not parse is returned as it is (the connection
-// reports it).
-func connURL(databaseURL string) string {
-	u, err := url.Parse(databaseURL)
-	if err != nil || u.RawQuery == "" {
-		return databaseURL
-	}
-	q := u.Query()
-	for k := range q {
-		if strings.HasPrefix(k, "pool_") {
-			q.Del(k)
-		}
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // databaseError explains a database that cannot be reached: the URL that

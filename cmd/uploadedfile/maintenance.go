@@ -236,21 +236,27 @@ func withConfiguredPool(ctx context.Context, g *globals, configFile string, dbFl
 // closed after fn.
 func withConfiguredService(ctx context.Context, g *globals, configFile string, dbFlag bool, fn func(*service.Service, *pgxpool.Pool) error) error {
 	return withConfiguredPool(ctx, g, configFile, dbFlag, func(cfg fileConfig, pool *pgxpool.Pool) error {
-		scfg, err := cfg.serviceConfig()
-		if err != nil {
-			return err
-		}
-		scan, err := cfg.scanner(ctx, 0, false)
-		if err != nil {
-			return err
-		}
-		svc, err := service.New(ctx, scfg, pool, append([]service.Option{service.WithLogger(g.logger)}, scan...)...)
+		svc, err := cfg.newService(ctx, g, pool)
 		if err != nil {
 			return err
 		}
 		defer svc.Close()
 		return fn(svc, pool)
 	})
+}
+
+// newService is the configured service of a command on pool (the scanner
+// included, for the commands that scan); the caller closes it.
+func (c fileConfig) newService(ctx context.Context, g *globals, pool *pgxpool.Pool) (*service.Service, error) {
+	scfg, err := c.serviceConfig()
+	if err != nil {
+		return nil, err
+	}
+	scan, err := c.scanner(ctx, 0, false)
+	if err != nil {
+		return nil, err
+	}
+	return service.New(ctx, scfg, pool, append([]service.Option{service.WithLogger(g.logger)}, scan...)...)
 }
 
 // newReconcileCommand is `maintenance reconcile`: one finding per line (a

@@ -31,6 +31,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/eventrelay/variantsink"
 	"github.com/uploadedfile/uploadedfile/internal/httpapi"
 	"github.com/uploadedfile/uploadedfile/internal/maintenance"
+	"github.com/uploadedfile/uploadedfile/internal/pgurl"
 	"github.com/uploadedfile/uploadedfile/internal/tracing"
 	"github.com/uploadedfile/uploadedfile/internal/webui"
 	"github.com/uploadedfile/uploadedfile/service"
@@ -338,7 +339,7 @@ func ensureDatabase(ctx context.Context, databaseURL string) error {
 	if name == "" {
 		return nil
 	}
-	conn, err := pgx.Connect(ctx, connURL(databaseURL))
+	conn, err := pgx.Connect(ctx, pgurl.SingleConn(databaseURL))
 	if err == nil {
 		return conn.Close(ctx)
 	}
@@ -347,7 +348,7 @@ func ensureDatabase(ctx context.Context, databaseURL string) error {
 		return fmt.Errorf("serve: connect to the database: %w", err)
 	}
 	u.Path = "/postgres"
-	admin, err := pgx.Connect(ctx, connURL(u.String()))
+	admin, err := pgx.Connect(ctx, pgurl.SingleConn(u.String()))
 	if err != nil {
 		return fmt.Errorf("serve: connect to create the database: %w", err)
 	}

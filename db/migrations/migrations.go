@@ -15,6 +15,8 @@ import (
 	// Registers the pgx5:// database driver.
 	_ "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
+
+	"github.com/uploadedfile/uploadedfile/internal/pgurl"
 )
 
 // Files holds every NNNN_name.up.sql / .down.sql migration.
@@ -56,23 +58,13 @@ func Up(databaseURL string) error {
 // driverURL rewrites a postgres:// URL to the pgx5:// scheme golang-migrate
 // uses to select its pgx/v5 driver, without the pool's parameters.
 func driverURL(databaseURL string) (string, error) {
-	u, err := url.Parse(databaseURL)
+	u, err := url.Parse(pgurl.SingleConn(databaseURL))
 	if err != nil {
 		return "", errors.New("migrations: the database URL is not a valid URL")
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "postgres", "postgresql", "pgx5":
 		u.Scheme = "pgx5"
-		// pool_* parameters configure pgxpool (the server's pool); the
-		// migrator's single connection would send them to PostgreSQL as
-		// settings, which it refuses.
-		q := u.Query()
-		for k := range q {
-			if strings.HasPrefix(k, "pool_") {
-				q.Del(k)
-			}
-		}
-		u.RawQuery = q.Encode()
 		return u.String(), nil
 	default:
 		return "", fmt.Errorf("migrations: unsupported database URL scheme %q (want postgres://)", u.Scheme)

@@ -12,6 +12,10 @@
 // metadata (EXIF, GPS, ICC, comments), and a JPEG's EXIF orientation is
 // applied to the pixels first.
 //
+// A JPEG that a preset shrinks to an eighth or less is decoded at an
+// eighth by jpegscale (each block's mean, as libjpeg's shrink-on-load);
+// others are decoded in full.
+//
 // Inputs: PNG, JPEG, GIF (first frame), WebP (still). Outputs: JPEG, PNG
 // and lossless WebP (golang.org/x/image has no WebP encoder; nativewebp
 // writes VP8L only, so Quality applies to JPEG alone). Pure Go.
@@ -30,6 +34,7 @@ import (
 	"math"
 
 	"github.com/HugoSmits86/nativewebp"
+	"github.com/uploadedfile/uploadedfile/internal/imagevariant/jpegscale"
 	"golang.org/x/image/draw"
 	_ "golang.org/x/image/webp" // registers the WebP decoder with image.Decode
 )
@@ -182,8 +187,9 @@ func (g *Generator) Generate(ctx context.Context, src []byte, spec Spec) (Result
 
 // header is what the input declares before any pixel is decoded.
 type header struct {
-	format      string
-	orientation int // EXIF orientation 1..8 (1: as stored)
+	format        string
+	width, height int // as stored
+	orientation   int // EXIF orientation 1..8 (1: as stored)
 }
 
 // inspect reads the header: the format, the declared size against the
@@ -199,7 +205,7 @@ func (g *Generator) inspect(src []byte) (header, error) {
 	if int64(cfg.Width)*int64(cfg.Height) > g.maxPixels {
 		return header{}, ErrTooManyPixels
 	}
-	h := header{format: format, orientation: 1}
+	h := header{format: format, width: cfg.Width, height: cfg.Height, orientation: 1}
 	switch format {
 	case "webp":
 		if webpAnimated(src) {
@@ -216,11 +222,11 @@ func (g *Generator) inspect(src []byte) (header, error) {
 
 // generate decodes one frame, fits it and encodes it.
 func generate(src []byte, hdr header, spec Spec) (Result, error) {
-	img, err := decode(src, hdr.format)
+	img, denom, err := decode(src, hdr, spec)
 	if err != nil {
 		return Result{}, ErrUnsupported
 	}
-	out := fit(img, hdr.orientation, spec)
+	out := fit(img, denom, hdr, spec)
 	var buf bytes.Buffer
 	switch spec.Format {
 	case FormatJPEG:
@@ -241,30 +247,50 @@ func generate(src []byte, hdr header, spec Spec) (Result, error) {
 	return Result{Data: buf.Bytes(), Width: b.Dx(), Height: b.Dy(), ContentType: spec.Format.ContentType()}, nil
 }
 
-// decode decodes exactly one frame: gif.Decode stops after the first.
-func decode(src []byte, format string) (image.Image, error) {
-	if format == "gif" {
-		return gif.Decode(bytes.NewReader(src))
+// decode decodes exactly one frame (gif.Decode stops after the first) and
+// returns it with its scale's denominator. A JPEG that the preset shrinks
+// to an eighth or less is decoded at an eighth (jpegscale: each block's
+// mean, what the box filter would make of those pixels anyway), as
+// libjpeg's shrink-on-load does; one it does not scale is decoded in full.
+func decode(src []byte, hdr header, spec Spec) (image.Image, int, error) {
+	switch {
+	case hdr.format == "gif":
+		img, err := gif.Decode(bytes.NewReader(src))
+		return img, 1, err
+	case hdr.format == "jpeg" && shrink(hdr, spec) <= 1.0/8:
+		if img, err := jpegscale.DecodeEighth(src); err == nil {
+			return img, 8, nil
+		}
 	}
 	img, _, err := image.Decode(bytes.NewReader(src))
-	return img, err
+	return img, 1, err
 }
 
-// fit scales img (stored with EXIF orientation o) into spec's box and
-// returns the upright result.
-func fit(img image.Image, o int, spec Spec) *image.RGBA {
-	b := img.Bounds()
-	w, h := b.Dx(), b.Dy()
+// shrink is the factor the preset scales the image by.
+func shrink(hdr header, spec Spec) float64 {
+	w, h := float64(hdr.width), float64(hdr.height)
+	if hdr.orientation >= 5 { // stored transposed
+		w, h = h, w
+	}
+	bw, bh := float64(spec.Width), float64(spec.Height)
+	if spec.Fit == FitCover {
+		return math.Max(bw/w, bh/h)
+	}
+	return math.Min(bw/w, bh/h)
+}
+
+// fit scales img, the image hdr describes decoded at 1/denom of its
+// size, into spec's box and returns the upright result. Sizes and the
+// crop are computed on the image as stored, so a scaled decode changes
+// neither.
+func fit(img image.Image, denom int, hdr header, spec Spec) *image.RGBA {
+	o := hdr.orientation
+	w, h := hdr.width, hdr.height
 	if o >= 5 { // stored transposed: the upright image is h x w
 		w, h = h, w
 	}
 	bw, bh := float64(spec.Width), float64(spec.Height)
-	var scale float64
-	if spec.Fit == FitCover {
-		scale = math.Max(bw/float64(w), bh/float64(h))
-	} else {
-		scale = math.Min(bw/float64(w), bh/float64(h))
-	}
+	scale := shrink(hdr, spec)
 	// The upright size of the scaled image and, for cover, the upright
 	// part of the source it shows.
 	sw, sh := side(float64(w)*scale), side(float64(h)*scale)
@@ -281,7 +307,8 @@ func fit(img image.Image, o int, spec Spec) *image.RGBA {
 	}
 	// A flip mirrors the crop onto itself (it is centred), so only the
 	// transposition matters; the image may not start at the origin.
-	srcRect = srcRect.Add(b.Min)
+	b := img.Bounds()
+	srcRect = scaleRect(srcRect, denom, b.Size()).Add(b.Min)
 	scaled := scaleTo(img, srcRect, dw, dh)
 	upright := orient(scaled, o)
 	if spec.Fit != FitContain {
@@ -291,6 +318,26 @@ func fit(img image.Image, o int, spec Spec) *image.RGBA {
 	off := image.Pt((spec.Width-sw)/2, (spec.Height-sh)/2)
 	draw.Draw(canvas, upright.Bounds().Add(off), upright, image.Point{}, draw.Src)
 	return canvas
+}
+
+// scaleRect maps r, in the stored image's pixels, onto the image decoded
+// at 1/denom (size): pixel x of the stored image is in sample x/denom.
+// Never empty, never outside the decoded image.
+func scaleRect(r image.Rectangle, denom int, size image.Point) image.Rectangle {
+	if denom == 1 {
+		return r
+	}
+	at := func(v, limit int) int { return min(max(int(math.Round(float64(v)/float64(denom))), 0), limit) }
+	out := image.Rect(at(r.Min.X, size.X), at(r.Min.Y, size.Y), at(r.Max.X, size.X), at(r.Max.Y, size.Y))
+	if out.Dx() == 0 {
+		out.Max.X = min(out.Min.X+1, size.X)
+		out.Min.X = out.Max.X - 1
+	}
+	if out.Dy() == 0 {
+		out.Max.Y = min(out.Min.Y+1, size.Y)
+		out.Min.Y = out.Max.Y - 1
+	}
+	return out
 }
 
 // side rounds a scaled length, never below one pixel.

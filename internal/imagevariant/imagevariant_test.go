@@ -402,3 +402,49 @@ func TestYCbCrShrinkMatchesTheGenericOne(t *testing.T) {
 		}
 	}
 }
+
+// A JPEG shrunk to an eighth or less is decoded at an eighth (each block's
+// mean) and fits like the full decode does, in every fit and orientation
+// (a smooth image: at a hard edge the two place it within half an output
+// pixel of each other, as libvips' shrink-on-load does); one shrunk less
+// is decoded in full.
+func TestEighthDecodeOfALargeJPEG(t *testing.T) {
+	const w, h = 1203, 805
+	m := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			c := color.RGBA{uint8(40 + x*170/w), uint8(200 - y*150/h), uint8(60 + (x+y)*120/(w+h)), 255}
+			m.SetRGBA(x, y, c)
+		}
+	}
+	g := New(Limits{})
+	for _, o := range []uint16{1, 6} {
+		src := withExif(t, encode(t, "jpeg", m), o)
+		hdr, err := g.inspect(src)
+		require.NoError(t, err)
+		full, err := jpeg.Decode(bytes.NewReader(src))
+		require.NoError(t, err)
+		for _, fitting := range []Fit{FitCover, FitContain, FitInside} {
+			spec := Spec{Width: 100, Height: 75, Fit: fitting, Format: FormatPNG}
+			img, denom, err := decode(src, hdr, spec)
+			require.NoError(t, err)
+			require.Equal(t, 8, denom)
+			require.Equal(t, image.Rect(0, 0, (w+7)/8, (h+7)/8), img.Bounds(), "decoded at an eighth")
+			got, want := fit(img, denom, hdr, spec), fit(full, 1, hdr, spec)
+			require.Equal(t, want.Bounds(), got.Bounds())
+			var sum, worst int
+			for i := range got.Pix {
+				d := max(int(got.Pix[i])-int(want.Pix[i]), int(want.Pix[i])-int(got.Pix[i]))
+				sum += d
+				worst = max(worst, d)
+			}
+			mean := float64(sum) / float64(len(got.Pix))
+			require.Less(t, mean, 1.0, "orientation %d, %s: mean difference (worst %d)", o, fitting, worst)
+			require.Less(t, worst, 8, "orientation %d, %s: worst difference", o, fitting)
+		}
+		img, denom, err := decode(src, hdr, Spec{Width: 400, Height: 300, Fit: FitCover, Format: FormatPNG})
+		require.NoError(t, err)
+		require.Equal(t, 1, denom, "a third: decoded in full")
+		require.Equal(t, image.Rect(0, 0, w, h), img.Bounds())
+	}
+}

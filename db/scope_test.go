@@ -64,6 +64,10 @@ func scopedQueries() []scopedQuery {
 			_, err := b.q.FileGetVisible(b.ctx, tx, db.FileGetVisibleParams{ID: f.ID, TenantCode: s.Tenant, DepartmentCode: s.Department, OwnerUserID: s.Owner, Now: at(0)})
 			return err
 		}},
+		{"FileGetDownload", ready, func(b *bundle, tx pgx.Tx, f db.UploadedFile, s scope) error {
+			_, err := b.q.FileGetDownload(b.ctx, tx, db.FileGetDownloadParams{ID: f.ID, TenantCode: s.Tenant, DepartmentCode: s.Department, OwnerUserID: s.Owner, Now: at(0)})
+			return err
+		}},
 		{"FileGetVisibleByReference key", ready, func(b *bundle, tx pgx.Tx, f db.UploadedFile, s scope) error {
 			_, err := b.q.FileGetVisibleByReference(b.ctx, tx, db.FileGetVisibleByReferenceParams{Reference: f.Key, TenantCode: s.Tenant, DepartmentCode: s.Department, OwnerUserID: s.Owner, Now: at(0)})
 			return err
@@ -231,6 +235,10 @@ func TestTemporaryExpiry(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, c.expired, row.Expired, "at t0+%s", c.now)
 		require.Equal(t, t0.Add(c.now), row.DBNow.UTC())
+		dl, err := b.q.FileGetDownload(b.ctx, b.pool, db.FileGetDownloadParams{ID: f.ID, TenantCode: "acme", Now: at(c.now)})
+		require.NoError(t, err)
+		require.Equal(t, c.expired, dl.Expired, "download at t0+%s", c.now)
+		require.Equal(t, f.Key, dl.Key)
 	}
 
 	permanent := b.ready(t, fileOpts{})

@@ -73,11 +73,25 @@ func (s *Service) ResolveURL(ctx context.Context, id string) (*URL, error) {
 
 // Download returns a visible file's bytes.
 func (s *Service) Download(ctx context.Context, id string) (*Download, error) {
-	row, _, err := s.visible(ctx, OpDownload, id)
+	uid, a, err := s.authorizeID(ctx, OpDownload, id)
 	if err != nil {
 		return nil, err
 	}
-	return s.open(ctx, row.UploadedFile)
+	row, err := s.q.FileGetDownload(ctx, s.db, db.FileGetDownloadParams{
+		ID: uid, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(), Now: s.now(),
+	})
+	if err != nil {
+		return nil, s.lookupError(ctx, err)
+	}
+	if row.Expired {
+		return nil, ErrExpired
+	}
+	d, err := s.openKey(ctx, row.ID, row.Key)
+	if err != nil {
+		return nil, err
+	}
+	d.FileName, d.ContentType, d.Disposition = row.OriginalName, row.ContentType, Disposition(row.Disposition)
+	return d, nil
 }
 
 // DownloadAttached returns the bytes of a file attached exactly to
@@ -126,11 +140,7 @@ func (s *Service) GetContent(fileName string) filecheck.Content {
 // visible authorizes op on id and loads the visible file; an expired
 // temporary file is ErrExpired.
 func (s *Service) visible(ctx context.Context, op Operation, id string) (db.FileGetVisibleRow, access, error) {
-	uid, err := parseID(id)
-	if err != nil {
-		return db.FileGetVisibleRow{}, access{}, err
-	}
-	a, err := s.authorize(ctx, op, []uuid.UUID{uid}, nil)
+	uid, a, err := s.authorizeID(ctx, op, id)
 	if err != nil {
 		return db.FileGetVisibleRow{}, access{}, err
 	}
@@ -144,6 +154,16 @@ func (s *Service) visible(ctx context.Context, op Operation, id string) (db.File
 		return db.FileGetVisibleRow{}, access{}, ErrExpired
 	}
 	return row, a, nil
+}
+
+// authorizeID parses id and authorizes op on it.
+func (s *Service) authorizeID(ctx context.Context, op Operation, id string) (uuid.UUID, access, error) {
+	uid, err := parseID(id)
+	if err != nil {
+		return uuid.UUID{}, access{}, err
+	}
+	a, err := s.authorize(ctx, op, []uuid.UUID{uid}, nil)
+	return uid, a, err
 }
 
 // lookupError: zero rows is ErrNotFound; anything else is logged and

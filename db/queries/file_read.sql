@@ -33,6 +33,30 @@ WHERE id = @id
     AND deletion_pending_at IS NULL
     AND deleted_at IS NULL;
 
+-- name: FileGetDownload :one
+-- What a download needs of a visible file by id within the scope: its key,
+-- the name, type and disposition its response carries, and whether it has
+-- expired -- FileGetVisible's predicate, five columns instead of the row
+-- (a download is the hottest read; the row's other columns cost the
+-- database and the client on every one). Zero rows: as FileGetVisible.
+SELECT
+    id,
+    key,
+    original_name,
+    content_type,
+    disposition,
+    (expired_at IS NOT NULL
+        AND expired_at <= coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS expired
+FROM uploaded_file
+WHERE id = @id
+    AND tenant_code = @tenant_code
+    AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
+    AND (sqlc.narg('owner_user_id')::text IS NULL OR user_id = sqlc.narg('owner_user_id')::text)
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL;
+
 -- name: FileGetVisibleByReference :one
 -- A visible file by an exact storage reference (its key or its persisted
 -- cdn reference) within the scope. Zero rows: as FileGetVisible.

@@ -37,6 +37,10 @@ func strictJSON(next http.Handler) http.Handler {
 		routes.Handle(pattern, http.NotFoundHandler())
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost && r.Method != http.MethodPatch {
+			next.ServeHTTP(w, r) // no JSON body in the contract (and no second route lookup on every download)
+			return
+		}
 		_, pattern := routes.Handler(r)
 		newBody, ok := jsonBodies[pattern]
 		if !ok || r.Body == nil {

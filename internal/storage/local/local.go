@@ -270,6 +270,18 @@ func (s *Store) Stat(_ context.Context, key string) (storage.ObjectInfo, error) 
 }
 
 func info(key string, f *os.File) (storage.ObjectInfo, error) {
+	oi, err := infoUntyped(key, f)
+	if err != nil {
+		return oi, err
+	}
+	ct, _ := getxattr(f, xattrContentType)
+	oi.ContentType = string(ct)
+	return oi, nil
+}
+
+// infoUntyped is info without the content type (one extended attribute
+// read fewer, for a download, whose type comes from the file's row).
+func infoUntyped(key string, f *os.File) (storage.ObjectInfo, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return storage.ObjectInfo{}, mapError(err)
@@ -281,12 +293,10 @@ func info(key string, f *os.File) (storage.ObjectInfo, error) {
 	if err != nil || len(sum) != sha256.Size {
 		return storage.ObjectInfo{}, fmt.Errorf("local storage: %s has no checksum attribute; it was not written by this driver", key)
 	}
-	ct, _ := getxattr(f, xattrContentType)
 	return storage.ObjectInfo{
 		Key:          key,
 		Size:         fi.Size(),
 		ETag:         `"` + hex.EncodeToString(sum[:16]) + `"`,
-		ContentType:  string(ct),
 		SHA256:       sum,
 		LastModified: fi.ModTime(),
 	}, nil
@@ -330,7 +340,9 @@ func (s *Store) Open(_ context.Context, key string, rng *storage.Range) (io.Read
 }
 
 // OpenFile opens the object for reading with seeking (for http.ServeContent)
-// and returns its metadata. The caller closes the file.
+// and returns its metadata but its content type (ObjectInfo.ContentType is
+// empty: a download serves the type its row records, and reading it here
+// cost every download a system call). The caller closes the file.
 func (s *Store) OpenFile(key string) (*os.File, storage.ObjectInfo, error) {
 	if err := storage.ValidateKey(key); err != nil {
 		return nil, storage.ObjectInfo{}, err
@@ -339,7 +351,7 @@ func (s *Store) OpenFile(key string) (*os.File, storage.ObjectInfo, error) {
 	if err != nil {
 		return nil, storage.ObjectInfo{}, err
 	}
-	oi, err := info(key, f)
+	oi, err := infoUntyped(key, f)
 	if err != nil {
 		f.Close()
 		return nil, storage.ObjectInfo{}, err

@@ -185,9 +185,10 @@ func (s *Store) serveGet(w http.ResponseWriter, r *http.Request, q url.Values) {
 		return
 	}
 	defer f.Close()
-	ct := oi.ContentType
-	if v := q.Get(qRespType); v != "" {
-		ct = v
+	ct := q.Get(qRespType)
+	if ct == "" {
+		b, _ := getxattr(f, xattrContentType)
+		ct = string(b)
 	}
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("X-Content-Type-Options", "nosniff")

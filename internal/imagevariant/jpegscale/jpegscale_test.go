@@ -96,10 +96,10 @@ func TestDecodeEighthRefusesWhatItDoesNotScale(t *testing.T) {
 	}
 	src := read(t, "video-001.jpeg")
 	for name, b := range map[string][]byte{
-		"cut in its scan":       src[:len(src)/2],
-		"no EOI":                src[:len(src)-2],
-		"empty":                 nil,
-		"not a JPEG":            []byte("GIF89a"),
+		"cut in its scan": src[:len(src)/2],
+		"no EOI":          src[:len(src)-2],
+		"empty":           nil,
+		"not a JPEG":      []byte("GIF89a"),
 	} {
 		if m, err := DecodeEighth(b); err == nil {
 			t.Errorf("%s: decoded %v, want an error", name, m.Bounds())

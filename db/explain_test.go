@@ -459,6 +459,10 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			return err
 		},
 		func() error {
+			_, err := q.VariantGetDownload(ctx, e, db.VariantGetDownloadParams{ID: id, Preset: "thumb", TenantCode: ten, OwnerUserID: user, Now: now})
+			return err
+		},
+		func() error {
 			_, err := q.VariantClaim(ctx, e, db.VariantClaimParams{ID: uuid.New(), FileID: id, Preset: "thumb", Key: "core/v/1.webp", ContentType: "image/webp", Lease: time.Minute, Now: now})
 			return err
 		},

@@ -161,17 +161,40 @@ func (s *Service) FindVariant(ctx context.Context, id, preset string) (*Variant,
 	}, nil
 }
 
-// DownloadVariant returns a variant's bytes, as FindVariant finds it.
+// DownloadVariant returns a variant's bytes, as FindVariant finds it. A
+// stored variant is read with the few columns its response needs; one not
+// ready yet is made as FindVariant makes it.
 func (s *Service) DownloadVariant(ctx context.Context, id, preset string) (*Download, error) {
-	file, v, err := s.variant(ctx, OpDownload, id, preset)
+	p, ok := s.cfg.Variants.Presets[preset]
+	if !ok {
+		return nil, ErrInvalidMeta
+	}
+	uid, a, err := s.authorizeID(ctx, OpDownload, id)
 	if err != nil {
 		return nil, err
 	}
-	d, err := s.openKey(ctx, file.UploadedFile.ID, v.Key)
+	row, err := s.q.VariantGetDownload(ctx, s.db, db.VariantGetDownloadParams{
+		ID: uid, Preset: preset, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(), Now: s.now(),
+	})
+	switch {
+	case err != nil:
+		return nil, s.lookupError(ctx, err)
+	case row.Expired:
+		return nil, ErrExpired
+	case !variantSource(row.ContentType):
+		return nil, ErrNotFound
+	}
+	v := db.UploadedFileVariant{Preset: preset}
+	if row.VariantKey != nil {
+		v.Key, v.ContentType = *row.VariantKey, *row.VariantContentType
+	} else if _, v, err = s.variantOf(ctx, uid, a, preset, p); err != nil {
+		return nil, err
+	}
+	d, err := s.openKey(ctx, row.ID, v.Key)
 	if err != nil {
 		return nil, err
 	}
-	d.FileName, d.ContentType, d.Disposition = variantName(file.UploadedFile.OriginalName, v), v.ContentType, Disposition(file.UploadedFile.Disposition)
+	d.FileName, d.ContentType, d.Disposition = variantName(row.OriginalName, v), v.ContentType, Disposition(row.Disposition)
 	return d, nil
 }
 
@@ -179,19 +202,20 @@ func (s *Service) DownloadVariant(ctx context.Context, id, preset string) (*Down
 // ready variant for preset -- read with the file in one round trip when
 // stored, generated (or waited for) otherwise.
 func (s *Service) variant(ctx context.Context, op Operation, id, preset string) (db.FileGetVisibleRow, db.UploadedFileVariant, error) {
-	var none db.FileGetVisibleRow
 	p, ok := s.cfg.Variants.Presets[preset]
 	if !ok {
-		return none, db.UploadedFileVariant{}, ErrInvalidMeta
+		return db.FileGetVisibleRow{}, db.UploadedFileVariant{}, ErrInvalidMeta
 	}
-	uid, err := parseID(id)
+	uid, a, err := s.authorizeID(ctx, op, id)
 	if err != nil {
-		return none, db.UploadedFileVariant{}, err
+		return db.FileGetVisibleRow{}, db.UploadedFileVariant{}, err
 	}
-	a, err := s.authorize(ctx, op, []uuid.UUID{uid}, nil)
-	if err != nil {
-		return none, db.UploadedFileVariant{}, err
-	}
+	return s.variantOf(ctx, uid, a, preset, p)
+}
+
+// variantOf is variant once a has authorized the file uid.
+func (s *Service) variantOf(ctx context.Context, uid uuid.UUID, a access, preset string, p VariantPreset) (db.FileGetVisibleRow, db.UploadedFileVariant, error) {
+	var none db.FileGetVisibleRow
 	row, err := s.q.VariantGetVisible(ctx, s.db, db.VariantGetVisibleParams{
 		ID: uid, Preset: preset, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(), Now: s.now(),
 	})

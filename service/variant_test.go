@@ -134,6 +134,33 @@ func TestVariantGeneratedOnceStoredBesideAndServed(t *testing.T) {
 	}
 }
 
+// The first request for a variant may be its download: generated then,
+// served from storage after.
+func TestVariantDownloadedFirst(t *testing.T) {
+	t.Parallel()
+	b := setup(t, service.DriverLocal, presets)
+	f := b.uploadImage(alice, photo(t), "holiday.jpg", nil)
+	read := func() string {
+		d, err := b.svc.DownloadVariant(alice, f.ID.String(), "thumb")
+		require.NoError(t, err)
+		defer d.Body.Close()
+		body, err := io.ReadAll(d.Body)
+		require.NoError(t, err)
+		require.Equal(t, "holiday-thumb.webp", d.FileName)
+		require.Equal(t, "image/webp", d.ContentType)
+		return string(body)
+	}
+	first := read()
+	rows := b.variantRows()
+	require.Len(t, rows, 1)
+	require.Equal(t, "ready", rows[0].Status)
+	require.Equal(t, b.readObject(rows[0].Key), first)
+	require.Equal(t, first, read())
+	require.Equal(t, rows, b.variantRows(), "the second download generated nothing")
+	require.Equal(t, 1, b.eventCount("file.variant-ready"))
+	b.checkInvariants()
+}
+
 func TestVariantConcurrentFirstRequestsGenerateOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t, service.DriverLocal, presets)
@@ -173,6 +200,8 @@ func TestVariantLooksLikeAMissingFileOutOfScope(t *testing.T) {
 				"a missing id":           func() error { _, err := b.svc.FindVariant(alice, uuid.NewString(), "thumb"); return err },
 				"a malformed id":         func() error { _, err := b.svc.FindVariant(alice, "../x", "thumb"); return err },
 				"another tenant's bytes": func() error { _, err := b.svc.DownloadVariant(mallory, img.ID.String(), "thumb"); return err },
+				"a non-image's bytes":    func() error { _, err := b.svc.DownloadVariant(alice, doc.ID.String(), "thumb"); return err },
+				"a missing id's bytes":   func() error { _, err := b.svc.DownloadVariant(alice, uuid.NewString(), "thumb"); return err },
 			} {
 				err := call()
 				require.ErrorIs(t, err, service.ErrNotFound, name)
@@ -180,6 +209,8 @@ func TestVariantLooksLikeAMissingFileOutOfScope(t *testing.T) {
 			}
 			_, err := b.svc.FindVariant(alice, img.ID.String(), "huge")
 			require.ErrorIs(t, err, service.ErrInvalidMeta, "an unknown preset")
+			_, err = b.svc.DownloadVariant(alice, img.ID.String(), "huge")
+			require.ErrorIs(t, err, service.ErrInvalidMeta, "an unknown preset's bytes")
 			require.Empty(t, b.variantRows(), "nothing was generated")
 		})
 	}

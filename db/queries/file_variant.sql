@@ -56,6 +56,38 @@ WHERE uploaded_file.id = @id
     AND uploaded_file.deletion_pending_at IS NULL
     AND uploaded_file.deleted_at IS NULL;
 
+-- name: VariantGetDownload :one
+-- What the download of a stored variant needs, in one round trip: the
+-- visible file (as FileGetVisible) with the name, type and disposition the
+-- response takes from it and whether it has expired, and its ready
+-- variant's key and type for @preset -- VariantGetVisible's predicate, not
+-- the whole row (a stored variant is served as often as a download).
+-- variant_key is NULL when none is ready yet (the caller then takes
+-- VariantGetVisible's path, which generates it). Zero rows: as
+-- FileGetVisible.
+SELECT
+    uploaded_file.id,
+    uploaded_file.original_name,
+    uploaded_file.content_type,
+    uploaded_file.disposition,
+    (uploaded_file.expired_at IS NOT NULL
+        AND uploaded_file.expired_at <= coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS expired,
+    variant.key AS variant_key,
+    variant.content_type AS variant_content_type
+FROM uploaded_file
+LEFT JOIN uploaded_file_variant AS variant
+    ON variant.file_id = uploaded_file.id
+    AND variant.preset = @preset
+    AND variant.status = 'ready'
+WHERE uploaded_file.id = @id
+    AND uploaded_file.tenant_code = @tenant_code
+    AND (sqlc.narg('department_code')::text IS NULL OR uploaded_file.department_code = sqlc.narg('department_code')::text)
+    AND (sqlc.narg('owner_user_id')::text IS NULL OR uploaded_file.user_id = sqlc.narg('owner_user_id')::text)
+    AND uploaded_file.status = 'ready'
+    AND uploaded_file.upload_pending_at IS NULL
+    AND uploaded_file.deletion_pending_at IS NULL
+    AND uploaded_file.deleted_at IS NULL;
+
 -- name: VariantClaim :one
 -- (none) -> generating, with the key the object will be written at and a
 -- lease, for a file that is still visible (its row is share-locked, so a

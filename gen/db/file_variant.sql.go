@@ -420,6 +420,80 @@ func (q *Queries) VariantGet(ctx context.Context, db DBTX, arg VariantGetParams)
 	return i, err
 }
 
+const variantGetDownload = `-- name: VariantGetDownload :one
+SELECT
+    uploaded_file.id,
+    uploaded_file.original_name,
+    uploaded_file.content_type,
+    uploaded_file.disposition,
+    (uploaded_file.expired_at IS NOT NULL
+        AND uploaded_file.expired_at <= coalesce($1::timestamptz, now()))::boolean AS expired,
+    variant.key AS variant_key,
+    variant.content_type AS variant_content_type
+FROM uploaded_file
+LEFT JOIN uploaded_file_variant AS variant
+    ON variant.file_id = uploaded_file.id
+    AND variant.preset = $2
+    AND variant.status = 'ready'
+WHERE uploaded_file.id = $3
+    AND uploaded_file.tenant_code = $4
+    AND ($5::text IS NULL OR uploaded_file.department_code = $5::text)
+    AND ($6::text IS NULL OR uploaded_file.user_id = $6::text)
+    AND uploaded_file.status = 'ready'
+    AND uploaded_file.upload_pending_at IS NULL
+    AND uploaded_file.deletion_pending_at IS NULL
+    AND uploaded_file.deleted_at IS NULL
+`
+
+type VariantGetDownloadParams struct {
+	Now            *time.Time
+	Preset         string
+	ID             uuid.UUID
+	TenantCode     string
+	DepartmentCode *string
+	OwnerUserID    *string
+}
+
+type VariantGetDownloadRow struct {
+	ID                 uuid.UUID
+	OriginalName       string
+	ContentType        string
+	Disposition        string
+	Expired            bool
+	VariantKey         *string
+	VariantContentType *string
+}
+
+// What the download of a stored variant needs, in one round trip: the
+// visible file (as FileGetVisible) with the name, type and disposition the
+// response takes from it and whether it has expired, and its ready
+// variant's key and type for @preset -- VariantGetVisible's predicate, not
+// the whole row (a stored variant is served as often as a download).
+// variant_key is NULL when none is ready yet (the caller then takes
+// VariantGetVisible's path, which generates it). Zero rows: as
+// FileGetVisible.
+func (q *Queries) VariantGetDownload(ctx context.Context, db DBTX, arg VariantGetDownloadParams) (VariantGetDownloadRow, error) {
+	row := db.QueryRow(ctx, variantGetDownload,
+		arg.Now,
+		arg.Preset,
+		arg.ID,
+		arg.TenantCode,
+		arg.DepartmentCode,
+		arg.OwnerUserID,
+	)
+	var i VariantGetDownloadRow
+	err := row.Scan(
+		&i.ID,
+		&i.OriginalName,
+		&i.ContentType,
+		&i.Disposition,
+		&i.Expired,
+		&i.VariantKey,
+		&i.VariantContentType,
+	)
+	return i, err
+}
+
 const variantGetVisible = `-- name: VariantGetVisible :one
 SELECT
     uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at,

@@ -14,16 +14,20 @@ import (
 type requestMetrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
-	bytes    *prometheus.CounterVec
+	// bytesIn and bytesOut are uploadedfile_http_bytes_total's two
+	// series, resolved once rather than looked up on every request.
+	bytesIn, bytesOut prometheus.Counter
 }
 
 func newRequestMetrics(reg prometheus.Registerer) *requestMetrics {
+	bytes := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "uploadedfile_http_bytes_total", Help: "HTTP body bytes received (in) and sent (out)."}, []string{"direction"})
 	m := &requestMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "uploadedfile_http_requests_total", Help: "HTTP requests by route and status."}, []string{"route", "code"}),
 		latency:  prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "uploadedfile_http_request_duration_seconds", Help: "HTTP request latency by route.", Buckets: prometheus.DefBuckets}, []string{"route"}),
-		bytes:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "uploadedfile_http_bytes_total", Help: "HTTP body bytes received (in) and sent (out)."}, []string{"direction"}),
+		bytesIn:  bytes.WithLabelValues("in"),
+		bytesOut: bytes.WithLabelValues("out"),
 	}
-	reg.MustRegister(m.requests, m.latency, m.bytes)
+	reg.MustRegister(m.requests, m.latency, bytes)
 	return m
 }
 
@@ -33,8 +37,8 @@ func (m *requestMetrics) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
-		if r.Body != nil {
-			r.Body = &countingBody{ReadCloser: r.Body, c: m.bytes.WithLabelValues("in")}
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = &countingBody{ReadCloser: r.Body, c: m.bytesIn}
 		}
 		next.ServeHTTP(sw, r)
 		route := r.Pattern
@@ -43,7 +47,7 @@ func (m *requestMetrics) wrap(next http.Handler) http.Handler {
 		}
 		m.requests.WithLabelValues(route, strconv.Itoa(sw.code)).Inc()
 		m.latency.WithLabelValues(route).Observe(time.Since(start).Seconds())
-		m.bytes.WithLabelValues("out").Add(float64(sw.n))
+		m.bytesOut.Add(float64(sw.n))
 	})
 }
 

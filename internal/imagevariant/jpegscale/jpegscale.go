@@ -286,9 +286,7 @@ func (d *decoder) processSOF(seg []byte) error {
 		c.h, c.v = h, v
 	}
 	if d.nComp == 3 {
-		switch d.comp[0].h/d.comp[1].h<<4 | d.comp[0].v/d.comp[1].v {
-		case 0x11, 0x12, 0x21, 0x22, 0x41, 0x42:
-		default:
+		if _, ok := subsampling[d.chromaSampling()]; !ok {
 			return ErrUnsupported
 		}
 	}
@@ -349,22 +347,7 @@ func (d *decoder) image() (image.Image, error) {
 		return full.SubImage(image.Rect(0, 0, w, h)), nil
 	}
 	h0, v0 := d.comp[0].h, d.comp[0].v
-	var ratio image.YCbCrSubsampleRatio
-	switch h0/d.comp[1].h<<4 | v0/d.comp[1].v {
-	case 0x11:
-		ratio = image.YCbCrSubsampleRatio444
-	case 0x12:
-		ratio = image.YCbCrSubsampleRatio440
-	case 0x21:
-		ratio = image.YCbCrSubsampleRatio422
-	case 0x22:
-		ratio = image.YCbCrSubsampleRatio420
-	case 0x41:
-		ratio = image.YCbCrSubsampleRatio411
-	case 0x42:
-		ratio = image.YCbCrSubsampleRatio410
-	}
-	full := image.NewYCbCr(image.Rect(0, 0, h0*d.mxx, v0*d.myy), ratio)
+	full := image.NewYCbCr(image.Rect(0, 0, h0*d.mxx, v0*d.myy), subsampling[d.chromaSampling()])
 	d.fill(full.Y, full.YStride, 0)
 	d.fill(full.Cb, full.CStride, 1)
 	d.fill(full.Cr, full.CStride, 2)
@@ -380,6 +363,24 @@ func (d *decoder) fill(dst []byte, stride, i int) {
 		v := (c*q+4)>>3 + 128
 		dst[(k/across)*stride+k%across] = uint8(min(max(v, 0), 255))
 	}
+}
+
+// subsampling maps the luma-to-chroma sampling ratio (chromaSampling) to
+// the image.YCbCr layout of the same name: image/jpeg's 4:4:4, 4:4:0,
+// 4:2:2, 4:2:0, 4:1:1 and 4:1:0.
+var subsampling = map[int]image.YCbCrSubsampleRatio{
+	0x11: image.YCbCrSubsampleRatio444,
+	0x12: image.YCbCrSubsampleRatio440,
+	0x21: image.YCbCrSubsampleRatio422,
+	0x22: image.YCbCrSubsampleRatio420,
+	0x41: image.YCbCrSubsampleRatio411,
+	0x42: image.YCbCrSubsampleRatio410,
+}
+
+// chromaSampling is a 3-component frame's luma sampling over its chroma
+// sampling, horizontal in the high nibble, vertical in the low.
+func (d *decoder) chromaSampling() int {
+	return d.comp[0].h/d.comp[1].h<<4 | d.comp[0].v/d.comp[1].v
 }
 
 // isRGB reports whether a 3-component JPEG holds RGB rather than YCbCr,

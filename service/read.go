@@ -18,7 +18,9 @@ import (
 )
 
 // fileOpener is a store that can open an object as a seekable file (the
-// local driver), so downloads serve Range and conditional requests.
+// local driver), so downloads serve Range and conditional requests. The
+// ObjectInfo it returns need not carry the content type: a download takes
+// it from the file's row.
 type fileOpener interface {
 	OpenFile(key string) (*os.File, storage.ObjectInfo, error)
 }

@@ -20,7 +20,10 @@
 //
 // Corrupt input never panics and never runs unbounded: every scan walks a
 // fixed number of blocks, and a scan that needs bits past the end of its
-// data is an error, as in image/jpeg.
+// data is an error, as in image/jpeg. Memory is one int32 per 8x8 block
+// the frame header declares, plus the output; a caller bounds the declared
+// size first (imagevariant refuses images over its pixel limit before any
+// decode).
 package jpegscale
 
 import (

@@ -19,7 +19,7 @@ var scaled = []string{
 	"video-001.jpeg",
 	"video-001.progressive.jpeg",
 	"video-001.progressive.truncated.jpeg", // its last scans are missing, its EOI is not
-	"video-001.221212.jpeg", // luma 2x2, chroma 1x2: 4:2:2 from taller blocks
+	"video-001.221212.jpeg",                // luma 2x2, chroma 1x2: 4:2:2 from taller blocks
 	"video-001.q50.410.jpeg",
 	"video-001.q50.410.progressive.jpeg",
 	"video-001.q50.411.jpeg",

@@ -306,9 +306,10 @@ func fit(img image.Image, denom int, hdr header, spec Spec) *image.RGBA {
 		srcRect, dw, dh = image.Rect(crop.Min.Y, crop.Min.X, crop.Max.Y, crop.Max.X), sh, sw
 	}
 	// A flip mirrors the crop onto itself (it is centred), so only the
-	// transposition matters; the image may not start at the origin.
-	b := img.Bounds()
-	srcRect = scaleRect(srcRect, denom, b.Size()).Add(b.Min)
+	// transposition matters. The rectangle is in the canvas's coordinates,
+	// where every decoder puts its image (a GIF's first frame stands at
+	// its own place in it; the rest of the canvas reads as transparent).
+	srcRect = scaleRect(srcRect, denom, img.Bounds().Max)
 	scaled := scaleTo(img, srcRect, dw, dh)
 	upright := orient(scaled, o)
 	if spec.Fit != FitContain {

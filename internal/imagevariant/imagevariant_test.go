@@ -222,6 +222,25 @@ func TestAnimatedGIFUsesTheFirstFrame(t *testing.T) {
 	require.True(t, near(m.At(5, 5), red), "the first frame: %v", m.At(5, 5))
 }
 
+// A GIF's first frame may cover part of its canvas only: the variant is
+// of the canvas, the frame where it stands and the rest transparent.
+func TestGIFFrameOffsetInItsCanvas(t *testing.T) {
+	frame := image.NewPaletted(image.Rect(20, 0, 40, 20), color.Palette{color.Transparent, red})
+	for i := range frame.Pix {
+		frame.Pix[i] = 1
+	}
+	var b bytes.Buffer
+	require.NoError(t, gif.EncodeAll(&b, &gif.GIF{Image: []*image.Paletted{frame}, Delay: []int{0},
+		Config: image.Config{Width: 40, Height: 20, ColorModel: frame.Palette}}))
+	r, err := New(Limits{}).Generate(context.Background(), b.Bytes(), Spec{Width: 40, Height: 20, Fit: FitInside, Format: FormatPNG})
+	require.NoError(t, err)
+	m := decodeOut(t, r)
+	require.Equal(t, [2]int{40, 20}, [2]int{r.Width, r.Height})
+	require.True(t, near(m.At(30, 10), red), "the frame, on the right: %v", m.At(30, 10))
+	_, _, _, a := m.At(10, 10).RGBA()
+	require.Zero(t, a, "left of the frame: transparent")
+}
+
 func TestAnimatedWebPIsRefused(t *testing.T) {
 	// RIFF/WEBP with a VP8X chunk whose animation flag is set (a 10x10
 	// canvas), then an ANIM chunk.

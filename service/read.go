@@ -88,12 +88,7 @@ func (s *Service) Download(ctx context.Context, id string) (*Download, error) {
 	if row.Expired {
 		return nil, ErrExpired
 	}
-	d, err := s.openKey(ctx, row.ID, row.Key)
-	if err != nil {
-		return nil, err
-	}
-	d.FileName, d.ContentType, d.Disposition = row.OriginalName, row.ContentType, Disposition(row.Disposition)
-	return d, nil
+	return s.openObject(ctx, row.ID, row.Key, row.OriginalName, row.ContentType, row.Disposition)
 }
 
 // DownloadAttached returns the bytes of a file attached exactly to
@@ -130,7 +125,8 @@ func (s *Service) DownloadAttached(ctx context.Context, id string, att Attachmen
 	if row.Expired {
 		return nil, ErrExpired
 	}
-	return s.open(ctx, row.UploadedFile)
+	f := row.UploadedFile
+	return s.openObject(ctx, f.ID, f.Key, f.OriginalName, f.ContentType, f.Disposition)
 }
 
 // GetContent is the spec's getContent: the allowlisted content type of a
@@ -177,18 +173,10 @@ func (s *Service) lookupError(ctx context.Context, err error) error {
 	return s.internalError(ctx, ErrNotFound, "file lookup failed", err)
 }
 
-func (s *Service) open(ctx context.Context, row db.UploadedFile) (*Download, error) {
-	d, err := s.openKey(ctx, row.ID, row.Key)
-	if err != nil {
-		return nil, err
-	}
-	d.FileName, d.ContentType, d.Disposition = row.OriginalName, row.ContentType, Disposition(row.Disposition)
-	return d, nil
-}
-
-// openKey opens the object at key (of file id) for a download.
-func (s *Service) openKey(ctx context.Context, id uuid.UUID, key string) (*Download, error) {
-	d := &Download{}
+// openObject opens the object at key (of file id) for a download served
+// as name, of contentType, with disposition.
+func (s *Service) openObject(ctx context.Context, id uuid.UUID, key, name, contentType, disposition string) (*Download, error) {
+	d := &Download{FileName: name, ContentType: contentType, Disposition: Disposition(disposition)}
 	if fo, ok := s.store.(fileOpener); ok {
 		f, oi, err := fo.OpenFile(key)
 		switch {

@@ -147,7 +147,11 @@ func variantSource(contentType string) bool {
 // ErrVariantRefused; a generation that fails or outlives the timeout is
 // ErrVariantFailed (retryable).
 func (s *Service) FindVariant(ctx context.Context, id, preset string) (*Variant, error) {
-	file, v, err := s.variant(ctx, OpRead, id, preset)
+	uid, a, p, err := s.authorizeVariant(ctx, OpRead, id, preset)
+	if err != nil {
+		return nil, err
+	}
+	file, v, err := s.variantOf(ctx, uid, a, preset, p)
 	if err != nil {
 		return nil, err
 	}
@@ -165,24 +169,15 @@ func (s *Service) FindVariant(ctx context.Context, id, preset string) (*Variant,
 // stored variant is read with the few columns its response needs; one not
 // ready yet is made as FindVariant makes it.
 func (s *Service) DownloadVariant(ctx context.Context, id, preset string) (*Download, error) {
-	p, ok := s.cfg.Variants.Presets[preset]
-	if !ok {
-		return nil, ErrInvalidMeta
-	}
-	uid, a, err := s.authorizeID(ctx, OpDownload, id)
+	uid, a, p, err := s.authorizeVariant(ctx, OpDownload, id, preset)
 	if err != nil {
 		return nil, err
 	}
 	row, err := s.q.VariantGetDownload(ctx, s.db, db.VariantGetDownloadParams{
 		ID: uid, Preset: preset, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(), Now: s.now(),
 	})
-	switch {
-	case err != nil:
-		return nil, s.lookupError(ctx, err)
-	case row.Expired:
-		return nil, ErrExpired
-	case !variantSource(row.ContentType):
-		return nil, ErrNotFound
+	if err := s.imageLookupError(ctx, err, row.Expired, row.ContentType); err != nil {
+		return nil, err
 	}
 	v := db.UploadedFileVariant{Preset: preset}
 	if row.VariantKey != nil {
@@ -190,42 +185,44 @@ func (s *Service) DownloadVariant(ctx context.Context, id, preset string) (*Down
 	} else if _, v, err = s.variantOf(ctx, uid, a, preset, p); err != nil {
 		return nil, err
 	}
-	d, err := s.openKey(ctx, row.ID, v.Key)
-	if err != nil {
-		return nil, err
-	}
-	d.FileName, d.ContentType, d.Disposition = variantName(row.OriginalName, v), v.ContentType, Disposition(row.Disposition)
-	return d, nil
+	return s.openObject(ctx, row.ID, v.Key, variantName(row.OriginalName, v), v.ContentType, row.Disposition)
 }
 
-// variant authorizes op on id, loads the visible image and returns its
-// ready variant for preset -- read with the file in one round trip when
-// stored, generated (or waited for) otherwise.
-func (s *Service) variant(ctx context.Context, op Operation, id, preset string) (db.FileGetVisibleRow, db.UploadedFileVariant, error) {
+// authorizeVariant checks that preset is configured (ErrInvalidMeta) and
+// authorizes op on id.
+func (s *Service) authorizeVariant(ctx context.Context, op Operation, id, preset string) (uuid.UUID, access, VariantPreset, error) {
 	p, ok := s.cfg.Variants.Presets[preset]
 	if !ok {
-		return db.FileGetVisibleRow{}, db.UploadedFileVariant{}, ErrInvalidMeta
+		return uuid.UUID{}, access{}, VariantPreset{}, ErrInvalidMeta
 	}
 	uid, a, err := s.authorizeID(ctx, op, id)
-	if err != nil {
-		return db.FileGetVisibleRow{}, db.UploadedFileVariant{}, err
-	}
-	return s.variantOf(ctx, uid, a, preset, p)
+	return uid, a, p, err
 }
 
-// variantOf is variant once a has authorized the file uid.
+// imageLookupError answers a lookup of a visible image: its error
+// (lookupError), an expired file, or a file variants are not made from
+// (ErrNotFound, as a missing one); nil for an image to make variants of.
+func (s *Service) imageLookupError(ctx context.Context, err error, expired bool, contentType string) error {
+	switch {
+	case err != nil:
+		return s.lookupError(ctx, err)
+	case expired:
+		return ErrExpired
+	case !variantSource(contentType):
+		return ErrNotFound
+	}
+	return nil
+}
+
+// variantOf returns the ready variant for preset of the visible image uid,
+// which a has authorized -- read with the file in one round trip when
+// stored, generated (or waited for) otherwise.
 func (s *Service) variantOf(ctx context.Context, uid uuid.UUID, a access, preset string, p VariantPreset) (db.FileGetVisibleRow, db.UploadedFileVariant, error) {
-	var none db.FileGetVisibleRow
 	row, err := s.q.VariantGetVisible(ctx, s.db, db.VariantGetVisibleParams{
 		ID: uid, Preset: preset, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(), Now: s.now(),
 	})
-	switch {
-	case err != nil:
-		return none, db.UploadedFileVariant{}, s.lookupError(ctx, err)
-	case row.Expired:
-		return none, db.UploadedFileVariant{}, ErrExpired
-	case !variantSource(row.UploadedFile.ContentType):
-		return none, db.UploadedFileVariant{}, ErrNotFound
+	if err := s.imageLookupError(ctx, err, row.Expired, row.UploadedFile.ContentType); err != nil {
+		return db.FileGetVisibleRow{}, db.UploadedFileVariant{}, err
 	}
 	file := db.FileGetVisibleRow{UploadedFile: row.UploadedFile, Expired: row.Expired, DBNow: row.DBNow}
 	if row.VariantKey != nil {

@@ -93,8 +93,7 @@ type decoder struct {
 	jfif          bool
 	adobeValid    bool
 	adobeXform    uint8
-	ri            int    // restart interval, in MCUs
-	eobRun        uint16 // end-of-band run, section G.1.2.2
+	ri            int // restart interval, in MCUs
 
 	huff  [maxTc + 1][maxTh + 1]huffman
 	quant [maxTq + 1]int32 // each table's DC quantizer: all a DC decode needs

@@ -75,10 +75,7 @@ func (d *decoder) processSOS(seg []byte) error {
 	for i := range nComp {
 		d.seen[scan[i].compIndex] = true
 	}
-	if err := d.resetBits(); err != nil {
-		return err
-	}
-	d.eobRun = 0
+	// The bit reader is fresh: every scan leaves it reset.
 	if err := d.decodeScan(scan[:nComp], ah, al); err != nil {
 		return err
 	}
@@ -148,7 +145,6 @@ func (d *decoder) decodeScan(scan []scanComp, ah, al uint) error {
 					expectedRST = rst0Marker
 				}
 				pred = [maxComponents]int32{}
-				d.eobRun = 0
 			}
 		}
 	}

@@ -246,6 +246,10 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			return err
 		},
 		func() error {
+			_, err := q.FileGetDetail(ctx, e, db.FileGetDetailParams{ID: id, TenantCode: ten, DepartmentCode: dept, OwnerUserID: user, Now: now})
+			return err
+		},
+		func() error {
 			_, err := q.FileGetDownload(ctx, e, db.FileGetDownloadParams{ID: id, TenantCode: ten, DepartmentCode: dept, OwnerUserID: user, Now: now})
 			return err
 		},

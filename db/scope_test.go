@@ -64,6 +64,10 @@ func scopedQueries() []scopedQuery {
 			_, err := b.q.FileGetVisible(b.ctx, tx, db.FileGetVisibleParams{ID: f.ID, TenantCode: s.Tenant, DepartmentCode: s.Department, OwnerUserID: s.Owner, Now: at(0)})
 			return err
 		}},
+		{"FileGetDetail", ready, func(b *bundle, tx pgx.Tx, f db.UploadedFile, s scope) error {
+			_, err := b.q.FileGetDetail(b.ctx, tx, db.FileGetDetailParams{ID: f.ID, TenantCode: s.Tenant, DepartmentCode: s.Department, OwnerUserID: s.Owner, Now: at(0)})
+			return err
+		}},
 		{"FileGetDownload", ready, func(b *bundle, tx pgx.Tx, f db.UploadedFile, s scope) error {
 			_, err := b.q.FileGetDownload(b.ctx, tx, db.FileGetDownloadParams{ID: f.ID, TenantCode: s.Tenant, DepartmentCode: s.Department, OwnerUserID: s.Owner, Now: at(0)})
 			return err
@@ -235,6 +239,10 @@ func TestTemporaryExpiry(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, c.expired, row.Expired, "at t0+%s", c.now)
 		require.Equal(t, t0.Add(c.now), row.DBNow.UTC())
+		detail, err := b.q.FileGetDetail(b.ctx, b.pool, db.FileGetDetailParams{ID: f.ID, TenantCode: "acme", Now: at(c.now)})
+		require.NoError(t, err)
+		require.Equal(t, c.expired, detail.Expired, "detail at t0+%s", c.now)
+		require.Equal(t, t0.Add(c.now), detail.DBNow.UTC())
 		dl, err := b.q.FileGetDownload(b.ctx, b.pool, db.FileGetDownloadParams{ID: f.ID, TenantCode: "acme", Now: at(c.now)})
 		require.NoError(t, err)
 		require.Equal(t, c.expired, dl.Expired, "download at t0+%s", c.now)

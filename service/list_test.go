@@ -165,6 +165,19 @@ func TestListFiltersAndSorts(t *testing.T) {
 		require.NotEmpty(t, f.URL, "a URL per entry on request")
 	}
 
+	// The detail reads fewer columns than the list (FileGetDetail against
+	// the whole row): for every kind of file here -- public, temporary,
+	// attached, with extra data -- it answers the same, field by field.
+	require.NoError(t, service.SetExtraData(alice, b.svc, pdfB.ID.String(), invoiceData{Pages: 2, Source: "scan"}))
+	all, err := b.svc.List(alice, service.ListOptions{WithURLs: true})
+	require.NoError(t, err)
+	require.Len(t, all.Files, 5)
+	for _, f := range all.Files {
+		got, err := b.svc.Find(alice, f.ID.String())
+		require.NoError(t, err)
+		require.Equal(t, f, got, f.OriginalName)
+	}
+
 	for name, o := range map[string]service.ListOptions{
 		"limit too large":  {Limit: 201},
 		"negative limit":   {Limit: -1},

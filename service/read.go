@@ -38,13 +38,35 @@ type Download struct {
 	LastModified time.Time
 }
 
-// Find returns a visible file with a URL to read it.
+// Find returns a visible file with a URL to read it. It reads the columns
+// its result carries (FileGetDetail), not the row.
 func (s *Service) Find(ctx context.Context, id string) (*Result, error) {
-	row, _, err := s.visible(ctx, OpRead, id)
+	uid, a, err := s.authorizeID(ctx, OpRead, id)
 	if err != nil {
 		return nil, err
 	}
-	return s.result(ctx, row.UploadedFile, &row.DBNow)
+	row, err := s.q.FileGetDetail(ctx, s.db, db.FileGetDetailParams{
+		ID: uid, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(), Now: s.now(),
+	})
+	if err != nil {
+		return nil, s.lookupError(ctx, err)
+	}
+	if row.Expired {
+		return nil, ErrExpired
+	}
+	return s.result(ctx, detailFile(row), &row.DBNow)
+}
+
+// detailFile is the part of a file's row that FileGetDetail reads: what
+// result and the URL it resolves use.
+func detailFile(r db.FileGetDetailRow) db.UploadedFile {
+	return db.UploadedFile{
+		ID: r.ID, Key: r.Key, CDN: r.CDN, OriginalName: r.OriginalName, SizeBytes: r.SizeBytes,
+		ContentType: r.ContentType, Visibility: r.Visibility, Status: r.Status,
+		IsTemporary: r.IsTemporary, Disposition: r.Disposition, Checksum: r.Checksum,
+		ExtraData: r.ExtraData, Module: r.Module, Entity: r.Entity, EntityID: r.EntityID, Type: r.Type,
+		CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, ExpiredAt: r.ExpiredAt,
+	}
 }
 
 // FindByID returns a visible file with its extra data decoded as T.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -302,6 +303,13 @@ func (s *Service) persistedCDN(id uuid.UUID, key string, vis Visibility) *string
 // spoolBuffer is the write buffer of the spool.
 const spoolBuffer = 256 << 10
 
+// spoolWriters are the spool's write buffers, reused across uploads: a
+// fresh 256 KiB buffer per upload was most of a small upload's allocations,
+// and the garbage collections they caused a seventh of the server's CPU
+// (pprof, 64 KiB uploads × 32). A writer is reset onto nothing before it is
+// put back, so it holds no reference to a finished spool.
+var spoolWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, spoolBuffer) }}
+
 // spooled is an upload the store holds in a spool while it is checked: the
 // checks read it at random offsets without holding it in memory, and
 // writing it is a commit -- on the local driver a link, not a second copy.
@@ -324,11 +332,14 @@ func (s *Service) spool(ctx context.Context, src io.Reader, max int64) (*spooled
 	}
 	// Sources such as a multipart part hand over a few KiB per read; a
 	// buffer turns that into few large writes.
-	bw := bufio.NewWriterSize(sp, spoolBuffer)
+	bw := spoolWriters.Get().(*bufio.Writer)
+	bw.Reset(sp)
 	n, err := io.Copy(bw, io.LimitReader(src, max+1))
 	if err == nil {
 		err = bw.Flush()
 	}
+	bw.Reset(nil)
+	spoolWriters.Put(bw)
 	if err != nil {
 		sp.Close()
 		return nil, ErrUploadFailed

@@ -26,6 +26,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/uploadedfile/uploadedfile/gen/client"
 	"github.com/uploadedfile/uploadedfile/internal/httpapi"
@@ -584,4 +585,68 @@ func TestQuotaOverHTTP(t *testing.T) {
 	other, err := s.client(s.token("globex", "alice", nil)).GetUsageWithResponse(ctx)
 	require.NoError(t, err)
 	require.Zero(t, other.JSON200.Tenant.Files, "another tenant sees nothing of acme's")
+}
+
+// TestConcurrentUploadsKeepTheirOwnBytes: uploads at once, of several sizes
+// around the buffers the server reuses (the multipart read buffer, the UTF-8
+// check's chunk, the spool's write buffer), some refused mid-body (a NUL
+// after the first chunk): every stored file is byte for byte the one sent,
+// every refusal names its rule, whatever ran before on the same buffers.
+func TestConcurrentUploadsKeepTheirOwnBytes(t *testing.T) {
+	t.Parallel()
+	s := start(t, service.DriverLocal)
+	c := s.client(s.token("acme", "alice", nil))
+	ctx := context.Background()
+	sizes := []int{1, 4 << 10, 64<<10 - 1, 64 << 10, 64<<10 + 3, 300 << 10, 1 << 20}
+	type upload struct {
+		body, form []byte
+		ct         string
+		refused    bool
+	}
+	uploads := make([]upload, 48)
+	for i := range uploads {
+		size := sizes[i%len(sizes)]
+		body := make([]byte, size)
+		for j := range body {
+			body[j] = 'a' + byte((i*7+j*13)%26)
+		}
+		body[size-1] = '\n'
+		refused := i%5 == 4 && size > 64<<10
+		if refused {
+			body[64<<10+1] = 0
+		}
+		ct, form := multipartBody(t, map[string][]byte{fmt.Sprintf("n%d.txt", i): body})
+		uploads[i] = upload{body: body, form: form.Bytes(), ct: ct, refused: refused}
+	}
+	var g errgroup.Group
+	g.SetLimit(8)
+	for i, u := range uploads {
+		g.Go(func() error {
+			up, err := c.UploadFileWithBodyWithResponse(ctx, u.ct, bytes.NewReader(u.form))
+			if err != nil {
+				return err
+			}
+			if u.refused {
+				if up.StatusCode() != http.StatusUnprocessableEntity || !bytes.Contains(up.Body, []byte("content.nul")) {
+					return fmt.Errorf("upload %d (%d B with a NUL): %d %s", i, len(u.body), up.StatusCode(), up.Body)
+				}
+				return nil
+			}
+			if up.StatusCode() != http.StatusCreated {
+				return fmt.Errorf("upload %d (%d B): %d %s", i, len(u.body), up.StatusCode(), up.Body)
+			}
+			if got := *up.JSON201.Checksum; got != checksum(u.body) {
+				return fmt.Errorf("upload %d (%d B): checksum %s, sent %s", i, len(u.body), got, checksum(u.body))
+			}
+			dl, err := c.DownloadFileWithResponse(ctx, up.JSON201.Id.String())
+			if err != nil {
+				return err
+			}
+			if !bytes.Equal(dl.Body, u.body) {
+				return fmt.Errorf("upload %d (%d B): stored bytes differ from those sent", i, len(u.body))
+			}
+			return nil
+		})
+	}
+	require.NoError(t, g.Wait())
 }

@@ -137,17 +137,21 @@ func (s *Store) Put(ctx context.Context, key string, body io.Reader, opts storag
 	return s.Stat(ctx, key)
 }
 
-// keyDir creates, when missing, and opens the directory key lives in.
+// keyDir opens the directory key lives in, creating it when missing. A new
+// key's directory nearly always exists (one per tenant namespace), so it is
+// opened first -- one openat2 -- and created only when that finds nothing:
+// os.Root's MkdirAll and Open take an openat and a mkdirat per path
+// segment, on every upload.
 func (s *Store) keyDir(key string) (*os.File, error) {
 	dir := path.Dir(key)
+	d, err := s.openBeneath(dir, unix.O_RDONLY|unix.O_DIRECTORY)
+	if !errors.Is(err, storage.ErrNotFound) {
+		return d, err
+	}
 	if err := s.root.MkdirAll(dir, dirPerm); err != nil {
 		return nil, mapError(err)
 	}
-	d, err := s.root.Open(dir)
-	if err != nil {
-		return nil, mapError(err)
-	}
-	return d, nil
+	return s.openBeneath(dir, unix.O_RDONLY|unix.O_DIRECTORY)
 }
 
 // errNoTmpfile: the file system cannot create unnamed files.

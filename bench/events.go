@@ -54,21 +54,20 @@ func benchEvents(ctx context.Context, e *env, rep *report, bin, tmp, secret stri
 	in := initiateInput(body)
 	on := &env{uf: withSinks, token: e.token}
 	n := count(size)
-	m := medianOf(
+	rs := compareRounds(rounds,
 		func() stats { return load(clients, n, func(int) error { return e.bufferUpload(ct, form) }) },
 		func() stats { return load(clients, n, func(int) error { return on.bufferUpload(ct, form) }) },
 		func() stats { return load(8, n, func(int) error { return e.directUpload(in, body) }) },
 		func() stats { return load(8, n, func(int) error { return on.directUpload(in, body) }) },
 	)
-	for _, s := range m {
-		if s.errors > 0 {
-			return fmt.Errorf("events bench: %w", failed(s))
-		}
+	if err := failedRounds(rs); err != nil {
+		return fmt.Errorf("events bench: %w", err)
 	}
+	m := medians(rs)
 	for i, label := range []string{"buffer upload 1 MiB, 32 clients", "direct upload 1 MiB, 8 clients"} {
 		off, with := m[2*i], m[2*i+1]
-		r := with.rps() / off.rps()
-		rep.add(label+": webhook + NATS sinks vs none", fmt.Sprintf("%.2f× (%.0f vs %.0f uploads/s)", r, with.rps(), off.rps()), "≥ 0.9×", r >= 0.9)
+		d := ratioOf(rs, 2*i+1, 2*i)
+		rep.add(label+": webhook + NATS sinks vs none", fmt.Sprintf("%s (%.0f vs %.0f uploads/s)", d, with.rps(), off.rps()), "≥ 0.9×", d.median >= 0.9)
 	}
 	pool, err := pgxpool.New(ctx, withSinks.dsn)
 	if err != nil {

@@ -70,25 +70,24 @@ FROM generate_series(1, $1::integer) AS i`, listRows+50); err != nil {
 	rawURL := e.raw.url + "/lookup?key=" + url.QueryEscape(key)
 	const n = 2000
 	for _, c := range []int{1, 8} {
-		m := medianOf(
+		rs := compareRounds(rounds,
 			func() stats { return load(c, n, func(int) error { _, _, err := page("limit=50"); return err }) },
 			func() stats { return load(c, n, func(int) error { _, _, err := page(deepQuery); return err }) },
 			func() stats { return load(c, n, func(int) error { return get(rawURL) }) },
 		)
-		first, deep, floor := m[0], m[1], m[2]
-		if first.errors+deep.errors+floor.errors > 0 {
-			return fmt.Errorf("list bench errors: %d/%d/%d", first.errors, deep.errors, floor.errors)
+		if err := failedRounds(rs); err != nil {
+			return fmt.Errorf("list bench: %w", err)
 		}
+		m := medians(rs)
+		first, deep, floor := m[0], m[1], m[2]
 		label := fmt.Sprintf("list GET /uploaded-file, 50 files, %s", clientsLabel(c))
-		rep.add(label+": first page p50 vs HTTP lookup floor", fmt.Sprintf("%.2f× (p50 %s vs %s)", ratio(first.p50, floor.p50),
+		rep.add(label+": first page p50 vs HTTP lookup floor", fmt.Sprintf("%s (p50 %s vs %s)", p50RatioOf(rs, 0, 2),
 			first.p50.Round(time.Microsecond), floor.p50.Round(time.Microsecond)), "", true)
-		rep.add(label+": page after 100k rows p50 vs HTTP lookup floor", fmt.Sprintf("%.2f× (p50 %s vs %s)", ratio(deep.p50, floor.p50),
+		rep.add(label+": page after 100k rows p50 vs HTTP lookup floor", fmt.Sprintf("%s (p50 %s vs %s)", p50RatioOf(rs, 1, 2),
 			deep.p50.Round(time.Microsecond), floor.p50.Round(time.Microsecond)), "", true)
-		r := ratio(deep.p50, first.p50)
-		rep.add(label+": page after 100k rows vs first page", fmt.Sprintf("%.2f× (p50 %s vs %s)", r,
-			deep.p50.Round(time.Microsecond), first.p50.Round(time.Microsecond)), "≤ 1.5×", r <= 1.5)
+		r := p50RatioOf(rs, 1, 0)
+		rep.add(label+": page after 100k rows vs first page", fmt.Sprintf("%s (p50 %s vs %s)", r,
+			deep.p50.Round(time.Microsecond), first.p50.Round(time.Microsecond)), "≤ 1.5×", r.median <= 1.5)
 	}
 	return nil
 }
-
-func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }

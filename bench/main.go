@@ -390,13 +390,13 @@ func failed(ss ...stats) error {
 	return fmt.Errorf("%d failed calls, the first: %v", n, first)
 }
 
-// medianOf runs the loads of one comparison in interleaved rounds and
-// returns, for each, its median round by throughput.
-func medianOf(loads ...func() stats) []stats { return medianOfN(rounds, loads...) }
-
-// medianOfN is medianOf over n rounds.
-func medianOfN(n int, loads ...func() stats) []stats {
-	return medians(compareRounds(n, loads...))
+// failedRounds describes the failed calls of every load of every round.
+func failedRounds(rs [][]stats) error {
+	var all []stats
+	for _, r := range rs {
+		all = append(all, r...)
+	}
+	return failed(all...)
 }
 
 // load runs total calls of fn over clients workers and measures them.
@@ -517,10 +517,8 @@ func benchUploads(e *env, rep *report, size, clients int, buffer, direct bool) e
 		loads = append(loads, func() stats { return load(clients, n, func(int) error { return k.upload() }) })
 	}
 	rs := compareRounds(rounds, loads...)
-	for _, r := range rs {
-		if err := failed(r...); err != nil {
-			return fmt.Errorf("uploads: %w", err)
-		}
+	if err := failedRounds(rs); err != nil {
+		return fmt.Errorf("uploads: %w", err)
 	}
 	m := medians(rs)
 	raw, spec, tus := m[0], m[1], m[2]
@@ -643,10 +641,8 @@ func benchDownload(e *env, rep *report, size, clients int) error {
 		func() stats {
 			return load(clients, n, func(int) error { return get(e.raw.url + "/download?key=" + url.QueryEscape(key)) })
 		})
-	for _, r := range rs {
-		if err := failed(r...); err != nil {
-			return fmt.Errorf("downloads: %w", err)
-		}
+	if err := failedRounds(rs); err != nil {
+		return fmt.Errorf("downloads: %w", err)
 	}
 	m := medians(rs)
 	uf, fs, floor := m[0], m[1], m[2]
@@ -750,10 +746,8 @@ func benchLookup(ctx context.Context, e *env, rep *report, clients []int) error 
 			func() stats { return load(c, n, jwksLookup(e.jwks.rs256)) },
 			func() stats { return load(c, n, jwksLookup(e.jwks.es256)) },
 		)
-		for _, r := range rs {
-			if err := failed(r...); err != nil {
-				return fmt.Errorf("lookups: %w", err)
-			}
+		if err := failedRounds(rs); err != nil {
+			return fmt.Errorf("lookups: %w", err)
 		}
 		m := medians(rs)
 		lookup, sel, health, raw := m[0], m[1], m[2], m[3]

@@ -7,8 +7,9 @@ import (
 
 // benchQuota compares buffer uploads on a server with quotas configured
 // (limits every upload fits under, so each one is checked and none is
-// refused) with the plain server, in five interleaved rounds (the two
-// differ by less than this machine's noise between rounds).
+// refused) with the plain server, in interleaved rounds (the two differ by
+// less than this machine's noise between rounds): the median round's ratio
+// with the worst.
 func benchQuota(ctx context.Context, e *env, rep *report, bin, tmp, secret string) error {
 	withQuota, stop, err := startVariant(ctx, bin, tmp, "quota", secret, `quota:
   tenantBytes: 1099511627776
@@ -25,17 +26,16 @@ func benchQuota(ctx context.Context, e *env, rep *report, bin, tmp, secret strin
 		body := payload(size)
 		ct, form := multipartBody("data.csv", body)
 		n := count(size)
-		m := medianOfN(5,
+		rs := compareRounds(rounds,
 			func() stats { return load(32, n, func(int) error { return e.bufferUpload(ct, form) }) },
 			func() stats { return load(32, n, func(int) error { return on.bufferUpload(ct, form) }) },
 		)
-		off, with := m[0], m[1]
-		if off.errors+with.errors > 0 {
-			return fmt.Errorf("quota bench: %d/%d upload errors", off.errors, with.errors)
+		if err := failedRounds(rs); err != nil {
+			return fmt.Errorf("quota bench: %w", err)
 		}
-		r := with.rps() / off.rps()
+		m, d := medians(rs), ratioOf(rs, 1, 0)
 		rep.add(fmt.Sprintf("buffer upload %s, 32 clients: quotas configured vs none", human(size)),
-			fmt.Sprintf("%.2f× (%.0f vs %.0f uploads/s)", r, with.rps(), off.rps()), "≥ 0.95×", r >= 0.95)
+			fmt.Sprintf("%s (%.0f vs %.0f uploads/s)", d, m[1].rps(), m[0].rps()), "≥ 0.95×", d.median >= 0.95)
 	}
 	return nil
 }

@@ -81,7 +81,7 @@ func benchScan(ctx context.Context, e *env, rep *report, bin, tmp, secret string
 	ct, form := multipartBody("data.csv", body)
 	in := initiateInput(body)
 	n := count(size)
-	m := medianOf(
+	rs := compareRounds(rounds,
 		func() stats { return load(clients, n, func(int) error { return e.bufferUpload(ct, form) }) },
 		func() stats { return load(clients, n, func(int) error { return on.bufferUpload(ct, form) }) },
 		func() stats { return load(clients, n, func(int) error { return e.directUpload(in, body) }) },
@@ -96,16 +96,15 @@ func benchScan(ctx context.Context, e *env, rep *report, bin, tmp, secret string
 			})
 		},
 	)
-	for _, s := range m {
-		if s.errors > 0 {
-			return fmt.Errorf("scan bench: %d errors", s.errors)
-		}
+	if err := failedRounds(rs); err != nil {
+		return fmt.Errorf("scan bench: %w", err)
 	}
+	m := medians(rs)
 	alone := m[4]
 	rep.add("clamd INSTREAM alone, 1 MiB, 8 clients", fmt.Sprintf("%.0f scans/s (p50 %s)", alone.rps(), alone.p50.Round(time.Millisecond)), "", true)
 	for i, label := range []string{"buffer upload 1 MiB, 8 clients", "direct upload 1 MiB, 8 clients"} {
 		off, with := m[2*i], m[2*i+1]
-		rep.add(label+": scan gate on vs off", fmt.Sprintf("%.2f× (%.0f vs %.0f uploads/s; clamd alone %.0f/s)", with.rps()/off.rps(), with.rps(), off.rps(), alone.rps()), "", true)
+		rep.add(label+": scan gate on vs off", fmt.Sprintf("%s (%.0f vs %.0f uploads/s; clamd alone %.0f/s)", ratioOf(rs, 2*i+1, 2*i), with.rps(), off.rps(), alone.rps()), "", true)
 	}
 	return nil
 }

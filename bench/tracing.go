@@ -32,24 +32,29 @@ func benchTracing(ctx context.Context, e *env, rep *report, bin, tmp, secret str
 	}
 	const n = 3000
 	for _, c := range []int{1, 8} {
-		m := medianOf(
+		rs := compareRounds(rounds,
 			func() stats { return load(c, n, func(int) error { return e.detail(offID) }) },
 			func() stats { return load(c, n, func(int) error { return on.detail(onID) }) },
 		)
-		off, with := m[0], m[1]
-		if off.errors+with.errors > 0 {
-			return fmt.Errorf("tracing bench: %d/%d errors", off.errors, with.errors)
+		if err := failedRounds(rs); err != nil {
+			return fmt.Errorf("tracing bench: %w", err)
 		}
+		m := medians(rs)
+		off, with := m[0], m[1]
 		rep.add(fmt.Sprintf("detail lookup, %s: tracing on vs off (p50)", clientsLabel(c)),
-			fmt.Sprintf("%.2f× (p50 %s vs %s)", ratio(with.p50, off.p50), with.p50.Round(time.Microsecond), off.p50.Round(time.Microsecond)), "", true)
+			fmt.Sprintf("%s (p50 %s vs %s)", p50RatioOf(rs, 1, 0), with.p50.Round(time.Microsecond), off.p50.Round(time.Microsecond)), "", true)
 	}
 	body := payload(1 << 20)
 	ct, form := multipartBody("data.csv", body)
-	m := medianOf(
+	rs := compareRounds(rounds,
 		func() stats { return load(8, count(1<<20), func(int) error { return e.bufferUpload(ct, form) }) },
 		func() stats { return load(8, count(1<<20), func(int) error { return on.bufferUpload(ct, form) }) },
 	)
-	rep.add("buffer upload 1 MiB, 8 clients: tracing on vs off", fmt.Sprintf("%.2f× (%.0f vs %.0f uploads/s)", m[1].rps()/m[0].rps(), m[1].rps(), m[0].rps()), "", true)
+	if err := failedRounds(rs); err != nil {
+		return fmt.Errorf("tracing bench: %w", err)
+	}
+	m := medians(rs)
+	rep.add("buffer upload 1 MiB, 8 clients: tracing on vs off", fmt.Sprintf("%s (%.0f vs %.0f uploads/s)", ratioOf(rs, 1, 0), m[1].rps(), m[0].rps()), "", true)
 	return nil
 }
 

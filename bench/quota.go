@@ -11,12 +11,16 @@ import (
 // two differ by less than this machine's noise between rounds): the median
 // round's ratio with the worst.
 func benchQuota(ctx context.Context, e *env, rep *report, bin, tmp, secret string) error {
+	// Two servers of 32 connections each beside the bench's others would
+	// pass PostgreSQL's default 100 connections; both get 16 (an upload
+	// holds a connection only for its two statements).
+	const pool = "pool_max_conns=16"
 	withQuota, stop, err := startVariant(ctx, bin, tmp, "quota", secret, `quota:
   tenantBytes: 1099511627776
   tenantFiles: 10000000
   ownerBytes: 1099511627776
   ownerFiles: 10000000
-`)
+`, pool)
 	if err != nil {
 		return err
 	}
@@ -25,7 +29,7 @@ func benchQuota(ctx context.Context, e *env, rep *report, bin, tmp, secret strin
 	// file root of its own: the bench's main server has by now the rows
 	// and files of every section before (the listing's 100,000 rows among
 	// them), which made the comparison one of database states too.
-	plain, stopPlain, err := startVariant(ctx, bin, tmp, "quota-off", secret, "")
+	plain, stopPlain, err := startVariant(ctx, bin, tmp, "quota-off", secret, "", pool)
 	if err != nil {
 		return err
 	}

@@ -365,12 +365,16 @@ func randomHex(n int) string {
 }
 
 // startVariant runs another local `uploadedfile serve` on a database and a
-// file root of its own, its configuration the bench's plus extra (YAML);
-// stop ends it and drops its database.
-func startVariant(ctx context.Context, bin, tmp, name, secret, extra string) (p *proc, stop func(), err error) {
+// file root of its own, its configuration the bench's plus extra (YAML) and
+// its database URL's the parameters in query (pool_max_conns=…); stop ends
+// it and drops its database.
+func startVariant(ctx context.Context, bin, tmp, name, secret, extra string, query ...string) (p *proc, stop func(), err error) {
 	dsn, drop, err := createDatabase(ctx, pgtest.ServerURL())
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, q := range query {
+		dsn = pgtest.WithQuery(dsn, q)
 	}
 	cfg := filepath.Join(tmp, name+".yaml")
 	yaml := fmt.Sprintf("maxFileSizeBytes: 26214400\nlocalRoot: %s\nauth:\n  hmacSecret: %s\n%s", filepath.Join(tmp, "files-"+name), secret, extra)

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"sync"
 
 	"github.com/uploadedfile/uploadedfile/internal/storage"
@@ -211,6 +212,35 @@ func (s *Store) PresignPut(ctx context.Context, key string, opts storage.Presign
 // PresignGet implements storage.Store.
 func (s *Store) PresignGet(ctx context.Context, key string, opts storage.PresignGetOptions) (storage.Presigned, error) {
 	return run(ctx, s, OpPresignGet, key, func() (storage.Presigned, error) { return s.Store.PresignGet(ctx, key, opts) })
+}
+
+// OpenFile forwards to a store that opens objects as seekable files (the
+// local driver), so a download under test takes the path it takes in
+// production; other stores answer storage.ErrUnsupported, as the service's
+// own wrappers do. It counts and fails as an open (OpOpen); a file opened
+// by a call that then reports failure (After) is closed. It has no
+// context: a Hang fault on it never ends, and a Delay waits for Release.
+func (s *Store) OpenFile(key string) (*os.File, storage.ObjectInfo, error) {
+	fo, ok := s.Store.(interface {
+		OpenFile(string) (*os.File, storage.ObjectInfo, error)
+	})
+	if !ok {
+		return nil, storage.ObjectInfo{}, storage.ErrUnsupported
+	}
+	var opened *os.File
+	var oi storage.ObjectInfo
+	f, err := run(context.Background(), s, OpOpen, key, func() (*os.File, error) {
+		var err error
+		opened, oi, err = fo.OpenFile(key)
+		return opened, err
+	})
+	if err != nil {
+		if opened != nil {
+			opened.Close()
+		}
+		return nil, storage.ObjectInfo{}, err
+	}
+	return f, oi, nil
 }
 
 // Spool implements storage.Spooler for a store that has spools (others

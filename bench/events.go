@@ -54,16 +54,15 @@ func benchEvents(ctx context.Context, e *env, rep *report, bin, tmp, secret stri
 	in := initiateInput(body)
 	on := &env{uf: withSinks, token: e.token}
 	n := count(size)
-	rs := compareRounds(rounds,
+	rs, m, err := measure("events bench",
 		func() stats { return load(clients, n, func(int) error { return e.bufferUpload(ct, form) }) },
 		func() stats { return load(clients, n, func(int) error { return on.bufferUpload(ct, form) }) },
 		func() stats { return load(8, n, func(int) error { return e.directUpload(in, body) }) },
 		func() stats { return load(8, n, func(int) error { return on.directUpload(in, body) }) },
 	)
-	if err := failedRounds(rs); err != nil {
-		return fmt.Errorf("events bench: %w", err)
+	if err != nil {
+		return err
 	}
-	m := medians(rs)
 	for i, label := range []string{"buffer upload 1 MiB, 32 clients", "direct upload 1 MiB, 8 clients"} {
 		off, with := m[2*i], m[2*i+1]
 		d := ratioOf(rs, 2*i+1, 2*i)

@@ -70,15 +70,14 @@ FROM generate_series(1, $1::integer) AS i`, listRows+50); err != nil {
 	rawURL := e.raw.url + "/lookup?key=" + url.QueryEscape(key)
 	const n = 2000
 	for _, c := range []int{1, 8} {
-		rs := compareRounds(rounds,
+		rs, m, err := measure("list bench",
 			func() stats { return load(c, n, func(int) error { _, _, err := page("limit=50"); return err }) },
 			func() stats { return load(c, n, func(int) error { _, _, err := page(deepQuery); return err }) },
 			func() stats { return load(c, n, func(int) error { return get(rawURL) }) },
 		)
-		if err := failedRounds(rs); err != nil {
-			return fmt.Errorf("list bench: %w", err)
+		if err != nil {
+			return err
 		}
-		m := medians(rs)
 		first, deep, floor := m[0], m[1], m[2]
 		label := fmt.Sprintf("list GET /uploaded-file, 50 files, %s", clientsLabel(c))
 		rep.add(label+": first page p50 vs HTTP lookup floor", fmt.Sprintf("%s (p50 %s vs %s)", p50RatioOf(rs, 0, 2),

@@ -390,13 +390,19 @@ func failed(ss ...stats) error {
 	return fmt.Errorf("%d failed calls, the first: %v", n, first)
 }
 
-// failedRounds describes the failed calls of every load of every round.
-func failedRounds(rs [][]stats) error {
+// measure runs the loads of one comparison in interleaved rounds
+// (compareRounds) and returns every round and each load's median round
+// (medians); a failed call in any round of any load fails it, named what.
+func measure(what string, loads ...func() stats) (rs [][]stats, m []stats, err error) {
+	rs = compareRounds(rounds, loads...)
 	var all []stats
 	for _, r := range rs {
 		all = append(all, r...)
 	}
-	return failed(all...)
+	if err := failed(all...); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return rs, medians(rs), nil
 }
 
 // load runs total calls of fn over clients workers and measures them.
@@ -516,11 +522,10 @@ func benchUploads(e *env, rep *report, size, clients int, buffer, direct bool) e
 	for _, k := range kinds {
 		loads = append(loads, func() stats { return load(clients, n, func(int) error { return k.upload() }) })
 	}
-	rs := compareRounds(rounds, loads...)
-	if err := failedRounds(rs); err != nil {
-		return fmt.Errorf("uploads: %w", err)
+	rs, m, err := measure("uploads", loads...)
+	if err != nil {
+		return err
 	}
-	m := medians(rs)
 	raw, spec, tus := m[0], m[1], m[2]
 	const rawAt, specAt, tusAt = 0, 1, 2
 	for i, k := range kinds {
@@ -630,7 +635,7 @@ func benchDownload(e *env, rep *report, size, clients int) error {
 		return err
 	}
 	n := count(size) * 2
-	rs := compareRounds(rounds,
+	rs, m, err := measure("downloads",
 		func() stats {
 			return load(clients, n, func(int) error {
 				_, err := do(e.authed(http.MethodGet, e.uf.url+"/uploaded-file/"+id+"/download", nil), http.StatusOK)
@@ -641,10 +646,9 @@ func benchDownload(e *env, rep *report, size, clients int) error {
 		func() stats {
 			return load(clients, n, func(int) error { return get(e.raw.url + "/download?key=" + url.QueryEscape(key)) })
 		})
-	if err := failedRounds(rs); err != nil {
-		return fmt.Errorf("downloads: %w", err)
+	if err != nil {
+		return err
 	}
-	m := medians(rs)
 	uf, fs, floor := m[0], m[1], m[2]
 	mbps := func(s stats) float64 { return float64(size) * s.rps() / (1 << 20) }
 	label := fmt.Sprintf("download %s, %s", human(size), clientsLabel(clients))
@@ -728,7 +732,7 @@ func benchLookup(ctx context.Context, e *env, rep *report, clients []int) error 
 	for _, c := range clients {
 		// Every lookup and its floors in the same interleaved rounds: a
 		// ratio compares loads of the same moment.
-		rs := compareRounds(rounds,
+		rs, m, err := measure("lookups",
 			func() stats {
 				return load(c, n, func(int) error {
 					_, err := do(e.authed(http.MethodGet, e.uf.url+"/uploaded-file/"+id, nil), http.StatusOK)
@@ -746,10 +750,9 @@ func benchLookup(ctx context.Context, e *env, rep *report, clients []int) error 
 			func() stats { return load(c, n, jwksLookup(e.jwks.rs256)) },
 			func() stats { return load(c, n, jwksLookup(e.jwks.es256)) },
 		)
-		if err := failedRounds(rs); err != nil {
-			return fmt.Errorf("lookups: %w", err)
+		if err != nil {
+			return err
 		}
-		m := medians(rs)
 		lookup, sel, health, raw := m[0], m[1], m[2], m[3]
 		const lookupAt, selAt, rawAt = 0, 1, 3
 		for i, alg := range []string{"RS256", "ES256"} {

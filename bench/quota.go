@@ -40,14 +40,14 @@ func benchQuota(ctx context.Context, e *env, rep *report, bin, tmp, secret strin
 		body := payload(size)
 		ct, form := multipartBody("data.csv", body)
 		n := count(size)
-		rs := compareRounds(rounds,
+		rs, m, err := measure("quota bench",
 			func() stats { return load(32, n, func(int) error { return off.bufferUpload(ct, form) }) },
 			func() stats { return load(32, n, func(int) error { return on.bufferUpload(ct, form) }) },
 		)
-		if err := failedRounds(rs); err != nil {
-			return fmt.Errorf("quota bench: %w", err)
+		if err != nil {
+			return err
 		}
-		m, d := medians(rs), ratioOf(rs, 1, 0)
+		d := ratioOf(rs, 1, 0)
 		rep.add(fmt.Sprintf("buffer upload %s, 32 clients: quotas configured vs none", human(size)),
 			fmt.Sprintf("%s (%.0f vs %.0f uploads/s)", d, m[1].rps(), m[0].rps()), "≥ 0.95×", d.median >= 0.95)
 	}

@@ -81,7 +81,7 @@ func benchScan(ctx context.Context, e *env, rep *report, bin, tmp, secret string
 	ct, form := multipartBody("data.csv", body)
 	in := initiateInput(body)
 	n := count(size)
-	rs := compareRounds(rounds,
+	rs, m, err := measure("scan bench",
 		func() stats { return load(clients, n, func(int) error { return e.bufferUpload(ct, form) }) },
 		func() stats { return load(clients, n, func(int) error { return on.bufferUpload(ct, form) }) },
 		func() stats { return load(clients, n, func(int) error { return e.directUpload(in, body) }) },
@@ -96,10 +96,9 @@ func benchScan(ctx context.Context, e *env, rep *report, bin, tmp, secret string
 			})
 		},
 	)
-	if err := failedRounds(rs); err != nil {
-		return fmt.Errorf("scan bench: %w", err)
+	if err != nil {
+		return err
 	}
-	m := medians(rs)
 	alone := m[4]
 	rep.add("clamd INSTREAM alone, 1 MiB, 8 clients", fmt.Sprintf("%.0f scans/s (p50 %s)", alone.rps(), alone.p50.Round(time.Millisecond)), "", true)
 	for i, label := range []string{"buffer upload 1 MiB, 8 clients", "direct upload 1 MiB, 8 clients"} {

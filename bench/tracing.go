@@ -32,28 +32,26 @@ func benchTracing(ctx context.Context, e *env, rep *report, bin, tmp, secret str
 	}
 	const n = 3000
 	for _, c := range []int{1, 8} {
-		rs := compareRounds(rounds,
+		rs, m, err := measure("tracing bench",
 			func() stats { return load(c, n, func(int) error { return e.detail(offID) }) },
 			func() stats { return load(c, n, func(int) error { return on.detail(onID) }) },
 		)
-		if err := failedRounds(rs); err != nil {
-			return fmt.Errorf("tracing bench: %w", err)
+		if err != nil {
+			return err
 		}
-		m := medians(rs)
 		off, with := m[0], m[1]
 		rep.add(fmt.Sprintf("detail lookup, %s: tracing on vs off (p50)", clientsLabel(c)),
 			fmt.Sprintf("%s (p50 %s vs %s)", p50RatioOf(rs, 1, 0), with.p50.Round(time.Microsecond), off.p50.Round(time.Microsecond)), "", true)
 	}
 	body := payload(1 << 20)
 	ct, form := multipartBody("data.csv", body)
-	rs := compareRounds(rounds,
+	rs, m, err := measure("tracing bench",
 		func() stats { return load(8, count(1<<20), func(int) error { return e.bufferUpload(ct, form) }) },
 		func() stats { return load(8, count(1<<20), func(int) error { return on.bufferUpload(ct, form) }) },
 	)
-	if err := failedRounds(rs); err != nil {
-		return fmt.Errorf("tracing bench: %w", err)
+	if err != nil {
+		return err
 	}
-	m := medians(rs)
 	rep.add("buffer upload 1 MiB, 8 clients: tracing on vs off", fmt.Sprintf("%s (%.0f vs %.0f uploads/s)", ratioOf(rs, 1, 0), m[1].rps(), m[0].rps()), "", true)
 	return nil
 }

@@ -90,7 +90,7 @@ func benchGeneration(rep *report, photo []byte, file string) error {
 	for _, format := range []imagevariant.Format{imagevariant.FormatJPEG, imagevariant.FormatWebP} {
 		spec := imagevariant.Spec{Width: 400, Height: 300, Fit: imagevariant.FitCover, Format: format}
 		var peerErr error
-		rs := compareRounds(rounds,
+		rs, m, err := measure("variant generation",
 			func() stats {
 				return load(inFlight, n, func(int) error {
 					_, err := g.Generate(context.Background(), photo, spec)
@@ -108,10 +108,10 @@ func benchGeneration(rep *report, photo []byte, file string) error {
 		if peerErr != nil {
 			return peerErr
 		}
-		if err := failedRounds(rs); err != nil {
-			return fmt.Errorf("variant generation: %w", err)
+		if err != nil {
+			return err
 		}
-		m, d := medians(rs), ratioOf(rs, 0, 1)
+		d := ratioOf(rs, 0, 1)
 		ours, peer := m[0], m[1]
 		rep.add(fmt.Sprintf("variant 12 MP JPEG → 400×300 %s, 2 in flight: vs sharp", format),
 			fmt.Sprintf("%s (%.1f vs %.1f variants/s; p50 %s vs %s)", d, ours.rps(), peer.rps(), ours.p50.Round(time.Millisecond), peer.p50.Round(time.Millisecond)),
@@ -179,14 +179,14 @@ func benchCachedVariant(rep *report, e *env) error {
 		}
 	}
 	const clients, n = 8, 2000
-	rs := compareRounds(rounds,
+	rs, m, err := measure("cached variant bench",
 		func() stats { return load(clients, n, get("/uploaded-file/"+id+"/variants/thumb/download")) },
 		func() stats { return load(clients, n, get("/uploaded-file/"+same+"/download")) },
 	)
-	if err := failedRounds(rs); err != nil {
-		return fmt.Errorf("cached variant bench: %w", err)
+	if err != nil {
+		return err
 	}
-	m, r := medians(rs), ratioOf(rs, 0, 1)
+	r := ratioOf(rs, 0, 1)
 	v, d := m[0], m[1]
 	rep.add(fmt.Sprintf("serving a stored variant (%s) vs downloading a file of its size, 8 clients", human(int(size))),
 		fmt.Sprintf("%s (%.0f vs %.0f req/s; p50 %s vs %s)", r, v.rps(), d.rps(), v.p50.Round(time.Microsecond), d.p50.Round(time.Microsecond)),

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -16,14 +15,6 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/filecheck"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 )
-
-// fileOpener is a store that can open an object as a seekable file (the
-// local driver), so downloads serve Range and conditional requests. The
-// ObjectInfo it returns need not carry the content type: a download takes
-// it from the file's row.
-type fileOpener interface {
-	OpenFile(key string) (*os.File, storage.ObjectInfo, error)
-}
 
 // Download is a file's bytes and what to serve them with.
 type Download struct {
@@ -45,14 +36,9 @@ func (s *Service) Find(ctx context.Context, id string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	row, err := s.q.FileGetDetail(ctx, s.db, db.FileGetDetailParams{
-		ID: uid, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(), Now: s.now(),
-	})
-	if err != nil {
-		return nil, s.lookupError(ctx, err)
-	}
-	if row.Expired {
-		return nil, ErrExpired
+	row, err := s.q.FileGetDetail(ctx, s.db, db.FileGetDetailParams(s.visibleParams(uid, a)))
+	if err := s.readError(ctx, err, row.Expired); err != nil {
+		return nil, err
 	}
 	return s.result(ctx, detailFile(row), &row.DBNow)
 }
@@ -101,14 +87,9 @@ func (s *Service) Download(ctx context.Context, id string) (*Download, error) {
 	if err != nil {
 		return nil, err
 	}
-	row, err := s.q.FileGetDownload(ctx, s.db, db.FileGetDownloadParams{
-		ID: uid, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(), Now: s.now(),
-	})
-	if err != nil {
-		return nil, s.lookupError(ctx, err)
-	}
-	if row.Expired {
-		return nil, ErrExpired
+	row, err := s.q.FileGetDownload(ctx, s.db, db.FileGetDownloadParams(s.visibleParams(uid, a)))
+	if err := s.readError(ctx, err, row.Expired); err != nil {
+		return nil, err
 	}
 	return s.openObject(ctx, row.ID, row.Key, row.OriginalName, row.ContentType, row.Disposition)
 }
@@ -141,11 +122,8 @@ func (s *Service) DownloadAttached(ctx context.Context, id string, att Attachmen
 		ID: uid, TenantCode: scope.TenantCode, DepartmentCode: scope.DepartmentCode,
 		Module: att.Module, Entity: att.Entity, EntityID: att.EntityID, Now: s.now(),
 	})
-	if err != nil {
-		return nil, s.lookupError(ctx, err)
-	}
-	if row.Expired {
-		return nil, ErrExpired
+	if err := s.readError(ctx, err, row.Expired); err != nil {
+		return nil, err
 	}
 	f := row.UploadedFile
 	return s.openObject(ctx, f.ID, f.Key, f.OriginalName, f.ContentType, f.Disposition)
@@ -164,16 +142,18 @@ func (s *Service) visible(ctx context.Context, op Operation, id string) (db.File
 	if err != nil {
 		return db.FileGetVisibleRow{}, access{}, err
 	}
-	row, err := s.q.FileGetVisible(ctx, s.db, db.FileGetVisibleParams{
-		ID: uid, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(), Now: s.now(),
-	})
-	if err != nil {
-		return db.FileGetVisibleRow{}, access{}, s.lookupError(ctx, err)
-	}
-	if row.Expired {
-		return db.FileGetVisibleRow{}, access{}, ErrExpired
+	row, err := s.q.FileGetVisible(ctx, s.db, s.visibleParams(uid, a))
+	if err := s.readError(ctx, err, row.Expired); err != nil {
+		return db.FileGetVisibleRow{}, access{}, err
 	}
 	return row, a, nil
+}
+
+// visibleParams are the parameters of a visible read of uid within a's
+// scope. FileGetDetail and FileGetDownload take the same ones, field for
+// field: db.FileGetDetailParams(s.visibleParams(uid, a)).
+func (s *Service) visibleParams(uid uuid.UUID, a access) db.FileGetVisibleParams {
+	return db.FileGetVisibleParams{ID: uid, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(), Now: s.now()}
 }
 
 // authorizeID parses id and authorizes op on it.
@@ -184,6 +164,18 @@ func (s *Service) authorizeID(ctx context.Context, op Operation, id string) (uui
 	}
 	a, err := s.authorize(ctx, op, []uuid.UUID{uid}, nil)
 	return uid, a, err
+}
+
+// readError answers the read of one visible file: its lookup's error
+// (lookupError), ErrExpired for an expired temporary file, nil otherwise.
+func (s *Service) readError(ctx context.Context, err error, expired bool) error {
+	switch {
+	case err != nil:
+		return s.lookupError(ctx, err)
+	case expired:
+		return ErrExpired
+	}
+	return nil
 }
 
 // lookupError: zero rows is ErrNotFound; anything else is logged and
@@ -199,7 +191,7 @@ func (s *Service) lookupError(ctx context.Context, err error) error {
 // as name, of contentType, with disposition.
 func (s *Service) openObject(ctx context.Context, id uuid.UUID, key, name, contentType, disposition string) (*Download, error) {
 	d := &Download{FileName: name, ContentType: contentType, Disposition: Disposition(disposition)}
-	if fo, ok := s.store.(fileOpener); ok {
+	if fo, ok := s.store.(storage.FileOpener); ok {
 		f, oi, err := fo.OpenFile(key)
 		switch {
 		case err == nil:

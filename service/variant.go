@@ -199,16 +199,14 @@ func (s *Service) authorizeVariant(ctx context.Context, op Operation, id, preset
 	return uid, a, p, err
 }
 
-// imageLookupError answers a lookup of a visible image: its error
-// (lookupError), an expired file, or a file variants are not made from
-// (ErrNotFound, as a missing one); nil for an image to make variants of.
+// imageLookupError answers a lookup of a visible image: readError's
+// answer, or ErrNotFound (as for a missing one) for a file variants are
+// not made from; nil for an image to make variants of.
 func (s *Service) imageLookupError(ctx context.Context, err error, expired bool, contentType string) error {
-	switch {
-	case err != nil:
-		return s.lookupError(ctx, err)
-	case expired:
-		return ErrExpired
-	case !variantSource(contentType):
+	if err := s.readError(ctx, err, expired); err != nil {
+		return err
+	}
+	if !variantSource(contentType) {
 		return ErrNotFound
 	}
 	return nil

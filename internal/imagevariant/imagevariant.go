@@ -268,15 +268,22 @@ func decode(src []byte, hdr header, spec Spec) (image.Image, int, error) {
 
 // shrink is the factor the preset scales the image by.
 func shrink(hdr header, spec Spec) float64 {
-	w, h := float64(hdr.width), float64(hdr.height)
-	if hdr.orientation >= 5 { // stored transposed
-		w, h = h, w
-	}
+	uw, uh := hdr.upright()
+	w, h := float64(uw), float64(uh)
 	bw, bh := float64(spec.Width), float64(spec.Height)
 	if spec.Fit == FitCover {
 		return math.Max(bw/w, bh/h)
 	}
 	return math.Min(bw/w, bh/h)
+}
+
+// upright is the size of the image as shown: its stored size, transposed
+// for EXIF orientations 5 to 8.
+func (hdr header) upright() (w, h int) {
+	if hdr.orientation >= 5 {
+		return hdr.height, hdr.width
+	}
+	return hdr.width, hdr.height
 }
 
 // fit scales img, the image hdr describes decoded at 1/denom of its
@@ -285,10 +292,7 @@ func shrink(hdr header, spec Spec) float64 {
 // neither.
 func fit(img image.Image, denom int, hdr header, spec Spec) *image.RGBA {
 	o := hdr.orientation
-	w, h := hdr.width, hdr.height
-	if o >= 5 { // stored transposed: the upright image is h x w
-		w, h = h, w
-	}
+	w, h := hdr.upright()
 	bw, bh := float64(spec.Width), float64(spec.Height)
 	scale := shrink(hdr, spec)
 	// The upright size of the scaled image and, for cover, the upright

@@ -226,6 +226,15 @@ type Spooler interface {
 	Spool(ctx context.Context) (Spool, error)
 }
 
+// FileOpener is implemented by a driver that can open an object as a
+// seekable file (the local driver), so a download serves Range and
+// conditional requests from it. The ObjectInfo it returns need not carry
+// the content type (a download takes it from the file's row). A wrapper
+// over a driver that cannot answers ErrUnsupported.
+type FileOpener interface {
+	OpenFile(key string) (*os.File, ObjectInfo, error)
+}
+
 // NewSpool returns a spool for s: the driver's own when it has one,
 // otherwise an unlinked temporary file in dir whose Commit is a Put.
 func NewSpool(ctx context.Context, s Store, dir string) (Spool, error) {

@@ -69,7 +69,10 @@ type Store struct {
 	cfg       Config
 }
 
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store      = (*Store)(nil)
+	_ storage.FileOpener = (*Store)(nil)
+)
 
 // New opens (creating when missing) the root directory.
 func New(cfg Config) (*Store, error) {

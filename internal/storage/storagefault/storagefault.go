@@ -87,7 +87,10 @@ type Store struct {
 	calls  map[Op]int
 }
 
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store      = (*Store)(nil)
+	_ storage.FileOpener = (*Store)(nil)
+)
 
 // Wrap returns s with no faults yet.
 func Wrap(s storage.Store) *Store { return &Store{Store: s, calls: map[Op]int{}} }
@@ -221,9 +224,7 @@ func (s *Store) PresignGet(ctx context.Context, key string, opts storage.Presign
 // by a call that then reports failure (After) is closed. It has no
 // context: a Hang fault on it never ends, and a Delay waits for Release.
 func (s *Store) OpenFile(key string) (*os.File, storage.ObjectInfo, error) {
-	fo, ok := s.Store.(interface {
-		OpenFile(string) (*os.File, storage.ObjectInfo, error)
-	})
+	fo, ok := s.Store.(storage.FileOpener)
 	if !ok {
 		return nil, storage.ObjectInfo{}, storage.ErrUnsupported
 	}

@@ -20,7 +20,10 @@ type Store struct {
 	bytes    *prometheus.CounterVec
 }
 
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store      = (*Store)(nil)
+	_ storage.FileOpener = (*Store)(nil)
+)
 
 // Wrap counts s's requests and bytes into reg.
 func Wrap(s storage.Store, reg prometheus.Registerer) *Store {
@@ -120,9 +123,7 @@ func (c *countingCloser) Close() error { return c.closer.Close() }
 // OpenFile forwards to a store that can open seekable files (the local
 // driver), counting it as an open; others answer storage.ErrUnsupported.
 func (w *Store) OpenFile(key string) (*os.File, storage.ObjectInfo, error) {
-	fo, ok := w.Store.(interface {
-		OpenFile(string) (*os.File, storage.ObjectInfo, error)
-	})
+	fo, ok := w.Store.(storage.FileOpener)
 	if !ok {
 		return nil, storage.ObjectInfo{}, storage.ErrUnsupported
 	}

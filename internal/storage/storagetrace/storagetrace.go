@@ -21,7 +21,10 @@ type Store struct {
 	tracer trace.Tracer
 }
 
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store      = (*Store)(nil)
+	_ storage.FileOpener = (*Store)(nil)
+)
 
 // Wrap traces s's calls with tp's tracer.
 func Wrap(s storage.Store, tp trace.TracerProvider) *Store {
@@ -127,9 +130,7 @@ func (w *Store) List(ctx context.Context, prefix string, fn func(storage.ObjectI
 // OpenFile forwards to a store that can open seekable files (the local
 // driver); others answer storage.ErrUnsupported.
 func (w *Store) OpenFile(key string) (*os.File, storage.ObjectInfo, error) {
-	fo, ok := w.Store.(interface {
-		OpenFile(string) (*os.File, storage.ObjectInfo, error)
-	})
+	fo, ok := w.Store.(storage.FileOpener)
 	if !ok {
 		return nil, storage.ObjectInfo{}, storage.ErrUnsupported
 	}

@@ -66,7 +66,7 @@ func benchWritePath(ctx context.Context, rep *report) error {
 			if err != nil {
 				return err
 			}
-			_, err = q.FileActivateUpload(ctx, pool, db.FileActivateUploadParams{ID: id, UploadMarker: *row.UploadPendingAt, SizeBytes: size, Checksum: &sum})
+			_, err = q.FileActivateUpload(ctx, pool, db.FileActivateUploadParams{ID: id, UploadMarker: *row.UploadPendingAt, Checksum: &sum})
 			return err
 		}
 	}

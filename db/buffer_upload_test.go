@@ -70,12 +70,12 @@ func TestFileActivateUpload(t *testing.T) {
 	t.Run("exact marker activates", func(t *testing.T) {
 		h := b.hidden(t, fileOpts{})
 		row, err := b.q.FileActivateUpload(b.ctx, b.pool, db.FileActivateUploadParams{
-			ID: h.ID, UploadMarker: *h.UploadPendingAt, SizeBytes: 7, Checksum: ptr("sha256:s"), ETag: ptr(`"e"`), Now: at(time.Minute),
+			ID: h.ID, UploadMarker: *h.UploadPendingAt, Checksum: ptr("sha256:s"), ETag: ptr(`"e"`), Now: at(time.Minute),
 		})
 		require.NoError(t, err)
 		require.Equal(t, "ready", row.Status)
 		require.Nil(t, row.UploadPendingAt)
-		require.EqualValues(t, 7, row.SizeBytes)
+		require.EqualValues(t, 42, row.SizeBytes, "the size inserted and reserved")
 		require.Equal(t, t0.Add(time.Minute), row.CompletedAt.UTC())
 		require.Nil(t, row.ExpiredAt, "permanent file")
 	})
@@ -114,6 +114,32 @@ func TestFileActivateUpload(t *testing.T) {
 		require.NoError(t, err)
 		_, err = b.q.FileActivateUpload(b.ctx, b.pool, p)
 		requireNoRows(t, err)
+	})
+	t.Run("activation keeps the reservation and locks no usage row", func(t *testing.T) {
+		h := b.hidden(t, fileOpts{})
+		var held [2]int64
+		require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT sum(bytes), sum(files) FROM uploaded_file_usage WHERE tenant_code = $1", h.TenantCode).Scan(&held[0], &held[1]))
+		require.Positive(t, held[0], "the insert reserved the row's size")
+		// Another transaction holds the tenant's usage rows, as a
+		// reservation or a release does until its commit.
+		lock, err := b.pool.Begin(b.ctx)
+		require.NoError(t, err)
+		defer func() { _ = lock.Rollback(b.ctx) }()
+		_, err = lock.Exec(b.ctx, "SELECT 1 FROM uploaded_file_usage WHERE tenant_code = $1 FOR UPDATE", h.TenantCode)
+		require.NoError(t, err)
+		tx, err := b.pool.Begin(b.ctx)
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(b.ctx) }()
+		_, err = tx.Exec(b.ctx, "SET LOCAL lock_timeout = '2s'")
+		require.NoError(t, err)
+		row, err := b.q.FileActivateUpload(b.ctx, tx, db.FileActivateUploadParams{ID: h.ID, UploadMarker: *h.UploadPendingAt, Now: at(0)})
+		require.NoError(t, err, "the activation waited on a usage row")
+		require.NoError(t, tx.Commit(b.ctx))
+		require.NoError(t, lock.Rollback(b.ctx))
+		require.Equal(t, h.SizeBytes, row.SizeBytes)
+		var after [2]int64
+		require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT sum(bytes), sum(files) FROM uploaded_file_usage WHERE tenant_code = $1", h.TenantCode).Scan(&after[0], &after[1]))
+		require.Equal(t, held, after, "the space reserved at the insert is kept as it was")
 	})
 }
 

@@ -93,7 +93,7 @@ func (b *bundle) hidden(t *testing.T, o fileOpts) db.UploadedFile {
 		Key:             "core/" + ow.Tenant + "/" + id.String() + ".pdf",
 		CDN:             ptr("uploaded-file/" + id.String()),
 		OriginalName:    "report.pdf",
-		SizeBytes:       0,
+		SizeBytes:       42,
 		ContentType:     "application/pdf",
 		Visibility:      "private",
 		Disposition:     "attachment",
@@ -111,7 +111,7 @@ func (b *bundle) ready(t *testing.T, o fileOpts) db.UploadedFile {
 	t.Helper()
 	h := b.hidden(t, o)
 	row, err := asFile(b.q.FileActivateUpload(b.ctx, b.pool, db.FileActivateUploadParams{
-		ID: h.ID, UploadMarker: *h.UploadPendingAt, SizeBytes: 42, Checksum: ptr("sha256:x"), Now: o.now(),
+		ID: h.ID, UploadMarker: *h.UploadPendingAt, Checksum: ptr("sha256:x"), Now: o.now(),
 	}))
 	require.NoError(t, err)
 	return row

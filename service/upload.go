@@ -229,7 +229,7 @@ func (s *Service) writeAndActivate(ctx context.Context, a access, row db.Uploade
 	if err == nil {
 		var active db.FileActivateUploadRow
 		active, err = s.q.FileActivateUpload(ctx, s.db, db.FileActivateUploadParams{
-			ID: row.ID, UploadMarker: marker, SizeBytes: sp.Size(), Checksum: ptr(sp.checksum()), ETag: optional(oi.ETag), Now: s.now(),
+			ID: row.ID, UploadMarker: marker, Checksum: ptr(sp.checksum()), ETag: optional(oi.ETag), Now: s.now(),
 		})
 		if err == nil {
 			return db.UploadedFile(active), nil

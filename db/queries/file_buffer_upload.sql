@@ -115,20 +115,17 @@ SELECT * FROM inserted;
 -- hidden -> ready. Clears exactly the marker the writer inserted, only while
 -- no deletion claim exists and the row is not soft-deleted; a temporary file
 -- expires 24 elapsed hours after this moment (an interval in hours, so a
--- daylight-saving change never stretches it). @size_bytes and @checksum are
--- what the writer measured while streaming. Zero rows: settled cleanup or
--- maintenance got there first; the writer must not report success.
--- Writes file.ready. The space reserved at the insert is kept.
-WITH prior AS (
-    SELECT uploaded_file.id, uploaded_file.size_bytes
-    FROM uploaded_file
-    WHERE uploaded_file.id = @id
-), changed AS (
+-- daylight-saving change never stretches it). The size is the one inserted
+-- and reserved: the writer measured it on the complete spool before the
+-- insert, so the usage is not touched here (no usage row is locked, in any
+-- order). @checksum is the spool's; @etag the store's. Zero rows: settled
+-- cleanup or maintenance got there first; the writer must not report
+-- success. Writes file.ready.
+WITH changed AS (
     UPDATE uploaded_file
     SET
         status = 'ready',
         upload_pending_at = NULL,
-        size_bytes = @size_bytes,
         checksum = @checksum,
         etag = sqlc.narg('etag'),
         completed_at = coalesce(sqlc.narg('now')::timestamptz, now()),
@@ -142,17 +139,6 @@ WITH prior AS (
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
     RETURNING *
-), resized AS (
-    -- The space stays held; if the measured size differs from the one
-    -- reserved, the usage follows it (the service measures both from the
-    -- same spool, so it does not).
-    UPDATE uploaded_file_usage
-    SET bytes = uploaded_file_usage.bytes + (changed.size_bytes - prior.size_bytes)
-    FROM changed
-    JOIN prior ON prior.id = changed.id
-    WHERE uploaded_file_usage.tenant_code = changed.tenant_code
-        AND uploaded_file_usage.user_id IN ('', changed.user_id)
-        AND changed.size_bytes <> prior.size_bytes
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.ready', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))

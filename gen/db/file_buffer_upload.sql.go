@@ -14,40 +14,24 @@ import (
 )
 
 const fileActivateUpload = `-- name: FileActivateUpload :one
-WITH prior AS (
-    SELECT uploaded_file.id, uploaded_file.size_bytes
-    FROM uploaded_file
-    WHERE uploaded_file.id = $1
-), changed AS (
+WITH changed AS (
     UPDATE uploaded_file
     SET
         status = 'ready',
         upload_pending_at = NULL,
-        size_bytes = $2,
-        checksum = $3,
-        etag = $4,
-        completed_at = coalesce($5::timestamptz, now()),
+        checksum = $1,
+        etag = $2,
+        completed_at = coalesce($3::timestamptz, now()),
         expired_at = CASE WHEN is_temporary
-            THEN coalesce($5::timestamptz, now()) + interval '24 hours'
+            THEN coalesce($3::timestamptz, now()) + interval '24 hours'
             ELSE NULL END,
-        updated_at = coalesce($5::timestamptz, now())
-    WHERE uploaded_file.id = $1
+        updated_at = coalesce($3::timestamptz, now())
+    WHERE uploaded_file.id = $4
         AND status = 'pending'
-        AND uploaded_file.upload_pending_at = $6::timestamptz
+        AND uploaded_file.upload_pending_at = $5::timestamptz
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
     RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
-), resized AS (
-    -- The space stays held; if the measured size differs from the one
-    -- reserved, the usage follows it (the service measures both from the
-    -- same spool, so it does not).
-    UPDATE uploaded_file_usage
-    SET bytes = uploaded_file_usage.bytes + (changed.size_bytes - prior.size_bytes)
-    FROM changed
-    JOIN prior ON prior.id = changed.id
-    WHERE uploaded_file_usage.tenant_code = changed.tenant_code
-        AND uploaded_file_usage.user_id IN ('', changed.user_id)
-        AND changed.size_bytes <> prior.size_bytes
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.ready', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
@@ -57,11 +41,10 @@ SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_
 `
 
 type FileActivateUploadParams struct {
-	ID           uuid.UUID
-	SizeBytes    int64
 	Checksum     *string
 	ETag         *string
 	Now          *time.Time
+	ID           uuid.UUID
 	UploadMarker time.Time
 }
 
@@ -103,17 +86,18 @@ type FileActivateUploadRow struct {
 // hidden -> ready. Clears exactly the marker the writer inserted, only while
 // no deletion claim exists and the row is not soft-deleted; a temporary file
 // expires 24 elapsed hours after this moment (an interval in hours, so a
-// daylight-saving change never stretches it). @size_bytes and @checksum are
-// what the writer measured while streaming. Zero rows: settled cleanup or
-// maintenance got there first; the writer must not report success.
-// Writes file.ready. The space reserved at the insert is kept.
+// daylight-saving change never stretches it). The size is the one inserted
+// and reserved: the writer measured it on the complete spool before the
+// insert, so the usage is not touched here (no usage row is locked, in any
+// order). @checksum is the spool's; @etag the store's. Zero rows: settled
+// cleanup or maintenance got there first; the writer must not report
+// success. Writes file.ready.
 func (q *Queries) FileActivateUpload(ctx context.Context, db DBTX, arg FileActivateUploadParams) (FileActivateUploadRow, error) {
 	row := db.QueryRow(ctx, fileActivateUpload,
-		arg.ID,
-		arg.SizeBytes,
 		arg.Checksum,
 		arg.ETag,
 		arg.Now,
+		arg.ID,
 		arg.UploadMarker,
 	)
 	var i FileActivateUploadRow

@@ -26,8 +26,8 @@ var webhookSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("bench-w
 
 // benchEvents compares uploads on a server with one webhook sink and one
 // NATS sink configured (its relay delivering while the uploads run) with
-// the same server with none, in interleaved rounds; then measures the
-// relay's sustained delivery rate to each kind of sink.
+// a server started alike with none, in pairRounds interleaved rounds; then
+// measures the relay's sustained delivery rate to each kind of sink.
 func benchEvents(ctx context.Context, e *env, rep *report, bin, tmp, secret string) error {
 	hookURL, stopHook, err := discardingServer("/hook", http.StatusNoContent, "")
 	if err != nil {
@@ -36,13 +36,23 @@ func benchEvents(ctx context.Context, e *env, rep *report, bin, tmp, secret stri
 	defer stopHook()
 	stream := fmt.Sprintf("UFBENCH_%d", time.Now().UnixNano())
 	defer deleteStream(stream)
+	// Both servers are started alike, on fresh databases and file roots,
+	// 16 connections each (see benchQuota): the bench's main server holds
+	// by now every earlier section's rows and files, which made the
+	// comparison one of database states too.
+	const conns = "pool_max_conns=16"
+	plain, stopPlain, err := startVariant(ctx, bin, tmp, "events-off", secret, "", conns)
+	if err != nil {
+		return err
+	}
+	defer stopPlain()
 	withSinks, stopSinks, err := startVariant(ctx, bin, tmp, "events", secret, fmt.Sprintf(`events:
   sinks:
     hook:
       webhook: {url: %s, secret: %s}
     bus:
       nats: {url: %s, subjectPrefix: %s, stream: %s}
-`, hookURL, webhookSecret, natsURL, strings.ToLower(stream), stream))
+`, hookURL, webhookSecret, natsURL, strings.ToLower(stream), stream), conns)
 	if err != nil {
 		return err
 	}
@@ -52,12 +62,13 @@ func benchEvents(ctx context.Context, e *env, rep *report, bin, tmp, secret stri
 	body := payload(size)
 	ct, form := multipartBody("data.csv", body)
 	in := initiateInput(body)
+	off := &env{uf: plain, token: e.token}
 	on := &env{uf: withSinks, token: e.token}
-	n := count(size)
-	rs, m, err := measure("events bench",
-		func() stats { return load(clients, n, func(int) error { return e.bufferUpload(ct, form) }) },
+	n := pairCalls(size)
+	rs, m, err := measureRounds("events bench", pairRounds,
+		func() stats { return load(clients, n, func(int) error { return off.bufferUpload(ct, form) }) },
 		func() stats { return load(clients, n, func(int) error { return on.bufferUpload(ct, form) }) },
-		func() stats { return load(8, n, func(int) error { return e.directUpload(in, body) }) },
+		func() stats { return load(8, n, func(int) error { return off.directUpload(in, body) }) },
 		func() stats { return load(8, n, func(int) error { return on.directUpload(in, body) }) },
 	)
 	if err != nil {

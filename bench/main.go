@@ -97,7 +97,7 @@ func (r *report) add(what, figure, target string, pass bool) {
 func (r *report) markdown(cmd string) string {
 	var b strings.Builder
 	commit, _ := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
-	fmt.Fprintf(&b, "Produced by `%s` on %s at commit %s. Throughput ratios are the median of %d interleaved rounds' ratios, the worst round beside it; a status is judged on the median.\n\n| measurement | figure | target | status |\n|---|---|---|---|\n", cmd, time.Now().UTC().Format("2006-01-02 15:04 MST"), strings.TrimSpace(string(commit)), rounds)
+	fmt.Fprintf(&b, "Produced by `%s` on %s at commit %s. Throughput ratios are the median of %d interleaved rounds' ratios (%d, each twice as long, for the no-difference pairs: quotas, events, the stored variant), the worst round beside it; a status is judged on the median.\n\n| measurement | figure | target | status |\n|---|---|---|---|\n", cmd, time.Now().UTC().Format("2006-01-02 15:04 MST"), strings.TrimSpace(string(commit)), rounds, pairRounds)
 	for _, x := range r.rows {
 		status := ""
 		if x.target != "" {
@@ -326,6 +326,16 @@ func (s stats) rps() float64 { return float64(s.n) / s.elapsed.Seconds() }
 // round's ratio beside the median one.
 const rounds = 5
 
+// pairRounds is how many rounds a no-difference pair runs: two servers
+// started alike, one with a feature on, judged against a line (0.9×,
+// 0.95×) that sits within one short round's noise on this machine. Those
+// pairs run more rounds, each of twice the calls (pairCalls), so that the
+// median moves with the feature's cost rather than with the machine.
+const pairRounds = 9
+
+// pairCalls is the call count of one round of a no-difference pair.
+func pairCalls(size int) int { return 2 * count(size) }
+
 // compareRounds runs the loads of one comparison in n interleaved rounds
 // and returns every round: out[round][load]. Each round starts one load
 // later than the one before, so no load always follows the same other one
@@ -408,7 +418,13 @@ func failed(ss ...stats) error {
 // (compareRounds) and returns every round and each load's median round
 // (medians); a failed call in any round of any load fails it, named what.
 func measure(what string, loads ...func() stats) (rs [][]stats, m []stats, err error) {
-	rs = compareRounds(rounds, loads...)
+	return measureRounds(what, rounds, loads...)
+}
+
+// measureRounds is measure in n rounds (pairRounds for the no-difference
+// pairs).
+func measureRounds(what string, n int, loads ...func() stats) (rs [][]stats, m []stats, err error) {
+	rs = compareRounds(n, loads...)
 	var all []stats
 	for _, r := range rs {
 		all = append(all, r...)

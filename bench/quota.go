@@ -7,9 +7,9 @@ import (
 
 // benchQuota compares buffer uploads on a server with quotas configured
 // (limits every upload fits under, so each one is checked and none is
-// refused) with a plain server started alike, in interleaved rounds (the
-// two differ by less than this machine's noise between rounds): the median
-// round's ratio with the worst.
+// refused) with a plain server started alike, in pairRounds interleaved
+// rounds (the two differ by less than this machine's noise between short
+// rounds): the median round's ratio with the worst.
 func benchQuota(ctx context.Context, e *env, rep *report, bin, tmp, secret string) error {
 	// Two servers of 32 connections each beside the bench's others would
 	// pass PostgreSQL's default 100 connections; both get 16 (an upload
@@ -39,8 +39,8 @@ func benchQuota(ctx context.Context, e *env, rep *report, bin, tmp, secret strin
 	for _, size := range []int{1 << 20, 64 << 10} {
 		body := payload(size)
 		ct, form := multipartBody("data.csv", body)
-		n := count(size)
-		rs, m, err := measure("quota bench",
+		n := pairCalls(size)
+		rs, m, err := measureRounds("quota bench", pairRounds,
 			func() stats { return load(32, n, func(int) error { return off.bufferUpload(ct, form) }) },
 			func() stats { return load(32, n, func(int) error { return on.bufferUpload(ct, form) }) },
 		)

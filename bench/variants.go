@@ -178,8 +178,8 @@ func benchCachedVariant(rep *report, e *env) error {
 			return err
 		}
 	}
-	const clients, n = 8, 2000
-	rs, m, err := measure("cached variant bench",
+	const clients, n = 8, 4000
+	rs, m, err := measureRounds("cached variant bench", pairRounds,
 		func() stats { return load(clients, n, get("/uploaded-file/"+id+"/variants/thumb/download")) },
 		func() stats { return load(clients, n, get("/uploaded-file/"+same+"/download")) },
 	)

@@ -46,7 +46,9 @@ import (
 )
 
 // DB is what the service needs of PostgreSQL: queries, and transactions
-// for batch operations. *pgxpool.Pool satisfies it.
+// for batch operations. *pgxpool.Pool satisfies it; a pool's single-row
+// reads then reuse their scan plans per connection (scanplans.go), a DB of
+// another type is used as it is.
 type DB interface {
 	db.DBTX
 	Begin(ctx context.Context) (pgx.Tx, error)
@@ -106,7 +108,7 @@ func New(ctx context.Context, cfg Config, database DB, opts ...Option) (*Service
 	if database == nil {
 		return nil, errors.New("uploadedfile: a database is required")
 	}
-	s := &Service{cfg: r, db: database, q: db.New(), log: slog.Default(), now: func() *time.Time { return nil }}
+	s := &Service{cfg: r, db: withPlanCache(database), q: db.New(), log: slog.Default(), now: func() *time.Time { return nil }}
 	s.imager = imagevariant.New(imagevariant.Limits{MaxPixels: r.Variants.MaxPixels, Concurrency: r.Variants.Concurrency})
 	s.variantSlots = make(chan struct{}, r.Variants.Concurrency)
 	for _, o := range opts {

@@ -1,0 +1,175 @@
+package service_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/service"
+)
+
+// onePool is a pool of one connection over a fresh database, configured as
+// serve's is.
+func onePool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
+	require.NoError(t, err)
+	cfg.MaxConns = 1
+	service.ConfigurePool(cfg)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+const mixedRow = `SELECT $1::uuid, $2::text, $3::bigint, $4::timestamptz, $5::jsonb, $6::text`
+
+type mixed struct {
+	id   uuid.UUID
+	name string
+	size int64
+	at   time.Time
+	data []byte
+	opt  *string
+}
+
+func scanMixed(db interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, args ...any) (mixed, error) {
+	var m mixed
+	err := db.QueryRow(context.Background(), mixedRow, args...).Scan(&m.id, &m.name, &m.size, &m.at, &m.data, &m.opt)
+	return m, err
+}
+
+// The cached scan answers what pgx's own QueryRow answers, on the first
+// call and on the calls that reuse its plans, including NULLs after
+// non-NULLs in the same column.
+func TestPlanCachingDBScansAsPgx(t *testing.T) {
+	pool := onePool(t)
+	db := service.NewPlanCachingDB(pool)
+	at := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	opt := "x"
+	for i, args := range [][]any{
+		{uuid.New(), "a.csv", 10, at, `{"a":1}`, &opt},
+		{uuid.New(), "b.csv", 20, at.Add(time.Hour), `[1,2]`, nil},
+		{uuid.New(), "", 0, at, `null`, &opt},
+	} {
+		want, err := scanMixed(pool, args...)
+		require.NoError(t, err)
+		got, err := scanMixed(db, args...)
+		require.NoError(t, err, "call %d", i)
+		require.Equal(t, want.id, got.id)
+		require.Equal(t, want.name, got.name)
+		require.Equal(t, want.size, got.size)
+		require.True(t, want.at.Equal(got.at))
+		require.JSONEq(t, string(want.data), string(got.data))
+		require.Equal(t, want.opt, got.opt, "call %d", i)
+	}
+	require.Equal(t, 1, db.Connections())
+}
+
+// A destination of another type for the same statement is planned again,
+// not scanned with the plan of the type before it.
+func TestPlanCachingDBReplansANewDestinationType(t *testing.T) {
+	db := service.NewPlanCachingDB(onePool(t))
+	ctx := context.Background()
+	var n int64
+	require.NoError(t, db.QueryRow(ctx, "SELECT 42::int4").Scan(&n))
+	require.Equal(t, int64(42), n)
+	var s string
+	err := db.QueryRow(ctx, "SELECT 42::int4").Scan(&s)
+	require.NoError(t, err)
+	require.Equal(t, "42", s)
+	var f float64
+	require.NoError(t, db.QueryRow(ctx, "SELECT 42::int4").Scan(&f))
+	require.Equal(t, 42.0, f)
+}
+
+// No row, a scan that fails and a failing statement answer pgx's errors,
+// and each gives the connection back (the pool has one).
+func TestPlanCachingDBErrorsReleaseTheConnection(t *testing.T) {
+	db := service.NewPlanCachingDB(onePool(t))
+	ctx := context.Background()
+	var s string
+	for range 3 {
+		require.ErrorIs(t, db.QueryRow(ctx, "SELECT 'a' WHERE false").Scan(&s), pgx.ErrNoRows)
+		var n int64
+		err := db.QueryRow(ctx, "SELECT NULL::int8").Scan(&n)
+		var scanErr pgx.ScanArgError
+		require.True(t, errors.As(err, &scanErr), "%v", err)
+		require.Equal(t, 0, scanErr.ColumnIndex)
+		require.Error(t, db.QueryRow(ctx, "SELECT * FROM no_such_table").Scan(&s))
+		require.ErrorContains(t, db.QueryRow(ctx, "SELECT 1, 2").Scan(&n), "number of field descriptions")
+	}
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	require.NoError(t, db.QueryRow(tctx, "SELECT 'ok'").Scan(&s))
+	require.Equal(t, "ok", s)
+}
+
+// A connection's plans go with it: once the pool has closed it and it is
+// garbage, the cache holds nothing for it.
+func TestPlanCachingDBDropsClosedConnections(t *testing.T) {
+	pool := onePool(t)
+	db := service.NewPlanCachingDB(pool)
+	var s string
+	require.NoError(t, db.QueryRow(context.Background(), "SELECT 'a'").Scan(&s))
+	require.Equal(t, 1, db.Connections())
+	pool.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for db.Connections() > 0 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.Equal(t, 0, db.Connections())
+}
+
+// Goroutines sharing a pool of four connections each get their own
+// values from every statement (run with -race: a connection's plans are
+// touched only by its holder).
+func TestPlanCachingDBConcurrentReads(t *testing.T) {
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
+	require.NoError(t, err)
+	cfg.MaxConns = 4
+	service.ConfigurePool(cfg)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	db := service.NewPlanCachingDB(pool)
+	var g errgroup.Group
+	for w := range 8 {
+		g.Go(func() error {
+			for i := range 200 {
+				var n int64
+				var s string
+				if err := db.QueryRow(context.Background(), "SELECT $1::int8, $2::text", w*1000+i, fmt.Sprint(w, i)).Scan(&n, &s); err != nil {
+					return err
+				}
+				if n != int64(w*1000+i) || s != fmt.Sprint(w, i) {
+					return fmt.Errorf("worker %d call %d read %d %q", w, i, n, s)
+				}
+				var at time.Time
+				if err := db.QueryRow(context.Background(), "SELECT to_timestamp($1::int8)", int64(i)).Scan(&at); err != nil {
+					return err
+				}
+				if at.Unix() != int64(i) {
+					return fmt.Errorf("worker %d call %d read %v", w, i, at)
+				}
+			}
+			return nil
+		})
+	}
+	require.NoError(t, g.Wait())
+	require.LessOrEqual(t, db.Connections(), 4)
+	require.Positive(t, db.Connections())
+}

@@ -350,8 +350,13 @@ func runChaos(t *testing.T, driver string) {
 	}
 	workers := []*exec.Cmd{spawn(), spawn()}
 	kills := 0
+	// The work runs for the duration and then, on a machine slow enough
+	// that it has not yet reached every path the checks below require to
+	// have run (an infected upload refused, a variant made for a visible
+	// file), on until it has, for up to three times as long again.
 	deadline := time.Now().Add(*chaosDuration)
-	for time.Now().Before(deadline) {
+	longest := deadline.Add(3 * *chaosDuration)
+	for time.Now().Before(deadline) || time.Now().Before(longest) && !chaosCovered(t, e) {
 		time.Sleep(time.Duration(50+rnd.IntN(300)) * time.Millisecond)
 		if rnd.IntN(3) == 0 { // kill a worker mid-operation and start another
 			i := rnd.IntN(len(workers))
@@ -378,6 +383,7 @@ func runChaos(t *testing.T, driver string) {
 		_ = w.Process.Signal(syscall.SIGKILL)
 		_ = w.Wait()
 	}
+	t.Logf("chaos[%s]: work ran %s (covered: %v)", driver, time.Since(deadline.Add(-*chaosDuration)).Round(time.Millisecond), chaosCovered(t, e))
 
 	// Settle: far past every lease, expiry and window, until a round does
 	// nothing but reschedule tombstones.
@@ -556,6 +562,19 @@ func checkChaosInvariants(t *testing.T, e *env, c chaosTarget) chaosCounts {
 	t.Logf("variants: %d ready, each with its object, of visible files only", variants)
 	require.Positive(t, variants, "the workers made variants")
 	return n
+}
+
+// chaosCovered reports whether the work so far reached what
+// checkChaosInvariants requires to have run: the scan gate refused an
+// infected upload, and a visible file has a ready variant.
+func chaosCovered(t *testing.T, e *env) bool {
+	t.Helper()
+	var covered bool
+	require.NoError(t, e.pool.QueryRow(context.Background(), `
+SELECT EXISTS (SELECT FROM uploaded_file_event WHERE type = 'upload.failed' AND rule = 'content.infected')
+   AND EXISTS (SELECT FROM uploaded_file_variant v JOIN uploaded_file f ON f.id = v.file_id
+               WHERE v.status = 'ready' AND f.status = 'ready' AND f.deleted_at IS NULL AND f.deletion_pending_at IS NULL)`).Scan(&covered))
+	return covered
 }
 
 // checkChaosVariants: once settled, every variant row is ready, of a

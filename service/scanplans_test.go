@@ -20,11 +20,15 @@ import (
 
 // onePool is a pool of one connection over a fresh database, configured as
 // serve's is.
-func onePool(t *testing.T) *pgxpool.Pool {
+func onePool(t *testing.T) *pgxpool.Pool { t.Helper(); return poolOf(t, 1) }
+
+// poolOf is a pool of conns connections over a fresh database, configured
+// as serve's is.
+func poolOf(t *testing.T, conns int32) *pgxpool.Pool {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
 	require.NoError(t, err)
-	cfg.MaxConns = 1
+	cfg.MaxConns = conns
 	service.ConfigurePool(cfg)
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	require.NoError(t, err)
@@ -138,14 +142,7 @@ func TestPlanCachingDBDropsClosedConnections(t *testing.T) {
 // values from every statement (run with -race: a connection's plans are
 // touched only by its holder).
 func TestPlanCachingDBConcurrentReads(t *testing.T) {
-	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
-	require.NoError(t, err)
-	cfg.MaxConns = 4
-	service.ConfigurePool(cfg)
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	db := service.NewPlanCachingDB(pool)
+	db := service.NewPlanCachingDB(poolOf(t, 4))
 	var g errgroup.Group
 	for w := range 8 {
 		g.Go(func() error {

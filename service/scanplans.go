@@ -81,19 +81,19 @@ func (d *planCachingDB) plansFor(conn *pgx.Conn) *connPlans {
 	return v.(*connPlans)
 }
 
-// keep remembers plans for sql, starting over past maxStatementPlans.
-func (cp *connPlans) keep(sql string, plans []columnPlan) {
+// statement returns the plans of sql's n columns, updated in place by the
+// scan; a statement seen for the first time (or with another column count)
+// gets empty ones, and past maxStatementPlans the connection starts over.
+func (cp *connPlans) statement(sql string, n int) []columnPlan {
+	if plans := cp.stmts[sql]; len(plans) == n {
+		return plans
+	}
 	if len(cp.stmts) >= maxStatementPlans {
 		clear(cp.stmts)
 	}
+	plans := make([]columnPlan, n)
 	cp.stmts[sql] = plans
-}
-
-// connections is how many connections hold plans (for tests).
-func (d *planCachingDB) connections() int {
-	n := 0
-	d.conns.Range(func(any, any) bool { n++; return true })
-	return n
+	return plans
 }
 
 // cachedRow is QueryRow's row: pgx's connRow.Scan with remembered plans.
@@ -112,9 +112,6 @@ func (r *cachedRow) Scan(dest ...any) error {
 	}
 	rows := r.rows
 	defer rows.Close()
-	if len(dest) == 1 && isRowScanner(dest[0]) {
-		return scanFirst(rows, dest)
-	}
 	for _, d := range dest {
 		if _, ok := d.(*pgtype.DriverBytes); ok {
 			return fmt.Errorf("cannot scan into *pgtype.DriverBytes from QueryRow")
@@ -126,16 +123,28 @@ func (r *cachedRow) Scan(dest ...any) error {
 		}
 		return pgx.ErrNoRows
 	}
+	if err := r.scanRow(rows, dest); err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
+}
+
+// scanRow scans the current row into dest with the connection's plans for
+// the statement, planning the columns whose type, format or destination
+// type changed; a pgx.RowScanner scans itself, as in pgx.
+func (r *cachedRow) scanRow(rows pgx.Rows, dest []any) error {
+	if len(dest) == 1 {
+		if _, ok := dest[0].(pgx.RowScanner); ok {
+			return rows.Scan(dest...)
+		}
+	}
 	fields, values := rows.FieldDescriptions(), rows.RawValues()
 	if len(fields) != len(dest) || len(values) != len(dest) {
 		return fmt.Errorf("number of field descriptions must equal number of destinations, got %d and %d", len(fields), len(dest))
 	}
-	cp := r.db.plansFor(rows.Conn())
-	plans := cp.stmts[r.sql]
-	if len(plans) != len(dest) {
-		plans = make([]columnPlan, len(dest))
-	}
-	m := rows.Conn().TypeMap()
+	conn := rows.Conn()
+	plans := r.db.plansFor(conn).statement(r.sql, len(dest))
 	for i, dst := range dest {
 		if dst == nil {
 			continue
@@ -143,31 +152,11 @@ func (r *cachedRow) Scan(dest ...any) error {
 		p := &plans[i]
 		if t := reflect.TypeOf(dst); p.plan == nil || p.typ != t || p.oid != fields[i].DataTypeOID || p.format != fields[i].Format {
 			*p = columnPlan{oid: fields[i].DataTypeOID, format: fields[i].Format, typ: t,
-				plan: m.PlanScan(fields[i].DataTypeOID, fields[i].Format, dst)}
+				plan: conn.TypeMap().PlanScan(fields[i].DataTypeOID, fields[i].Format, dst)}
 		}
 		if err := p.plan.Scan(values[i], dst); err != nil {
-			cp.keep(r.sql, plans)
 			return pgx.ScanArgError{ColumnIndex: i, FieldName: fields[i].Name, Err: err}
 		}
 	}
-	cp.keep(r.sql, plans)
-	rows.Close()
-	return rows.Err()
-}
-
-func isRowScanner(d any) bool { _, ok := d.(pgx.RowScanner); return ok }
-
-// scanFirst is pgx's own single-row scan, for a pgx.RowScanner.
-func scanFirst(rows pgx.Rows, dest []any) error {
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return pgx.ErrNoRows
-	}
-	if err := rows.Scan(dest...); err != nil {
-		return err
-	}
-	rows.Close()
-	return rows.Err()
+	return nil
 }

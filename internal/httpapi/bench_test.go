@@ -74,6 +74,10 @@ func (d *discard) Header() http.Header         { return d.h }
 func (d *discard) WriteHeader(code int)        { d.code = code }
 func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
 
+// ReadFrom drains r as the connection's sendfile would, without a buffer
+// of the benchmark's own.
+func (d *discard) ReadFrom(r io.Reader) (int64, error) { return io.Copy(io.Discard, r) }
+
 func runHandler(b *testing.B, h http.Handler, req func() *http.Request) {
 	b.Helper()
 	b.ReportAllocs()
@@ -102,7 +106,3 @@ func BenchmarkDownload(b *testing.B) {
 		return r
 	})
 }
-
-// ReadFrom drains r as the connection's sendfile would, without a buffer
-// of the benchmark's own.
-func (d *discard) ReadFrom(r io.Reader) (int64, error) { return io.Copy(io.Discard, r) }

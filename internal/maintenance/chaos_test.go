@@ -354,8 +354,8 @@ func runChaos(t *testing.T, driver string) {
 	// that it has not yet reached every path the checks below require to
 	// have run (an infected upload refused, a variant made for a visible
 	// file), on until it has, for up to three times as long again.
-	deadline := time.Now().Add(*chaosDuration)
-	longest := deadline.Add(3 * *chaosDuration)
+	begin, d := time.Now(), *chaosDuration
+	deadline, longest := begin.Add(d), begin.Add(4*d)
 	for time.Now().Before(deadline) || time.Now().Before(longest) && !chaosCovered(t, e) {
 		time.Sleep(time.Duration(50+rnd.IntN(300)) * time.Millisecond)
 		if rnd.IntN(3) == 0 { // kill a worker mid-operation and start another
@@ -383,7 +383,7 @@ func runChaos(t *testing.T, driver string) {
 		_ = w.Process.Signal(syscall.SIGKILL)
 		_ = w.Wait()
 	}
-	t.Logf("chaos[%s]: work ran %s (covered: %v)", driver, time.Since(deadline.Add(-*chaosDuration)).Round(time.Millisecond), chaosCovered(t, e))
+	t.Logf("chaos[%s]: work ran %s (covered: %v)", driver, time.Since(begin).Round(time.Millisecond), chaosCovered(t, e))
 
 	// Settle: far past every lease, expiry and window, until a round does
 	// nothing but reschedule tombstones.

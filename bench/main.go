@@ -316,6 +316,9 @@ type stats struct {
 	elapsed  time.Duration
 	p50, p99 time.Duration
 	dbCPU    time.Duration // PostgreSQL's CPU per call, where a load measures it
+	// The server process's scheduler accounting per call, where a load
+	// measures it (withSched).
+	server perCall
 }
 
 func (s stats) rps() float64 { return float64(s.n) / s.elapsed.Seconds() }
@@ -800,12 +803,12 @@ func benchLookup(ctx context.Context, e *env, rep *report, clients []int) error 
 		// Every lookup and its floors in the same interleaved rounds: a
 		// ratio compares loads of the same moment.
 		rs, m, err := measure("lookups",
-			func() stats {
+			withSched(e.uf, func() stats {
 				return load(c, n, func(int) error {
 					_, err := do(e.authed(http.MethodGet, e.uf.url+"/uploaded-file/"+id, nil), http.StatusOK)
 					return err
 				})
-			},
+			}),
 			func() stats {
 				return load(c, n, func(int) error {
 					var k string
@@ -813,8 +816,8 @@ func benchLookup(ctx context.Context, e *env, rep *report, clients []int) error 
 				})
 			},
 			func() stats { return load(c, n, func(int) error { return get(e.uf.url + "/healthz") }) },
-			func() stats { return load(c, n, func(int) error { return get(rawURL) }) },
-			func() stats { return load(c, n, jwksLookup(e.jwks.rs256)) },
+			withSched(e.raw, func() stats { return load(c, n, func(int) error { return get(rawURL) }) }),
+			withSched(e.ufJWKS, func() stats { return load(c, n, jwksLookup(e.jwks.rs256)) }),
 			func() stats { return load(c, n, jwksLookup(e.jwks.es256)) },
 		)
 		if err != nil {
@@ -832,6 +835,10 @@ func benchLookup(ctx context.Context, e *env, rep *report, clients []int) error 
 				fmt.Sprintf("%s (p50 %s vs %s; p99 %s)", d, m[4+i].p50.Round(time.Microsecond), raw.p50.Round(time.Microsecond), m[4+i].p99.Round(time.Microsecond)),
 				target, target == "" || d.median <= 1.25)
 		}
+		ours, floor := medianSched(rs, 4), medianSched(rs, rawAt)
+		rep.add(fmt.Sprintf("detail lookup, RS256 (reused), %s: the server's scheduler accounting per request vs the lookup floor's", clientsLabel(c)),
+			fmt.Sprintf("on a CPU %s vs %s; runnable, waiting for one %s vs %s; %.1f vs %.1f switches in", ours.run.Round(time.Microsecond), floor.run.Round(time.Microsecond),
+				ours.wait.Round(time.Microsecond), floor.wait.Round(time.Microsecond), ours.switches, floor.switches), "", true)
 		rep.add(fmt.Sprintf("HTTP floor: GET /healthz, %s (no token, no query)", clientsLabel(c)), latencies(health), "", true)
 		rep.add(fmt.Sprintf("HTTP lookup floor: minimal handler + bare SELECT, %s", clientsLabel(c)), latencies(raw), "", true)
 		label := fmt.Sprintf("detail lookup GET /uploaded-file/{id}, %s", clientsLabel(c))

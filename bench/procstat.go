@@ -1,0 +1,86 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// sched is what the scheduler accounted to a set of threads so far
+// (/proc/<pid>/task/<tid>/schedstat): time on a CPU, time runnable but
+// waiting for one, and the times they were switched in.
+type sched struct {
+	run, wait time.Duration
+	slices    int64
+}
+
+func (s sched) sub(o sched) sched {
+	return sched{run: s.run - o.run, wait: s.wait - o.wait, slices: s.slices - o.slices}
+}
+
+// schedOf sums the scheduler's accounting over every thread of pid (a
+// thread that exited takes its share with it; Go keeps its threads).
+func schedOf(pid int) sched {
+	var s sched
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
+	tasks, _ := os.ReadDir(dir)
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 3 {
+			continue
+		}
+		run, _ := strconv.ParseInt(f[0], 10, 64)
+		wait, _ := strconv.ParseInt(f[1], 10, 64)
+		n, _ := strconv.ParseInt(f[2], 10, 64)
+		s.run += time.Duration(run)
+		s.wait += time.Duration(wait)
+		s.slices += n
+	}
+	return s
+}
+
+// perCall is the accounting s spread over n calls.
+type perCall struct {
+	run, wait time.Duration
+	switches  float64
+}
+
+// withSched wraps a load against p's server process: its stats carry the
+// scheduler's accounting of that process per call (every thread's time on
+// a CPU -- the process's CPU time, Go runtime and kernel included -- the
+// time its threads waited runnable, and how often they were switched in).
+func withSched(p *proc, fn func() stats) func() stats {
+	return func() stats {
+		pid := p.cmd.Process.Pid
+		before := schedOf(pid)
+		s := fn()
+		d := schedOf(pid).sub(before)
+		if s.n > 0 {
+			s.server = perCall{run: d.run / time.Duration(s.n), wait: d.wait / time.Duration(s.n), switches: float64(d.slices) / float64(s.n)}
+		}
+		return s
+	}
+}
+
+// medianSched is load j's per-call accounting, each figure the median
+// over the rounds.
+func medianSched(rs [][]stats, j int) perCall {
+	var run, wait []time.Duration
+	var sw []float64
+	for _, r := range rs {
+		run = append(run, r[j].server.run)
+		wait = append(wait, r[j].server.wait)
+		sw = append(sw, r[j].server.switches)
+	}
+	slices.Sort(run)
+	slices.Sort(wait)
+	slices.Sort(sw)
+	return perCall{run: run[len(run)/2], wait: wait[len(wait)/2], switches: sw[len(sw)/2]}
+}

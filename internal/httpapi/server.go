@@ -345,7 +345,7 @@ func (s *Server) CompleteUpload(ctx context.Context, req api.CompleteUploadReque
 	if err != nil {
 		return nil, err
 	}
-	return api.CompleteUpload200JSONResponse(httpResult(r)), nil
+	return fileJSON{status: http.StatusOK, file: httpResult(r)}, nil
 }
 
 // PutUploadContent implements api.StrictServerInterface: a signed local
@@ -375,7 +375,7 @@ func (s *Server) GetFile(ctx context.Context, req api.GetFileRequestObject) (api
 	if err != nil {
 		return nil, err
 	}
-	return api.GetFile200JSONResponse(httpResult(r)), nil
+	return fileJSON{status: http.StatusOK, file: httpResult(r)}, nil
 }
 
 // ListFiles implements api.StrictServerInterface: one page of the files the
@@ -389,7 +389,7 @@ func (s *Server) ListFiles(ctx context.Context, req api.ListFilesRequestObject) 
 	for i, f := range p.Files {
 		out.Items[i] = httpResult(f)
 	}
-	return api.ListFiles200JSONResponse(out), nil
+	return fileListJSON{list: out}, nil
 }
 
 // listOptions maps the list's query parameters (the host route has the
@@ -459,7 +459,7 @@ func (s *Server) UploadFile(ctx context.Context, req api.UploadFileRequestObject
 	if err := form.check(err); err != nil {
 		return nil, err
 	}
-	return api.UploadFile201JSONResponse(httpResult(r)), nil
+	return fileJSON{status: http.StatusCreated, file: httpResult(r)}, nil
 }
 
 // GetFileVariant implements api.StrictServerInterface: an image variant for

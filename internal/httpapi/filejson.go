@@ -1,0 +1,209 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/uploadedfile/uploadedfile/gen/api"
+)
+
+// fileJSON is a response whose body is one api.UploadedFile: the detail
+// (GET /uploaded-file/{id}), a buffer upload's 201 and a complete's 200.
+// It writes the bytes the generated responses write (encoding/json's, with
+// its trailing newline; filejson_test.go holds the two equal over every
+// field of the type) without reflection and without allocating: on the
+// lookup path the generated encoder was the largest cost of our own after
+// the query (docs/performance.md).
+type fileJSON struct {
+	status int
+	file   api.UploadedFile
+}
+
+// VisitGetFileResponse implements api.GetFileResponseObject.
+func (r fileJSON) VisitGetFileResponse(w http.ResponseWriter) error { return r.visit(w) }
+
+// VisitUploadFileResponse implements api.UploadFileResponseObject.
+func (r fileJSON) VisitUploadFileResponse(w http.ResponseWriter) error { return r.visit(w) }
+
+// VisitCompleteUploadResponse implements api.CompleteUploadResponseObject.
+func (r fileJSON) VisitCompleteUploadResponse(w http.ResponseWriter) error { return r.visit(w) }
+
+// fileListJSON is a page of files (GET /uploaded-file), written as
+// fileJSON writes one file.
+type fileListJSON struct {
+	list api.FileList
+}
+
+// VisitListFilesResponse implements api.ListFilesResponseObject.
+func (r fileListJSON) VisitListFilesResponse(w http.ResponseWriter) error {
+	for i := range r.list.Items {
+		if !encodableTimes(&r.list.Items[i]) {
+			if _, err := json.Marshal(r.list); err != nil {
+				return err
+			}
+		}
+	}
+	return writeJSON(w, http.StatusOK, func(b []byte) []byte {
+		b = append(b, `{"items":`...)
+		if r.list.Items == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i := range r.list.Items {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = appendUploadedFile(b, &r.list.Items[i])
+			}
+			b = append(b, ']')
+		}
+		if r.list.NextCursor != nil {
+			b = appendString(append(b, `,"nextCursor":`...), *r.list.NextCursor)
+		}
+		return append(b, '}')
+	})
+}
+
+// jsonBuffers holds response buffers between requests.
+var jsonBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+func (r fileJSON) visit(w http.ResponseWriter) error {
+	if !encodableTimes(&r.file) {
+		// encoding/json's error, as the generated response returns it
+		// (the service never holds such a time).
+		if _, err := json.Marshal(r.file); err != nil {
+			return err
+		}
+	}
+	return writeJSON(w, r.status, func(b []byte) []byte { return appendUploadedFile(b, &r.file) })
+}
+
+// writeJSON answers status with the JSON body appendBody appends and a
+// newline, as the generated responses do.
+func writeJSON(w http.ResponseWriter, status int, appendBody func([]byte) []byte) error {
+	bp := jsonBuffers.Get().(*[]byte)
+	b := append(appendBody((*bp)[:0]), '\n')
+	w.Header()["Content-Type"] = []string{"application/json"}
+	w.WriteHeader(status)
+	_, err := w.Write(b)
+	if cap(b) <= 64<<10 {
+		*bp = b
+		jsonBuffers.Put(bp)
+	}
+	return err
+}
+
+// appendUploadedFile appends f as encoding/json marshals it: the fields in
+// the struct's order, the optional ones omitted when nil.
+func appendUploadedFile(b []byte, f *api.UploadedFile) []byte {
+	b = append(b, '{')
+	if f.Checksum != nil {
+		b = appendString(append(b, `"checksum":`...), *f.Checksum)
+		b = append(b, ',')
+	}
+	if f.CompletedAt != nil {
+		b = appendTime(append(b, `"completedAt":`...), *f.CompletedAt)
+		b = append(b, ',')
+	}
+	b = appendString(append(b, `"contentType":`...), f.ContentType)
+	b = appendTime(append(b, `,"createdAt":`...), f.CreatedAt)
+	b = appendString(append(b, `,"disposition":`...), string(f.Disposition))
+	if f.Entity != nil {
+		b = appendString(append(b, `,"entity":`...), *f.Entity)
+	}
+	if f.EntityId != nil {
+		b = appendString(append(b, `,"entityId":`...), *f.EntityId)
+	}
+	if f.ExpiredAt != nil {
+		b = appendTime(append(b, `,"expiredAt":`...), *f.ExpiredAt)
+	}
+	b = append(b, `,"id":"`...)
+	b = append(b, f.Id.String()...)
+	b = append(b, `","isTemporary":`...)
+	b = strconv.AppendBool(b, f.IsTemporary)
+	if f.Module != nil {
+		b = appendString(append(b, `,"module":`...), *f.Module)
+	}
+	b = appendString(append(b, `,"originalName":`...), f.OriginalName)
+	b = strconv.AppendInt(append(b, `,"sizeBytes":`...), f.SizeBytes, 10)
+	b = appendString(append(b, `,"status":`...), string(f.Status))
+	if f.Type != nil {
+		b = appendString(append(b, `,"type":`...), *f.Type)
+	}
+	if f.Url != nil {
+		b = appendString(append(b, `,"url":`...), *f.Url)
+	}
+	if f.UrlExpiredAt != nil {
+		b = appendTime(append(b, `,"urlExpiredAt":`...), *f.UrlExpiredAt)
+	}
+	b = appendString(append(b, `,"visibility":`...), string(f.Visibility))
+	return append(b, '}')
+}
+
+// encodableTimes reports whether every time of f is one time.Time's
+// MarshalJSON accepts (a year within 0-9999).
+func encodableTimes(f *api.UploadedFile) bool {
+	ok := func(t *time.Time) bool { return t == nil || (t.Year() >= 0 && t.Year() <= 9999) }
+	return ok(&f.CreatedAt) && ok(f.CompletedAt) && ok(f.ExpiredAt) && ok(f.UrlExpiredAt)
+}
+
+// appendTime appends t as time.Time's MarshalJSON does (RFC 3339 with
+// nanoseconds), for a time encodableTimes accepted.
+func appendTime(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string exactly as encoding/json writes
+// it (HTML-escaped: <, > and & as \u003c, \u003e, \u0026). Strings with
+// bytes outside ASCII go through encoding/json itself, which also repairs
+// invalid UTF-8 and escapes U+2028 and U+2029.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return appendMarshaled(b, s)
+		}
+	}
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendMarshaled appends s as encoding/json marshals it (a string
+// always marshals).
+func appendMarshaled(b []byte, s string) []byte {
+	out, _ := json.Marshal(s)
+	return append(b, out...)
+}

@@ -40,11 +40,9 @@ type fileListJSON struct {
 
 // VisitListFilesResponse implements api.ListFilesResponseObject.
 func (r fileListJSON) VisitListFilesResponse(w http.ResponseWriter) error {
-	for i := range r.list.Items {
-		if !encodableTimes(&r.list.Items[i]) {
-			if _, err := json.Marshal(r.list); err != nil {
-				return err
-			}
+	if refusedTime(r.list.Items...) {
+		if _, err := json.Marshal(r.list); err != nil {
+			return err
 		}
 	}
 	return writeJSON(w, http.StatusOK, func(b []byte) []byte {
@@ -72,14 +70,27 @@ func (r fileListJSON) VisitListFilesResponse(w http.ResponseWriter) error {
 var jsonBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 func (r fileJSON) visit(w http.ResponseWriter) error {
-	if !encodableTimes(&r.file) {
-		// encoding/json's error, as the generated response returns it
-		// (the service never holds such a time).
+	if refusedTime(r.file) {
 		if _, err := json.Marshal(r.file); err != nil {
 			return err
 		}
 	}
 	return writeJSON(w, r.status, func(b []byte) []byte { return appendUploadedFile(b, &r.file) })
+}
+
+// refusedTime reports whether one of files holds a time time.Time's
+// MarshalJSON refuses (a year outside 0-9999): its response fails with
+// encoding/json's error, as the generated one does (the service never
+// holds such a time).
+func refusedTime(files ...api.UploadedFile) bool {
+	ok := func(t *time.Time) bool { return t == nil || (t.Year() >= 0 && t.Year() <= 9999) }
+	for i := range files {
+		f := &files[i]
+		if !ok(&f.CreatedAt) || !ok(f.CompletedAt) || !ok(f.ExpiredAt) || !ok(f.UrlExpiredAt) {
+			return true
+		}
+	}
+	return false
 }
 
 // writeJSON answers status with the JSON body appendBody appends and a
@@ -98,61 +109,53 @@ func writeJSON(w http.ResponseWriter, status int, appendBody func([]byte) []byte
 }
 
 // appendUploadedFile appends f as encoding/json marshals it: the fields in
-// the struct's order, the optional ones omitted when nil.
+// the struct's order, the optional ones omitted when nil. Every field is
+// appended with a leading comma; the first one's becomes the brace
+// (contentType is never omitted, so there is always one).
 func appendUploadedFile(b []byte, f *api.UploadedFile) []byte {
-	b = append(b, '{')
-	if f.Checksum != nil {
-		b = appendString(append(b, `"checksum":`...), *f.Checksum)
-		b = append(b, ',')
-	}
-	if f.CompletedAt != nil {
-		b = appendTime(append(b, `"completedAt":`...), *f.CompletedAt)
-		b = append(b, ',')
-	}
-	b = appendString(append(b, `"contentType":`...), f.ContentType)
+	open := len(b)
+	b = appendOptionalString(b, `,"checksum":`, f.Checksum)
+	b = appendOptionalTime(b, `,"completedAt":`, f.CompletedAt)
+	b = appendString(append(b, `,"contentType":`...), f.ContentType)
 	b = appendTime(append(b, `,"createdAt":`...), f.CreatedAt)
 	b = appendString(append(b, `,"disposition":`...), string(f.Disposition))
-	if f.Entity != nil {
-		b = appendString(append(b, `,"entity":`...), *f.Entity)
-	}
-	if f.EntityId != nil {
-		b = appendString(append(b, `,"entityId":`...), *f.EntityId)
-	}
-	if f.ExpiredAt != nil {
-		b = appendTime(append(b, `,"expiredAt":`...), *f.ExpiredAt)
-	}
+	b = appendOptionalString(b, `,"entity":`, f.Entity)
+	b = appendOptionalString(b, `,"entityId":`, f.EntityId)
+	b = appendOptionalTime(b, `,"expiredAt":`, f.ExpiredAt)
 	b = append(b, `,"id":"`...)
 	b = append(b, f.Id.String()...)
-	b = append(b, `","isTemporary":`...)
-	b = strconv.AppendBool(b, f.IsTemporary)
-	if f.Module != nil {
-		b = appendString(append(b, `,"module":`...), *f.Module)
-	}
+	b = strconv.AppendBool(append(b, `","isTemporary":`...), f.IsTemporary)
+	b = appendOptionalString(b, `,"module":`, f.Module)
 	b = appendString(append(b, `,"originalName":`...), f.OriginalName)
 	b = strconv.AppendInt(append(b, `,"sizeBytes":`...), f.SizeBytes, 10)
 	b = appendString(append(b, `,"status":`...), string(f.Status))
-	if f.Type != nil {
-		b = appendString(append(b, `,"type":`...), *f.Type)
-	}
-	if f.Url != nil {
-		b = appendString(append(b, `,"url":`...), *f.Url)
-	}
-	if f.UrlExpiredAt != nil {
-		b = appendTime(append(b, `,"urlExpiredAt":`...), *f.UrlExpiredAt)
-	}
+	b = appendOptionalString(b, `,"type":`, f.Type)
+	b = appendOptionalString(b, `,"url":`, f.Url)
+	b = appendOptionalTime(b, `,"urlExpiredAt":`, f.UrlExpiredAt)
 	b = appendString(append(b, `,"visibility":`...), string(f.Visibility))
+	b[open] = '{'
 	return append(b, '}')
 }
 
-// encodableTimes reports whether every time of f is one time.Time's
-// MarshalJSON accepts (a year within 0-9999).
-func encodableTimes(f *api.UploadedFile) bool {
-	ok := func(t *time.Time) bool { return t == nil || (t.Year() >= 0 && t.Year() <= 9999) }
-	return ok(&f.CreatedAt) && ok(f.CompletedAt) && ok(f.ExpiredAt) && ok(f.UrlExpiredAt)
+// appendOptionalString appends key and *s, nothing when s is nil
+// (omitempty on a pointer).
+func appendOptionalString(b []byte, key string, s *string) []byte {
+	if s == nil {
+		return b
+	}
+	return appendString(append(b, key...), *s)
+}
+
+// appendOptionalTime appends key and *t, nothing when t is nil.
+func appendOptionalTime(b []byte, key string, t *time.Time) []byte {
+	if t == nil {
+		return b
+	}
+	return appendTime(append(b, key...), *t)
 }
 
 // appendTime appends t as time.Time's MarshalJSON does (RFC 3339 with
-// nanoseconds), for a time encodableTimes accepted.
+// nanoseconds), for a time refusedTime accepts.
 func appendTime(b []byte, t time.Time) []byte {
 	b = append(b, '"')
 	b = t.AppendFormat(b, time.RFC3339Nano)

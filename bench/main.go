@@ -58,7 +58,7 @@ func main() {
 	}
 	full := flag.Bool("full", false, "run the whole matrix (sizes 64 KiB, 1 MiB, 10 MiB; 1, 8, 32 clients; 1M-row sweep)")
 	write := flag.String("write", "", "also write the report to this Markdown file")
-	flag.StringVar(&only, "only", "", "run only these sections (comma-separated): uploads, lookup, s3-complete, rss, sweeps, reconcile, events, list, quota, writepath, scan or tracing (no -write)")
+	flag.StringVar(&only, "only", "", "run only these sections (comma-separated): uploads (with the downloads), downloads, lookup, s3-complete, rss, sweeps, reconcile, events, list, quota, writepath, scan or tracing (no -write)")
 	flag.Parse()
 	if only != "" && *write != "" {
 		fmt.Fprintln(os.Stderr, "bench: -only measures part of the set; it does not -write the report")
@@ -249,12 +249,12 @@ func run(full bool, write string) error {
 	}
 	for _, size := range sizes {
 		for _, c := range clients {
-			if !wants("uploads") {
+			if !wants("uploads") && !wants("downloads") {
 				break
 			}
 			// The quick set has direct uploads at 8 clients only (below),
 			// and no 10 MiB uploads.
-			if full || size < 10<<20 {
+			if wants("uploads") && (full || size < 10<<20) {
 				if err := benchUploads(e, rep, size, c, true, full); err != nil {
 					return err
 				}
@@ -703,16 +703,16 @@ func benchDownload(e *env, rep *report, size, clients int) error {
 	}
 	n := count(size) * 2
 	rs, m, err := measure("downloads",
-		func() stats {
+		withSched(e.uf, func() stats {
 			return load(clients, n, func(int) error {
 				_, err := do(e.authed(http.MethodGet, e.uf.url+"/uploaded-file/"+id+"/download", nil), http.StatusOK)
 				return err
 			})
-		},
+		}),
 		func() stats { return load(clients, n, func(int) error { return get(e.files.url + "/" + key) }) },
-		func() stats {
+		withSched(e.raw, func() stats {
 			return load(clients, n, func(int) error { return get(e.raw.url + "/download?key=" + url.QueryEscape(key)) })
-		})
+		}))
 	if err != nil {
 		return err
 	}
@@ -728,6 +728,8 @@ func benchDownload(e *env, rep *report, size, clients int) error {
 		fmt.Sprintf("%s (%.0f vs %.0f MiB/s; p99 %s vs %s)", vsFS, mbps(uf), mbps(fs), uf.p99.Round(time.Millisecond), fs.p99.Round(time.Millisecond)), targetIf(fsGate, "≥ 0.95×"), !fsGate || vsFS.median >= 0.95)
 	rep.add(label+": vs download floor (bare SELECT + ServeContent)",
 		fmt.Sprintf("%s (%.0f vs %.0f MiB/s; floor %.2f× http.FileServer)", vsFloor, mbps(uf), mbps(floor), floor.rps()/fs.rps()), targetIf(floorGate, "≥ 0.95×"), !floorGate || vsFloor.median >= 0.95)
+	rep.add(label+": the server's and PostgreSQL's accounting per request vs the download floor's",
+		schedVs(medianSched(rs, 0), medianSched(rs, 2)), "", true)
 	return nil
 }
 
@@ -837,8 +839,7 @@ func benchLookup(ctx context.Context, e *env, rep *report, clients []int) error 
 		}
 		ours, floor := medianSched(rs, 4), medianSched(rs, rawAt)
 		rep.add(fmt.Sprintf("detail lookup, RS256 (reused), %s: the server's scheduler accounting per request vs the lookup floor's", clientsLabel(c)),
-			fmt.Sprintf("on a CPU %s vs %s; runnable, waiting for one %s vs %s; %.1f vs %.1f switches in", ours.run.Round(time.Microsecond), floor.run.Round(time.Microsecond),
-				ours.wait.Round(time.Microsecond), floor.wait.Round(time.Microsecond), ours.switches, floor.switches), "", true)
+			schedVs(ours, floor), "", true)
 		rep.add(fmt.Sprintf("HTTP floor: GET /healthz, %s (no token, no query)", clientsLabel(c)), latencies(health), "", true)
 		rep.add(fmt.Sprintf("HTTP lookup floor: minimal handler + bare SELECT, %s", clientsLabel(c)), latencies(raw), "", true)
 		label := fmt.Sprintf("detail lookup GET /uploaded-file/{id}, %s", clientsLabel(c))
@@ -852,6 +853,14 @@ func benchLookup(ctx context.Context, e *env, rep *report, clients []int) error 
 			"≤ 2×", vsSel.median <= 2)
 	}
 	return nil
+}
+
+// schedVs prints two loads' accounting per request side by side: ours
+// first, then the floor's.
+func schedVs(ours, floor perCall) string {
+	us := func(d time.Duration) time.Duration { return d.Round(time.Microsecond) }
+	return fmt.Sprintf("server on a CPU %s vs %s; runnable, waiting for one %s vs %s; %.1f vs %.1f switches in; PostgreSQL on a CPU %s vs %s",
+		us(ours.run), us(floor.run), us(ours.wait), us(floor.wait), ours.switches, floor.switches, us(ours.db), us(floor.db))
 }
 
 // get is one unauthenticated GET that must answer 200.

@@ -50,20 +50,23 @@ func schedOf(pid int) sched {
 type perCall struct {
 	run, wait time.Duration
 	switches  float64
+	db        time.Duration // every PostgreSQL process's CPU time
 }
 
 // withSched wraps a load against p's server process: its stats carry the
 // scheduler's accounting of that process per call (every thread's time on
 // a CPU -- the process's CPU time, Go runtime and kernel included -- the
-// time its threads waited runnable, and how often they were switched in).
+// time its threads waited runnable, and how often they were switched in)
+// and PostgreSQL's CPU per call (postgresCPU: the bench's loads are the
+// database's only work while they run).
 func withSched(p *proc, fn func() stats) func() stats {
 	return func() stats {
 		pid := p.cmd.Process.Pid
-		before := schedOf(pid)
+		before, dbBefore := schedOf(pid), postgresCPU()
 		s := fn()
-		d := schedOf(pid).sub(before)
-		if s.n > 0 {
-			s.server = perCall{run: d.run / time.Duration(s.n), wait: d.wait / time.Duration(s.n), switches: float64(d.slices) / float64(s.n)}
+		d, db := schedOf(pid).sub(before), postgresCPU()-dbBefore
+		if n := time.Duration(s.n); n > 0 {
+			s.server = perCall{run: d.run / n, wait: d.wait / n, switches: float64(d.slices) / float64(s.n), db: db / n}
 		}
 		return s
 	}
@@ -72,15 +75,17 @@ func withSched(p *proc, fn func() stats) func() stats {
 // medianSched is load j's per-call accounting, each figure the median
 // over the rounds.
 func medianSched(rs [][]stats, j int) perCall {
-	var run, wait []time.Duration
+	var run, wait, db []time.Duration
 	var sw []float64
 	for _, r := range rs {
 		run = append(run, r[j].server.run)
 		wait = append(wait, r[j].server.wait)
 		sw = append(sw, r[j].server.switches)
+		db = append(db, r[j].server.db)
 	}
 	slices.Sort(run)
 	slices.Sort(wait)
 	slices.Sort(sw)
-	return perCall{run: run[len(run)/2], wait: wait[len(wait)/2], switches: sw[len(sw)/2]}
+	slices.Sort(db)
+	return perCall{run: run[len(run)/2], wait: wait[len(wait)/2], switches: sw[len(sw)/2], db: db[len(db)/2]}
 }

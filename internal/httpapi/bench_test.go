@@ -7,10 +7,15 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/uploadedfile/uploadedfile/internal/httpapi"
@@ -29,16 +34,30 @@ import (
 // of size bytes, and a request for path (with the file's id appended) that
 // carries a reusable token.
 func benchHandler(b *testing.B, size int, path string) (http.Handler, func() *http.Request) {
+	h, req, _ := benchFixture(b, size, path)
+	return h, req
+}
+
+// floorFixture is what the download floor needs: the pool, the local
+// root and the stored file's key.
+type floorFixture struct {
+	pool      *pgxpool.Pool
+	root, key string
+}
+
+// benchFixture is benchHandler with the floor's fixture.
+func benchFixture(b *testing.B, size int, path string) (http.Handler, func() *http.Request, floorFixture) {
 	b.Helper()
 	ctx := context.Background()
 	pool := pgtest.New(b)
+	root := b.TempDir()
 	secret := []byte("benchmark-secret-benchmark-secret")
 	guard, err := httpapi.NewGuard(ctx, httpapi.AuthConfig{HMACSecret: secret, Issuer: "bench", Audience: "uploadedfile"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, err := service.New(ctx, service.Config{Driver: service.DriverLocal, LocalRoot: b.TempDir(), Host: "http://127.0.0.1"}, pool, service.WithLogger(quiet))
+	svc, err := service.New(ctx, service.Config{Driver: service.DriverLocal, LocalRoot: root, Host: "http://127.0.0.1"}, pool, service.WithLogger(quiet))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -61,7 +80,7 @@ func benchHandler(b *testing.B, size int, path string) (http.Handler, func() *ht
 		req := httptest.NewRequest(http.MethodGet, path+r.ID.String(), nil)
 		req.Header.Set("Authorization", "Bearer "+tok)
 		return req
-	}
+	}, floorFixture{pool: pool, root: root, key: r.Key}
 }
 
 // discard is a ResponseWriter that keeps the status and drops the body.
@@ -104,5 +123,36 @@ func BenchmarkDownload(b *testing.B) {
 		r := req()
 		r.URL.Path += "/download"
 		return r
+	})
+}
+
+// BenchmarkDownloadFloor is the download floor of `make bench` (one bare
+// SELECT by key, then the file opened by path, fstat and
+// http.ServeContent) over the same file in the same way: the difference
+// to BenchmarkDownload is the CPU our download adds (guard, middleware,
+// the row, the storage driver, the headers).
+func BenchmarkDownloadFloor(b *testing.B) {
+	_, _, fx := benchFixture(b, 64<<10, "/uploaded-file/")
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var key string
+		if err := fx.pool.QueryRow(r.Context(), "SELECT key FROM uploaded_file WHERE key = $1", r.URL.Query().Get("key")).Scan(&key); err != nil {
+			http.Error(w, "not found", http.StatusNotFound)
+			return
+		}
+		f, err := os.Open(filepath.Join(fx.root, filepath.FromSlash(key)))
+		if err != nil {
+			http.Error(w, "not found", http.StatusNotFound)
+			return
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			http.Error(w, "stat", http.StatusInternalServerError)
+			return
+		}
+		http.ServeContent(w, r, path.Base(key), fi.ModTime(), f)
+	})
+	runHandler(b, h, func() *http.Request {
+		return httptest.NewRequest(http.MethodGet, "/download?key="+url.QueryEscape(fx.key), nil)
 	})
 }

@@ -20,10 +20,12 @@ import (
 type Download struct {
 	// Body is the content; the caller closes it. On the local driver it is
 	// also an io.ReadSeeker (for Range and conditional requests).
-	Body         io.ReadCloser
-	FileName     string
-	ContentType  string
-	Disposition  Disposition
+	Body        io.ReadCloser
+	FileName    string
+	ContentType string
+	Disposition Disposition
+	// Size is the content's length; when Body is an *os.File, that file's
+	// size, read from its descriptor (storage.FileOpener).
 	Size         int64
 	ETag         string
 	LastModified time.Time

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -529,6 +530,12 @@ func (b bytesResponse) visit(w http.ResponseWriter) error {
 		h.Set("ETag", b.d.ETag)
 	}
 	r, _ := b.ctx.Value(requestKey{}).(*http.Request)
+	// A stored file's size is known (the store read it from the same
+	// descriptor): sizedFile spares ServeContent's two seeks to learn it.
+	if f, ok := b.d.Body.(*os.File); ok && r != nil {
+		http.ServeContent(w, r, "", b.d.LastModified, newSizedFile(f, b.d.Size))
+		return nil
+	}
 	if rs, ok := b.d.Body.(io.ReadSeeker); ok && r != nil {
 		http.ServeContent(w, r, "", b.d.LastModified, rs)
 		return nil

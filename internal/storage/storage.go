@@ -229,8 +229,10 @@ type Spooler interface {
 // FileOpener is implemented by a driver that can open an object as a
 // seekable file (the local driver), so a download serves Range and
 // conditional requests from it. The ObjectInfo it returns need not carry
-// the content type (a download takes it from the file's row). A wrapper
-// over a driver that cannot answers ErrUnsupported.
+// the content type (a download takes it from the file's row); its Size is
+// the returned file's, read from the same descriptor (a download answers
+// the size from it instead of seeking). A wrapper over a driver that
+// cannot answers ErrUnsupported.
 type FileOpener interface {
 	OpenFile(key string) (*os.File, ObjectInfo, error)
 }

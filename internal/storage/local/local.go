@@ -349,7 +349,8 @@ func (s *Store) Open(_ context.Context, key string, rng *storage.Range) (io.Read
 // OpenFile opens the object for reading with seeking (for http.ServeContent)
 // and returns its metadata but its content type (ObjectInfo.ContentType is
 // empty: a download serves the type its row records, and reading it here
-// cost every download a system call). The caller closes the file.
+// cost every download a system call); its Size is the open file's
+// (fstat). The caller closes the file.
 func (s *Store) OpenFile(key string) (*os.File, storage.ObjectInfo, error) {
 	if err := storage.ValidateKey(key); err != nil {
 		return nil, storage.ObjectInfo{}, err

@@ -35,6 +35,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/uploadedfile/uploadedfile/bench/floor"
 	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 	"github.com/uploadedfile/uploadedfile/internal/storage/s3test"
 )
@@ -670,7 +671,7 @@ func (e *env) uploadNamed(base, name string, body []byte) (string, error) {
 }
 
 // bareSelect is the bare SELECT by key every lookup floor runs.
-const bareSelect = "SELECT key FROM uploaded_file WHERE key = $1"
+const bareSelect = floor.BareSelect
 
 // analyze gives the planner the statistics of uploaded_file as it is now,
 // as autovacuum does in production (docs/operations.md). This machine's

@@ -16,7 +16,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -26,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/uploadedfile/uploadedfile/bench/floor"
 	"github.com/uploadedfile/uploadedfile/db/migrations"
 	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 )
@@ -227,39 +227,8 @@ func rawBaseline(listen, dsn, dir, files string) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
-	// lookup runs the bare SELECT for the key in the query; false: 404 sent.
-	lookup := func(w http.ResponseWriter, r *http.Request) (string, bool) {
-		var key string
-		if err := pool.QueryRow(r.Context(), bareSelect, r.URL.Query().Get("key")).Scan(&key); err != nil {
-			http.Error(w, "not found", http.StatusNotFound)
-			return "", false
-		}
-		return key, true
-	}
-	mux.HandleFunc("GET /lookup", func(w http.ResponseWriter, r *http.Request) {
-		if key, ok := lookup(w, r); ok {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = fmt.Fprintf(w, `{"key":%q}`, key)
-		}
-	})
-	mux.HandleFunc("GET /download", func(w http.ResponseWriter, r *http.Request) {
-		key, ok := lookup(w, r)
-		if !ok {
-			return
-		}
-		f, err := os.Open(filepath.Join(files, filepath.FromSlash(key)))
-		if err != nil {
-			http.Error(w, "not found", http.StatusNotFound)
-			return
-		}
-		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			http.Error(w, "stat", http.StatusInternalServerError)
-			return
-		}
-		http.ServeContent(w, r, path.Base(key), fi.ModTime(), f)
-	})
+	mux.HandleFunc("GET /lookup", floor.Lookup(pool))
+	mux.HandleFunc("GET /download", floor.Download(pool, files))
 	mux.HandleFunc("POST /upload", func(w http.ResponseWriter, r *http.Request) {
 		part, ok := firstPart(w, r)
 		if !ok {

@@ -8,9 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/uploadedfile/uploadedfile/bench/floor"
 	"github.com/uploadedfile/uploadedfile/internal/httpapi"
 	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 	"github.com/uploadedfile/uploadedfile/service"
@@ -133,25 +131,7 @@ func BenchmarkDownload(b *testing.B) {
 // the row, the storage driver, the headers).
 func BenchmarkDownloadFloor(b *testing.B) {
 	_, _, fx := benchFixture(b, 64<<10, "/uploaded-file/")
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var key string
-		if err := fx.pool.QueryRow(r.Context(), "SELECT key FROM uploaded_file WHERE key = $1", r.URL.Query().Get("key")).Scan(&key); err != nil {
-			http.Error(w, "not found", http.StatusNotFound)
-			return
-		}
-		f, err := os.Open(filepath.Join(fx.root, filepath.FromSlash(key)))
-		if err != nil {
-			http.Error(w, "not found", http.StatusNotFound)
-			return
-		}
-		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			http.Error(w, "stat", http.StatusInternalServerError)
-			return
-		}
-		http.ServeContent(w, r, path.Base(key), fi.ModTime(), f)
-	})
+	h := floor.Download(fx.pool, fx.root)
 	runHandler(b, h, func() *http.Request {
 		return httptest.NewRequest(http.MethodGet, "/download?key="+url.QueryEscape(fx.key), nil)
 	})

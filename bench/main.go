@@ -670,9 +670,6 @@ func (e *env) uploadNamed(base, name string, body []byte) (string, error) {
 	return r.ID, json.Unmarshal(b, &r)
 }
 
-// bareSelect is the bare SELECT by key every lookup floor runs.
-const bareSelect = floor.BareSelect
-
 // analyze gives the planner the statistics of uploaded_file as it is now,
 // as autovacuum does in production (docs/operations.md). This machine's
 // PostgreSQL runs with autovacuum off, and without statistics the by-id
@@ -717,7 +714,7 @@ func benchDownload(e *env, rep *report, size, clients int) error {
 	if err != nil {
 		return err
 	}
-	uf, fs, floor := m[0], m[1], m[2]
+	uf, fs, dlFloor := m[0], m[1], m[2]
 	mbps := func(s stats) float64 { return float64(size) * s.rps() / (1 << 20) }
 	label := fmt.Sprintf("download %s, %s", human(size), clientsLabel(clients))
 	vsFS, vsFloor := ratioOf(rs, 0, 1), ratioOf(rs, 0, 2)
@@ -728,7 +725,7 @@ func benchDownload(e *env, rep *report, size, clients int) error {
 	rep.add(label+": vs http.FileServer",
 		fmt.Sprintf("%s (%.0f vs %.0f MiB/s; p99 %s vs %s)", vsFS, mbps(uf), mbps(fs), uf.p99.Round(time.Millisecond), fs.p99.Round(time.Millisecond)), targetIf(fsGate, "≥ 0.95×"), !fsGate || vsFS.median >= 0.95)
 	rep.add(label+": vs download floor (bare SELECT + ServeContent)",
-		fmt.Sprintf("%s (%.0f vs %.0f MiB/s; floor %.2f× http.FileServer)", vsFloor, mbps(uf), mbps(floor), floor.rps()/fs.rps()), targetIf(floorGate, "≥ 0.95×"), !floorGate || vsFloor.median >= 0.95)
+		fmt.Sprintf("%s (%.0f vs %.0f MiB/s; floor %.2f× http.FileServer)", vsFloor, mbps(uf), mbps(dlFloor), dlFloor.rps()/fs.rps()), targetIf(floorGate, "≥ 0.95×"), !floorGate || vsFloor.median >= 0.95)
 	rep.add(label+": the server's and PostgreSQL's accounting per request vs the download floor's",
 		schedVs(medianSched(rs, 0), medianSched(rs, 2)), "", true)
 	return nil
@@ -815,7 +812,7 @@ func benchLookup(ctx context.Context, e *env, rep *report, clients []int) error 
 			func() stats {
 				return load(c, n, func(int) error {
 					var k string
-					return e.pool.QueryRow(ctx, bareSelect, key).Scan(&k)
+					return e.pool.QueryRow(ctx, floor.BareSelect, key).Scan(&k)
 				})
 			},
 			func() stats { return load(c, n, func(int) error { return get(e.uf.url + "/healthz") }) },
@@ -838,9 +835,8 @@ func benchLookup(ctx context.Context, e *env, rep *report, clients []int) error 
 				fmt.Sprintf("%s (p50 %s vs %s; p99 %s)", d, m[4+i].p50.Round(time.Microsecond), raw.p50.Round(time.Microsecond), m[4+i].p99.Round(time.Microsecond)),
 				target, target == "" || d.median <= 1.25)
 		}
-		ours, floor := medianSched(rs, 4), medianSched(rs, rawAt)
 		rep.add(fmt.Sprintf("detail lookup, RS256 (reused), %s: the server's scheduler accounting per request vs the lookup floor's", clientsLabel(c)),
-			schedVs(ours, floor), "", true)
+			schedVs(medianSched(rs, 4), medianSched(rs, rawAt)), "", true)
 		rep.add(fmt.Sprintf("HTTP floor: GET /healthz, %s (no token, no query)", clientsLabel(c)), latencies(health), "", true)
 		rep.add(fmt.Sprintf("HTTP lookup floor: minimal handler + bare SELECT, %s", clientsLabel(c)), latencies(raw), "", true)
 		label := fmt.Sprintf("detail lookup GET /uploaded-file/{id}, %s", clientsLabel(c))
@@ -858,10 +854,10 @@ func benchLookup(ctx context.Context, e *env, rep *report, clients []int) error 
 
 // schedVs prints two loads' accounting per request side by side: ours
 // first, then the floor's.
-func schedVs(ours, floor perCall) string {
+func schedVs(ours, base perCall) string {
 	us := func(d time.Duration) time.Duration { return d.Round(time.Microsecond) }
 	return fmt.Sprintf("server on a CPU %s vs %s; runnable, waiting for one %s vs %s; %.1f vs %.1f switches in; PostgreSQL on a CPU %s vs %s",
-		us(ours.run), us(floor.run), us(ours.wait), us(floor.wait), ours.switches, floor.switches, us(ours.db), us(floor.db))
+		us(ours.run), us(base.run), us(ours.wait), us(base.wait), ours.switches, base.switches, us(ours.db), us(base.db))
 }
 
 // get is one unauthenticated GET that must answer 200.

@@ -530,13 +530,13 @@ func (b bytesResponse) visit(w http.ResponseWriter) error {
 		h.Set("ETag", b.d.ETag)
 	}
 	r, _ := b.ctx.Value(requestKey{}).(*http.Request)
-	// A stored file's size is known (the store read it from the same
-	// descriptor): sizedFile spares ServeContent's two seeks to learn it.
-	if f, ok := b.d.Body.(*os.File); ok && r != nil {
-		http.ServeContent(w, r, "", b.d.LastModified, newSizedFile(f, b.d.Size))
-		return nil
+	rs, ok := b.d.Body.(io.ReadSeeker)
+	if f, isFile := b.d.Body.(*os.File); isFile {
+		// A stored file's size is known (the store read it from the same
+		// descriptor): sizedFile spares ServeContent's two seeks to learn it.
+		rs = newSizedFile(f, b.d.Size)
 	}
-	if rs, ok := b.d.Body.(io.ReadSeeker); ok && r != nil {
+	if ok && r != nil {
 		http.ServeContent(w, r, "", b.d.LastModified, rs)
 		return nil
 	}

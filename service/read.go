@@ -93,7 +93,7 @@ func (s *Service) Download(ctx context.Context, id string) (*Download, error) {
 	if err := s.readError(ctx, err, row.Expired); err != nil {
 		return nil, err
 	}
-	return s.openObject(ctx, row.ID, row.Key, row.OriginalName, row.ContentType, row.Disposition)
+	return s.openObject(ctx, uid, row.Key, row.OriginalName, row.ContentType, row.Disposition)
 }
 
 // DownloadAttached returns the bytes of a file attached exactly to

@@ -78,9 +78,9 @@ WHERE id = @id
 -- the name, type and disposition its response carries, and whether it has
 -- expired -- FileGetVisible's predicate, five columns instead of the row
 -- (a download is the hottest read; the row's other columns cost the
--- database and the client on every one). Zero rows: as FileGetVisible.
+-- database and the client on every one; the id is the caller's own).
+-- Zero rows: as FileGetVisible.
 SELECT
-    id,
     key,
     original_name,
     content_type,

@@ -295,7 +295,6 @@ func (q *Queries) FileGetDirect(ctx context.Context, db DBTX, arg FileGetDirectP
 
 const fileGetDownload = `-- name: FileGetDownload :one
 SELECT
-    id,
     key,
     original_name,
     content_type,
@@ -322,7 +321,6 @@ type FileGetDownloadParams struct {
 }
 
 type FileGetDownloadRow struct {
-	ID           uuid.UUID
 	Key          string
 	OriginalName string
 	ContentType  string
@@ -334,7 +332,8 @@ type FileGetDownloadRow struct {
 // the name, type and disposition its response carries, and whether it has
 // expired -- FileGetVisible's predicate, five columns instead of the row
 // (a download is the hottest read; the row's other columns cost the
-// database and the client on every one). Zero rows: as FileGetVisible.
+// database and the client on every one; the id is the caller's own).
+// Zero rows: as FileGetVisible.
 func (q *Queries) FileGetDownload(ctx context.Context, db DBTX, arg FileGetDownloadParams) (FileGetDownloadRow, error) {
 	row := db.QueryRow(ctx, fileGetDownload,
 		arg.Now,
@@ -345,7 +344,6 @@ func (q *Queries) FileGetDownload(ctx context.Context, db DBTX, arg FileGetDownl
 	)
 	var i FileGetDownloadRow
 	err := row.Scan(
-		&i.ID,
 		&i.Key,
 		&i.OriginalName,
 		&i.ContentType,

@@ -73,12 +73,23 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	cols, cons, idx, uncommented := schemaShape(t, url)
 	require.Empty(t, uncommented, "every column has a COMMENT")
 	require.Contains(t, cols, "status")
-	require.Contains(t, cons, "uploaded_file_status_check")
+	require.Contains(t, cons, "uploaded_file_row_check")
+	require.NotContains(t, cons, "uploaded_file_status_check")
 	require.Contains(t, idx, "uploaded_file_direct_pending_idx")
 	version, dirty, err := m.Version()
 	require.NoError(t, err)
 	require.False(t, dirty)
-	require.EqualValues(t, 20261124100000, version)
+	require.EqualValues(t, 20261125000000, version)
+
+	// One step down: one CHECK constraint per invariant again, the row
+	// check functions gone.
+	require.NoError(t, m.Steps(-1))
+	_, perInvariant, _, _ := schemaShape(t, url)
+	require.Contains(t, perInvariant, "uploaded_file_status_check")
+	require.NotContains(t, perInvariant, "uploaded_file_row_check")
+	var functions int
+	require.NoError(t, pgxQueryRow(t, url, "SELECT count(*) FROM pg_proc WHERE proname IN ('uploaded_file_row_check', 'uploaded_file_event_row_check')", &functions))
+	require.Zero(t, functions)
 	var lang string
 	require.NoError(t, pgxQueryRow(t, url, "SELECT l.lanname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE p.proname = 'uploaded_file_event_data'", &lang))
 	require.Equal(t, "plpgsql", lang)

@@ -47,14 +47,14 @@ func TestMigrateCommand(t *testing.T) {
 
 	out, err = run(t, ctx, url, "migrate", "up")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261124100000\n", out)
+	require.Equal(t, "version: 20261125000000\n", out)
 
 	_, err = run(t, ctx, url, "migrate", "down")
 	require.ErrorContains(t, err, "exactly one of --steps N")
 
 	out, err = run(t, ctx, url, "migrate", "down", "--steps", "1")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261124000000\n", out)
+	require.Equal(t, "version: 20261124100000\n", out)
 
 	out, err = run(t, ctx, url, "migrate", "down", "--all")
 	require.NoError(t, err)
@@ -62,7 +62,7 @@ func TestMigrateCommand(t *testing.T) {
 
 	out, err = run(t, ctx, url, "migrate", "up")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261124100000\n", out)
+	require.Equal(t, "version: 20261125000000\n", out)
 
 	_, err = run(t, ctx, "mysql://x", "migrate", "up")
 	require.ErrorContains(t, err, "unsupported database URL scheme")
@@ -205,7 +205,7 @@ func TestServeDev(t *testing.T) {
 
 	out2, err := run(t, context.Background(), missing, "migrate", "version")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261124100000\n", out2, "serve migrated the new database")
+	require.Equal(t, "version: 20261125000000\n", out2, "serve migrated the new database")
 
 	cancel()
 	select {

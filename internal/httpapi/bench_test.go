@@ -136,3 +136,15 @@ func BenchmarkDownloadFloor(b *testing.B) {
 		return httptest.NewRequest(http.MethodGet, "/download?key="+url.QueryEscape(fx.key), nil)
 	})
 }
+
+// BenchmarkLookupFloor is the HTTP lookup floor of `make bench` (one bare
+// SELECT by key behind a minimal handler, the key as JSON) over the same
+// row: the difference to BenchmarkLookup is the CPU our detail lookup adds
+// (guard, middleware, the 21-column row, its URL and JSON).
+func BenchmarkLookupFloor(b *testing.B) {
+	_, _, fx := benchFixture(b, 4096, "/uploaded-file/")
+	h := floor.Lookup(fx.pool)
+	runHandler(b, h, func() *http.Request {
+		return httptest.NewRequest(http.MethodGet, "/lookup?key="+url.QueryEscape(fx.key), nil)
+	})
+}

@@ -42,6 +42,9 @@ func TestRowCheckFunctionsMatchTheConstraints(t *testing.T) {
 		events[i] = newEventCandidate(rng)
 	}
 
+	// The invariants, as the per-invariant constraints name them.
+	invariants := checkConstraints(t, url)
+	require.Len(t, invariants, 20)
 	before := checkOutcomes(t, url, files, events)
 	require.NoError(t, m.Migrate(20261125000000))
 	after := checkOutcomes(t, url, files, events)
@@ -50,26 +53,38 @@ func TestRowCheckFunctionsMatchTheConstraints(t *testing.T) {
 	accepted := 0
 	for i := range before {
 		require.Equal(t, before[i], after[i], "candidate %d", i)
-		if before[i] == "" {
+		if before[i] == (outcome{}) {
 			accepted++
 		} else {
-			refused[strings.SplitN(before[i], ":", 2)[0]]++
+			refused[before[i].constraint]++
 		}
 	}
 	// The draw reaches every invariant and accepts enough rows to mean it.
-	for _, name := range []string{
-		"uploaded_file_cdn_length_check", "uploaded_file_cleanup_after_upload_check", "uploaded_file_completion_lease_check",
-		"uploaded_file_department_code_check", "uploaded_file_disposition_check", "uploaded_file_extra_data_object_check",
-		"uploaded_file_key_length_check", "uploaded_file_pending_key_distinct_check", "uploaded_file_pending_key_length_check",
-		"uploaded_file_ready_no_upload_marker_check", "uploaded_file_size_check", "uploaded_file_staging_cleanup_check",
-		"uploaded_file_status_check", "uploaded_file_temporary_private_check", "uploaded_file_tenant_code_check",
-		"uploaded_file_user_id_check", "uploaded_file_visibility_check",
-		"uploaded_file_event_data_object_check", "uploaded_file_event_rule_check", "uploaded_file_event_type_check",
-	} {
+	for _, name := range invariants {
 		require.Positive(t, refused[name], "no candidate failed %s", name)
 	}
 	require.Greater(t, accepted, 300, "accepted candidates")
 }
+
+// checkConstraints names the CHECK constraints of uploaded_file and
+// uploaded_file_event.
+func checkConstraints(t *testing.T, url string) []string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT conname::text FROM pg_constraint
+WHERE contype = 'c' AND conrelid IN ('uploaded_file'::regclass, 'uploaded_file_event'::regclass) ORDER BY conname`)
+	require.NoError(t, err)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return names
+}
+
+// outcome is how an insert ended: the zero value when it was accepted,
+// else the refusing constraint's name and the error's message.
+type outcome struct{ constraint, message string }
 
 // fileCandidate is one uploaded_file row's checked columns; nil is NULL.
 type fileCandidate struct {
@@ -137,29 +152,28 @@ func newEventCandidate(rng *rand.Rand) eventCandidate {
 }
 
 // checkOutcomes inserts every candidate, each in a transaction rolled back
-// after it, and returns per candidate (files, then events) "" when it was
-// accepted, else the refused constraint's name and the message.
-func checkOutcomes(t *testing.T, url string, files []fileCandidate, events []eventCandidate) []string {
+// after it, and returns each one's outcome (files, then events).
+func checkOutcomes(t *testing.T, url string, files []fileCandidate, events []eventCandidate) []outcome {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
 	defer conn.Close(ctx)
 	const fileID = "00000000-0000-4000-8000-000000000001"
-	try := func(sql string, args ...any) string {
+	try := func(sql string, args ...any) outcome {
 		tx, err := conn.Begin(ctx)
 		require.NoError(t, err)
 		defer func() { require.NoError(t, tx.Rollback(ctx)) }()
 		_, err = tx.Exec(ctx, sql, args...)
 		if err == nil {
-			return ""
+			return outcome{}
 		}
 		var pgErr *pgconn.PgError
 		require.True(t, errors.As(err, &pgErr), "%v", err)
 		require.Equal(t, "23514", pgErr.Code, "%v", err)
-		return pgErr.ConstraintName + ": " + pgErr.Message
+		return outcome{constraint: pgErr.ConstraintName, message: pgErr.Message}
 	}
-	var out []string
+	var out []outcome
 	for _, c := range files {
 		out = append(out, try(`
 INSERT INTO uploaded_file (id, tenant_code, department_code, user_id, key, cdn, pending_key, original_name, size_bytes,

@@ -2,8 +2,11 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	pgxuuid "github.com/vgarvardt/pgx-google-uuid/v5"
 )
@@ -11,16 +14,90 @@ import (
 // ConfigurePool prepares a pool's configuration for the service: every
 // connection encodes and decodes github.com/google/uuid values as binary
 // UUIDs rather than through their driver.Valuer and sql.Scanner (text,
-// parsed again -- about 7 % of a lookup's CPU). Go hosts that pass their
-// own pool to New call it before pgxpool.NewWithConfig; an AfterConnect
-// already set still runs, after it.
+// parsed again -- about 7 % of a lookup's CPU), and copies a jsonb column
+// into a json.RawMessage as PostgreSQL sent it instead of validating it
+// again with encoding/json. Go hosts that pass their own pool to New call
+// it before pgxpool.NewWithConfig; an AfterConnect already set still runs,
+// after it.
 func ConfigurePool(cfg *pgxpool.Config) {
 	next := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
-		pgxuuid.Register(conn.TypeMap())
+		registerTypes(conn.TypeMap())
 		if next != nil {
 			return next(ctx, conn)
 		}
 		return nil
 	}
+}
+
+// registerTypes installs the codecs ConfigurePool promises on m.
+//
+// pgx-google-uuid's Register alone encodes binary UUIDs but does not decode
+// them: pgx plans a scan into a destination that implements sql.Scanner
+// (uuid.UUID does) before it tries the registered wrappers, so each UUID
+// was still rendered as text and parsed back (three allocations per
+// column). uuidCodec plans those scans itself.
+func registerTypes(m *pgtype.Map) {
+	pgxuuid.Register(m)
+	m.RegisterType(&pgtype.Type{Name: "uuid", OID: pgtype.UUIDOID, Codec: uuidCodec{}})
+	jsonb, ok := m.TypeForOID(pgtype.JSONBOID)
+	if ok {
+		m.RegisterType(&pgtype.Type{Name: jsonb.Name, OID: jsonb.OID, Codec: rawJSONCodec{Codec: jsonb.Codec}})
+	}
+}
+
+// uuidCodec is pgx-google-uuid's codec, with scans into *uuid.UUID and
+// *uuid.NullUUID planned through its binary wrappers (no text round trip).
+type uuidCodec struct{ pgxuuid.UUIDCodec }
+
+// PlanScan implements pgtype.Codec.
+func (c uuidCodec) PlanScan(m *pgtype.Map, oid uint32, format int16, target any) pgtype.ScanPlan {
+	if wrapper, next, ok := pgxuuid.TryWrapUUIDScanPlan(target); ok {
+		if inner := c.UUIDCodec.PlanScan(m, oid, format, next); inner != nil {
+			if _, ok := target.(*uuid.UUID); ok {
+				return uuidScan{next: inner}
+			}
+			wrapper.SetNext(inner)
+			return wrapper
+		}
+	}
+	return c.UUIDCodec.PlanScan(m, oid, format, target)
+}
+
+// uuidScan scans into a *uuid.UUID through next, the plan for its
+// pgx-google-uuid wrapper; NULL leaves the destination as it was and is
+// no error, as uuid.UUID's sql.Scanner (which pgx used before) answers.
+type uuidScan struct{ next pgtype.ScanPlan }
+
+// Scan implements pgtype.ScanPlan.
+func (s uuidScan) Scan(src []byte, dst any) error {
+	if src == nil {
+		return nil
+	}
+	return s.next.Scan(src, (*pgxuuid.UUID)(dst.(*uuid.UUID)))
+}
+
+// rawJSONCodec is pgx's jsonb codec, with a scan into *json.RawMessage
+// that copies the document: PostgreSQL only sends valid JSON for jsonb,
+// and encoding/json would scan it once more to prove it.
+type rawJSONCodec struct{ pgtype.Codec }
+
+// PlanScan implements pgtype.Codec.
+func (c rawJSONCodec) PlanScan(m *pgtype.Map, oid uint32, format int16, target any) pgtype.ScanPlan {
+	if _, ok := target.(*json.RawMessage); ok {
+		if inner := c.Codec.PlanScan(m, oid, format, (*[]byte)(nil)); inner != nil {
+			return rawJSONScan{bytes: inner}
+		}
+	}
+	return c.Codec.PlanScan(m, oid, format, target)
+}
+
+// rawJSONScan scans jsonb into a *json.RawMessage through the codec's plan
+// for *[]byte, which copies the document (after the binary format's
+// version byte) and leaves NULL a nil RawMessage, as pgx's own scan does.
+type rawJSONScan struct{ bytes pgtype.ScanPlan }
+
+// Scan implements pgtype.ScanPlan.
+func (s rawJSONScan) Scan(src []byte, dst any) error {
+	return s.bytes.Scan(src, (*[]byte)(dst.(*json.RawMessage)))
 }

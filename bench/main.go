@@ -296,7 +296,7 @@ func run(full bool, write string) error {
 			continue
 		}
 		if err := sec.run(); err != nil {
-			return err
+			return fmt.Errorf("%s: %w%s", sec.name, err, serverLogs.report(5))
 		}
 	}
 	if write != "" {

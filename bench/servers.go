@@ -77,9 +77,11 @@ func freePort() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// start runs name with args and waits until url answers.
+// start runs name with args and waits until url answers. Its output is
+// kept in serverLogs.
 func start(name string, cmd *exec.Cmd, probe string) (*proc, error) {
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	tail := serverLogs.add(name)
+	cmd.Stdout, cmd.Stderr = tail, tail
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -336,7 +338,7 @@ func randomHex(n int) string {
 // startVariant runs another local `uploadedfile serve` on a database and a
 // file root of its own, its configuration the bench's plus extra (YAML) and
 // its database URL's the parameters in query (pool_max_conns=…); stop ends
-// it and drops its database.
+// it, drops its database and removes its files.
 func startVariant(ctx context.Context, bin, tmp, name, secret, extra string, query ...string) (p *proc, stop func(), err error) {
 	dsn, drop, err := createDatabase(ctx, pgtest.ServerURL())
 	if err != nil {
@@ -346,7 +348,8 @@ func startVariant(ctx context.Context, bin, tmp, name, secret, extra string, que
 		dsn = pgtest.WithQuery(dsn, q)
 	}
 	cfg := filepath.Join(tmp, name+".yaml")
-	yaml := fmt.Sprintf("maxFileSizeBytes: 26214400\nlocalRoot: %s\nauth:\n  hmacSecret: %s\n%s", filepath.Join(tmp, "files-"+name), secret, extra)
+	files := filepath.Join(tmp, "files-"+name)
+	yaml := fmt.Sprintf("maxFileSizeBytes: 26214400\nlocalRoot: %s\nauth:\n  hmacSecret: %s\n%s", files, secret, extra)
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		drop()
 		return nil, nil, err
@@ -356,7 +359,9 @@ func startVariant(ctx context.Context, bin, tmp, name, secret, extra string, que
 		return nil, nil, err
 	}
 	p.dsn = dsn
-	return p, func() { p.stop(); drop() }, nil
+	// The variant's files go with it: a quick run's variants write about
+	// 40 GB in all, more than such a machine's disk may have free.
+	return p, func() { p.stop(); drop(); _ = os.RemoveAll(files) }, nil
 }
 
 // discardingServer answers every request on loopback after reading its

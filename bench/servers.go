@@ -360,7 +360,7 @@ func startVariant(ctx context.Context, bin, tmp, name, secret, extra string, que
 	}
 	p.dsn = dsn
 	// The variant's files go with it: a quick run's variants write about
-	// 40 GB in all, more than such a machine's disk may have free.
+	// 36 GB in all, more than such a machine's disk may have free.
 	return p, func() { p.stop(); drop(); _ = os.RemoveAll(files) }, nil
 }
 

@@ -13,6 +13,17 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 )
 
+// emptyMigrator is a throw-away empty database and the migrations opened
+// on it, closed when the test ends.
+func emptyMigrator(t *testing.T) (url string, m *migrate.Migrate) {
+	t.Helper()
+	url = pgtest.NewEmptyDatabase(t)
+	m, err := migrations.Open(url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = m.Close() })
+	return url, m
+}
+
 // schemaShape describes what the migrations built: columns, constraints and
 // indexes of uploaded_file, and whether every column is commented.
 func schemaShape(t *testing.T, url string) (columns, constraints, indexes []string, uncommented []string) {
@@ -63,11 +74,7 @@ func tableExists(t *testing.T, url string) bool {
 // step by step, and up again to the identical schema.
 func TestMigrationsUpDownUp(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewEmptyDatabase(t)
-
-	m, err := migrations.Open(url)
-	require.NoError(t, err)
-	defer m.Close()
+	url, m := emptyMigrator(t)
 
 	require.NoError(t, m.Up())
 	cols, cons, idx, uncommented := schemaShape(t, url)
@@ -183,10 +190,7 @@ func TestMigrationsUpDownUp(t *testing.T) {
 // active one ready.
 func TestDirectLifecycleMigrationIsAdditive(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewEmptyDatabase(t)
-	m, err := migrations.Open(url)
-	require.NoError(t, err)
-	defer m.Close()
+	url, m := emptyMigrator(t)
 	require.NoError(t, m.Steps(1))
 
 	ctx := context.Background()

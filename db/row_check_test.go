@@ -12,9 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
-
-	"github.com/uploadedfile/uploadedfile/db/migrations"
-	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 )
 
 // TestRowCheckFunctionsMatchTheConstraints: migration 20261125000000
@@ -26,10 +23,7 @@ import (
 // values of every checked column, most of them valid, with a fixed seed.
 func TestRowCheckFunctionsMatchTheConstraints(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewEmptyDatabase(t)
-	m, err := migrations.Open(url)
-	require.NoError(t, err)
-	defer m.Close()
+	url, m := emptyMigrator(t)
 	require.NoError(t, m.Migrate(20261124100000))
 
 	rng := rand.New(rand.NewPCG(20261125, 1))

@@ -52,29 +52,32 @@ type uuidCodec struct{ pgxuuid.UUIDCodec }
 
 // PlanScan implements pgtype.Codec.
 func (c uuidCodec) PlanScan(m *pgtype.Map, oid uint32, format int16, target any) pgtype.ScanPlan {
-	if wrapper, next, ok := pgxuuid.TryWrapUUIDScanPlan(target); ok {
-		if inner := c.UUIDCodec.PlanScan(m, oid, format, next); inner != nil {
-			if _, ok := target.(*uuid.UUID); ok {
-				return uuidScan{next: inner}
-			}
-			wrapper.SetNext(inner)
-			return wrapper
-		}
+	wrapper, next, ok := pgxuuid.TryWrapUUIDScanPlan(target)
+	if !ok {
+		return c.UUIDCodec.PlanScan(m, oid, format, target)
 	}
-	return c.UUIDCodec.PlanScan(m, oid, format, target)
+	inner := c.UUIDCodec.PlanScan(m, oid, format, next)
+	if inner == nil {
+		return c.UUIDCodec.PlanScan(m, oid, format, target)
+	}
+	wrapper.SetNext(inner)
+	if _, ok := target.(*uuid.UUID); ok {
+		return nullKeepsScan{wrapper}
+	}
+	return wrapper
 }
 
-// uuidScan scans into a *uuid.UUID through next, the plan for its
-// pgx-google-uuid wrapper; NULL leaves the destination as it was and is
-// no error, as uuid.UUID's sql.Scanner (which pgx used before) answers.
-type uuidScan struct{ next pgtype.ScanPlan }
+// nullKeepsScan is a scan that leaves its destination as it was for NULL,
+// without an error, as uuid.UUID's sql.Scanner (which pgx used before)
+// answers; the wrapper's own scan would fail on it.
+type nullKeepsScan struct{ pgtype.ScanPlan }
 
 // Scan implements pgtype.ScanPlan.
-func (s uuidScan) Scan(src []byte, dst any) error {
+func (s nullKeepsScan) Scan(src []byte, dst any) error {
 	if src == nil {
 		return nil
 	}
-	return s.next.Scan(src, (*pgxuuid.UUID)(dst.(*uuid.UUID)))
+	return s.ScanPlan.Scan(src, dst)
 }
 
 // rawJSONCodec is pgx's jsonb codec, with a scan into *json.RawMessage

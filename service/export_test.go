@@ -1,5 +1,12 @@
 package service
 
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
 // PlanCachingDB exposes the service's plan-caching DB to the tests of
 // package service_test.
 type PlanCachingDB = planCachingDB
@@ -7,9 +14,28 @@ type PlanCachingDB = planCachingDB
 // NewPlanCachingDB is newPlanCachingDB.
 func NewPlanCachingDB(db DB) *PlanCachingDB { return newPlanCachingDB(db) }
 
-// Connections is how many connections hold plans.
-func (d *planCachingDB) Connections() int {
+// MaxStatementPlans is maxStatementPlans.
+const MaxStatementPlans = maxStatementPlans
+
+// PlannedStatements is how many statements conn holds scan plans for (0
+// when it holds none).
+func PlannedStatements(conn *pgx.Conn) int {
+	cp, ok := conn.PgConn().CustomData()[connPlansKey].(*connPlans)
+	if !ok {
+		return 0
+	}
+	return len(cp.stmts)
+}
+
+// ConnectionsWithPlans is how many of pool's idle connections hold scan
+// plans; call it while nothing else uses the pool.
+func ConnectionsWithPlans(ctx context.Context, pool *pgxpool.Pool) int {
 	n := 0
-	d.conns.Range(func(any, any) bool { n++; return true })
+	for _, c := range pool.AcquireAllIdle(ctx) {
+		if PlannedStatements(c.Conn()) > 0 {
+			n++
+		}
+		c.Release()
+	}
 	return n
 }

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"runtime"
-	"sync"
-	"weak"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -25,16 +22,19 @@ const maxStatementPlans = 256
 // connection keeps, per statement, the plan it built the first time, and
 // reuses it while the column's type, format and destination type are the
 // ones it was built for, as pgx does for the rows of one result. Plans stay
-// with their connection, whose type map they were built from and which
-// only one goroutine uses at a time; they are dropped with it.
+// with their connection (in its pgconn CustomData), whose type map they
+// were built from and which only one goroutine uses at a time; they are
+// dropped with it.
 //
 // Everything else (Exec, Query, Begin, and QueryRow's errors) is the
 // wrapped pool's. Only a *pgxpool.Pool is wrapped (withPlanCache): a DB of
 // the host's own keeps its own QueryRow.
 type planCachingDB struct {
 	DB
-	conns sync.Map // weak.Pointer[pgx.Conn] -> *connPlans
 }
+
+// connPlansKey is the key of a connection's plans in its CustomData.
+const connPlansKey = "uploadedfile/service.connPlans"
 
 // connPlans are one connection's scan plans by statement. Only the
 // goroutine holding the connection reads or writes them.
@@ -64,21 +64,19 @@ func withPlanCache(db DB) DB {
 // connection's plans for sql.
 func (d *planCachingDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	rows, err := d.DB.Query(ctx, sql, args...)
-	return &cachedRow{db: d, sql: sql, rows: rows, err: err}
+	return &cachedRow{sql: sql, rows: rows, err: err}
 }
 
-// plansFor returns conn's plans by statement, remembering conn until it is
-// garbage.
-func (d *planCachingDB) plansFor(conn *pgx.Conn) *connPlans {
-	key := weak.Make(conn)
-	if v, ok := d.conns.Load(key); ok {
-		return v.(*connPlans)
+// plansFor returns conn's plans by statement, kept in the connection's
+// CustomData: they live and die with it, and only its holder touches them.
+func plansFor(conn *pgx.Conn) *connPlans {
+	data := conn.PgConn().CustomData()
+	if cp, ok := data[connPlansKey].(*connPlans); ok {
+		return cp
 	}
-	v, loaded := d.conns.LoadOrStore(key, &connPlans{stmts: map[string][]columnPlan{}})
-	if !loaded {
-		runtime.AddCleanup(conn, func(k weak.Pointer[pgx.Conn]) { d.conns.Delete(k) }, key)
-	}
-	return v.(*connPlans)
+	cp := &connPlans{stmts: map[string][]columnPlan{}}
+	data[connPlansKey] = cp
+	return cp
 }
 
 // statement returns the plans of sql's n columns, updated in place by the
@@ -98,7 +96,6 @@ func (cp *connPlans) statement(sql string, n int) []columnPlan {
 
 // cachedRow is QueryRow's row: pgx's connRow.Scan with remembered plans.
 type cachedRow struct {
-	db   *planCachingDB
 	sql  string
 	rows pgx.Rows
 	err  error
@@ -144,7 +141,7 @@ func (r *cachedRow) scanRow(rows pgx.Rows, dest []any) error {
 		return fmt.Errorf("number of field descriptions must equal number of destinations, got %d and %d", len(fields), len(dest))
 	}
 	conn := rows.Conn()
-	plans := r.db.plansFor(conn).statement(r.sql, len(dest))
+	plans := plansFor(conn).statement(r.sql, len(dest))
 	for i, dst := range dest {
 		if dst == nil {
 			continue

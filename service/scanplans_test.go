@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
@@ -79,7 +78,7 @@ func TestPlanCachingDBScansAsPgx(t *testing.T) {
 		require.JSONEq(t, string(want.data), string(got.data))
 		require.Equal(t, want.opt, got.opt, "call %d", i)
 	}
-	require.Equal(t, 1, db.Connections())
+	require.Equal(t, 1, service.ConnectionsWithPlans(context.Background(), pool))
 }
 
 // A destination of another type for the same statement is planned again,
@@ -121,28 +120,32 @@ func TestPlanCachingDBErrorsReleaseTheConnection(t *testing.T) {
 	require.Equal(t, "ok", s)
 }
 
-// A connection's plans go with it: once the pool has closed it and it is
-// garbage, the cache holds nothing for it.
-func TestPlanCachingDBDropsClosedConnections(t *testing.T) {
+// A connection remembers plans for at most MaxStatementPlans statements:
+// past that it starts over, and what it scans is still right.
+func TestPlanCachingDBBoundsItsStatements(t *testing.T) {
 	pool := onePool(t)
 	db := service.NewPlanCachingDB(pool)
-	var s string
-	require.NoError(t, db.QueryRow(context.Background(), "SELECT 'a'").Scan(&s))
-	require.Equal(t, 1, db.Connections())
-	pool.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for db.Connections() > 0 && time.Now().Before(deadline) {
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
+	ctx := context.Background()
+	for i := range service.MaxStatementPlans + 10 {
+		var n int64
+		require.NoError(t, db.QueryRow(ctx, fmt.Sprintf("SELECT %d::int8", i)).Scan(&n))
+		require.Equal(t, int64(i), n)
 	}
-	require.Equal(t, 0, db.Connections())
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	planned := service.PlannedStatements(conn.Conn())
+	require.Positive(t, planned)
+	require.LessOrEqual(t, planned, service.MaxStatementPlans)
+	require.Less(t, planned, service.MaxStatementPlans+10)
 }
 
 // Goroutines sharing a pool of four connections each get their own
 // values from every statement (run with -race: a connection's plans are
 // touched only by its holder).
 func TestPlanCachingDBConcurrentReads(t *testing.T) {
-	db := service.NewPlanCachingDB(poolOf(t, 4))
+	pool := poolOf(t, 4)
+	db := service.NewPlanCachingDB(pool)
 	var g errgroup.Group
 	for w := range 8 {
 		g.Go(func() error {
@@ -167,6 +170,7 @@ func TestPlanCachingDBConcurrentReads(t *testing.T) {
 		})
 	}
 	require.NoError(t, g.Wait())
-	require.LessOrEqual(t, db.Connections(), 4)
-	require.Positive(t, db.Connections())
+	held := service.ConnectionsWithPlans(context.Background(), pool)
+	require.LessOrEqual(t, held, 4)
+	require.Positive(t, held)
 }

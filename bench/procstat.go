@@ -51,22 +51,24 @@ type perCall struct {
 	run, wait time.Duration
 	switches  float64
 	db        time.Duration // every PostgreSQL process's CPU time
+	client    time.Duration // the bench's own threads on a CPU: the load generator
 }
 
 // withSched wraps a load against p's server process: its stats carry the
 // scheduler's accounting of that process per call (every thread's time on
 // a CPU -- the process's CPU time, Go runtime and kernel included -- the
 // time its threads waited runnable, and how often they were switched in)
-// and PostgreSQL's CPU per call (postgresCPU: the bench's loads are the
-// database's only work while they run).
+// PostgreSQL's CPU per call (postgresCPU: the bench's loads are the
+// database's only work while they run) and the load generator's (this
+// process's threads on a CPU): the three that share the machine's cores.
 func withSched(p *proc, fn func() stats) func() stats {
 	return func() stats {
-		pid := p.cmd.Process.Pid
-		before, dbBefore := schedOf(pid), postgresCPU()
+		pid, self := p.cmd.Process.Pid, os.Getpid()
+		before, dbBefore, clientBefore := schedOf(pid), postgresCPU(), schedOf(self)
 		s := fn()
-		d, db := schedOf(pid).sub(before), postgresCPU()-dbBefore
+		d, db, client := schedOf(pid).sub(before), postgresCPU()-dbBefore, schedOf(self).sub(clientBefore)
 		if n := time.Duration(s.n); n > 0 {
-			s.server = perCall{run: d.run / n, wait: d.wait / n, switches: float64(d.slices) / float64(s.n), db: db / n}
+			s.server = perCall{run: d.run / n, wait: d.wait / n, switches: float64(d.slices) / float64(s.n), db: db / n, client: client.run / n}
 		}
 		return s
 	}
@@ -75,17 +77,19 @@ func withSched(p *proc, fn func() stats) func() stats {
 // medianSched is load j's per-call accounting, each figure the median
 // over the rounds.
 func medianSched(rs [][]stats, j int) perCall {
-	var run, wait, db []time.Duration
+	var run, wait, db, client []time.Duration
 	var sw []float64
 	for _, r := range rs {
 		run = append(run, r[j].server.run)
 		wait = append(wait, r[j].server.wait)
 		sw = append(sw, r[j].server.switches)
 		db = append(db, r[j].server.db)
+		client = append(client, r[j].server.client)
 	}
 	slices.Sort(run)
 	slices.Sort(wait)
 	slices.Sort(sw)
 	slices.Sort(db)
-	return perCall{run: run[len(run)/2], wait: wait[len(wait)/2], switches: sw[len(sw)/2], db: db[len(db)/2]}
+	slices.Sort(client)
+	return perCall{run: run[len(run)/2], wait: wait[len(wait)/2], switches: sw[len(sw)/2], db: db[len(db)/2], client: client[len(client)/2]}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
 	"slices"
@@ -77,19 +78,22 @@ func withSched(p *proc, fn func() stats) func() stats {
 // medianSched is load j's per-call accounting, each figure the median
 // over the rounds.
 func medianSched(rs [][]stats, j int) perCall {
-	var run, wait, db, client []time.Duration
-	var sw []float64
-	for _, r := range rs {
-		run = append(run, r[j].server.run)
-		wait = append(wait, r[j].server.wait)
-		sw = append(sw, r[j].server.switches)
-		db = append(db, r[j].server.db)
-		client = append(client, r[j].server.client)
+	return perCall{
+		run:      medianOf(rs, j, func(p perCall) time.Duration { return p.run }),
+		wait:     medianOf(rs, j, func(p perCall) time.Duration { return p.wait }),
+		switches: medianOf(rs, j, func(p perCall) float64 { return p.switches }),
+		db:       medianOf(rs, j, func(p perCall) time.Duration { return p.db }),
+		client:   medianOf(rs, j, func(p perCall) time.Duration { return p.client }),
 	}
-	slices.Sort(run)
-	slices.Sort(wait)
-	slices.Sort(sw)
-	slices.Sort(db)
-	slices.Sort(client)
-	return perCall{run: run[len(run)/2], wait: wait[len(wait)/2], switches: sw[len(sw)/2], db: db[len(db)/2], client: client[len(client)/2]}
+}
+
+// medianOf is the median over the rounds of one figure of load j's
+// accounting.
+func medianOf[T cmp.Ordered](rs [][]stats, j int, figure func(perCall) T) T {
+	xs := make([]T, len(rs))
+	for i, r := range rs {
+		xs[i] = figure(r[j].server)
+	}
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }

@@ -51,7 +51,8 @@ func New(ctx context.Context, c Config) (*sdktrace.TracerProvider, error) {
 // queryName reads the sqlc query name a statement starts with.
 var queryName = regexp.MustCompile(`^-- name: (\w+) :`)
 
-// PGX is a pgx.QueryTracer: one client span per statement, named after its
+// PGX is a pgx.QueryTracer and pgx.BatchTracer: one client span per
+// statement (or batch of statements of one query), named after its
 // sqlc query ("SQL" for a statement without one). The SQL text and its
 // arguments are not recorded (they hold tenants, users and keys).
 type PGX struct{ tracer trace.Tracer }
@@ -83,6 +84,43 @@ func (p *PGX) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQuer
 	if data.Err != nil && data.Err != pgx.ErrNoRows {
 		span.RecordError(data.Err)
 		span.SetStatus(codes.Error, "statement failed")
+	}
+	span.End()
+}
+
+// TraceBatchStart implements pgx.BatchTracer: one client span per batch,
+// named after its first statement's sqlc query (the service's batches run
+// one query, for one or more uploads), with the number of statements.
+func (p *PGX) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
+	name := "SQL"
+	if qs := data.Batch.QueuedQueries; len(qs) > 0 {
+		if m := queryName.FindStringSubmatch(qs[0].SQL); m != nil {
+			name = m[1]
+		}
+	}
+	ctx, span := p.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("db.system", "postgresql"), attribute.Int("db.operation.batch.size", data.Batch.Len())))
+	return context.WithValue(ctx, spanKey{}, span)
+}
+
+// TraceBatchQuery implements pgx.BatchTracer: a statement's failure is
+// recorded on its batch's span.
+func (p *PGX) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
+	span, ok := ctx.Value(spanKey{}).(trace.Span)
+	if ok && data.Err != nil && data.Err != pgx.ErrNoRows {
+		span.RecordError(data.Err)
+	}
+}
+
+// TraceBatchEnd implements pgx.BatchTracer.
+func (p *PGX) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchEndData) {
+	span, ok := ctx.Value(spanKey{}).(trace.Span)
+	if !ok {
+		return
+	}
+	if data.Err != nil {
+		span.RecordError(data.Err)
+		span.SetStatus(codes.Error, "batch failed")
 	}
 	span.End()
 }

@@ -21,7 +21,7 @@ func TestFileInsertHidden(t *testing.T) {
 	require.JSONEq(t, `{"a":1}`, string(h.ExtraData))
 
 	// key and cdn are unique.
-	_, err := b.q.FileInsertHidden(b.ctx, b.pool, db.FileInsertHiddenParams{
+	_, err := insertHidden(b.ctx, b.pool, db.FileInsertHiddenParams{
 		ID: h.ID, TenantCode: "acme", UserID: "u", Key: "other", OriginalName: "x", ContentType: "text/plain",
 		Visibility: "private", Disposition: "attachment", ExtraData: []byte(`{}`), ActivationLease: activationLease,
 	})
@@ -36,7 +36,7 @@ func TestFileInsertHidden(t *testing.T) {
 	} {
 		dup := b.hiddenParams(t)
 		dup.Key, dup.CDN = c.key, ptr(c.cdn)
-		_, err := b.q.FileInsertHidden(b.ctx, b.pool, dup)
+		_, err := insertHidden(b.ctx, b.pool, dup)
 		require.ErrorContains(t, err, c.constraint, c.name)
 	}
 }
@@ -58,7 +58,7 @@ func TestFileInsertHiddenConstraints(t *testing.T) {
 	} {
 		p := b.hiddenParams(t)
 		c.mutate(&p)
-		_, err := b.q.FileInsertHidden(b.ctx, b.pool, p)
+		_, err := insertHidden(b.ctx, b.pool, p)
 		require.ErrorContains(t, err, c.constraint, c.name)
 	}
 }
@@ -69,7 +69,7 @@ func TestFileActivateUpload(t *testing.T) {
 
 	t.Run("exact marker activates", func(t *testing.T) {
 		h := b.hidden(t, fileOpts{})
-		row, err := b.q.FileActivateUpload(b.ctx, b.pool, db.FileActivateUploadParams{
+		row, err := activateUpload(b.ctx, b.pool, db.FileActivateUploadParams{
 			ID: h.ID, UploadMarker: *h.UploadPendingAt, Checksum: ptr("sha256:s"), ETag: ptr(`"e"`), Now: at(time.Minute),
 		})
 		require.NoError(t, err)
@@ -81,13 +81,13 @@ func TestFileActivateUpload(t *testing.T) {
 	})
 	t.Run("temporary file expires 24 elapsed hours after activation", func(t *testing.T) {
 		h := b.hidden(t, fileOpts{Temporary: true})
-		row, err := b.q.FileActivateUpload(b.ctx, b.pool, db.FileActivateUploadParams{ID: h.ID, UploadMarker: *h.UploadPendingAt, Now: at(time.Minute)})
+		row, err := activateUpload(b.ctx, b.pool, db.FileActivateUploadParams{ID: h.ID, UploadMarker: *h.UploadPendingAt, Now: at(time.Minute)})
 		require.NoError(t, err)
 		require.Equal(t, t0.Add(time.Minute+24*time.Hour), row.ExpiredAt.UTC())
 	})
 	t.Run("wrong marker matches nothing", func(t *testing.T) {
 		h := b.hidden(t, fileOpts{})
-		_, err := b.q.FileActivateUpload(b.ctx, b.pool, db.FileActivateUploadParams{ID: h.ID, UploadMarker: h.UploadPendingAt.Add(time.Microsecond), Now: at(0)})
+		_, err := activateUpload(b.ctx, b.pool, db.FileActivateUploadParams{ID: h.ID, UploadMarker: h.UploadPendingAt.Add(time.Microsecond), Now: at(0)})
 		requireNoRows(t, err)
 		require.Equal(t, "pending", b.get(t, h.ID).Status)
 	})
@@ -95,7 +95,7 @@ func TestFileActivateUpload(t *testing.T) {
 		h := b.hidden(t, fileOpts{})
 		_, err := b.q.FileSettleFailedUpload(b.ctx, b.pool, db.FileSettleFailedUploadParams{ID: h.ID, UploadMarker: *h.UploadPendingAt, DeletionLease: deletionLease, Now: at(0)})
 		require.NoError(t, err)
-		_, err = b.q.FileActivateUpload(b.ctx, b.pool, db.FileActivateUploadParams{ID: h.ID, UploadMarker: *h.UploadPendingAt, Now: at(time.Second)})
+		_, err = activateUpload(b.ctx, b.pool, db.FileActivateUploadParams{ID: h.ID, UploadMarker: *h.UploadPendingAt, Now: at(time.Second)})
 		requireNoRows(t, err, "metadata cannot come back after the cleanup claimed it")
 		got := b.get(t, h.ID)
 		require.Equal(t, "pending", got.Status)
@@ -104,15 +104,15 @@ func TestFileActivateUpload(t *testing.T) {
 	t.Run("soft-deleted tombstone cannot be activated", func(t *testing.T) {
 		h := b.hidden(t, fileOpts{})
 		b.exec(t, "UPDATE uploaded_file SET deleted_at = $2, deletion_pending_at = $3 WHERE id = $1", h.ID, t0, t0.Add(time.Minute))
-		_, err := b.q.FileActivateUpload(b.ctx, b.pool, db.FileActivateUploadParams{ID: h.ID, UploadMarker: *h.UploadPendingAt, Now: at(0)})
+		_, err := activateUpload(b.ctx, b.pool, db.FileActivateUploadParams{ID: h.ID, UploadMarker: *h.UploadPendingAt, Now: at(0)})
 		requireNoRows(t, err)
 	})
 	t.Run("activation is not repeatable", func(t *testing.T) {
 		h := b.hidden(t, fileOpts{})
 		p := db.FileActivateUploadParams{ID: h.ID, UploadMarker: *h.UploadPendingAt, Now: at(0)}
-		_, err := b.q.FileActivateUpload(b.ctx, b.pool, p)
+		_, err := activateUpload(b.ctx, b.pool, p)
 		require.NoError(t, err)
-		_, err = b.q.FileActivateUpload(b.ctx, b.pool, p)
+		_, err = activateUpload(b.ctx, b.pool, p)
 		requireNoRows(t, err)
 	})
 	t.Run("activation keeps the reservation and locks no usage row", func(t *testing.T) {
@@ -132,7 +132,7 @@ func TestFileActivateUpload(t *testing.T) {
 		defer func() { _ = tx.Rollback(b.ctx) }()
 		_, err = tx.Exec(b.ctx, "SET LOCAL lock_timeout = '2s'")
 		require.NoError(t, err)
-		row, err := b.q.FileActivateUpload(b.ctx, tx, db.FileActivateUploadParams{ID: h.ID, UploadMarker: *h.UploadPendingAt, Now: at(0)})
+		row, err := activateUpload(b.ctx, tx, db.FileActivateUploadParams{ID: h.ID, UploadMarker: *h.UploadPendingAt, Now: at(0)})
 		require.NoError(t, err, "the activation waited on a usage row")
 		require.NoError(t, tx.Commit(b.ctx))
 		require.NoError(t, lock.Rollback(b.ctx))
@@ -186,7 +186,7 @@ func TestFileRestoreUploadForCleanup(t *testing.T) {
 	require.NotNil(t, tomb.DeletedAt)
 
 	// The writer finishes, its activation fails, it reads the exact state.
-	_, err = b.q.FileActivateUpload(b.ctx, b.pool, db.FileActivateUploadParams{ID: h.ID, UploadMarker: *h.UploadPendingAt, Now: at(activationLease + 2*time.Second)})
+	_, err = activateUpload(b.ctx, b.pool, db.FileActivateUploadParams{ID: h.ID, UploadMarker: *h.UploadPendingAt, Now: at(activationLease + 2*time.Second)})
 	requireNoRows(t, err)
 	state, err := b.q.FileGetUploadState(b.ctx, b.pool, db.FileGetUploadStateParams{ID: h.ID})
 	require.NoError(t, err)

@@ -147,7 +147,7 @@ func TestConcurrentActivationAndSettledCleanup(t *testing.T) {
 		h := b.hidden(t, fileOpts{})
 		wins := b.race(t,
 			func(c *pgxpool.Conn) error {
-				_, err := b.q.FileActivateUpload(b.ctx, c, db.FileActivateUploadParams{ID: h.ID, UploadMarker: *h.UploadPendingAt, Now: at(time.Second)})
+				_, err := activateUpload(b.ctx, c, db.FileActivateUploadParams{ID: h.ID, UploadMarker: *h.UploadPendingAt, Now: at(time.Second)})
 				return err
 			},
 			func(c *pgxpool.Conn) error {

@@ -60,6 +60,17 @@ func (e *explainer) QueryRow(ctx context.Context, sql string, args ...any) pgx.R
 	return e.conn.QueryRow(ctx, "SELECT 1 WHERE false")
 }
 
+// SendBatch explains each statement of b (the :batchone queries) and
+// answers each with no row.
+func (e *explainer) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	empty := &pgx.Batch{}
+	for _, q := range b.QueuedQueries {
+		e.explain(ctx, q.SQL, q.Arguments)
+		empty.Queue("SELECT 1 WHERE false")
+	}
+	return e.conn.SendBatch(ctx, empty)
+}
+
 // populate fills uploaded_file with explainRows rows in a realistic mix of
 // states: mostly active files over many tenants and owners, and a few of
 // every in-flight, temporary and deleted kind.
@@ -182,11 +193,11 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			return err
 		},
 		func() error {
-			_, err := q.FileInsertHidden(ctx, e, db.FileInsertHiddenParams{ID: uuid.New(), TenantCode: ten, UserID: "u", Key: "k", ExtraData: []byte(`{}`), Visibility: "private", Disposition: "inline", ActivationLease: time.Minute})
+			_, err := insertHidden(ctx, e, db.FileInsertHiddenParams{ID: uuid.New(), TenantCode: ten, UserID: "u", Key: "k", ExtraData: []byte(`{}`), Visibility: "private", Disposition: "inline", ActivationLease: time.Minute})
 			return err
 		},
 		func() error {
-			_, err := q.FileActivateUpload(ctx, e, db.FileActivateUploadParams{ID: id, UploadMarker: lease, Now: now})
+			_, err := activateUpload(ctx, e, db.FileActivateUploadParams{ID: id, UploadMarker: lease, Now: now})
 			return err
 		},
 		func() error {

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/internal/pgbatch"
 	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 )
 
@@ -85,7 +86,7 @@ func (b *bundle) hidden(t *testing.T, o fileOpts) db.UploadedFile {
 	t.Helper()
 	ow := o.owner()
 	id := uuid.New()
-	row, err := asFileCall(b.q.FileInsertHidden, b.ctx, b.pool, db.FileInsertHiddenParams{
+	row, err := asFileCall(insertHidden, b.ctx, b.pool, db.FileInsertHiddenParams{
 		ID:              id,
 		TenantCode:      ow.Tenant,
 		DepartmentCode:  ow.Department,
@@ -110,7 +111,7 @@ func (b *bundle) hidden(t *testing.T, o fileOpts) db.UploadedFile {
 func (b *bundle) ready(t *testing.T, o fileOpts) db.UploadedFile {
 	t.Helper()
 	h := b.hidden(t, o)
-	row, err := asFile(b.q.FileActivateUpload(b.ctx, b.pool, db.FileActivateUploadParams{
+	row, err := asFile(activateUpload(b.ctx, b.pool, db.FileActivateUploadParams{
 		ID: h.ID, UploadMarker: *h.UploadPendingAt, Checksum: ptr("sha256:x"), Now: o.now(),
 	}))
 	require.NoError(t, err)
@@ -228,4 +229,19 @@ func asFiles[R changedRow](rows []R, err error) ([]db.UploadedFile, error) {
 // asFileCall calls a transition query and converts its row to the model.
 func asFileCall[P any, R changedRow](q func(context.Context, db.DBTX, P) (R, error), ctx context.Context, conn db.DBTX, p P) (db.UploadedFile, error) {
 	return asFile(q(ctx, conn, p))
+}
+
+// insertHidden runs FileInsertHidden (a :batchone query, batched by the
+// service under load) for one upload.
+func insertHidden(ctx context.Context, conn db.DBTX, p db.FileInsertHiddenParams) (db.FileInsertHiddenRow, error) {
+	return pgbatch.One(conn, func(conn pgbatch.DBTX) pgbatch.Results[db.FileInsertHiddenRow] {
+		return db.New().FileInsertHidden(ctx, conn, []db.FileInsertHiddenParams{p})
+	})
+}
+
+// activateUpload runs FileActivateUpload (a :batchone query) for one upload.
+func activateUpload(ctx context.Context, conn db.DBTX, p db.FileActivateUploadParams) (db.FileActivateUploadRow, error) {
+	return pgbatch.One(conn, func(conn pgbatch.DBTX) pgbatch.Results[db.FileActivateUploadRow] {
+		return db.New().FileActivateUpload(ctx, conn, []db.FileActivateUploadParams{p})
+	})
 }

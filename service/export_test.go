@@ -5,6 +5,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/internal/pgbatch"
 )
 
 // PlanCachingDB exposes the service's plan-caching DB to the tests of
@@ -39,3 +42,27 @@ func ConnectionsWithPlans(ctx context.Context, pool *pgxpool.Pool) int {
 	}
 	return n
 }
+
+// InsertHidden runs FileInsertHidden for one upload, as the service does
+// for an upload alone.
+func InsertHidden(ctx context.Context, conn db.DBTX, p db.FileInsertHiddenParams) (db.FileInsertHiddenRow, error) {
+	return pgbatch.One(conn, func(conn pgbatch.DBTX) pgbatch.Results[db.FileInsertHiddenRow] {
+		return db.New().FileInsertHidden(ctx, conn, []db.FileInsertHiddenParams{p})
+	})
+}
+
+// ActivateUpload runs FileActivateUpload for one upload, as the service
+// does for an upload alone.
+func ActivateUpload(ctx context.Context, conn db.DBTX, p db.FileActivateUploadParams) (db.FileActivateUploadRow, error) {
+	return pgbatch.One(conn, func(conn pgbatch.DBTX) pgbatch.Results[db.FileActivateUploadRow] {
+		return db.New().FileActivateUpload(ctx, conn, []db.FileActivateUploadParams{p})
+	})
+}
+
+// QueuedInserts is how many buffer uploads wait for a batch of their
+// FileInsertHidden.
+func (s *Service) QueuedInserts() int { return s.uploads.insert.Queued() }
+
+// QueuedActivations is how many buffer uploads wait for a batch of their
+// FileActivateUpload.
+func (s *Service) QueuedActivations() int { return s.uploads.activate.Queued() }

@@ -121,7 +121,7 @@ func TestQuotaCrashedWriterIsReleasedBySweeps(t *testing.T) {
 	t.Parallel()
 	b := setup(t, service.DriverLocal, quota(service.QuotaConfig{OwnerFiles: 1}))
 	// The insert the service makes, and then nothing: the writer is gone.
-	_, err := b.q.FileInsertHidden(context.Background(), b.db.Pool, db.FileInsertHiddenParams{
+	_, err := service.InsertHidden(context.Background(), b.db.Pool, db.FileInsertHiddenParams{
 		ID: uuidOf(t, "6f1c2b9e-3d4a-4b5c-8d7e-9f0a1b2c3d4e"), TenantCode: "acme", UserID: "alice", Key: "core/acme/crashed.csv",
 		OriginalName: "crashed.csv", SizeBytes: 100, ContentType: "text/csv", Visibility: "private", Disposition: "attachment",
 		ExtraData: []byte(`{}`), ActivationLease: service.ActivationLease, DefaultOwnerFiles: 1, Now: ptrTime(b.clock.Now()),

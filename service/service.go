@@ -45,8 +45,9 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/storage/storagetrace"
 )
 
-// DB is what the service needs of PostgreSQL: queries, and transactions
-// for batch operations. *pgxpool.Pool satisfies it; a pool's single-row
+// DB is what the service needs of PostgreSQL: queries, pipelined batches
+// (the buffer upload's statements, committed in groups under load) and
+// transactions for batch operations. *pgxpool.Pool satisfies it; a pool's single-row
 // reads then reuse their scan plans per connection (scanplans.go), a DB of
 // another type is used as it is.
 type DB interface {
@@ -70,6 +71,8 @@ type Service struct {
 	imager  *imagevariant.Generator
 	// variantSlots bounds the generations reading an original at once.
 	variantSlots chan struct{}
+	// uploads commits the buffer upload's statements in groups.
+	uploads uploadStatements
 }
 
 // Option adjusts a Service beyond its Config.
@@ -128,6 +131,7 @@ func New(ctx context.Context, cfg Config, database DB, opts ...Option) (*Service
 	if s.fetcher == nil {
 		s.fetcher = s.defaultFetcher()
 	}
+	s.uploads = s.newUploadStatements()
 	if s.cfg.ScanMode == ScanGate && s.scanner == nil {
 		return nil, configError("scan.mode", "gate needs a scanner (WithScanner; the server builds one from scan.clamd)")
 	}

@@ -20,6 +20,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -91,6 +92,37 @@ func (w *wrappedDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.R
 	}
 	return w.Pool.QueryRow(ctx, sql, args...)
 }
+
+// SendBatch is QueryRow's faults for batches (the :batchone queries): a
+// batch whose first statement is the named query fails without running, or
+// runs and commits with its response lost.
+func (w *wrappedDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	first := ""
+	if len(b.QueuedQueries) > 0 {
+		first = b.QueuedQueries[0].SQL
+	}
+	if name, _ := w.failNext.Load().(string); name != "" && strings.HasPrefix(first, "-- name: "+name+" ") {
+		w.failNext.Store("")
+		return errBatch{errors.New("connection reset by peer")}
+	}
+	if name, _ := w.loseNext.Load().(string); name != "" && strings.HasPrefix(first, "-- name: "+name+" ") {
+		w.loseNext.Store("")
+		if err := w.Pool.SendBatch(ctx, b).Close(); err != nil {
+			return errBatch{err}
+		}
+		return errBatch{errors.New("connection reset by peer")} // the batch ran and committed
+	}
+	return w.Pool.SendBatch(ctx, b)
+}
+
+// errBatch is a batch whose every result is err.
+type errBatch struct{ err error }
+
+func (e errBatch) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, e.err }
+func (e errBatch) Query() (pgx.Rows, error)         { return nil, e.err }
+func (e errBatch) QueryRow() pgx.Row                { return errRow(e) }
+func (e errBatch) Close() error                     { return e.err }
+func (e errBatch) Tx() pgx.Tx                       { return nil }
 
 type errRow struct{ err error }
 

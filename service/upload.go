@@ -204,7 +204,7 @@ func (s *Service) insertHidden(ctx context.Context, a access, c filecheck.Result
 		m = &Meta{}
 	}
 	tb, tf, ob, of := s.quotaDefaults()
-	row, err := s.q.FileInsertHidden(ctx, s.db, db.FileInsertHiddenParams{
+	row, err := s.uploads.insert.Do(ctx, db.FileInsertHiddenParams{
 		ID: id, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, UserID: a.scope.UserID,
 		Key: key, CDN: s.persistedCDN(id, key, vis), OriginalName: c.Name, SizeBytes: sp.Size(), ContentType: c.ContentType,
 		Visibility: string(vis), Disposition: string(disp), IsTemporary: u.temporary, Checksum: ptr(sp.checksum()),
@@ -228,7 +228,7 @@ func (s *Service) writeAndActivate(ctx context.Context, a access, row db.Uploade
 	})
 	if err == nil {
 		var active db.FileActivateUploadRow
-		active, err = s.q.FileActivateUpload(ctx, s.db, db.FileActivateUploadParams{
+		active, err = s.uploads.activate.Do(ctx, db.FileActivateUploadParams{
 			ID: row.ID, UploadMarker: marker, Checksum: ptr(sp.checksum()), ETag: optional(oi.ETag), Now: s.now(),
 		})
 		if err == nil {

@@ -184,7 +184,7 @@ func TestRule3WriteFailsSettledCleanup(t *testing.T) {
 			require.Equal(t, b.clock.Now().Add(time.Minute), row.DeletionPendingAt.UTC(), "released to a retry one minute ahead (rule 6)")
 			require.True(t, b.hasObject(row.Key), "the failed delete left the object for the sweep")
 
-			_, err = b.q.FileActivateUpload(context.Background(), b.db.Pool, db.FileActivateUploadParams{
+			_, err = service.ActivateUpload(context.Background(), b.db.Pool, db.FileActivateUploadParams{
 				ID: row.ID, UploadMarker: b.clock.Now().Add(15 * time.Minute), Now: ptr(b.clock.Now()),
 			})
 			require.ErrorContains(t, err, "no rows", "a late activation cannot bring the metadata back")
@@ -267,7 +267,7 @@ func TestRules8To10TombstoneSweepAndRetire(t *testing.T) {
 	// A writer that died after writing its object, before activation: its
 	// hidden row and its object, written directly.
 	crashed := setup(t, service.DriverLocal)
-	row, err := crashed.q.FileInsertHidden(ctx, crashed.db.Pool, db.FileInsertHiddenParams{
+	row, err := service.InsertHidden(ctx, crashed.db.Pool, db.FileInsertHiddenParams{
 		ID: uuidOf(t, "0b5ee4a2-0f5a-4c4e-8f0a-2d6c1b7e9a10"), TenantCode: "acme", UserID: "alice", Key: "core/t-mfrwg2i/0b5ee4a2-0f5a-4c4e-8f0a-2d6c1b7e9a10.pdf",
 		OriginalName: "report.pdf", ContentType: "application/pdf", Visibility: "private", Disposition: "attachment",
 		ExtraData: json.RawMessage(`{}`), ActivationLease: 15 * time.Minute, Now: ptr(crashed.clock.Now()),
@@ -353,7 +353,7 @@ func TestRule8SettledClaimsBeforeTombstones(t *testing.T) {
 	b := setup(t, service.DriverLocal)
 	ctx := context.Background()
 	// An expired buffer upload (its writer died) ...
-	dead, err := b.q.FileInsertHidden(ctx, b.db.Pool, db.FileInsertHiddenParams{
+	dead, err := service.InsertHidden(ctx, b.db.Pool, db.FileInsertHiddenParams{
 		ID: uuidOf(t, "1f0e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"), TenantCode: "acme", UserID: "alice", Key: "core/t-x/1f0e2d3c-4b5a-4978-8695-a4b3c2d1e0f9.pdf",
 		OriginalName: "r.pdf", ContentType: "application/pdf", Visibility: "private", Disposition: "attachment",
 		ExtraData: json.RawMessage(`{}`), ActivationLease: 15 * time.Minute, Now: ptr(b.clock.Now().Add(-time.Hour)),

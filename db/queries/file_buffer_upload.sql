@@ -9,12 +9,21 @@
 -- the settled cleanup both name the exact upload_pending_at value the writer
 -- inserted, so whichever commits first wins and the other matches zero rows.
 --
+-- FileInsertHidden and FileActivateUpload are :batchone queries: under
+-- concurrent uploads the service sends up to 32 of one of them as one pgx
+-- batch -- one implicit transaction, committed at its end -- inserts in
+-- (tenant, owner) order so that their usage-row locks are taken in key
+-- order, activations in id order. A batch that fails as a whole is not
+-- used: each upload then runs its statement alone (service/groupcommit.go).
+-- Alone, an upload runs a batch of one: the same single statement as a
+-- :one query.
+--
 -- Every transition that changes what a file is (ready, attached, deleted,
 -- expired, purged, failed, abandoned) writes its lifecycle event in the same
 -- statement, a data-modifying CTE into uploaded_file_event (see
 -- event_outbox.sql): the event commits, or rolls back, with the transition.
 
--- name: FileInsertHidden :one
+-- name: FileInsertHidden :batchone
 -- Reserves its space (@size_bytes, one file) on the tenant's and the
 -- owner's usage in the same statement; when either would pass its limit
 -- the statement fails with SQLSTATE UFQ01 (quota exceeded) and nothing is
@@ -111,7 +120,7 @@ WITH limits AS (
 )
 SELECT * FROM inserted;
 
--- name: FileActivateUpload :one
+-- name: FileActivateUpload :batchone
 -- hidden -> ready. Clears exactly the marker the writer inserted, only while
 -- no deletion claim exists and the row is not soft-deleted; a temporary file
 -- expires 24 elapsed hours after this moment (an interval in hours, so a

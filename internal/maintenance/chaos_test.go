@@ -166,10 +166,23 @@ func chaosWorker() int {
 			body = append(body, clamdtest.EICAR+"\n"...) // infected: must never become visible
 		}
 		switch rnd.IntN(8) {
-		case 0, 1:
-			if r, err := svc.Upload(uctx, bytes.NewReader(body), "data.csv", nil); err == nil {
-				ids = append(ids, r.ID.String())
+		case 0, 1: // buffer uploads, up to six at once: their statements commit in shared batches
+			bodies := [][]byte{body}
+			for range rnd.IntN(6) {
+				bodies = append(bodies, fmt.Appendf(nil, "row,%d\n%s\n", rnd.Int(), strings.Repeat("y", rnd.IntN(4000))))
 			}
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			for _, b := range bodies {
+				wg.Go(func() {
+					if r, err := svc.Upload(uctx, bytes.NewReader(b), "data.csv", nil); err == nil {
+						mu.Lock()
+						ids = append(ids, r.ID.String())
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
 		case 7: // an image and its variants, requested concurrently
 			if r, err := svc.Upload(uctx, bytes.NewReader(chaosImage(rnd)), "pic.png", nil); err == nil {
 				ids = append(ids, r.ID.String())
@@ -559,6 +572,11 @@ func checkChaosInvariants(t *testing.T, e *env, c chaosTarget) chaosCounts {
 	require.NoError(t, e.pool.QueryRow(ctx, "SELECT count(*) FROM uploaded_file_event WHERE type = 'upload.failed' AND rule = 'content.infected'").Scan(&infected))
 	require.Positive(t, infected, "the gate refused infected uploads")
 	t.Logf("scan gate: %d infected uploads refused, %d visible files read back clean", infected, n.scannedClean)
+	var batched int
+	require.NoError(t, e.pool.QueryRow(ctx, `SELECT count(*) FROM (
+		SELECT FROM uploaded_file_event WHERE type = 'file.ready' GROUP BY xmin::text HAVING count(*) > 1) AS together`).Scan(&batched))
+	require.Positive(t, batched, "buffer uploads were activated in shared transactions")
+	t.Logf("group commit: %d transactions activated more than one buffer upload", batched)
 	t.Logf("variants: %d ready, each with its object, of visible files only", variants)
 	require.Positive(t, variants, "the workers made variants")
 	return n
@@ -572,6 +590,8 @@ func chaosCovered(t *testing.T, e *env) bool {
 	var covered bool
 	require.NoError(t, e.pool.QueryRow(context.Background(), `
 SELECT EXISTS (SELECT FROM uploaded_file_event WHERE type = 'upload.failed' AND rule = 'content.infected')
+   -- buffer uploads activated together, in one transaction (group commit)
+   AND EXISTS (SELECT FROM uploaded_file_event WHERE type = 'file.ready' GROUP BY xmin::text HAVING count(*) > 1)
    AND EXISTS (SELECT FROM uploaded_file_variant v JOIN uploaded_file f ON f.id = v.file_id
                WHERE v.status = 'ready' AND f.status = 'ready' AND f.deleted_at IS NULL AND f.deletion_pending_at IS NULL)`).Scan(&covered))
 	return covered

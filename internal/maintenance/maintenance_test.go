@@ -42,6 +42,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("UF_CHAOS_CHILD") != "" {
 		os.Exit(chaosWorker())
 	}
+	if os.Getenv("UF_BATCH_CHILD") != "" {
+		os.Exit(batchChild())
+	}
 	os.Exit(s3test.Main(m))
 }
 

@@ -1,0 +1,87 @@
+package service
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"strings"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/internal/groupcommit"
+	"github.com/uploadedfile/uploadedfile/internal/pgbatch"
+)
+
+// uploadBatchMax bounds the buffer uploads whose statement shares one
+// transaction.
+const uploadBatchMax = 32
+
+// uploadStatements are the buffer upload's two statements, FileInsertHidden
+// and FileActivateUpload, each committed in groups while uploads run
+// concurrently: k uploads' inserts (or activations) in one pipelined
+// transaction instead of k (docs/decisions.md, "Group commit of the buffer
+// upload's statements"). An upload alone runs its statement alone, as
+// before.
+//
+// Both statements are safe to run a second time after a batch whose
+// outcome is unknown: the insert's id is unique (a second run fails and the
+// hidden row, with no object, is the stale-upload sweep's), and the
+// activation names its exact upload marker (a second run matches zero rows,
+// and the settled cleanup then reads that the activation committed).
+type uploadStatements struct {
+	insert   *groupcommit.Committer[db.FileInsertHiddenParams, db.FileInsertHiddenRow]
+	activate *groupcommit.Committer[db.FileActivateUploadParams, db.FileActivateUploadRow]
+}
+
+func (s *Service) newUploadStatements() uploadStatements {
+	var tracer trace.Tracer
+	if s.tracer != nil {
+		tracer = s.tracer.Tracer("github.com/uploadedfile/uploadedfile/service")
+	}
+	insert := func(ctx context.Context, ps []db.FileInsertHiddenParams) func(pgbatch.DBTX) pgbatch.Results[db.FileInsertHiddenRow] {
+		return func(conn pgbatch.DBTX) pgbatch.Results[db.FileInsertHiddenRow] {
+			return s.q.FileInsertHidden(ctx, conn, ps)
+		}
+	}
+	activate := func(ctx context.Context, ps []db.FileActivateUploadParams) func(pgbatch.DBTX) pgbatch.Results[db.FileActivateUploadRow] {
+		return func(conn pgbatch.DBTX) pgbatch.Results[db.FileActivateUploadRow] {
+			return s.q.FileActivateUpload(ctx, conn, ps)
+		}
+	}
+	return uploadStatements{
+		insert: groupcommit.New(groupcommit.Config[db.FileInsertHiddenParams, db.FileInsertHiddenRow]{
+			Name: "FileInsertHidden",
+			Alone: func(ctx context.Context, p db.FileInsertHiddenParams) (db.FileInsertHiddenRow, error) {
+				return pgbatch.One(s.db, insert(ctx, []db.FileInsertHiddenParams{p}))
+			},
+			Together: func(ctx context.Context, ps []db.FileInsertHiddenParams) ([]db.FileInsertHiddenRow, []error, error) {
+				return pgbatch.Read(s.db, insert(ctx, ps), len(ps))
+			},
+			// The usage rows each insert locks, tenant ('') then owner, in
+			// the same key order across the batch: no two batches (nor a
+			// batch and any other statement, all of which lock usage rows
+			// in key order) wait on each other in a cycle.
+			Compare: func(a, b db.FileInsertHiddenParams) int {
+				return cmp.Or(strings.Compare(a.TenantCode, b.TenantCode), strings.Compare(a.UserID, b.UserID))
+			},
+			MaxBatch: uploadBatchMax,
+			Tracer:   tracer,
+		}),
+		activate: groupcommit.New(groupcommit.Config[db.FileActivateUploadParams, db.FileActivateUploadRow]{
+			Name: "FileActivateUpload",
+			Alone: func(ctx context.Context, p db.FileActivateUploadParams) (db.FileActivateUploadRow, error) {
+				return pgbatch.One(s.db, activate(ctx, []db.FileActivateUploadParams{p}))
+			},
+			Together: func(ctx context.Context, ps []db.FileActivateUploadParams) ([]db.FileActivateUploadRow, []error, error) {
+				return pgbatch.Read(s.db, activate(ctx, ps), len(ps))
+			},
+			// The file rows the activations lock, in id order.
+			Compare: func(a, b db.FileActivateUploadParams) int {
+				return bytes.Compare(a.ID[:], b.ID[:])
+			},
+			MaxBatch: uploadBatchMax,
+			Tracer:   tracer,
+		}),
+	}
+}

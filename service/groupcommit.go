@@ -6,6 +6,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/uploadedfile/uploadedfile/gen/db"
@@ -39,6 +40,7 @@ func (s *Service) newUploadStatements() uploadStatements {
 	if s.tracer != nil {
 		tracer = s.tracer.Tracer("github.com/uploadedfile/uploadedfile/service")
 	}
+	observe := s.groupCommitMetrics()
 	insert := func(ctx context.Context, ps []db.FileInsertHiddenParams) func(pgbatch.DBTX) pgbatch.Results[db.FileInsertHiddenRow] {
 		return func(conn pgbatch.DBTX) pgbatch.Results[db.FileInsertHiddenRow] {
 			return s.q.FileInsertHidden(ctx, conn, ps)
@@ -67,6 +69,7 @@ func (s *Service) newUploadStatements() uploadStatements {
 			},
 			MaxBatch: uploadBatchMax,
 			Tracer:   tracer,
+			Observe:  observe("FileInsertHidden"),
 		}),
 		activate: groupcommit.New(groupcommit.Config[db.FileActivateUploadParams, db.FileActivateUploadRow]{
 			Name: "FileActivateUpload",
@@ -82,6 +85,34 @@ func (s *Service) newUploadStatements() uploadStatements {
 			},
 			MaxBatch: uploadBatchMax,
 			Tracer:   tracer,
+			Observe:  observe("FileActivateUpload"),
 		}),
+	}
+}
+
+// groupCommitMetrics registers the committers' metrics (WithMetrics) and
+// returns each statement's observer; without a registry, none.
+func (s *Service) groupCommitMetrics() func(statement string) func(int, bool) {
+	if s.metrics == nil {
+		return func(string) func(int, bool) { return nil }
+	}
+	size := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "uploadedfile_group_commit_statements",
+		Help:    "Statements per transaction of the buffer upload's group commit, by statement (1: an upload's statement run alone).",
+		Buckets: []float64{1, 2, 4, 8, 16, 32},
+	}, []string{"statement"})
+	failed := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "uploadedfile_group_commit_failed_total",
+		Help: "Batches of the buffer upload's group commit that failed as a whole, by statement; their uploads ran their statements alone.",
+	}, []string{"statement"})
+	s.metrics.MustRegister(size, failed)
+	return func(statement string) func(int, bool) {
+		sizes, failures := size.WithLabelValues(statement), failed.WithLabelValues(statement)
+		return func(n int, batchFailed bool) {
+			sizes.Observe(float64(n))
+			if batchFailed {
+				failures.Inc()
+			}
+		}
 	}
 }

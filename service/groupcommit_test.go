@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/service"
@@ -126,7 +128,8 @@ func TestConcurrentUploadsShareTransactions(t *testing.T) {
 // alone, so exactly the ones that fit succeed.
 func TestAQuotaRefusalInABatchFailsOnlyItsMember(t *testing.T) {
 	t.Parallel()
-	b := setup(t, service.DriverLocal, quota(service.QuotaConfig{OwnerFiles: 4}))
+	reg := prometheus.NewRegistry()
+	b := setupWith(t, service.DriverLocal, []service.Option{service.WithMetrics(reg)}, quota(service.QuotaConfig{OwnerFiles: 4}))
 	b.upload(alice) // 1 of 4
 	releaseInserts := b.holdInserts("acme")
 	leader := b.startUpload(alice, "leader") // 2 of 4
@@ -158,6 +161,33 @@ func TestAQuotaRefusalInABatchFailsOnlyItsMember(t *testing.T) {
 	require.Equal(t, [2]int64{wantBytes, wantFiles}, [2]int64{bytes, files})
 	require.EqualValues(t, 4, files)
 	b.checkInvariants()
+
+	// The metrics: one failed batch of three inserts; transactions of one
+	// statement for the first upload, the leader and the three run alone
+	// again (and the activations).
+	require.InDelta(t, 1, metric(t, reg, "uploadedfile_group_commit_failed_total", "FileInsertHidden").GetCounter().GetValue(), 0)
+	h := metric(t, reg, "uploadedfile_group_commit_statements", "FileInsertHidden").GetHistogram()
+	require.EqualValues(t, 6, h.GetSampleCount(), "1 + 1 + a batch of 3 + 3 alone")
+	require.InDelta(t, 8, h.GetSampleSum(), 0)
+}
+
+// metric finds name's series for statement in reg.
+func metric(t *testing.T, reg *prometheus.Registry, name, statement string) *dto.Metric {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == statement {
+				return m
+			}
+		}
+	}
+	t.Fatalf("no %s{statement=%q}", name, statement)
+	return nil
 }
 
 // TestAnUploadCancelledWhileQueuedLeavesNothing: an upload whose context

@@ -50,6 +50,10 @@ type Config[P, R any] struct {
 	// Tracer, when set, gives every batch a span linked to its members'
 	// and every queued member a span of its wait.
 	Tracer trace.Tracer
+	// Observe, when set, is told of every transaction the committer ran:
+	// its statements (1 for a member run alone) and whether it failed as a
+	// whole (a batch whose members then ran alone).
+	Observe func(statements int, failed bool)
 }
 
 // batchTimeout bounds a batch's transaction; a member also stops waiting
@@ -77,7 +81,8 @@ type member[P, R any] struct {
 	// by the committer's mu.
 	batch *batch
 	// Set before done is closed: the member's row and error, or alone
-	// when its batch failed and it must run on its own.
+	// when it must run on its own -- the only member of its batch, or one
+	// of a batch that failed (err: why).
 	row   R
 	err   error
 	alone bool
@@ -110,7 +115,7 @@ func (c *Committer[P, R]) Do(ctx context.Context, p P) (R, error) {
 		c.busy = true
 		c.mu.Unlock()
 		defer c.release()
-		return c.cfg.Alone(ctx, p)
+		return c.alone(ctx, p)
 	}
 	m := &member[P, R]{params: p, done: make(chan struct{})}
 	if c.cfg.Tracer != nil {
@@ -140,15 +145,29 @@ func (c *Committer[P, R]) wait(ctx context.Context, m *member[P, R]) (R, error) 
 		return zero, ctx.Err()
 	}
 	if m.alone {
-		if m.span != nil {
-			m.span.AddEvent("batch failed: running alone")
+		if m.span != nil && m.err != nil {
+			m.span.AddEvent("batch failed: running alone", trace.WithAttributes(attribute.String("error", m.err.Error())))
 		}
-		row, err := c.cfg.Alone(ctx, m.params)
+		row, err := c.alone(ctx, m.params)
 		endSpan(m.span, err)
 		return row, err
 	}
 	endSpan(m.span, nil) // the statement's own answer, not a failure of the wait
 	return m.row, m.err
+}
+
+// alone runs p's statement on its own.
+func (c *Committer[P, R]) alone(ctx context.Context, p P) (R, error) {
+	row, err := c.cfg.Alone(ctx, p)
+	c.observe(1, false)
+	return row, err
+}
+
+// observe reports a transaction to Observe, when set.
+func (c *Committer[P, R]) observe(statements int, failed bool) {
+	if c.cfg.Observe != nil {
+		c.cfg.Observe(statements, failed)
+	}
 }
 
 // leave takes m out of the queue, or, when a batch has it already, tells
@@ -230,10 +249,11 @@ func (c *Committer[P, R]) run(ctx context.Context, b *batch, ms []*member[P, R])
 		ps[i] = m.params
 	}
 	rows, errs, err := c.cfg.Together(ctx, ps)
+	c.observe(len(ps), err != nil)
 	endSpan(span, err)
 	for i, m := range ms {
 		if err != nil {
-			m.alone = true
+			m.alone, m.err = true, err
 		} else {
 			m.row, m.err = rows[i], errs[i]
 		}

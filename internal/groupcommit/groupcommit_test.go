@@ -26,6 +26,7 @@ type statement struct {
 	hold     chan struct{}
 	started  chan int // each run's first member, once it started
 	fail     func(ps []int) error
+	observed []string // Observe's reports: "n" or "n failed"
 }
 
 func newStatement() *statement {
@@ -74,7 +75,23 @@ func (s *statement) config(max int) groupcommit.Config[int, string] {
 		},
 		Compare:  cmp.Compare[int],
 		MaxBatch: max,
+		Observe: func(n int, failed bool) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if failed {
+				s.observed = append(s.observed, fmt.Sprintf("%d failed", n))
+			} else {
+				s.observed = append(s.observed, fmt.Sprint(n))
+			}
+		},
 	}
+}
+
+// observations snapshots Observe's reports, sorted.
+func (s *statement) observations() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(slices.Values(s.observed))
 }
 
 var errNoRow = errors.New("no row")
@@ -156,6 +173,7 @@ func TestCallersThatArriveMeanwhileShareABatch(t *testing.T) {
 	alone, together := s.runs()
 	require.Equal(t, []int{100}, alone)
 	require.Equal(t, [][]int{{1, 3, 5, 9, 17}}, together, "one batch, in Compare order")
+	require.Equal(t, []string{"1", "5"}, s.observations(), "two transactions: the leader's, the batch's")
 }
 
 func TestMaxBatchBoundsABatch(t *testing.T) {
@@ -202,6 +220,7 @@ func TestAFailedBatchRunsEveryMemberAlone(t *testing.T) {
 	require.Equal(t, [][]int{{1, 2, 3}}, together)
 	slices.Sort(alone)
 	require.Equal(t, []int{1, 2, 3, 100}, alone)
+	require.Equal(t, []string{"1", "1", "1", "1", "3 failed"}, s.observations())
 }
 
 func TestAMemberThatLeavesTheQueueIsNotRun(t *testing.T) {

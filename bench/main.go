@@ -862,8 +862,12 @@ func benchLookup(ctx context.Context, e *env, rep *report, clients []int) error 
 // first, then the floor's.
 func schedVs(ours, base perCall) string {
 	us := func(d time.Duration) time.Duration { return d.Round(time.Microsecond) }
-	return fmt.Sprintf("server on a CPU %s vs %s; runnable, waiting for one %s vs %s; %.1f vs %.1f switches in; PostgreSQL on a CPU %s vs %s; load generator on a CPU %s vs %s",
+	out := fmt.Sprintf("server on a CPU %s vs %s; runnable, waiting for one %s vs %s; %.1f vs %.1f switches in; PostgreSQL on a CPU %s vs %s; load generator on a CPU %s vs %s",
 		us(ours.run), us(base.run), us(ours.wait), us(base.wait), ours.switches, base.switches, us(ours.db), us(base.db), us(ours.client), us(base.client))
+	if ours.grouped > 0 {
+		out += fmt.Sprintf("; %.1f statements per group-commit transaction", ours.grouped)
+	}
+	return out
 }
 
 // get is one unauthenticated GET that must answer 200.

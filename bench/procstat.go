@@ -2,6 +2,9 @@ package main
 
 import (
 	"cmp"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -53,6 +56,9 @@ type perCall struct {
 	switches  float64
 	db        time.Duration // every PostgreSQL process's CPU time
 	client    time.Duration // the bench's own threads on a CPU: the load generator
+	// grouped is the statements per transaction of the server's group
+	// commit during the load (0: none ran, or the server is not ours).
+	grouped float64
 }
 
 // withSched wraps a load against p's server process: its stats carry the
@@ -62,17 +68,51 @@ type perCall struct {
 // PostgreSQL's CPU per call (postgresCPU: the bench's loads are the
 // database's only work while they run) and the load generator's (this
 // process's threads on a CPU): the three that share the machine's cores.
+// For an uploadedfile server it also reads, from its /metrics, how many
+// statements its group commit put in a transaction meanwhile.
 func withSched(p *proc, fn func() stats) func() stats {
 	return func() stats {
 		pid, self := p.cmd.Process.Pid, os.Getpid()
+		statements, transactions := grouped(p)
 		before, dbBefore, clientBefore := schedOf(pid), postgresCPU(), schedOf(self)
 		s := fn()
 		d, db, client := schedOf(pid).sub(before), postgresCPU()-dbBefore, schedOf(self).sub(clientBefore)
+		statementsAfter, transactionsAfter := grouped(p)
 		if n := time.Duration(s.n); n > 0 {
 			s.server = perCall{run: d.run / n, wait: d.wait / n, switches: float64(d.slices) / float64(s.n), db: db / n, client: client.run / n}
+			if t := transactionsAfter - transactions; t > 0 {
+				s.server.grouped = (statementsAfter - statements) / t
+			}
 		}
 		return s
 	}
+}
+
+// grouped reads the group commit's totals from an uploadedfile server's
+// /metrics (both statements): statements and the transactions they ran
+// in. A server without metrics, or one that is not ours, has none.
+func grouped(p *proc) (statements, transactions float64) {
+	if p.metrics == "" {
+		return 0, 0
+	}
+	resp, err := http.Get(p.metrics)
+	if err != nil {
+		return 0, 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		var v float64
+		switch {
+		case strings.HasPrefix(line, "uploadedfile_group_commit_statements_sum{"):
+			_, _ = fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &v)
+			statements += v
+		case strings.HasPrefix(line, "uploadedfile_group_commit_statements_count{"):
+			_, _ = fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &v)
+			transactions += v
+		}
+	}
+	return statements, transactions
 }
 
 // medianSched is load j's per-call accounting, each figure the median
@@ -84,6 +124,7 @@ func medianSched(rs [][]stats, j int) perCall {
 		switches: medianOf(rs, j, func(p perCall) float64 { return p.switches }),
 		db:       medianOf(rs, j, func(p perCall) time.Duration { return p.db }),
 		client:   medianOf(rs, j, func(p perCall) time.Duration { return p.client }),
+		grouped:  medianOf(rs, j, func(p perCall) float64 { return p.grouped }),
 	}
 }
 

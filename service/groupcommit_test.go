@@ -81,21 +81,30 @@ func (b *bundle) sharedTransactions(sql string, args ...any) (txs, rows int) {
 func TestConcurrentUploadsShareTransactions(t *testing.T) {
 	t.Parallel()
 	b := setup(t, service.DriverLocal)
-	b.upload(alice) // the tenant's usage row exists
+	zeta := as("zeta", "zoe")
+	b.upload(alice) // the tenants' usage rows exist
+	b.upload(zeta)
 	before := b.rowCount()
 
-	releaseInserts := b.holdInserts("acme")
+	// The leader (acme) runs each statement alone and waits; the members
+	// (zeta) queue behind it, and their batch waits in its turn until the
+	// leader's activation is the one in flight.
+	releaseLeader := b.holdInserts("acme")
+	releaseMembers := b.holdInserts("zeta")
 	releaseActivations := b.holdActivations()
 	leader := b.startUpload(alice, "leader")
-	require.Eventually(t, b.waitsOnLock, 10*time.Second, 5*time.Millisecond, "the leader's insert runs alone and waits")
+	require.Eventually(t, func() bool { return b.waiting("-- name: FileInsertHidden %") == 1 }, 10*time.Second, 5*time.Millisecond,
+		"the leader's insert runs alone and waits")
 	const n = 8
 	var waiting []chan uploaded
 	for i := range n {
-		waiting = append(waiting, b.startUpload(alice, fmt.Sprintf("member-%d", i)))
+		waiting = append(waiting, b.startUpload(zeta, fmt.Sprintf("member-%d", i)))
 	}
 	require.Eventually(t, func() bool { return b.svc.QueuedInserts() == n }, 10*time.Second, 5*time.Millisecond)
-
-	releaseInserts()
+	releaseLeader()
+	require.Eventually(t, func() bool { return b.waiting("-- name: FileActivateUpload %") == 1 }, 10*time.Second, 5*time.Millisecond,
+		"the leader's activation runs alone and waits")
+	releaseMembers()
 	require.Eventually(t, func() bool { return b.svc.QueuedActivations() == n }, 10*time.Second, 5*time.Millisecond,
 		"the members were inserted, wrote their bytes and queue for their activation behind the leader's")
 	txs, rows := b.sharedTransactions("SELECT xmin FROM uploaded_file WHERE status = 'pending' AND original_name LIKE 'member-%'")
@@ -117,10 +126,22 @@ func TestConcurrentUploadsShareTransactions(t *testing.T) {
 	require.Equal(t, n, rows)
 	require.Equal(t, 1, txs, "the members' activations committed in one transaction")
 	require.Equal(t, before+n+1, b.rowCount())
-	bytes, files := b.usageOf("acme", "")
-	wantBytes, wantFiles := b.rowsHolding("acme", "")
-	require.Equal(t, [2]int64{wantBytes, wantFiles}, [2]int64{bytes, files})
+	for _, tenant := range []string{"acme", "zeta"} {
+		bytes, files := b.usageOf(tenant, "")
+		wantBytes, wantFiles := b.rowsHolding(tenant, "")
+		require.Equal(t, [2]int64{wantBytes, wantFiles}, [2]int64{bytes, files}, tenant)
+	}
 	b.checkInvariants()
+}
+
+// waiting is how many sessions run a statement like pattern and wait for
+// a lock.
+func (b *bundle) waiting(pattern string) int {
+	b.t.Helper()
+	var n int
+	require.NoError(b.t, b.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1`, pattern).Scan(&n))
+	return n
 }
 
 // TestAQuotaRefusalInABatchFailsOnlyItsMember: a batch whose one member

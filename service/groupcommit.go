@@ -21,9 +21,9 @@ const uploadBatchMax = 32
 // uploadStatements are the buffer upload's two statements, FileInsertHidden
 // and FileActivateUpload, each committed in groups while uploads run
 // concurrently: k uploads' inserts (or activations) in one pipelined
-// transaction instead of k (docs/decisions.md, "Group commit of the buffer
-// upload's statements"). An upload alone runs its statement alone, as
-// before.
+// transaction instead of k (docs/decisions.md, "The buffer upload's two
+// statements are committed in groups under load"). An upload alone runs its
+// statement alone, as before.
 //
 // Both statements are safe to run a second time after a batch whose
 // outcome is unknown: the insert's id is unique (a second run fails and the
@@ -35,6 +35,8 @@ type uploadStatements struct {
 	activate *groupcommit.Committer[db.FileActivateUploadParams, db.FileActivateUploadRow]
 }
 
+// newUploadStatements builds the two committers over the service's
+// database, with its tracer and metrics.
 func (s *Service) newUploadStatements() uploadStatements {
 	var tracer trace.Tracer
 	if s.tracer != nil {

@@ -884,30 +884,43 @@ func latencies(s stats) string {
 // scrape reads the storage counters of a server's operator /metrics; a
 // scrape that finds no storage counter fails (the row would read 0).
 func scrape(p *proc) (reads, writes, requests float64, err error) {
-	resp, err := http.Get(p.metrics)
+	text, err := metricsText(p)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "uploadedfile_storage_requests_total{") {
-		return 0, 0, 0, fmt.Errorf("scrape %s: %d, no storage counters", p.metrics, resp.StatusCode)
+	if !strings.Contains(text, "uploadedfile_storage_requests_total{") {
+		return 0, 0, 0, fmt.Errorf("scrape %s: no storage counters", p.metrics)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		var v float64
-		switch {
-		case strings.HasPrefix(line, `uploadedfile_storage_bytes_total{direction="read"}`):
+	return sumOf(text, `uploadedfile_storage_bytes_total{direction="read"}`), sumOf(text, `uploadedfile_storage_bytes_total{direction="written"}`),
+		sumOf(text, "uploadedfile_storage_requests_total{"), nil
+}
+
+// metricsText reads a server's operator /metrics (Prometheus text).
+func metricsText(p *proc) (string, error) {
+	resp, err := http.Get(p.metrics)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("scrape %s: %d", p.metrics, resp.StatusCode)
+	}
+	return string(b), err
+}
+
+// sumOf adds the values of the samples in text whose line starts with
+// prefix (a metric name and the start of its labels).
+func sumOf(text, prefix string) float64 {
+	sum := 0.0
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			var v float64
 			_, _ = fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &v)
-			reads = v
-		case strings.HasPrefix(line, `uploadedfile_storage_bytes_total{direction="written"}`):
-			_, _ = fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &v)
-			writes = v
-		case strings.HasPrefix(line, "uploadedfile_storage_requests_total{"):
-			_, _ = fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &v)
-			requests += v
+			sum += v
 		}
 	}
-	return reads, writes, requests, nil
+	return sum
 }
 
 func benchS3Complete(e *env, rep *report) error {

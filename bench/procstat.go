@@ -2,9 +2,6 @@ package main
 
 import (
 	"cmp"
-	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -95,24 +92,11 @@ func grouped(p *proc) (statements, transactions float64) {
 	if p.metrics == "" {
 		return 0, 0
 	}
-	resp, err := http.Get(p.metrics)
+	text, err := metricsText(p)
 	if err != nil {
 		return 0, 0
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
-		var v float64
-		switch {
-		case strings.HasPrefix(line, "uploadedfile_group_commit_statements_sum{"):
-			_, _ = fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &v)
-			statements += v
-		case strings.HasPrefix(line, "uploadedfile_group_commit_statements_count{"):
-			_, _ = fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &v)
-			transactions += v
-		}
-	}
-	return statements, transactions
+	return sumOf(text, "uploadedfile_group_commit_statements_sum{"), sumOf(text, "uploadedfile_group_commit_statements_count{")
 }
 
 // medianSched is load j's per-call accounting, each figure the median

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/internal/pgbatch"
 	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 	"github.com/uploadedfile/uploadedfile/service"
 )
@@ -20,8 +21,9 @@ import (
 // benchWritePath measures a buffer upload's two statements alone, with no
 // HTTP and no bytes: FileInsertHidden and FileActivateUpload as the service
 // runs them for an upload alone (one transaction each; under concurrency
-// the service commits them in groups, which the HTTP rows measure), against the spec floor's two statements (insert a hidden row,
-// activate it) on a table with one index and no constraint. It prints the
+// the service commits them in groups, which the HTTP rows measure),
+// against the spec floor's two statements (insert a hidden row, activate
+// it) on a table with one index and no constraint. It prints the
 // throughput ratio and PostgreSQL's CPU per upload (every postgres process
 // from /proc, before and after each load), once with every upload in one
 // tenant -- each reservation locks the tenant's and the owner's usage row
@@ -59,18 +61,19 @@ func benchWritePath(ctx context.Context, rep *report) error {
 			id := uuid.New()
 			tenant := fmt.Sprintf("bench-%d", i%tenants)
 			cdn := "urn:uploadedfile:" + id.String()
-			var row db.FileInsertHiddenRow
-			var err error
-			q.FileInsertHidden(ctx, pool, []db.FileInsertHiddenParams{{
-				ID: id, TenantCode: tenant, UserID: "bench", Key: "uploads/" + tenant + "/" + id.String() + ".csv", CDN: &cdn,
-				OriginalName: "data.csv", SizeBytes: size, ContentType: "text/csv", Visibility: "private", Disposition: "attachment",
-				Checksum: &sum, ExtraData: []byte("{}"), ActivationLease: service.ActivationLease,
-			}}).QueryRow(func(_ int, r db.FileInsertHiddenRow, e error) { row, err = r, e })
+			row, err := pgbatch.One(pool, func(conn pgbatch.DBTX) pgbatch.Results[db.FileInsertHiddenRow] {
+				return q.FileInsertHidden(ctx, conn, []db.FileInsertHiddenParams{{
+					ID: id, TenantCode: tenant, UserID: "bench", Key: "uploads/" + tenant + "/" + id.String() + ".csv", CDN: &cdn,
+					OriginalName: "data.csv", SizeBytes: size, ContentType: "text/csv", Visibility: "private", Disposition: "attachment",
+					Checksum: &sum, ExtraData: []byte("{}"), ActivationLease: service.ActivationLease,
+				}})
+			})
 			if err != nil {
 				return err
 			}
-			q.FileActivateUpload(ctx, pool, []db.FileActivateUploadParams{{ID: id, UploadMarker: *row.UploadPendingAt, Checksum: &sum}}).
-				QueryRow(func(_ int, _ db.FileActivateUploadRow, e error) { err = e })
+			_, err = pgbatch.One(pool, func(conn pgbatch.DBTX) pgbatch.Results[db.FileActivateUploadRow] {
+				return q.FileActivateUpload(ctx, conn, []db.FileActivateUploadParams{{ID: id, UploadMarker: *row.UploadPendingAt, Checksum: &sum}})
+			})
 			return err
 		}
 	}

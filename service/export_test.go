@@ -46,17 +46,13 @@ func ConnectionsWithPlans(ctx context.Context, pool *pgxpool.Pool) int {
 // InsertHidden runs FileInsertHidden for one upload, as the service does
 // for an upload alone.
 func InsertHidden(ctx context.Context, conn db.DBTX, p db.FileInsertHiddenParams) (db.FileInsertHiddenRow, error) {
-	return pgbatch.One(conn, func(conn pgbatch.DBTX) pgbatch.Results[db.FileInsertHiddenRow] {
-		return db.New().FileInsertHidden(ctx, conn, []db.FileInsertHiddenParams{p})
-	})
+	return pgbatch.One(conn, insertHiddenBatch(ctx, db.New(), []db.FileInsertHiddenParams{p}))
 }
 
 // ActivateUpload runs FileActivateUpload for one upload, as the service
 // does for an upload alone.
 func ActivateUpload(ctx context.Context, conn db.DBTX, p db.FileActivateUploadParams) (db.FileActivateUploadRow, error) {
-	return pgbatch.One(conn, func(conn pgbatch.DBTX) pgbatch.Results[db.FileActivateUploadRow] {
-		return db.New().FileActivateUpload(ctx, conn, []db.FileActivateUploadParams{p})
-	})
+	return pgbatch.One(conn, activateUploadBatch(ctx, db.New(), []db.FileActivateUploadParams{p}))
 }
 
 // QueuedInserts is how many buffer uploads wait for a batch of their

@@ -43,24 +43,14 @@ func (s *Service) newUploadStatements() uploadStatements {
 		tracer = s.tracer.Tracer("github.com/uploadedfile/uploadedfile/service")
 	}
 	observe := s.groupCommitMetrics()
-	insert := func(ctx context.Context, ps []db.FileInsertHiddenParams) func(pgbatch.DBTX) pgbatch.Results[db.FileInsertHiddenRow] {
-		return func(conn pgbatch.DBTX) pgbatch.Results[db.FileInsertHiddenRow] {
-			return s.q.FileInsertHidden(ctx, conn, ps)
-		}
-	}
-	activate := func(ctx context.Context, ps []db.FileActivateUploadParams) func(pgbatch.DBTX) pgbatch.Results[db.FileActivateUploadRow] {
-		return func(conn pgbatch.DBTX) pgbatch.Results[db.FileActivateUploadRow] {
-			return s.q.FileActivateUpload(ctx, conn, ps)
-		}
-	}
 	return uploadStatements{
 		insert: groupcommit.New(groupcommit.Config[db.FileInsertHiddenParams, db.FileInsertHiddenRow]{
 			Name: "FileInsertHidden",
 			Alone: func(ctx context.Context, p db.FileInsertHiddenParams) (db.FileInsertHiddenRow, error) {
-				return pgbatch.One(s.db, insert(ctx, []db.FileInsertHiddenParams{p}))
+				return pgbatch.One(s.db, insertHiddenBatch(ctx, s.q, []db.FileInsertHiddenParams{p}))
 			},
 			Together: func(ctx context.Context, ps []db.FileInsertHiddenParams) ([]db.FileInsertHiddenRow, []error, error) {
-				return pgbatch.Read(s.db, insert(ctx, ps), len(ps))
+				return pgbatch.Read(s.db, insertHiddenBatch(ctx, s.q, ps), len(ps))
 			},
 			// The usage rows each insert locks, tenant ('') then owner, in
 			// the same key order across the batch: no two batches (nor a
@@ -76,10 +66,10 @@ func (s *Service) newUploadStatements() uploadStatements {
 		activate: groupcommit.New(groupcommit.Config[db.FileActivateUploadParams, db.FileActivateUploadRow]{
 			Name: "FileActivateUpload",
 			Alone: func(ctx context.Context, p db.FileActivateUploadParams) (db.FileActivateUploadRow, error) {
-				return pgbatch.One(s.db, activate(ctx, []db.FileActivateUploadParams{p}))
+				return pgbatch.One(s.db, activateUploadBatch(ctx, s.q, []db.FileActivateUploadParams{p}))
 			},
 			Together: func(ctx context.Context, ps []db.FileActivateUploadParams) ([]db.FileActivateUploadRow, []error, error) {
-				return pgbatch.Read(s.db, activate(ctx, ps), len(ps))
+				return pgbatch.Read(s.db, activateUploadBatch(ctx, s.q, ps), len(ps))
 			},
 			// The file rows the activations lock, in id order.
 			Compare: func(a, b db.FileActivateUploadParams) int {
@@ -116,5 +106,19 @@ func (s *Service) groupCommitMetrics() func(statement string) func(int, bool) {
 				failures.Inc()
 			}
 		}
+	}
+}
+
+// insertHiddenBatch is q's FileInsertHidden for ps, as pgbatch sends it.
+func insertHiddenBatch(ctx context.Context, q *db.Queries, ps []db.FileInsertHiddenParams) func(pgbatch.DBTX) pgbatch.Results[db.FileInsertHiddenRow] {
+	return func(conn pgbatch.DBTX) pgbatch.Results[db.FileInsertHiddenRow] {
+		return q.FileInsertHidden(ctx, conn, ps)
+	}
+}
+
+// activateUploadBatch is q's FileActivateUpload for ps, as pgbatch sends it.
+func activateUploadBatch(ctx context.Context, q *db.Queries, ps []db.FileActivateUploadParams) func(pgbatch.DBTX) pgbatch.Results[db.FileActivateUploadRow] {
+	return func(conn pgbatch.DBTX) pgbatch.Results[db.FileActivateUploadRow] {
+		return q.FileActivateUpload(ctx, conn, ps)
 	}
 }

@@ -95,12 +95,7 @@ func (b *bundle) written(body []byte) *service.InitiateResult {
 
 // waitsOnLock reports whether some session of the test database waits for
 // a row lock.
-func (b *bundle) waitsOnLock() bool {
-	var n int
-	require.NoError(b.t, b.db.Pool.QueryRow(context.Background(),
-		`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n))
-	return n > 0
-}
+func (b *bundle) waitsOnLock() bool { return b.waiting("%") > 0 }
 
 // TestConcurrentPutsAndCompletes (local): many content PUTs racing a
 // complete; whatever wins, no staging file is left behind a ready row.

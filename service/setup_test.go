@@ -77,40 +77,51 @@ func (w *wrappedDB) Begin(ctx context.Context) (pgx.Tx, error) {
 	return w.Pool.Begin(ctx)
 }
 
-func (w *wrappedDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if name, _ := w.failNext.Load().(string); name != "" && strings.HasPrefix(sql, "-- name: "+name+" ") {
-		w.failNext.Store("")
-		return errRow{errors.New("connection reset by peer")}
+// fault takes the fault armed for sql's query, if any: fail (the call
+// fails without running) or lose (it runs and commits, its response lost).
+func (w *wrappedDB) fault(sql string) (fail, lose bool) {
+	named := func(v *atomic.Value) bool {
+		name, _ := v.Load().(string)
+		return name != "" && strings.HasPrefix(sql, "-- name: "+name+" ") && v.CompareAndSwap(name, "")
 	}
-	if name, _ := w.loseNext.Load().(string); name != "" && strings.HasPrefix(sql, "-- name: "+name+" ") {
-		w.loseNext.Store("")
+	if named(&w.failNext) {
+		return true, false
+	}
+	return false, named(&w.loseNext)
+}
+
+// errLost is what a call whose connection dropped answers.
+var errLost = errors.New("connection reset by peer")
+
+func (w *wrappedDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	switch fail, lose := w.fault(sql); {
+	case fail:
+		return errRow{errLost}
+	case lose:
 		rows, err := w.Pool.Query(ctx, sql, args...)
 		if err == nil {
 			rows.Close() // the statement ran and committed
 		}
-		return errRow{errors.New("connection reset by peer")}
+		return errRow{errLost}
 	}
 	return w.Pool.QueryRow(ctx, sql, args...)
 }
 
-// SendBatch is QueryRow's faults for batches (the :batchone queries): a
-// batch whose first statement is the named query fails without running, or
-// runs and commits with its response lost.
+// SendBatch is QueryRow's faults for batches (the :batchone queries),
+// armed by the name of the batch's first statement.
 func (w *wrappedDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	first := ""
 	if len(b.QueuedQueries) > 0 {
 		first = b.QueuedQueries[0].SQL
 	}
-	if name, _ := w.failNext.Load().(string); name != "" && strings.HasPrefix(first, "-- name: "+name+" ") {
-		w.failNext.Store("")
-		return errBatch{errors.New("connection reset by peer")}
-	}
-	if name, _ := w.loseNext.Load().(string); name != "" && strings.HasPrefix(first, "-- name: "+name+" ") {
-		w.loseNext.Store("")
+	switch fail, lose := w.fault(first); {
+	case fail:
+		return errBatch{errLost}
+	case lose:
 		if err := w.Pool.SendBatch(ctx, b).Close(); err != nil {
 			return errBatch{err}
 		}
-		return errBatch{errors.New("connection reset by peer")} // the batch ran and committed
+		return errBatch{errLost} // the batch ran and committed
 	}
 	return w.Pool.SendBatch(ctx, b)
 }

@@ -55,31 +55,32 @@ func batchChild() int {
 	select {} // until killed
 }
 
+// sessions counts the other sessions of the database that run a
+// statement like pattern and match where (a condition on pg_stat_activity,
+// $2 its argument); a failed read counts as -1.
+func sessions(ctx context.Context, pool *pgxpool.Pool, pattern, where string, arg any) int {
+	n := -1
+	_ = pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE $1 AND (`+where+`)`, pattern, arg).Scan(&n)
+	return n
+}
+
 // waitsOnLock reports whether a session runs a statement like pattern and
 // waits for a lock.
 func waitsOnLock(ctx context.Context, pool *pgxpool.Pool, pattern string) bool {
-	var n int
-	err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-		WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1`, pattern).Scan(&n)
-	return err == nil && n > 0
+	return sessions(ctx, pool, pattern, "wait_event_type = $2", "Lock") > 0
 }
 
 // blockedBy reports whether a session runs a statement like pattern and
 // waits for a lock the session of pid holds.
 func blockedBy(ctx context.Context, pool *pgxpool.Pool, pattern string, pid int) bool {
-	var n int
-	err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-		WHERE datname = current_database() AND query LIKE $1 AND $2::int = ANY (pg_blocking_pids(pid))`, pattern, pid).Scan(&n)
-	return err == nil && n > 0
+	return sessions(ctx, pool, pattern, "$2::int = ANY (pg_blocking_pids(pid))", pid) > 0
 }
 
-// running reports whether a session other than this one is inside a
-// statement like pattern (or its transaction).
+// running reports whether a session is inside a statement like pattern
+// (or its transaction).
 func running(ctx context.Context, pool *pgxpool.Pool, pattern string) bool {
-	var n int
-	err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-		WHERE datname = current_database() AND pid <> pg_backend_pid() AND state <> 'idle' AND query LIKE $1`, pattern).Scan(&n)
-	return err != nil || n > 0
+	return sessions(ctx, pool, pattern, "state <> $2", "idle") != 0
 }
 
 // holdTx runs sql in a transaction of its own, held until release; pid is

@@ -66,41 +66,23 @@ type spanKey struct{}
 
 // TraceQueryStart implements pgx.QueryTracer.
 func (p *PGX) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	name := "SQL"
-	if m := queryName.FindStringSubmatch(data.SQL); m != nil {
-		name = m[1]
-	}
-	ctx, span := p.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("db.system", "postgresql")))
-	return context.WithValue(ctx, spanKey{}, span)
+	return p.start(ctx, data.SQL)
 }
 
 // TraceQueryEnd implements pgx.QueryTracer.
 func (p *PGX) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
-	span, ok := ctx.Value(spanKey{}).(trace.Span)
-	if !ok {
-		return
-	}
-	if data.Err != nil && data.Err != pgx.ErrNoRows {
-		span.RecordError(data.Err)
-		span.SetStatus(codes.Error, "statement failed")
-	}
-	span.End()
+	end(ctx, data.Err, "statement failed")
 }
 
-// TraceBatchStart implements pgx.BatchTracer: one client span per batch,
-// named after its first statement's sqlc query (the service's batches run
-// one query, for one or more uploads), with the number of statements.
+// TraceBatchStart implements pgx.BatchTracer: one span per batch, named
+// after its first statement's sqlc query (the service's batches run one
+// query, for one or more uploads), with the number of statements.
 func (p *PGX) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
-	name := "SQL"
+	sql := ""
 	if qs := data.Batch.QueuedQueries; len(qs) > 0 {
-		if m := queryName.FindStringSubmatch(qs[0].SQL); m != nil {
-			name = m[1]
-		}
+		sql = qs[0].SQL
 	}
-	ctx, span := p.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("db.system", "postgresql"), attribute.Int("db.operation.batch.size", data.Batch.Len())))
-	return context.WithValue(ctx, spanKey{}, span)
+	return p.start(ctx, sql, attribute.Int("db.operation.batch.size", data.Batch.Len()))
 }
 
 // TraceBatchQuery implements pgx.BatchTracer: a statement's failure is
@@ -114,13 +96,31 @@ func (p *PGX) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, data pgx.TraceBa
 
 // TraceBatchEnd implements pgx.BatchTracer.
 func (p *PGX) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchEndData) {
+	end(ctx, data.Err, "batch failed")
+}
+
+// start opens the client span of a statement (or batch) whose SQL is sql,
+// named after its sqlc query.
+func (p *PGX) start(ctx context.Context, sql string, attrs ...attribute.KeyValue) context.Context {
+	name := "SQL"
+	if m := queryName.FindStringSubmatch(sql); m != nil {
+		name = m[1]
+	}
+	ctx, span := p.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(append([]attribute.KeyValue{attribute.String("db.system", "postgresql")}, attrs...)...))
+	return context.WithValue(ctx, spanKey{}, span)
+}
+
+// end closes the span start opened, failed with status for err (zero rows
+// is an answer, not a failure).
+func end(ctx context.Context, err error, status string) {
 	span, ok := ctx.Value(spanKey{}).(trace.Span)
 	if !ok {
 		return
 	}
-	if data.Err != nil {
-		span.RecordError(data.Err)
-		span.SetStatus(codes.Error, "batch failed")
+	if err != nil && err != pgx.ErrNoRows {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, status)
 	}
 	span.End()
 }

@@ -44,42 +44,37 @@ func (s *Service) newUploadStatements() uploadStatements {
 	}
 	observe := s.groupCommitMetrics()
 	return uploadStatements{
-		insert: groupcommit.New(groupcommit.Config[db.FileInsertHiddenParams, db.FileInsertHiddenRow]{
-			Name: "FileInsertHidden",
-			Alone: func(ctx context.Context, p db.FileInsertHiddenParams) (db.FileInsertHiddenRow, error) {
-				return pgbatch.One(s.db, insertHiddenBatch(ctx, s.q, []db.FileInsertHiddenParams{p}))
-			},
-			Together: func(ctx context.Context, ps []db.FileInsertHiddenParams) ([]db.FileInsertHiddenRow, []error, error) {
-				return pgbatch.Read(s.db, insertHiddenBatch(ctx, s.q, ps), len(ps))
-			},
-			// The usage rows each insert locks, tenant ('') then owner, in
-			// the same key order across the batch: no two batches (nor a
-			// batch and any other statement, all of which lock usage rows
-			// in key order) wait on each other in a cycle.
-			Compare: func(a, b db.FileInsertHiddenParams) int {
-				return cmp.Or(strings.Compare(a.TenantCode, b.TenantCode), strings.Compare(a.UserID, b.UserID))
-			},
-			MaxBatch: uploadBatchMax,
-			Tracer:   tracer,
-			Observe:  observe("FileInsertHidden"),
-		}),
-		activate: groupcommit.New(groupcommit.Config[db.FileActivateUploadParams, db.FileActivateUploadRow]{
-			Name: "FileActivateUpload",
-			Alone: func(ctx context.Context, p db.FileActivateUploadParams) (db.FileActivateUploadRow, error) {
-				return pgbatch.One(s.db, activateUploadBatch(ctx, s.q, []db.FileActivateUploadParams{p}))
-			},
-			Together: func(ctx context.Context, ps []db.FileActivateUploadParams) ([]db.FileActivateUploadRow, []error, error) {
-				return pgbatch.Read(s.db, activateUploadBatch(ctx, s.q, ps), len(ps))
-			},
-			// The file rows the activations lock, in id order.
-			Compare: func(a, b db.FileActivateUploadParams) int {
-				return bytes.Compare(a.ID[:], b.ID[:])
-			},
-			MaxBatch: uploadBatchMax,
-			Tracer:   tracer,
-			Observe:  observe("FileActivateUpload"),
-		}),
+		// The usage rows each insert locks, tenant ('') then owner, in the
+		// same key order across the batch: no two batches (nor a batch and
+		// any other statement, all of which lock usage rows in key order)
+		// wait on each other in a cycle.
+		insert: committer(s, "FileInsertHidden", insertHiddenBatch, func(a, b db.FileInsertHiddenParams) int {
+			return cmp.Or(strings.Compare(a.TenantCode, b.TenantCode), strings.Compare(a.UserID, b.UserID))
+		}, tracer, observe),
+		// The file rows the activations lock, in id order.
+		activate: committer(s, "FileActivateUpload", activateUploadBatch, func(a, b db.FileActivateUploadParams) int {
+			return bytes.Compare(a.ID[:], b.ID[:])
+		}, tracer, observe),
 	}
+}
+
+// committer is the group commit of the :batchone query that batch sends
+// (insertHiddenBatch, activateUploadBatch), its members in compare order.
+func committer[P, R any](s *Service, name string, batch func(context.Context, *db.Queries, []P) func(pgbatch.DBTX) pgbatch.Results[R],
+	compare func(a, b P) int, tracer trace.Tracer, observe func(string) func(int, bool)) *groupcommit.Committer[P, R] {
+	return groupcommit.New(groupcommit.Config[P, R]{
+		Name: name,
+		Alone: func(ctx context.Context, p P) (R, error) {
+			return pgbatch.One(s.db, batch(ctx, s.q, []P{p}))
+		},
+		Together: func(ctx context.Context, ps []P) ([]R, []error, error) {
+			return pgbatch.Read(s.db, batch(ctx, s.q, ps), len(ps))
+		},
+		Compare:  compare,
+		MaxBatch: uploadBatchMax,
+		Tracer:   tracer,
+		Observe:  observe(name),
+	})
 }
 
 // groupCommitMetrics registers the committers' metrics (WithMetrics) and

@@ -2,7 +2,7 @@
 #
 #   make test       verify, then every test with the race detector (the CI command)
 #   make generate   regenerate gen/ from db/queries and api/openapi.yaml
-#   make verify     generated code fresh, go vet, staticcheck, gofmt
+#   make verify     generated code fresh, go vet, staticcheck, gofmt, go mod tidy
 #   make fuzz       every fuzz target for FUZZTIME each (default 60s)
 #   make ts         install and build the TypeScript client, the Uppy plugin and the web page's packages
 #   make web        bundle the development upload page (internal/webui/dist)
@@ -21,7 +21,7 @@ CHAOS_DURATION ?= 2m
 
 TS := clients/typescript
 
-.PHONY: bench bench-full bench-peers chaos all generate verify verify-generated vet staticcheck fmt-check test test-only s3-servers postgres tools fuzz ts web lint-openapi
+.PHONY: bench bench-full bench-peers chaos all generate verify verify-generated vet staticcheck fmt-check tidy-check test test-only s3-servers postgres tools fuzz ts web lint-openapi
 
 all: verify
 
@@ -80,10 +80,14 @@ vet:
 staticcheck:
 	$(TOOL) staticcheck ./...
 
+## tidy-check: go.mod and go.sum are what `go mod tidy` makes of them.
+tidy-check:
+	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
+
 fmt-check:
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-verify: ts verify-generated lint-openapi vet staticcheck fmt-check
+verify: ts verify-generated lint-openapi vet staticcheck fmt-check tidy-check
 
 ## postgres: start the local PostgreSQL cluster when it is not running.
 postgres:

@@ -206,7 +206,7 @@ func objectKeys(row db.UploadedFile) []string {
 // succeeds.
 func (s *Service) inTx(ctx context.Context, tx pgx.Tx, fn func(pgx.Tx) error) error {
 	if tx != nil {
-		return fn(tx)
+		return fn(classifyTx(tx))
 	}
 	own, err := s.db.Begin(ctx)
 	if err != nil {

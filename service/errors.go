@@ -88,6 +88,9 @@ type ruleError struct {
 func (e *ruleError) Error() string        { return e.code.Code }
 func (e *ruleError) Is(target error) bool { return errors.Is(e.code, target) }
 
+// Unwrap is the code, so errors.As finds the *Error of a refusal.
+func (e *ruleError) Unwrap() error { return e.code }
+
 // invalidUpload is ErrInvalidUpload for a file refused by rule.
 func invalidUpload(rule string) error { return &ruleError{code: ErrInvalidUpload, rule: rule} }
 
@@ -98,21 +101,29 @@ func verificationFailed(rule string, retryable bool) error {
 	return &ruleError{code: ErrUploadVerificationFailed, rule: rule, retryable: retryable}
 }
 
-// Rule returns the rule an invalid or failed upload broke, or "".
+// Rule returns the rule an invalid or failed upload broke (or, for an
+// upload the scanner could not judge, RuleScanUnavailable), or "".
 func Rule(err error) string {
 	var e *ruleError
 	if errors.As(err, &e) {
 		return e.rule
+	}
+	var u *UnavailableError
+	if errors.As(err, &u) {
+		return u.rule
 	}
 	return ""
 }
 
 // Retryable reports whether the same call can succeed later without the
 // upload being started again: another instance is completing it, a
-// dependency failed, or a verification refused bytes that can still be
-// sent again. A failed upload, an expired target or a refused file is
-// final.
+// dependency failed (ErrUnavailable), or a verification refused bytes that
+// can still be sent again. A failed upload, an expired target or a refused
+// file is final.
 func Retryable(err error) bool {
+	if errors.Is(err, ErrUnavailable) {
+		return true
+	}
 	var e *ruleError
 	if errors.As(err, &e) {
 		return e.retryable

@@ -57,6 +57,14 @@ func detailFile(r db.FileGetDetailRow) db.UploadedFile {
 	}
 }
 
+// ResultOf is the Result of a file a write of this service just returned
+// (UploadLegacy, CloneFromURL, UploadTemporaryLegacy's File), with a URL
+// to read it, without reading the file again: the answer to a write comes
+// from the write.
+func (s *Service) ResultOf(ctx context.Context, f *File[json.RawMessage]) (*Result, error) {
+	return s.result(ctx, rowOf(f), nil)
+}
+
 // FindByID returns a visible file with its extra data decoded as T.
 func FindByID[T any](ctx context.Context, s *Service, id string) (*File[T], error) {
 	row, _, err := s.visible(ctx, OpRead, id)
@@ -181,7 +189,8 @@ func (s *Service) readError(ctx context.Context, err error, expired bool) error 
 }
 
 // lookupError: zero rows is ErrNotFound; anything else is logged and
-// reported as ErrNotFound too, so a failing lookup reveals nothing.
+// reported as what it is -- a database that did not answer is
+// ErrUnavailable, never "not found".
 func (s *Service) lookupError(ctx context.Context, err error) error {
 	if isNoRows(err) {
 		return ErrNotFound

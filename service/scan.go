@@ -26,8 +26,9 @@ const (
 	// RuleContentInfected: the scanner found malware (ErrInvalidUpload;
 	// the signature is only in the server log).
 	RuleContentInfected = "content.infected"
-	// RuleScanUnavailable: the scanner was down or too slow
-	// (ErrUploadFailed, retryable; fail closed).
+	// RuleScanUnavailable: the scanner was down or too slow (an
+	// *UnavailableError of DependencyScanner that matches ErrUploadFailed;
+	// retryable; fail closed).
 	RuleScanUnavailable = "scan.unavailable"
 )
 
@@ -41,8 +42,9 @@ func WithScanner(sc Scanner) Option { return func(s *Service) { s.scanner = sc }
 
 // scan runs the gate on r: nil when the gate is off or the bytes are
 // clean; invalidUpload(RuleContentInfected) when the scanner found
-// something; ErrUploadFailed (RuleScanUnavailable, retryable) when it
-// gave no verdict.
+// something; the scanner's outage (DependencyScanner, matching
+// ErrUploadFailed, rule RuleScanUnavailable, retryable) when it gave no
+// verdict.
 func (s *Service) scan(ctx context.Context, r io.Reader, row db.UploadedFile) error {
 	if s.cfg.ScanMode != ScanGate {
 		return nil
@@ -51,7 +53,7 @@ func (s *Service) scan(ctx context.Context, r io.Reader, row db.UploadedFile) er
 	switch {
 	case err != nil:
 		s.log.WarnContext(ctx, "malware scan failed; upload not accepted", "file_id", row.ID, "error", err.Error())
-		return &ruleError{code: ErrUploadFailed, rule: RuleScanUnavailable, retryable: true}
+		return &UnavailableError{Dependency: DependencyScanner, op: ErrUploadFailed, rule: RuleScanUnavailable, cause: err}
 	case infected:
 		s.log.WarnContext(ctx, "malware found; upload refused", "file_id", row.ID, "tenant", row.TenantCode, "signature", sig)
 		return invalidUpload(RuleContentInfected)

@@ -111,7 +111,7 @@ func New(ctx context.Context, cfg Config, database DB, opts ...Option) (*Service
 	if database == nil {
 		return nil, errors.New("uploadedfile: a database is required")
 	}
-	s := &Service{cfg: r, db: withPlanCache(database), q: db.New(), log: slog.Default(), now: func() *time.Time { return nil }}
+	s := &Service{cfg: r, db: classifyingDB{withPlanCache(database)}, q: db.New(), log: slog.Default(), now: func() *time.Time { return nil }}
 	s.imager = imagevariant.New(imagevariant.Limits{MaxPixels: r.Variants.MaxPixels, Concurrency: r.Variants.Concurrency})
 	s.variantSlots = make(chan struct{}, r.Variants.Concurrency)
 	for _, o := range opts {
@@ -196,10 +196,17 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 }
 
-// internalError logs err and returns the public code: details stay in the log.
+// internalError logs err and returns the public form of an operation's
+// failure (classifyFailure): a dependency's outage as an *UnavailableError
+// carrying code, anything else as code. Details stay in the log.
 func (s *Service) internalError(ctx context.Context, code *Error, msg string, err error, attrs ...any) error {
-	s.log.ErrorContext(ctx, msg, append(attrs, slog.String("error", err.Error()))...)
-	return code
+	public := classifyFailure(code, err)
+	level := slog.LevelError
+	if errors.Is(public, ErrUnavailable) {
+		level = slog.LevelWarn
+	}
+	s.log.Log(ctx, level, msg, append(attrs, slog.String("error", err.Error()), slog.String("code", public.Error()))...)
+	return public
 }
 
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }

@@ -122,6 +122,9 @@ type LegacyTemporaryResult struct {
 	// ID is the stored file's id (not part of the legacy shape; for hosts
 	// that read the file back).
 	ID uuid.UUID
+	// File is the stored file as the upload wrote it (not part of the
+	// legacy shape; ResultOf turns it into a Result without a read).
+	File *File[json.RawMessage]
 }
 
 // URL is what resolveUrl returns.
@@ -149,6 +152,18 @@ func resultFromRow(r db.UploadedFile, u URL) *Result {
 		ExtraData: r.ExtraData, Module: r.Module, Entity: r.Entity, EntityID: r.EntityID, Type: r.Type,
 		CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, ExpiredAt: r.ExpiredAt,
 		URL: u.URL, URLExpiredAt: u.URLExpiredAt,
+	}
+}
+
+// rowOf is the part of a file's row its Result is built from.
+func rowOf(f *File[json.RawMessage]) db.UploadedFile {
+	return db.UploadedFile{
+		ID: f.ID, TenantCode: f.TenantCode, DepartmentCode: f.DepartmentCode, UserID: f.UserID,
+		Key: f.Key, CDN: f.CDN, PendingKey: f.PendingKey, OriginalName: f.OriginalName, SizeBytes: f.SizeBytes,
+		ContentType: f.ContentType, Visibility: string(f.Visibility), Status: string(f.Status),
+		IsTemporary: f.IsTemporary, Disposition: string(f.Disposition), Checksum: f.Checksum, ETag: f.ETag,
+		ExtraData: f.ExtraData, Module: f.Module, Entity: f.Entity, EntityID: f.EntityID, Type: f.Type, UsedAt: f.UsedAt,
+		CompletedAt: f.CompletedAt, ExpiredAt: f.ExpiredAt, CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt,
 	}
 }
 

@@ -77,7 +77,7 @@ func (s *Service) UploadTemporaryLegacy(ctx context.Context, src io.Reader, file
 	if err != nil {
 		return nil, err
 	}
-	return &LegacyTemporaryResult{Key: row.Key, CDN: deref(row.CDN), ID: row.ID}, nil
+	return &LegacyTemporaryResult{Key: row.Key, CDN: deref(row.CDN), ID: row.ID, File: fileFromRow(row, row.ExtraData)}, nil
 }
 
 // UploadTemporary is the managed temporary upload: private, expiring 24
@@ -149,7 +149,7 @@ func (s *Service) upload(ctx context.Context, u bufferUpload) (db.UploadedFile, 
 	if err := s.scan(ctx, io.NewSectionReader(sp, 0, sp.Size()), row); err != nil {
 		// Not written yet: the settled cleanup fails the row (upload.failed
 		// with the rule) and gives its space back.
-		_, _ = s.settleFailedUpload(ctx, a, row.ID, *row.UploadPendingAt, Rule(err))
+		_, _ = s.settleFailedUpload(ctx, a, row.ID, *row.UploadPendingAt, Rule(err), err)
 		return db.UploadedFile{}, err
 	}
 	return s.writeAndActivate(ctx, a, row, sp, vis)
@@ -236,7 +236,7 @@ func (s *Service) writeAndActivate(ctx context.Context, a access, row db.Uploade
 		}
 	}
 	s.log.WarnContext(ctx, "upload write or activation failed; cleaning up", "file_id", row.ID, "error", err.Error())
-	return s.settleFailedUpload(ctx, a, row.ID, marker, "")
+	return s.settleFailedUpload(ctx, a, row.ID, marker, "", err)
 }
 
 // settleFailedUpload is the settled cleanup of a buffer upload whose write
@@ -247,14 +247,17 @@ func (s *Service) writeAndActivate(ctx context.Context, a access, row db.Uploade
 // this writer's claim, from its exact state (rule 5). Then the object is
 // deleted and the claim settled, or released for the sweeps (rule 6).
 //
-// rule, when set, is why (its upload.failed event carries it).
-func (s *Service) settleFailedUpload(ctx context.Context, a access, id uuid.UUID, marker time.Time, rule string) (db.UploadedFile, error) {
+// rule, when set, is why (its upload.failed event carries it); cause is
+// the failure being settled: the answer is ErrUploadFailed, as the outage
+// of its dependency when it was one (classifyFailure).
+func (s *Service) settleFailedUpload(ctx context.Context, a access, id uuid.UUID, marker time.Time, rule string, cause error) (db.UploadedFile, error) {
 	cctx, cancel := detached(ctx)
 	defer cancel()
+	failed := classifyFailure(ErrUploadFailed, cause)
 	claimed, err := s.q.FileSettleFailedUpload(cctx, s.db, db.FileSettleFailedUploadParams{ID: id, UploadMarker: marker, DeletionLease: deletionLease, Rule: optional(rule), Now: s.now()})
 	if err == nil {
 		s.finishDeletion(cctx, db.UploadedFile(claimed))
-		return db.UploadedFile{}, ErrUploadFailed
+		return db.UploadedFile{}, failed
 	}
 	if !isNoRows(err) {
 		// The row keeps its upload marker: once the lease expires the
@@ -264,13 +267,13 @@ func (s *Service) settleFailedUpload(ctx context.Context, a access, id uuid.UUID
 	for range 3 {
 		st, err := s.q.FileGetUploadState(cctx, s.db, db.FileGetUploadStateParams{ID: id, Now: s.now()})
 		if err != nil {
-			return db.UploadedFile{}, ErrUploadFailed
+			return db.UploadedFile{}, failed
 		}
 		if st.Status == string(StatusReady) && st.UploadPendingAt == nil && st.DeletionPendingAt == nil && st.DeletedAt == nil {
 			// The activation committed; only its response was lost.
 			row, err := s.q.FileGetVisible(cctx, s.db, db.FileGetVisibleParams{ID: id, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, Now: s.now()})
 			if err != nil {
-				return db.UploadedFile{}, ErrUploadFailed
+				return db.UploadedFile{}, failed
 			}
 			return row.UploadedFile, nil
 		}
@@ -280,13 +283,13 @@ func (s *Service) settleFailedUpload(ctx context.Context, a access, id uuid.UUID
 		})
 		if err == nil {
 			s.finishDeletion(cctx, db.UploadedFile(restored))
-			return db.UploadedFile{}, ErrUploadFailed
+			return db.UploadedFile{}, failed
 		}
 		if !isNoRows(err) {
 			break
 		}
 	}
-	return db.UploadedFile{}, ErrUploadFailed
+	return db.UploadedFile{}, failed
 }
 
 // persistedCDN is the legacy cdn reference stored with the row: the public

@@ -8,9 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -475,4 +477,50 @@ func TestPoolParametersInTheDatabaseURL(t *testing.T) {
 	require.NoError(t, err)
 	defer pool.Close()
 	require.EqualValues(t, 4, pool.Config().MaxConns)
+}
+
+// TestServeExitsOnFailure: serve, run as the real command line in a
+// process of its own, exits promptly and non-zero with its error on every
+// failure path at start -- a listener whose address is taken (API, metrics,
+// debug), an event relay that cannot be built, a database that is not
+// there -- instead of printing the error and hanging on background work.
+func TestServeExitsOnFailure(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { taken.Close() })
+	busy := taken.Addr().String()
+	dbURL := pgtest.NewDatabase(t)
+	base := "localRoot: " + t.TempDir() + "\nauth:\n  hmacSecret: " + strings.Repeat("s", 40) + "\n"
+	for _, tc := range []struct {
+		name, config, want string
+		args               []string
+	}{
+		{name: "api listener", args: []string{"--listen", busy}, want: "listen"},
+		{name: "metrics listener", args: []string{"--metrics-listen", busy}, want: "metrics listen"},
+		{name: "debug listener", args: []string{"--debug-listen", busy}, want: "debug listen"},
+		{name: "event relay", config: "events:\n  sinks:\n    hook:\n      webhook: {url: \"http://" + busy + "/hook\", secret: plain}\n", want: "events.sinks.hook"},
+		{name: "database", args: []string{"--database-url", "postgres://postgres@127.0.0.1:1/none?sslmode=disable"}, want: "cannot reach the database"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+			require.NoError(t, os.WriteFile(cfgFile, []byte(base+tc.config), 0o600))
+			args := append([]string{"-test.run=^$", "--", "--database-url", dbURL, "serve", "--config", cfgFile, "--listen", "127.0.0.1:0", "--no-maintenance=false"}, tc.args...)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, os.Args[0], args...)
+			cmd.Env = append(os.Environ(), "UF_RUN_MAIN=1")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			start := time.Now()
+			err := cmd.Run()
+			require.NoError(t, ctx.Err(), "serve did not exit within 30 s; stderr: %s", stderr.String())
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "a non-zero exit; stderr: %s", stderr.String())
+			require.NotZero(t, exit.ExitCode())
+			require.Contains(t, stderr.String(), tc.want)
+			require.Less(t, time.Since(start), 20*time.Second, "a prompt exit")
+		})
+	}
 }

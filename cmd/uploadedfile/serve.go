@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -25,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/uploadedfile/uploadedfile/db/migrations"
 	"github.com/uploadedfile/uploadedfile/internal/eventrelay"
@@ -178,24 +180,11 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	if tracer != nil {
 		runner.SetTracer(tracer)
 	}
-	sweepsDone := make(chan struct{})
-	if o.noSweeps {
-		close(sweepsDone)
-	} else {
-		go func() {
-			defer close(sweepsDone)
-			if err := runner.Schedule(ctx); err != nil {
-				g.logger.Error("maintenance schedule stopped", "error", err.Error())
-			}
-		}()
-	}
-	defer func() { <-sweepsDone }()
-	eventsDone, err := runEvents(ctx, g, cfg.Events, pool, reg, svc)
+	relay, closeSinks, err := eventRelay(ctx, g, cfg.Events, pool, reg, svc)
 	if err != nil {
 		return err
 	}
-	defer func() { <-eventsDone }()
-
+	defer closeSinks()
 	if o.debug != "" {
 		addr, stop, err := serveDebug(o.debug)
 		if err != nil {
@@ -219,23 +208,92 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	if handler, err = withPages(handler, base, o.dev, docs, devTok); err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	inflight := &inflightRequests{}
+	srv := &http.Server{Handler: inflight.wrap(handler), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	g.logger.Info("listening", "addr", ln.Addr().String(), "driver", svc.Driver())
 	fmt.Fprintf(g.stdout, "uploadedfile listening on %s\n", base)
 	if o.dev {
 		printDevHelp(g, base, metricsURL, devTok)
 	}
+	return runServer(ctx, g.logger, background{
+		sweeps: !o.noSweeps, runner: runner, relay: relay,
+		srv: srv, ln: ln, drain: o.drain, inflight: inflight,
+	})
+}
+
+// background is what serve runs once everything that can fail at start
+// has succeeded: the HTTP server, and the maintenance tracks and the event
+// relay when enabled.
+type background struct {
+	sweeps   bool
+	runner   *maintenance.Runner
+	relay    *eventrelay.Relay // nil: no relay in this process
+	srv      *http.Server
+	ln       net.Listener
+	drain    time.Duration
+	inflight *inflightRequests
+}
+
+// runServer runs b's parts under one context of their own: the first that
+// fails stops the others and is serve's error (the process exits non-zero
+// with it); a signal (ctx done) stops them all, draining in-flight
+// requests, and is a clean exit.
+func runServer(ctx context.Context, log *slog.Logger, b background) error {
+	group, gctx := errgroup.WithContext(ctx)
+	if b.sweeps {
+		group.Go(func() error {
+			if err := b.runner.Schedule(gctx); err != nil {
+				return fmt.Errorf("maintenance schedule: %w", err)
+			}
+			return nil
+		})
+	}
+	if b.relay != nil {
+		group.Go(func() error {
+			if err := b.relay.Run(gctx); err != nil {
+				return fmt.Errorf("event relay: %w", err)
+			}
+			return nil
+		})
+	}
+	group.Go(func() error { return serveHTTP(gctx, log, b) })
+	return group.Wait()
+}
+
+// serveHTTP serves b.ln until ctx ends, then shuts the server down: new
+// connections are refused and in-flight requests get b.drain to finish;
+// those still running then are cut, and their number logged.
+func serveHTTP(ctx context.Context, log *slog.Logger, b background) error {
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- b.srv.Serve(b.ln) }()
 	select {
 	case err := <-errc:
-		return err
+		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	g.logger.Info("shutting down", "drain", o.drain.String())
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), o.drain)
+	log.Info("shutting down", "drain", b.drain.String(), "in_flight", b.inflight.count())
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), b.drain)
 	defer cancel()
-	return srv.Shutdown(shutdownCtx)
+	if err := b.srv.Shutdown(shutdownCtx); err != nil {
+		cut := b.inflight.count()
+		_ = b.srv.Close()
+		log.Warn("shutdown: drain timeout reached; requests cut", "cut", cut, "drain", b.drain.String())
+	}
+	return nil
+}
+
+// inflightRequests counts the requests being served, for the shutdown's
+// log line.
+type inflightRequests struct{ n atomic.Int64 }
+
+func (i *inflightRequests) count() int64 { return i.n.Load() }
+
+func (i *inflightRequests) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i.n.Add(1)
+		defer i.n.Add(-1)
+		next.ServeHTTP(w, r)
+	})
 }
 
 // devDefaults fills in a first local run: the database created, local
@@ -424,30 +482,17 @@ func serveDebug(addr string) (string, func(), error) {
 	return ln.Addr().String(), func() { _ = srv.Close() }, nil
 }
 
-// runEvents starts the lifecycle event relay in the background (unless
-// events.relay is false); it stops with ctx, and done closes once it has.
-// With eager variant presets, a built-in sink generates them after each
-// file.ready (internal/eventrelay/variantsink).
-func runEvents(ctx context.Context, g *globals, c eventsConfig, pool *pgxpool.Pool, reg prometheus.Registerer, svc *service.Service) (done <-chan struct{}, err error) {
-	ch := make(chan struct{})
+// eventRelay builds the lifecycle event relay (nil unless events.relay is
+// on) and the function that closes its sinks. With eager variant presets,
+// a built-in sink generates them after each file.ready
+// (internal/eventrelay/variantsink).
+func eventRelay(ctx context.Context, g *globals, c eventsConfig, pool *pgxpool.Pool, reg prometheus.Registerer, svc *service.Service) (*eventrelay.Relay, func(), error) {
 	if !c.relayEnabled() {
-		close(ch)
-		return ch, nil
+		return nil, func() {}, nil
 	}
 	var extra []eventrelay.SinkConfig
 	if len(svc.EagerVariantPresets()) > 0 {
 		extra = append(extra, variantsink.Config(svc))
 	}
-	relay, closeSinks, err := c.relay(ctx, pool, g, reg, extra...)
-	if err != nil {
-		return nil, err
-	}
-	go func() {
-		defer close(ch)
-		defer closeSinks()
-		if err := relay.Run(ctx); err != nil {
-			g.logger.Error("event relay stopped", "error", err.Error())
-		}
-	}()
-	return ch, nil
+	return c.relay(ctx, pool, g, reg, extra...)
 }

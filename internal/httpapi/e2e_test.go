@@ -55,6 +55,12 @@ func start(t *testing.T, driver string, mods ...func(*service.Config)) *server {
 // startWith is start with the HTTP options adjusted by opts.
 func startWith(t *testing.T, driver string, opts func(*httpapi.Options), mods ...func(*service.Config)) *server {
 	t.Helper()
+	return startServer(t, driver, opts, nil, mods...)
+}
+
+// startServer is startWith with service options too.
+func startServer(t *testing.T, driver string, opts func(*httpapi.Options), svcOpts []service.Option, mods ...func(*service.Config)) *server {
+	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.New(t)
 	cfg := service.Config{Driver: driver}
@@ -80,7 +86,7 @@ func startWith(t *testing.T, driver string, opts func(*httpapi.Options), mods ..
 	url := "http://" + ts.Listener.Addr().String()
 	cfg.Host = url
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, err := service.New(ctx, cfg, pool, service.WithLogger(quiet))
+	svc, err := service.New(ctx, cfg, pool, append([]service.Option{service.WithLogger(quiet)}, svcOpts...)...)
 	require.NoError(t, err)
 	o := httpapi.Options{Service: svc, Guard: guard, Logger: quiet, DownloadPath: svc.EffectiveConfig().DownloadPath,
 		Health: httpapi.Health{Dependencies: map[string]httpapi.Pinger{"database": pool, "storage": svc}}}

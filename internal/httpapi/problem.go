@@ -49,6 +49,10 @@ var statusOf = map[string]int{
 	service.ErrVariantFailed.Code:            http.StatusServiceUnavailable,
 }
 
+// unavailableRetryAfter is the Retry-After of every 503: a dependency's
+// outage or a failed write, worth another try in a few seconds.
+const unavailableRetryAfter = "2"
+
 // Codes of the HTTP layer itself.
 const (
 	codeUnauthorized = "core.auth.unauthorized"
@@ -72,6 +76,9 @@ func writeDetailedProblem(w http.ResponseWriter, p problem) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	if code == service.ErrUploadCompleting.Code {
 		h.Set("Retry-After", "5")
+	}
+	if status == http.StatusServiceUnavailable {
+		h.Set("Retry-After", unavailableRetryAfter)
 	}
 	w.WriteHeader(status)
 	p.Type = "urn:uploadedfile:problem:" + strings.TrimPrefix(code, "core.")
@@ -97,7 +104,10 @@ type errorWriter struct{ log *slog.Logger }
 
 func (e errorWriter) response(w http.ResponseWriter, r *http.Request, err error) {
 	var se *service.Error
+	var ue *service.UnavailableError
 	switch {
+	case errors.As(err, &ue):
+		writeDetailedProblem(w, serviceProblem(err, http.StatusServiceUnavailable, ue.Code()))
 	case service.SizeOnly(err):
 		writeDetailedProblem(w, serviceProblem(err, http.StatusRequestEntityTooLarge, service.ErrInvalidUpload.Code))
 	case errors.Is(err, service.ErrInvalidUpload):

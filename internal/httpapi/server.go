@@ -585,7 +585,7 @@ func (s *Server) hostUpload(ctx context.Context, f *form) (api.HostFile, error) 
 		if err != nil {
 			return api.HostFile{}, err
 		}
-		r, err := s.svc.Find(ctx, tmp.ID.String())
+		r, err := s.svc.ResultOf(ctx, tmp.File)
 		if err != nil {
 			return api.HostFile{}, err
 		}
@@ -602,7 +602,7 @@ func (s *Server) hostUpload(ctx context.Context, f *form) (api.HostFile, error) 
 		if err != nil {
 			return api.HostFile{}, err
 		}
-		r, err := s.svc.Find(ctx, file.ID.String())
+		r, err := s.svc.ResultOf(ctx, file)
 		if err != nil {
 			return api.HostFile{}, err
 		}
@@ -630,15 +630,19 @@ func (s *Server) hostUpload(ctx context.Context, f *form) (api.HostFile, error) 
 func (s *Server) HostCloneFromUrl(ctx context.Context, req api.HostCloneFromUrlRequestObject) (api.HostCloneFromUrlResponseObject, error) {
 	b := req.Body
 	meta := &service.Meta{Module: deref(b.Module), Entity: deref(b.Entity), EntityID: deref(b.EntityId), Type: deref(b.Type)}
-	var extra map[string]any
+	var extra json.RawMessage
 	if b.ExtraData != nil {
-		extra = *b.ExtraData
+		raw, err := json.Marshal(*b.ExtraData)
+		if err != nil {
+			return nil, service.ErrInvalidMeta
+		}
+		extra = raw
 	}
 	f, err := service.CloneFromURL(ctx, s.svc, b.Url, deref(b.FileName), meta, extra)
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.svc.Find(ctx, f.ID.String())
+	r, err := s.svc.ResultOf(ctx, f)
 	if err != nil {
 		return nil, err
 	}

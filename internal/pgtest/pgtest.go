@@ -242,3 +242,28 @@ func redact(raw string) string {
 	}
 	return u.Redacted()
 }
+
+// CutConnections makes the database pool is connected to refuse every
+// connection, as an outage would: new connections are refused
+// (ALLOW_CONNECTIONS false) and the open ones terminated. The returned
+// function allows connections again; it also runs when t ends.
+func CutConnections(t testing.TB, pool *pgxpool.Pool) (restore func()) {
+	t.Helper()
+	name := pool.Config().ConnConfig.Database
+	admin := func(sql string, args ...any) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, ServerURL())
+		require.NoError(t, err, "pgtest: connect to %s", redact(ServerURL()))
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, sql, args...)
+		require.NoError(t, err, "pgtest: %s", sql)
+	}
+	ident := pgx.Identifier{name}.Sanitize()
+	admin("ALTER DATABASE " + ident + " ALLOW_CONNECTIONS false")
+	admin("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", name)
+	var once sync.Once
+	restore = func() { once.Do(func() { admin("ALTER DATABASE " + ident + " ALLOW_CONNECTIONS true") }) }
+	t.Cleanup(restore)
+	return restore
+}

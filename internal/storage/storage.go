@@ -66,6 +66,12 @@ var (
 	// ErrUnsupported: the driver cannot do this (e.g. presign without a
 	// configured public base URL).
 	ErrUnsupported = errors.New("storage: unsupported")
+	// ErrUnavailable: the store did not answer, or failed for a reason that
+	// is not the object's own state (a network error, a refused or
+	// unreachable endpoint, wrong credentials, a missing bucket, a disk
+	// error). Every error of a driver that is none of the sentinels above
+	// wraps it; the same call can succeed once the store is back.
+	ErrUnavailable = errors.New("storage: unavailable")
 )
 
 // ObjectInfo is what a driver knows about a stored object.

@@ -228,7 +228,7 @@ func fill(ctx context.Context, f *os.File, body io.Reader, opts storage.PutOptio
 	buf := make([]byte, 256<<10)
 	n, err := io.CopyBuffer(io.MultiWriter(f, h), io.LimitReader(contextReader{ctx, body}, opts.Size+1), buf)
 	if err != nil {
-		return fmt.Errorf("local storage: write: %w", err)
+		return fmt.Errorf("%w: local storage: write: %w", storage.ErrUnavailable, err)
 	}
 	sum := h.Sum(nil)
 	if err := matches(n, sum, opts); err != nil {
@@ -252,10 +252,10 @@ func matches(n int64, sum []byte, opts storage.PutOptions) error {
 // and fsyncs it: the object is durable before it gets its name.
 func seal(f *os.File, sum []byte, contentType string) error {
 	if err := unix.Fsetxattr(int(f.Fd()), xattrSHA256, sum, 0); err != nil {
-		return fmt.Errorf("local storage: localRoot must support extended attributes: %w", err)
+		return fmt.Errorf("%w: local storage: localRoot must support extended attributes: %w", storage.ErrUnavailable, err)
 	}
 	if err := unix.Fsetxattr(int(f.Fd()), xattrContentType, []byte(contentType), 0); err != nil {
-		return fmt.Errorf("local storage: localRoot must support extended attributes: %w", err)
+		return fmt.Errorf("%w: local storage: localRoot must support extended attributes: %w", storage.ErrUnavailable, err)
 	}
 	if err := f.Sync(); err != nil {
 		return mapError(err)
@@ -445,7 +445,7 @@ func mapError(err error) error {
 	case errors.Is(err, fs.ErrExist):
 		return storage.ErrExists
 	default:
-		return fmt.Errorf("local storage: %w", err)
+		return fmt.Errorf("%w: local storage: %w", storage.ErrUnavailable, err)
 	}
 }
 

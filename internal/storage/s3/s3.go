@@ -395,7 +395,7 @@ func mapError(err error) error {
 	case isStatus(err, http.StatusRequestedRangeNotSatisfiable):
 		return fmt.Errorf("%w: range not satisfiable", storage.ErrInvalidArgument)
 	default:
-		return fmt.Errorf("s3 storage: %w", err)
+		return fmt.Errorf("%w: s3 storage: %w", storage.ErrUnavailable, err)
 	}
 }
 

@@ -1,0 +1,148 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// classifyDB is the one place a database error gets its meaning, as
+// river's pgx driver does it (interpretError): every statement the service
+// runs passes through classifyingDB, which calls it.
+//
+//   - nil, and pgx.ErrNoRows -- the query's zero-row answer, whose meaning
+//     each query's comment states (not found, a lost claim) -- pass through;
+//   - a statement the schema refused passes through for its caller to name:
+//     an integrity or data rule (SQLSTATE classes 22 and 23: a unique key, a
+//     row check) or a state this schema raises itself (UF*, the quota's
+//     UFQ01);
+//   - anything else is the database not answering: no connection, a
+//     refused or terminated one, a timeout, a server shutting down, a
+//     serialization failure, a relation that does not exist (a schema the
+//     binary cannot use). It becomes an *UnavailableError, which no caller
+//     mistakes for "not found".
+func classifyDB(err error) error {
+	if err == nil || errors.Is(err, pgx.ErrNoRows) || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && refusedStatement(pe.Code) {
+		return err
+	}
+	return unavailable(DependencyDatabase, nil, err)
+}
+
+// refusedStatement: a SQLSTATE that is the schema's answer to a statement
+// (the data it was given), not the database failing to answer.
+func refusedStatement(state string) bool {
+	return strings.HasPrefix(state, "22") || strings.HasPrefix(state, "23") || strings.HasPrefix(state, "UF")
+}
+
+// classifyingDB is the service's DB with every error classified
+// (classifyDB): statements, batches, transactions and their rows.
+type classifyingDB struct{ DB }
+
+// Exec implements db.DBTX.
+func (d classifyingDB) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	tag, err := d.DB.Exec(ctx, sql, args...)
+	return tag, classifyDB(err)
+}
+
+// Query implements db.DBTX.
+func (d classifyingDB) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	rows, err := d.DB.Query(ctx, sql, args...)
+	if err != nil {
+		return rows, classifyDB(err)
+	}
+	return classifiedRows{rows}, nil
+}
+
+// QueryRow implements db.DBTX.
+func (d classifyingDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return classifiedRow{d.DB.QueryRow(ctx, sql, args...)}
+}
+
+// SendBatch implements db.DBTX.
+func (d classifyingDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	return classifiedBatch{d.DB.SendBatch(ctx, b)}
+}
+
+// Begin implements DB.
+func (d classifyingDB) Begin(ctx context.Context) (pgx.Tx, error) {
+	tx, err := d.DB.Begin(ctx)
+	if err != nil {
+		return nil, classifyDB(err)
+	}
+	return classifiedTx{tx}, nil
+}
+
+// classifiedTx is a transaction with every error classified.
+type classifiedTx struct{ pgx.Tx }
+
+// classifyTx is tx with its errors classified (a host's own transaction,
+// handed to MarkUsed, included); nil stays nil.
+func classifyTx(tx pgx.Tx) pgx.Tx {
+	if tx == nil {
+		return nil
+	}
+	if _, ok := tx.(classifiedTx); ok {
+		return tx
+	}
+	return classifiedTx{tx}
+}
+
+func (t classifiedTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	tag, err := t.Tx.Exec(ctx, sql, args...)
+	return tag, classifyDB(err)
+}
+
+func (t classifiedTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	rows, err := t.Tx.Query(ctx, sql, args...)
+	if err != nil {
+		return rows, classifyDB(err)
+	}
+	return classifiedRows{rows}, nil
+}
+
+func (t classifiedTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return classifiedRow{t.Tx.QueryRow(ctx, sql, args...)}
+}
+
+func (t classifiedTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	return classifiedBatch{t.Tx.SendBatch(ctx, b)}
+}
+
+func (t classifiedTx) Commit(ctx context.Context) error { return classifyDB(t.Tx.Commit(ctx)) }
+
+// classifiedRow is a row whose Scan error is classified.
+type classifiedRow struct{ pgx.Row }
+
+func (r classifiedRow) Scan(dest ...any) error { return classifyDB(r.Row.Scan(dest...)) }
+
+// classifiedRows are rows whose error is classified.
+type classifiedRows struct{ pgx.Rows }
+
+func (r classifiedRows) Err() error { return classifyDB(r.Rows.Err()) }
+
+// classifiedBatch is a batch whose results and outcome are classified.
+type classifiedBatch struct{ pgx.BatchResults }
+
+func (b classifiedBatch) Exec() (pgconn.CommandTag, error) {
+	tag, err := b.BatchResults.Exec()
+	return tag, classifyDB(err)
+}
+
+func (b classifiedBatch) Query() (pgx.Rows, error) {
+	rows, err := b.BatchResults.Query()
+	if err != nil {
+		return rows, classifyDB(err)
+	}
+	return classifiedRows{rows}, nil
+}
+
+func (b classifiedBatch) QueryRow() pgx.Row { return classifiedRow{b.BatchResults.QueryRow()} }
+
+func (b classifiedBatch) Close() error { return classifyDB(b.BatchResults.Close()) }

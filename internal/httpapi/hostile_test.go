@@ -20,6 +20,7 @@ import (
 
 	"github.com/uploadedfile/uploadedfile/gen/client"
 	"github.com/uploadedfile/uploadedfile/internal/httpapi"
+	"github.com/uploadedfile/uploadedfile/internal/servecontent"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
@@ -281,4 +282,39 @@ func TestContentPutAnswersAreFinal(t *testing.T) {
 
 func initiateBody(body []byte) client.InitiateUploadJSONRequestBody {
 	return client.InitiateUploadJSONRequestBody{OriginalName: "Plan.docx", ContentType: docxType, SizeBytes: int64(len(body)), Checksum: checksum(body)}
+}
+
+// TestDownloadBoundsRangesAndSandboxes: the download route refuses more
+// than servecontent.MaxRanges ranges, and overlapping or unsorted ones,
+// with 416 (20,000 one-byte ranges used to answer about twelve times the
+// file), and every download is sandboxed.
+func TestDownloadBoundsRangesAndSandboxes(t *testing.T) {
+	t.Parallel()
+	s := start(t, service.DriverLocal)
+	user := s.token("acme", "alice", nil)
+	content := strings.Repeat("0123456789", 10)
+	ct, body := multipartBody(t, map[string][]byte{"digits.txt": []byte(content)})
+	up := do(t, s, outageRequest{method: "POST", path: "/uploaded-file", contentType: ct, body: body.Bytes()}, user, "")
+	require.Equal(t, http.StatusCreated, up.status, up.body)
+	var f struct{ Id string }
+	require.NoError(t, json.Unmarshal([]byte(up.body), &f))
+	get := func(rng string) outageResponse {
+		return do(t, s, outageRequest{method: "GET", path: "/uploaded-file/" + f.Id + "/download", headers: map[string]string{"Range": rng}}, user, "")
+	}
+	ones := make([]string, 20000)
+	for i := range ones {
+		ones[i] = fmt.Sprintf("%d-%d", i%100, i%100)
+	}
+	for _, rng := range []string{"bytes=" + strings.Join(ones, ","), "bytes=0-9,5-14", "bytes=50-59,0-9"} {
+		resp := get(rng)
+		require.Equal(t, http.StatusRequestedRangeNotSatisfiable, resp.status)
+		require.Equal(t, "bytes */100", resp.header.Get("Content-Range"))
+		require.Less(t, len(resp.body), 200)
+	}
+	resp := get("bytes=0-9,50-59")
+	require.Equal(t, http.StatusPartialContent, resp.status)
+	require.Less(t, len(resp.body), len(content)+2*servecontent.MaxRanges*100)
+	require.Equal(t, servecontent.ContentSecurityPolicy, resp.header.Get("Content-Security-Policy"))
+	require.Equal(t, "nosniff", resp.header.Get("X-Content-Type-Options"))
+	require.Equal(t, "same-origin", resp.header.Get("Cross-Origin-Resource-Policy"))
 }

@@ -23,6 +23,7 @@ import (
 
 	api "github.com/uploadedfile/uploadedfile/gen/api"
 	"github.com/uploadedfile/uploadedfile/internal/filecheck"
+	"github.com/uploadedfile/uploadedfile/internal/servecontent"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
@@ -523,13 +524,17 @@ func (b bytesResponse) visit(w http.ResponseWriter) error {
 		ct = "application/octet-stream"
 	}
 	h.Set("Content-Type", ct)
-	h.Set("X-Content-Type-Options", "nosniff")
+	servecontent.SandboxHeaders(h, false)
 	h.Set("Content-Disposition", filecheck.AttachmentDisposition(b.d.FileName))
 	h.Set("Cache-Control", "private, no-store")
 	if b.d.ETag != "" {
 		h.Set("ETag", b.d.ETag)
 	}
 	r, _ := b.ctx.Value(requestKey{}).(*http.Request)
+	if r != nil && servecontent.CheckRanges(r.Header.Get("Range"), b.d.Size) != nil {
+		servecontent.RefuseRanges(w, b.d.Size)
+		return nil
+	}
 	rs, ok := b.d.Body.(io.ReadSeeker)
 	if f, isFile := b.d.Body.(*os.File); isFile {
 		// A stored file's size is known (the store read it from the same

@@ -1,8 +1,11 @@
 package local_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/uploadedfile/uploadedfile/internal/servecontent"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 	"github.com/uploadedfile/uploadedfile/internal/storage/local"
 	"github.com/uploadedfile/uploadedfile/internal/storage/storagetest"
@@ -241,4 +245,46 @@ func putString(t *testing.T, s *local.Store, key, body string) storage.ObjectInf
 	oi, err := s.Put(ctx, key, strings.NewReader(body), storage.PutOptions{ContentType: "text/plain", Size: int64(len(body))})
 	require.NoError(t, err)
 	return oi
+}
+
+// TestSignedGetBoundsRangesAndSandboxes: the signed GET handler refuses
+// more than servecontent.MaxRanges ranges and overlapping ones with 416
+// (tens of thousands of one-byte ranges used to answer about twelve times
+// the object), serves a few sorted ones, and sandboxes what it serves.
+func TestSignedGetBoundsRangesAndSandboxes(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := context.Background()
+	body := bytes.Repeat([]byte("0123456789"), 10)
+	_, err := s.Put(ctx, "t/ranged.txt", bytes.NewReader(body), storage.PutOptions{ContentType: "text/plain", Size: int64(len(body))})
+	require.NoError(t, err)
+	p, err := s.PresignGet(ctx, "t/ranged.txt", storage.PresignGetOptions{Expires: time.Minute})
+	require.NoError(t, err)
+	get := func(rng string) (*http.Response, []byte) {
+		req, err := http.NewRequest(http.MethodGet, p.URL, nil)
+		require.NoError(t, err)
+		req.Header.Set("Range", rng)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp, b
+	}
+	ones := make([]string, 20000)
+	for i := range ones {
+		ones[i] = fmt.Sprintf("%d-%d", i%100, i%100)
+	}
+	for _, rng := range []string{"bytes=" + strings.Join(ones, ","), "bytes=0-9,5-14", "bytes=50-59,0-9"} {
+		resp, b := get(rng)
+		require.Equal(t, http.StatusRequestedRangeNotSatisfiable, resp.StatusCode, rng[:min(len(rng), 40)])
+		require.Equal(t, "bytes */100", resp.Header.Get("Content-Range"))
+		require.Less(t, len(b), 200)
+	}
+	resp, b := get("bytes=0-9,50-59")
+	require.Equal(t, http.StatusPartialContent, resp.StatusCode)
+	require.Less(t, len(b), len(body)+2*servecontent.MaxRanges*100, "the parts and their headers")
+	require.Equal(t, servecontent.ContentSecurityPolicy, resp.Header.Get("Content-Security-Policy"))
+	require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
+	require.Equal(t, "cross-origin", resp.Header.Get("Cross-Origin-Resource-Policy"))
 }

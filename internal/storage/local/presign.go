@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/uploadedfile/uploadedfile/internal/servecontent"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 )
 
@@ -191,10 +192,14 @@ func (s *Store) serveGet(w http.ResponseWriter, r *http.Request, q url.Values) {
 		ct = string(b)
 	}
 	w.Header().Set("Content-Type", ct)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	servecontent.SandboxHeaders(w.Header(), true)
 	if v := q.Get(qDisposition); v != "" {
 		w.Header().Set("Content-Disposition", v)
 	}
 	w.Header().Set("ETag", oi.ETag)
+	if servecontent.CheckRanges(r.Header.Get("Range"), oi.Size) != nil {
+		servecontent.RefuseRanges(w, oi.Size)
+		return
+	}
 	http.ServeContent(w, r, "", oi.LastModified, f)
 }

@@ -39,6 +39,9 @@ type fileConfig struct {
 	// BodyIdleTimeout the time the client may send nothing while it does.
 	BodyReadTimeout time.Duration `koanf:"bodyReadTimeout"`
 	BodyIdleTimeout time.Duration `koanf:"bodyIdleTimeout"`
+	// MaxConnectionsPerClient bounds the connections one client address
+	// holds open at once (0: the default, negative: no limit).
+	MaxConnectionsPerClient int `koanf:"maxConnectionsPerClient"`
 
 	Driver                          string        `koanf:"driver"`
 	AccessID                        string        `koanf:"accessId"`
@@ -469,4 +472,13 @@ func (c fileConfig) scanner(ctx context.Context, maxFileSize int64, checkLimit b
 		v, err := client.Scan(ctx, r)
 		return v.Infected, v.Signature, err
 	})}, nil
+}
+
+// maxConnectionsPerClient is maxConnectionsPerClient with its default
+// applied (0: httpapi.DefaultMaxConnectionsPerClient; negative: no limit).
+func (c fileConfig) maxConnectionsPerClient() int {
+	if c.MaxConnectionsPerClient == 0 {
+		return httpapi.DefaultMaxConnectionsPerClient
+	}
+	return c.MaxConnectionsPerClient
 }

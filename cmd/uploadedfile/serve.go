@@ -209,6 +209,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		return err
 	}
 	inflight := &inflightRequests{}
+	handler = httpapi.BodyDeadline(handler, cfg.BodyIdleTimeout)
 	srv := &http.Server{Handler: inflight.wrap(handler), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	g.logger.Info("listening", "addr", ln.Addr().String(), "driver", svc.Driver())
 	fmt.Fprintf(g.stdout, "uploadedfile listening on %s\n", base)
@@ -217,7 +218,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	}
 	return runServer(ctx, g.logger, background{
 		sweeps: !o.noSweeps, runner: runner, relay: relay,
-		srv: srv, ln: ln, drain: o.drain, inflight: inflight,
+		srv: srv, ln: httpapi.LimitConnectionsPerClient(ln, cfg.maxConnectionsPerClient()), drain: o.drain, inflight: inflight,
 	})
 }
 

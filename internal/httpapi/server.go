@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/trace"
 	"io"
@@ -235,11 +236,18 @@ func (d *deadlineBody) Read(p []byte) (int, error) {
 		d.set = deadline
 	}
 	n, err := d.ReadCloser.Read(p)
-	if err != nil {
-		// The body is done (or refused): lift the deadline, or the
-		// server's own background read of the idle connection would hit
-		// it and cancel the request while the handler still works.
+	switch {
+	case errors.Is(err, io.EOF):
+		// The body is done: lift the deadline, or the server's own
+		// background read of the idle connection would hit it and cancel
+		// the request while the handler still works.
 		_ = d.rc.SetReadDeadline(time.Time{})
+	case err != nil:
+		// Refused, stalled or cut: what is left of the body is never
+		// waited for. net/http drains up to 256 KiB of an unread body
+		// before it answers; with no deadline that drain waited forever
+		// for a body that had stopped.
+		_ = d.rc.SetReadDeadline(time.Now())
 	}
 	return n, err
 }

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+)
+
+// devServer is a `serve --dev` running in this process.
+type devServer struct {
+	base, token string
+	out         *syncBuffer
+}
+
+// syncBuffer is what serve printed, read while it runs.
+type syncBuffer struct {
+	ch  chan []byte
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.ch <- append([]byte(nil), p...)
+	return len(p), nil
+}
+
+// startDev runs `serve --dev` on a fresh migrated database with config
+// (YAML, localRoot added) and extra flags until t ends.
+func startDev(t *testing.T, config string, args ...string) *devServer {
+	t.Helper()
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+"\n"+config), 0o600))
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{ch: make(chan []byte, 64)}
+	done := make(chan error, 1)
+	go func() {
+		cmd := newRootCommand(out, io.Discard)
+		cmd.SetArgs(append([]string{"--database-url", pgtest.NewDatabase(t), "serve", "--dev", "--listen", "127.0.0.1:0", "--config", cfgFile, "--no-maintenance"}, args...))
+		done <- cmd.ExecuteContext(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+	deadline := time.After(30 * time.Second)
+	for !strings.Contains(out.buf.String(), "DELETE") {
+		select {
+		case p := <-out.ch:
+			out.buf.Write(p)
+		case err := <-done:
+			t.Fatalf("serve stopped: %v; output: %s", err, out.buf.String())
+		case <-deadline:
+			t.Fatalf("serve did not start; output: %s", out.buf.String())
+		}
+	}
+	go func() {
+		for range out.ch {
+		}
+	}()
+	return &devServer{
+		base:  regexp.MustCompile(`listening on (http://[0-9.:]+)`).FindStringSubmatch(out.buf.String())[1],
+		token: regexp.MustCompile(`export TOKEN=(\S+)`).FindStringSubmatch(out.buf.String())[1],
+		out:   out,
+	}
+}
+
+// dial opens a connection to the server and writes head (lines joined
+// with CRLF, the blank line added) and body.
+func (d *devServer) dial(t *testing.T, head, body string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(d.base, "http://"))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	_, err = conn.Write([]byte(strings.ReplaceAll(head, "\n", "\r\n") + "\r\n\r\n" + body))
+	require.NoError(t, err)
+	return conn
+}
+
+// closedWithin reads what the server sends until it closes the connection
+// and reports whether it did within limit.
+func closedWithin(conn net.Conn, limit time.Duration) (string, bool) {
+	_ = conn.SetReadDeadline(time.Now().Add(limit))
+	var out bytes.Buffer
+	_, err := io.Copy(&out, conn)
+	return out.String(), err == nil || errors.Is(err, syscall.ECONNRESET)
+}
+
+// TestStalledBodiesAreCutOffOnEveryRoute: a request that declares a small
+// body and never sends it is answered or cut off, and its connection
+// closed, within bodyIdleTimeout -- on every route class: health, the API
+// reference, the development page, an authenticated route that never reads
+// a body, a multipart upload, a JSON body, the upload target. Before, net/http
+// waited for the body of a route that did not read it (up to 256 KiB) with
+// no deadline at all.
+func TestStalledBodiesAreCutOffOnEveryRoute(t *testing.T) {
+	t.Parallel()
+	d := startDev(t, "bodyIdleTimeout: 1s\n")
+	auth := "Authorization: Bearer " + d.token
+	for name, req := range map[string]struct{ head, body string }{
+		"health":           {head: "POST /healthz HTTP/1.1\nHost: x\nContent-Length: 100"},
+		"api reference":    {head: "GET /docs/ HTTP/1.1\nHost: x\nContent-Length: 100"},
+		"development page": {head: "GET / HTTP/1.1\nHost: x\nContent-Length: 100"},
+		"detail":           {head: "GET /uploaded-file/0b0e7a36-3f7c-4d51-9a34-6c2b1c39a001 HTTP/1.1\nHost: x\n" + auth + "\nContent-Length: 100"},
+		"multipart":        {head: "POST /uploaded-file HTTP/1.1\nHost: x\n" + auth + "\nContent-Type: multipart/form-data; boundary=b\nContent-Length: 1000", body: "--b\r\n"},
+		"json":             {head: "POST /uploaded-file/initiate HTTP/1.1\nHost: x\n" + auth + "\nContent-Type: application/json\nContent-Length: 200", body: `{"originalName":`},
+		"upload target":    {head: "PUT /uploaded-file/0b0e7a36-3f7c-4d51-9a34-6c2b1c39a001/content?expires=1&sig=x HTTP/1.1\nHost: x\nContent-Type: text/plain\nContent-Length: 100"},
+		"chunked":          {head: "POST /healthz HTTP/1.1\nHost: x\nTransfer-Encoding: chunked", body: "5\r\nab"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			out, closed := closedWithin(d.dial(t, req.head, req.body), 15*time.Second)
+			require.True(t, closed, "the connection must be closed; got %q", out)
+			require.Less(t, time.Since(start), 10*time.Second)
+		})
+	}
+}
+
+// TestConnectionsPerClientAreLimited: past maxConnectionsPerClient open
+// connections from one address, the next is closed at once; once one of
+// them closes, a new one is served.
+func TestConnectionsPerClientAreLimited(t *testing.T) {
+	t.Parallel()
+	d := startDev(t, "maxConnectionsPerClient: 4\n")
+	addr := strings.TrimPrefix(d.base, "http://")
+	held := make([]net.Conn, 4)
+	for i := range held {
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		held[i] = c
+	}
+	// Every held connection has been accepted once a request on the last
+	// is answered.
+	_, err := held[3].Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"))
+	require.NoError(t, err)
+	buf := make([]byte, 64)
+	_ = held[3].SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := held[3].Read(buf)
+	require.NoError(t, err)
+	require.Contains(t, string(buf[:n]), "200 OK")
+
+	over, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer over.Close()
+	_, _ = over.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"))
+	out, closed := closedWithin(over, 5*time.Second)
+	require.True(t, closed)
+	require.Empty(t, out, "the fifth connection is closed unanswered")
+
+	held[0].Close()
+	var served string
+	for range 50 { // the server notices the close on its next read
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		_, _ = c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+		served, _ = closedWithin(c, 5*time.Second)
+		c.Close()
+		if strings.Contains(served, "200 OK") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.Contains(t, served, "200 OK", fmt.Sprintf("a place came free: %q", served))
+}

@@ -210,7 +210,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	}
 	inflight := &inflightRequests{}
 	handler = httpapi.BodyDeadline(handler, cfg.BodyIdleTimeout)
-	srv := &http.Server{Handler: inflight.wrap(handler), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: inflight.wrap(handler), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: maxHeaderBytes}
 	g.logger.Info("listening", "addr", ln.Addr().String(), "driver", svc.Driver())
 	fmt.Fprintf(g.stdout, "uploadedfile listening on %s\n", base)
 	if o.dev {
@@ -221,6 +221,11 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		srv: srv, ln: httpapi.LimitConnectionsPerClient(ln, cfg.maxConnectionsPerClient()), drain: o.drain, inflight: inflight,
 	})
 }
+
+// maxHeaderBytes bounds a request's headers (net/http's default is 1 MiB):
+// room for a bearer token of httpapi.MaxTokenBytes and every header a
+// browser sends, no more.
+const maxHeaderBytes = 64 << 10
 
 // background is what serve runs once everything that can fail at start
 // has succeeded: the HTTP server, and the maintenance tracks and the event

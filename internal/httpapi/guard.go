@@ -25,6 +25,12 @@ import (
 // HostScope is the scope a token needs for the host routes.
 const HostScope = "uploaded-file:host"
 
+// MaxTokenBytes bounds a bearer token before anything decodes it: a longer
+// one is 401 core.auth.token-too-large. Its claims are bounded with it (a
+// token carries them base64-encoded), and so is what the verified-token
+// cache keeps for it.
+const MaxTokenBytes = 8 << 10
+
 // ClaimNames names the token claims the guard reads.
 type ClaimNames struct {
 	Tenant      string // default "tenant"
@@ -79,7 +85,7 @@ func NewGuard(ctx context.Context, cfg AuthConfig) (*Guard, error) {
 	}
 	g := &Guard{cfg: cfg, close: func() {}, now: time.Now}
 	if cfg.TokenCacheSize >= 0 {
-		g.cache = newTokenCache(cmp.Or(cfg.TokenCacheSize, DefaultTokenCacheSize))
+		g.cache = newTokenCache(cmp.Or(cfg.TokenCacheSize, DefaultTokenCacheSize), TokenCacheBytes)
 	}
 	opts := []jwt.ParserOption{jwt.WithLeeway(cfg.Leeway), jwt.WithExpirationRequired()}
 	if cfg.Issuer != "" {
@@ -147,6 +153,10 @@ func (id identity) clone() identity {
 // characters, not a string).
 var errBadClaims = errors.New("token claims out of bounds")
 
+// errTokenTooLarge: a bearer token longer than MaxTokenBytes, refused
+// before it is decoded.
+var errTokenTooLarge = errors.New("token too large")
+
 // identity is a verified token's trusted context and its host scope.
 type identity struct {
 	rc   service.RequestContext
@@ -186,7 +196,7 @@ func (g *Guard) verify(ctx context.Context, raw string) (identity, error) {
 		if g.jwks == nil {
 			key = nil // an HMAC secret or a static file: nothing rotates
 		}
-		g.cache.put(sum, cachedToken{id: id.clone(), exp: exp.Time, kid: kid, key: key})
+		g.cache.put(sum, len(raw), cachedToken{id: id.clone(), exp: exp.Time, kid: kid, key: key})
 	}
 	return id, nil
 }
@@ -297,7 +307,12 @@ func (g *Guard) Middleware(next http.Handler) http.Handler {
 			return
 		}
 		raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		id, err := g.traced(r.Context(), strings.TrimSpace(raw))
+		raw = strings.TrimSpace(raw)
+		var id identity
+		err := errTokenTooLarge
+		if len(raw) <= MaxTokenBytes {
+			id, err = g.traced(r.Context(), raw)
+		}
 		if !ok || err != nil {
 			// The body of a refused request is never read: the connection
 			// is closed after the answer instead of drained (a read
@@ -307,8 +322,11 @@ func (g *Guard) Middleware(next http.Handler) http.Handler {
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 			w.Header().Set("WWW-Authenticate", `Bearer realm="uploadedfile", error="invalid_token"`)
 			code := codeUnauthorized
-			if errors.Is(err, errBadClaims) {
+			switch {
+			case errors.Is(err, errBadClaims):
 				code = codeInvalidClaims
+			case errors.Is(err, errTokenTooLarge):
+				code = codeTokenTooLarge
 			}
 			writeProblem(w, http.StatusUnauthorized, code)
 			return

@@ -132,6 +132,19 @@ func TestOversizedClaimsAreRefused(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, name)
 		require.Contains(t, string(body), `"code":"core.auth.invalid-claims"`, name)
 	}
+	// A token over MaxTokenBytes is refused before it is decoded.
+	big := s.token("acme", "alice", jwt.MapClaims{"pad": strings.Repeat("p", 4*httpapi.MaxTokenBytes)})
+	resp0, err := http.DefaultClient.Do(func() *http.Request {
+		req, _ := http.NewRequest(http.MethodGet, s.url+"/uploaded-file/usage", nil)
+		req.Header.Set("Authorization", "Bearer "+big)
+		return req
+	}())
+	require.NoError(t, err)
+	body0, _ := io.ReadAll(resp0.Body)
+	resp0.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp0.StatusCode)
+	require.Contains(t, string(body0), `"code":"core.auth.token-too-large"`)
+
 	ok := s.token("acme", "alice", jwt.MapClaims{"tenant": strings.Repeat("t", 255), "department": "sales"})
 	resp, err := s.client(ok).GetFileWithResponse(context.Background(), "00000000-0000-4000-8000-000000000000")
 	require.NoError(t, err)

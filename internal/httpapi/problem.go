@@ -60,6 +60,8 @@ const (
 	// department claim is out of bounds (over 255 characters, blank,
 	// control characters such as NUL, not a string).
 	codeInvalidClaims = "core.auth.invalid-claims"
+	// codeTokenTooLarge: the bearer token is longer than MaxTokenBytes.
+	codeTokenTooLarge = "core.auth.token-too-large"
 	codeInternal      = "core.internal"
 )
 

@@ -8,33 +8,46 @@ import (
 	"time"
 )
 
-// DefaultTokenCacheSize bounds the verified-token cache.
+// DefaultTokenCacheSize bounds the verified-token cache in entries.
 const DefaultTokenCacheSize = 10_000
+
+// TokenCacheBytes bounds the verified-token cache in bytes (an entry counts
+// as its token's length plus tokenEntryOverhead: its identity holds the
+// claims, which are never larger than the token).
+const TokenCacheBytes = 16 << 20
+
+// tokenEntryOverhead is what an entry costs beside its claims (the list
+// element, the map entry, the key, the identity's fixed part).
+const tokenEntryOverhead = 512
 
 // tokenCache remembers verified tokens, so a client that reuses its token
 // pays the signature check once. Entries are keyed by the SHA-256 of the
 // raw token (the token itself is never kept), bounded in number (the least
-// recently used goes first), never used at or past the token's exp, and --
+// recently used goes first) and in bytes (TokenCacheBytes), never used at
+// or past the token's exp, and --
 // for a JWKS -- dropped when the key that verified the token is no longer
 // in the key set (keyStillValid).
 type tokenCache struct {
-	mu    sync.Mutex
-	max   int
-	order *list.List // front: most recently used
-	items map[tokenSum]*list.Element
+	mu       sync.Mutex
+	max      int
+	maxBytes int
+	bytes    int        // the entries' sizes, summed
+	order    *list.List // front: most recently used
+	items    map[tokenSum]*list.Element
 }
 
 // cachedToken is one verified token.
 type cachedToken struct {
-	sum tokenSum
-	id  identity
-	exp time.Time
-	kid string // the key that verified it (JWKS), and the key itself
-	key any
+	sum  tokenSum
+	size int // what the entry counts against maxBytes
+	id   identity
+	exp  time.Time
+	kid  string // the key that verified it (JWKS), and the key itself
+	key  any
 }
 
-func newTokenCache(max int) *tokenCache {
-	return &tokenCache{max: max, order: list.New(), items: map[tokenSum]*list.Element{}}
+func newTokenCache(max, maxBytes int) *tokenCache {
+	return &tokenCache{max: max, maxBytes: maxBytes, order: list.New(), items: map[tokenSum]*list.Element{}}
 }
 
 // tokenSum is a token's cache key.
@@ -51,31 +64,35 @@ func (c *tokenCache) get(sum tokenSum, now time.Time) (cachedToken, bool) {
 	}
 	t := e.Value.(cachedToken)
 	if !now.Before(t.exp) {
-		c.order.Remove(e)
-		delete(c.items, sum)
+		c.remove(e)
 		return cachedToken{}, false
 	}
 	c.order.MoveToFront(e)
 	return t, true
 }
 
-// put remembers the verified token whose SHA-256 is sum, evicting the
-// least recently used entry when full.
-func (c *tokenCache) put(sum tokenSum, t cachedToken) {
-	t.sum = sum
+// put remembers the verified token of tokenLen bytes whose SHA-256 is sum,
+// evicting the least recently used entries while the cache is over its
+// count or its bytes.
+func (c *tokenCache) put(sum tokenSum, tokenLen int, t cachedToken) {
+	t.sum, t.size = sum, tokenLen+tokenEntryOverhead
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.items[t.sum]; ok {
-		e.Value = t
-		c.order.MoveToFront(e)
-		return
+		c.remove(e)
 	}
 	c.items[t.sum] = c.order.PushFront(t)
-	for c.order.Len() > c.max {
-		last := c.order.Back()
-		c.order.Remove(last)
-		delete(c.items, last.Value.(cachedToken).sum)
+	c.bytes += t.size
+	for c.order.Len() > c.max || c.bytes > c.maxBytes {
+		c.remove(c.order.Back())
 	}
+}
+
+// remove forgets entry e; the caller holds mu.
+func (c *tokenCache) remove(e *list.Element) {
+	t := c.order.Remove(e).(cachedToken)
+	delete(c.items, t.sum)
+	c.bytes -= t.size
 }
 
 // drop forgets the token whose SHA-256 is sum.
@@ -83,8 +100,7 @@ func (c *tokenCache) drop(sum tokenSum) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.items[sum]; ok {
-		c.order.Remove(e)
-		delete(c.items, sum)
+		c.remove(e)
 	}
 }
 
@@ -93,6 +109,13 @@ func (c *tokenCache) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.order.Len()
+}
+
+// size is the entries' bytes, as counted against maxBytes.
+func (c *tokenCache) size() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes
 }
 
 // sameKey reports whether two verification keys are equal (public keys

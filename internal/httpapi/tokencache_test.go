@@ -6,6 +6,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -136,7 +137,7 @@ func TestTokenCacheRotation(t *testing.T) {
 	require.NoError(t, err)
 	g := &Guard{cfg: AuthConfig{Claims: ClaimNames{Tenant: "tenant", Department: "department", User: "sub", Roles: "roles", Permissions: "permissions", Scope: "scope"}},
 		keyfunc: kf.Keyfunc, jwks: kf.Storage(), parser: jwt.NewParser(jwt.WithExpirationRequired(), jwt.WithValidMethods([]string{"ES256"})),
-		cache: newTokenCache(100), now: time.Now, close: func() {}}
+		cache: newTokenCache(100, TokenCacheBytes), now: time.Now, close: func() {}}
 	checks := counted(g)
 	sign := func(kid string, k *ecdsa.PrivateKey) string {
 		tok := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{"sub": "alice", "tenant": "acme", "exp": time.Now().Add(time.Hour).Unix()})
@@ -163,4 +164,25 @@ func TestTokenCacheRotation(t *testing.T) {
 	write("a", keyB) // the same kid, another key: not the key that verified
 	_, err = g.verify(ctx, tokA)
 	require.Error(t, err)
+}
+
+// TestTokenCacheBoundInBytes: large (but allowed) tokens fill the cache up
+// to TokenCacheBytes, not up to its count; the cache's bytes are what its
+// entries say.
+func TestTokenCacheBoundInBytes(t *testing.T) {
+	t.Parallel()
+	g, secret := hmacGuard(t, 0)
+	pad := strings.Repeat("p", MaxTokenBytes*3/4-400)
+	n := 2 * TokenCacheBytes / MaxTokenBytes
+	for i := range n {
+		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": fmt.Sprintf("u%d", i), "tenant": "acme",
+			"exp": time.Now().Add(time.Hour).Unix(), "pad": pad}).SignedString(secret)
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(tok), MaxTokenBytes)
+		_, err = g.verify(context.Background(), tok)
+		require.NoError(t, err)
+	}
+	require.LessOrEqual(t, g.cache.size(), TokenCacheBytes)
+	require.Less(t, g.cache.len(), n, "evicted by bytes, long before the count")
+	require.Greater(t, g.cache.len(), TokenCacheBytes/(MaxTokenBytes+tokenEntryOverhead)-1)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -179,4 +180,36 @@ func TestConnectionsPerClientAreLimited(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	require.Contains(t, served, "200 OK", fmt.Sprintf("a place came free: %q", served))
+}
+
+// TestDevIsForThisMachineOnly: --dev refuses a listener that is not
+// loopback, and its token-carrying pages (the upload page, the API
+// reference) answer only for the listener's own host names -- a
+// DNS-rebinding page, whose Host is its own name, gets 421 and no token.
+func TestDevIsForThisMachineOnly(t *testing.T) {
+	t.Parallel()
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+"\n"), 0o600))
+	_, err := run(t, context.Background(), pgtest.NewDatabase(t), "serve", "--dev", "--listen", "0.0.0.0:0", "--config", cfgFile)
+	require.ErrorContains(t, err, "not a loopback address")
+
+	d := startDev(t, "")
+	port := d.base[strings.LastIndex(d.base, ":")+1:]
+	for _, path := range []string{"/", "/docs/", "/_dev/app.js"} {
+		for host, ok := range map[string]bool{"rebound.example:" + port: false, "127.0.0.1.nip.example": false, "localhost:" + port: true, strings.TrimPrefix(d.base, "http://"): true} {
+			req, err := http.NewRequest(http.MethodGet, d.base+path, nil)
+			require.NoError(t, err)
+			req.Host = host
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if ok {
+				require.Equal(t, http.StatusOK, resp.StatusCode, "%s at %s", path, host)
+			} else {
+				require.Equal(t, http.StatusMisdirectedRequest, resp.StatusCode, "%s at %s", path, host)
+				require.NotContains(t, string(body), d.token)
+			}
+		}
+	}
 }

@@ -97,6 +97,9 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	defer ln.Close()
 	base := "http://" + ln.Addr().String()
 	var devSecret []byte
+	if o.dev && !loopback(ln.Addr()) {
+		return fmt.Errorf("serve --dev: --listen %s is not a loopback address; --dev hands its token to every page it serves, so it listens on 127.0.0.1 or ::1 only (drop --dev to serve on other addresses)", o.listen)
+	}
 	if o.dev {
 		if devSecret, err = devDefaults(ctx, g, &cfg, base); err != nil {
 			return err
@@ -348,23 +351,51 @@ func withPages(api http.Handler, base string, dev, docs bool, token string) (htt
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
+	// A page that carries the development token answers only for the
+	// listener's own host names: a DNS-rebinding page (its own name,
+	// pointed at 127.0.0.1) cannot read the token.
+	signedIn := func(h http.Handler) http.Handler { return h }
+	if token != "" {
+		signedIn = func(h http.Handler) http.Handler { return ownHostOnly(base, h) }
+	}
 	if dev {
 		page, err := webui.Handler(webui.Config{BaseURL: base, Token: token})
 		if err != nil {
 			return nil, err
 		}
-		mux.Handle("GET /{$}", page)
-		mux.Handle("GET /_dev/", page)
+		mux.Handle("GET /{$}", signedIn(page))
+		mux.Handle("GET /_dev/", signedIn(page))
 	}
 	if docs {
 		ref, err := webui.DocsHandler(webui.DocsConfig{BaseURL: base, Token: token})
 		if err != nil {
 			return nil, err
 		}
-		mux.Handle("GET /docs", ref)
-		mux.Handle("GET /docs/", ref)
+		mux.Handle("GET /docs", signedIn(ref))
+		mux.Handle("GET /docs/", signedIn(ref))
 	}
 	return mux, nil
+}
+
+// loopback reports whether addr is a loopback address.
+func loopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+// ownHostOnly serves next only to requests whose Host is the listener's
+// own (base's host and port, or localhost with that port); any other is
+// 421 Misdirected Request and carries nothing.
+func ownHostOnly(base string, next http.Handler) http.Handler {
+	u, _ := url.Parse(base)
+	own := map[string]bool{u.Host: true, net.JoinHostPort("localhost", u.Port()): true}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !own[strings.ToLower(r.Host)] {
+			http.Error(w, "misdirected request: this page answers only at "+base, http.StatusMisdirectedRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // printDevHelp prints the pages' addresses, a token for the dev user and

@@ -26,37 +26,57 @@ const (
 	// RuleContentInfected: the scanner found malware (ErrInvalidUpload;
 	// the signature is only in the server log).
 	RuleContentInfected = "content.infected"
+	// RuleContentUnscannable: the scanner could not look at all of the
+	// content (an archive nested or filled past its limits, encrypted
+	// content): refused like malware (ErrInvalidUpload, not retryable),
+	// never clean.
+	RuleContentUnscannable = "content.unscannable"
 	// RuleScanUnavailable: the scanner was down or too slow (an
 	// *UnavailableError of DependencyScanner that matches ErrUploadFailed;
 	// retryable; fail closed).
 	RuleScanUnavailable = "scan.unavailable"
 )
 
-// Scanner scans bytes for malware: infected with the matching signature's
-// name, or an error when it has no verdict (never a clean one). The clamd
-// client (internal/clamd) is one; WithScanner installs it.
-type Scanner func(ctx context.Context, r io.Reader) (infected bool, signature string, err error)
+// Scanner scans bytes for malware: its verdict, or an error when it has
+// none (never a clean one). The clamd client (internal/clamd) is one;
+// WithScanner installs it.
+type Scanner func(ctx context.Context, r io.Reader) (ScanVerdict, error)
+
+// ScanVerdict is a scanner's answer for one file. Clean is the zero value.
+type ScanVerdict struct {
+	// Infected: a signature matched.
+	Infected bool
+	// Unscannable: the scanner could not look at all of it (a container
+	// past its limits, encrypted content) -- never clean.
+	Unscannable bool
+	// Signature names the match or the alert (for the server log only).
+	Signature string
+}
 
 // WithScanner sets the scanner the gate (Config.ScanMode "gate") uses.
 func WithScanner(sc Scanner) Option { return func(s *Service) { s.scanner = sc } }
 
 // scan runs the gate on r: nil when the gate is off or the bytes are
 // clean; invalidUpload(RuleContentInfected) when the scanner found
-// something; the scanner's outage (DependencyScanner, matching
+// something, invalidUpload(RuleContentUnscannable) when it could not look
+// at all of it; the scanner's outage (DependencyScanner, matching
 // ErrUploadFailed, rule RuleScanUnavailable, retryable) when it gave no
 // verdict.
 func (s *Service) scan(ctx context.Context, r io.Reader, row db.UploadedFile) error {
 	if s.cfg.ScanMode != ScanGate {
 		return nil
 	}
-	infected, sig, err := s.scanner(ctx, r)
+	v, err := s.scanner(ctx, r)
 	switch {
 	case err != nil:
 		s.log.WarnContext(ctx, "malware scan failed; upload not accepted", "file_id", row.ID, "error", err.Error())
 		return &UnavailableError{Dependency: DependencyScanner, op: ErrUploadFailed, rule: RuleScanUnavailable, cause: err}
-	case infected:
-		s.log.WarnContext(ctx, "malware found; upload refused", "file_id", row.ID, "tenant", row.TenantCode, "signature", sig)
+	case v.Infected:
+		s.log.WarnContext(ctx, "malware found; upload refused", "file_id", row.ID, "tenant", row.TenantCode, "signature", v.Signature)
 		return invalidUpload(RuleContentInfected)
+	case v.Unscannable:
+		s.log.WarnContext(ctx, "content the scanner cannot judge; upload refused", "file_id", row.ID, "tenant", row.TenantCode, "alert", v.Signature)
+		return invalidUpload(RuleContentUnscannable)
 	}
 	return nil
 }
@@ -79,8 +99,8 @@ func (s *Service) scanStaging(ctx context.Context, row db.UploadedFile) error {
 	switch {
 	case err == nil:
 		return nil
-	case Rule(err) == RuleContentInfected:
-		return s.failUploadWith(ctx, row, RuleContentInfected, "malware", err)
+	case Rule(err) == RuleContentInfected, Rule(err) == RuleContentUnscannable:
+		return s.failUploadWith(ctx, row, Rule(err), "scan verdict", err)
 	default:
 		if _, rerr := s.q.FileReleaseCompletion(context.WithoutCancel(ctx), s.db, db.FileReleaseCompletionParams{
 			ID: row.ID, Lease: *row.CompletionLeaseUntil, Now: s.now(),
@@ -166,15 +186,15 @@ func (s *Service) rescanOne(ctx context.Context, row db.UploadedFile, quarantine
 		return nil, s.internalError(ctx, ErrCleanupFailed, "open file to rescan", err, "file_id", row.ID)
 	}
 	defer body.Close()
-	infected, sig, err := s.scanner(ctx, body)
+	v, err := s.scanner(ctx, body)
 	if err != nil {
 		return nil, fmt.Errorf("rescan %s: %w", row.ID, err)
 	}
-	if !infected {
+	if !v.Infected && !v.Unscannable {
 		return nil, nil
 	}
-	s.log.WarnContext(ctx, "malware found by a rescan", "file_id", row.ID, "tenant", row.TenantCode, "signature", sig)
-	d := &Detection{ID: row.ID, Tenant: row.TenantCode, Signature: sig}
+	s.log.WarnContext(ctx, "malware (or content the scanner cannot judge) found by a rescan", "file_id", row.ID, "tenant", row.TenantCode, "signature", v.Signature)
+	d := &Detection{ID: row.ID, Tenant: row.TenantCode, Signature: v.Signature}
 	if quarantine {
 		_, err := s.q.FileQuarantine(ctx, s.db, db.FileQuarantineParams{ID: row.ID, Now: s.now()})
 		switch {

@@ -20,12 +20,7 @@ import (
 // gated is setup with the scan gate on, scanning with the real clamd at d.
 func gated(t *testing.T, driver string, d *clamdtest.Daemon, timeout time.Duration) *bundle {
 	t.Helper()
-	c, err := clamd.New(d.Addr, timeout)
-	require.NoError(t, err)
-	scanner := service.WithScanner(func(ctx context.Context, r io.Reader) (bool, string, error) {
-		v, err := c.Scan(ctx, r)
-		return v.Infected, v.Signature, err
-	})
+	scanner := service.WithScanner(d.Scanner(timeout))
 	return setupWith(t, driver, []service.Option{scanner}, func(cfg *service.Config) { cfg.ScanMode = service.ScanGate })
 }
 
@@ -107,6 +102,37 @@ func TestScanGate(t *testing.T) {
 	}
 }
 
+// TestScanGateRefusesWhatClamdCannotJudge: archives past clamd's limits
+// (nested too deep, too many entries) and an encrypted one -- each with the
+// test signature where clamd does not look -- are refused with rule
+// content.unscannable (invalid-upload, not retryable) on both upload
+// styles, never stored, their space given back.
+func TestScanGateRefusesWhatClamdCannotJudge(t *testing.T) {
+	t.Parallel()
+	d := clamdtest.Start(t, 30)
+	b := gated(t, service.DriverLocal, d, 10*time.Second)
+	for name, archive := range map[string][]byte{"nested": clamdtest.NestedZip, "crowded": clamdtest.CrowdedZip, "encrypted": clamdtest.EncryptedZip} {
+		_, err := b.svc.Upload(alice, bytes.NewReader(archive), name+".zip", nil)
+		require.ErrorIs(t, err, service.ErrInvalidUpload, name)
+		require.Equal(t, service.RuleContentUnscannable, service.Rule(err), name)
+		require.False(t, service.Retryable(err), name)
+
+		init, err := b.svc.InitiateUpload(alice, input(name+".zip", "application/zip", archive), nil)
+		require.NoError(t, err)
+		b.write(alice, init, archive)
+		_, err = b.svc.CompleteUpload(alice, init.ID.String())
+		require.ErrorIs(t, err, service.ErrInvalidUpload, name)
+		require.Equal(t, service.RuleContentUnscannable, service.Rule(err), name)
+		_, err = b.svc.Find(alice, init.ID.String())
+		requireNotFound(t, err, "never visible")
+	}
+	b.settle()
+	b.checkInvariants()
+	require.Empty(t, b.objects(), "nothing was stored")
+	_, files := b.usageOf("acme", "alice")
+	require.Zero(t, files)
+}
+
 // TestScanGateFailsClosed: clamd slower than the timeout, and clamd killed
 // mid-scan: the upload is refused with upload-failed (retryable), never
 // ready without a scan; a direct upload stays pending and completes once
@@ -181,12 +207,7 @@ func TestScanGateNeedsAScanner(t *testing.T) {
 func TestRescanAndQuarantine(t *testing.T) {
 	t.Parallel()
 	d := clamdtest.Start(t, 30)
-	c, err := clamd.New(d.Addr, 10*time.Second)
-	require.NoError(t, err)
-	scanner := service.WithScanner(func(ctx context.Context, r io.Reader) (bool, string, error) {
-		v, err := c.Scan(ctx, r)
-		return v.Infected, v.Signature, err
-	})
+	scanner := service.WithScanner(d.Scanner(10 * time.Second))
 	b := setupWith(t, service.DriverLocal, []service.Option{scanner}) // gate off: stored unscanned
 	clean := b.upload(alice)
 	bad, err := b.svc.Upload(alice, strings.NewReader(clamdtest.EICAR), "notes.txt", nil)

@@ -468,9 +468,9 @@ func (c fileConfig) scanner(ctx context.Context, maxFileSize int64, checkLimit b
 			return nil, fmt.Errorf("scan.clamd: %w", err)
 		}
 	}
-	return []service.Option{service.WithScanner(func(ctx context.Context, r io.Reader) (bool, string, error) {
+	return []service.Option{service.WithScanner(func(ctx context.Context, r io.Reader) (service.ScanVerdict, error) {
 		v, err := client.Scan(ctx, r)
-		return v.Infected, v.Signature, err
+		return service.ScanVerdict{Infected: v.Infected, Unscannable: v.Unscannable, Signature: v.Signature}, err
 	})}, nil
 }
 

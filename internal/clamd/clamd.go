@@ -37,9 +37,23 @@ const maxReply = 4096
 type Verdict struct {
 	// Infected: a signature matched.
 	Infected bool
-	// Signature is the matching signature's name (for the server log only).
+	// Unscannable: clamd could not look at all of it -- an archive nested
+	// past MaxRecursion, with more entries than MaxFiles, larger than
+	// MaxFileSize or MaxScanSize, or encrypted. clamd reports these as
+	// heuristic alerts (with AlertExceedsMax and AlertEncrypted on, which
+	// the gate requires); without those settings the same streams come
+	// back clean.
+	Unscannable bool
+	// Signature is the matching signature's name, or the alert's (for the
+	// server log only).
 	Signature string
 }
+
+// Alert name prefixes clamd gives to what it could not scan.
+const (
+	alertLimitsExceeded = "Heuristics.Limits.Exceeded"
+	alertEncrypted      = "Heuristics.Encrypted"
+)
 
 // Errors of a scan that has no verdict.
 var (
@@ -230,6 +244,9 @@ func parse(reply string) (Verdict, error) {
 		sig := strings.TrimSuffix(strings.TrimPrefix(reply, "stream: "), " FOUND")
 		if sig == "" {
 			return Verdict{}, fmt.Errorf("%w: %q", ErrProtocol, reply)
+		}
+		if strings.HasPrefix(sig, alertLimitsExceeded) || strings.HasPrefix(sig, alertEncrypted) {
+			return Verdict{Unscannable: true, Signature: sig}, nil
 		}
 		return Verdict{Infected: true, Signature: sig}, nil
 	case strings.Contains(reply, "size limit exceeded"):

@@ -130,3 +130,21 @@ func serveOnce(t *testing.T, reply string) string {
 	}()
 	return "tcp://" + ln.Addr().String()
 }
+
+// TestLimitsAreNeverClean: an archive nested past clamd's MaxRecursion, one
+// with more entries than MaxFiles and an encrypted one -- each holding the
+// test signature where clamd does not look -- are Unscannable with the
+// settings the gate requires (clamdtest runs with them), never clean.
+func TestLimitsAreNeverClean(t *testing.T) {
+	t.Parallel()
+	d := clamdtest.Start(t, 4)
+	c, err := clamd.New(d.Addr, 10*time.Second)
+	require.NoError(t, err)
+	for name, b := range map[string][]byte{"nested": clamdtest.NestedZip, "crowded": clamdtest.CrowdedZip, "encrypted": clamdtest.EncryptedZip} {
+		v, err := c.Scan(context.Background(), bytes.NewReader(b))
+		require.NoError(t, err, name)
+		require.True(t, v.Unscannable, "%s: %+v", name, v)
+		require.False(t, v.Infected, name)
+		require.True(t, strings.HasPrefix(v.Signature, "Heuristics."), v.Signature)
+	}
+}

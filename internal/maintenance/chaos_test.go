@@ -143,9 +143,9 @@ func chaosWorker() int {
 			return 2
 		}
 		cfg.ScanMode = service.ScanGate
-		opts = append(opts, service.WithScanner(func(ctx context.Context, r io.Reader) (bool, string, error) {
+		opts = append(opts, service.WithScanner(func(ctx context.Context, r io.Reader) (service.ScanVerdict, error) {
 			v, err := client.Scan(ctx, r)
-			return v.Infected, v.Signature, err
+			return service.ScanVerdict{Infected: v.Infected, Unscannable: v.Unscannable, Signature: v.Signature}, err
 		}))
 	}
 	svc, err := service.New(ctx, cfg, pool, opts...)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/uploadedfile/uploadedfile/internal/clamd"
 	"github.com/uploadedfile/uploadedfile/internal/clamd/clamdtest"
 	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 	"github.com/uploadedfile/uploadedfile/internal/remote"
@@ -104,8 +103,6 @@ func TestCloneFromURL(t *testing.T) {
 func TestCloneThroughTheScanGate(t *testing.T) {
 	t.Parallel()
 	d := clamdtest.Start(t, 30)
-	c, err := clamd.New(d.Addr, 10*time.Second)
-	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/clean.txt", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "plain notes\n") })
 	mux.HandleFunc("/infected.txt", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, clamdtest.EICAR) })
@@ -113,10 +110,7 @@ func TestCloneThroughTheScanGate(t *testing.T) {
 	s, err := service.New(context.Background(),
 		service.Config{LocalRoot: t.TempDir(), ScanMode: service.ScanGate, RemoteClone: service.RemoteCloneConfig{Enabled: true}}, pgtest.New(t),
 		service.WithFetcher(f), service.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
-		service.WithScanner(func(ctx context.Context, r io.Reader) (bool, string, error) {
-			v, err := c.Scan(ctx, r)
-			return v.Infected, v.Signature, err
-		}))
+		service.WithScanner(d.Scanner(10*time.Second)))
 	require.NoError(t, err)
 
 	clean, err := service.CloneFromURL(alice, s, "http://files.example.com/clean.txt", "", nil, invoice{})

@@ -6,9 +6,12 @@
 package clamdtest
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -20,11 +23,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/internal/clamd"
+	"github.com/uploadedfile/uploadedfile/service"
 )
 
 // EICAR is the antivirus test string: harmless, detected by the database
 // Start writes.
 const EICAR = `X5O!P%@AP[4\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*`
+
+// The container limits the test daemon runs with (docs/operations.md gives
+// the settings the scan gate requires; these are lower than clamd's
+// defaults so that tests reach them with small files).
+const (
+	MaxRecursion = 6
+	MaxFiles     = 200
+)
 
 // Signature is the name clamd reports for EICAR with that database.
 const Signature = "UF.Test.EICAR.UNOFFICIAL"
@@ -75,7 +87,11 @@ LogFile %s
 StreamMaxLength %dM
 MaxThreads 8
 SelfCheck 0
-`, filepath.Join(d.dir, "db"), d.port, filepath.Join(d.dir, "clamd.log"), d.maxM)), 0o600))
+AlertExceedsMax yes
+AlertEncrypted yes
+MaxRecursion %d
+MaxFiles %d
+`, filepath.Join(d.dir, "db"), d.port, filepath.Join(d.dir, "clamd.log"), d.maxM, MaxRecursion, MaxFiles)), 0o600))
 	d.cmd = exec.Command(Binary, "-c", conf)
 	require.NoError(d.t, d.cmd.Start())
 	c, err := clamd.New(d.Addr, 2*time.Second)
@@ -90,6 +106,18 @@ SelfCheck 0
 			d.t.Fatalf("clamd did not answer in 60s: %s", log)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Scanner is a service scanner through this daemon, each scan bounded by
+// timeout (as the server builds it from scan.clamd).
+func (d *Daemon) Scanner(timeout time.Duration) service.Scanner {
+	d.t.Helper()
+	c, err := clamd.New(d.Addr, timeout)
+	require.NoError(d.t, err)
+	return func(ctx context.Context, r io.Reader) (service.ScanVerdict, error) {
+		v, err := c.Scan(ctx, r)
+		return service.ScanVerdict{Infected: v.Infected, Unscannable: v.Unscannable, Signature: v.Signature}, err
 	}
 }
 
@@ -111,4 +139,50 @@ func (d *Daemon) Resume() { _ = d.cmd.Process.Signal(syscall.SIGCONT) }
 func (d *Daemon) Stop() {
 	d.Resume()
 	d.Kill()
+}
+
+// Archives clamd cannot judge whole, each holding EICAR where only a scan
+// past the daemon's limits would find it: with AlertExceedsMax and
+// AlertEncrypted they are alerts, without them they came back clean.
+var (
+	// NestedZip nests EICAR MaxRecursion+2 ZIPs deep.
+	NestedZip = func() []byte {
+		b := []byte(EICAR)
+		for i := range MaxRecursion + 2 {
+			b = zipOf([]zipEntry{{fmt.Sprintf("level%d.zip", i), b}}, 0)
+		}
+		return b
+	}()
+	// CrowdedZip holds MaxFiles+50 harmless entries, then EICAR.
+	CrowdedZip = func() []byte {
+		var entries []zipEntry
+		for i := range MaxFiles + 50 {
+			entries = append(entries, zipEntry{fmt.Sprintf("f%05d.txt", i), []byte("x")})
+		}
+		return zipOf(append(entries, zipEntry{"last.txt", []byte(EICAR)}), 0)
+	}()
+	// EncryptedZip marks its one entry, EICAR, as encrypted (general
+	// purpose flag bit 0): a scanner cannot read what it holds.
+	EncryptedZip = zipOf([]zipEntry{{"secret.txt", []byte(EICAR)}}, 1)
+)
+
+type zipEntry struct {
+	name    string
+	content []byte
+}
+
+func zipOf(entries []zipEntry, flags uint16) []byte {
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	for _, e := range entries {
+		f, err := zw.CreateHeader(&zip.FileHeader{Name: e.name, Method: zip.Deflate, Flags: flags})
+		if err != nil {
+			panic(err)
+		}
+		_, _ = f.Write(e.content)
+	}
+	if err := zw.Close(); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
 }

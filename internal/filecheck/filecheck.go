@@ -58,6 +58,7 @@ const (
 	RuleZipRatio          = "zip.ratio"
 	RuleZipSizes          = "zip.bad-sizes"
 	RuleZipLocalMismatch  = "zip.local-header-mismatch"
+	RuleZipExtraField     = "zip.bad-extra-field"
 	RuleZipContentTypes   = "zip.missing-content-types"
 	RuleZipMainPart       = "zip.missing-main-part"
 )

@@ -38,6 +38,7 @@ type zipEntry struct {
 	name       string
 	flags      uint16
 	method     uint16
+	crc        uint32
 	compSize   uint32
 	uncompSize uint32
 	offset     uint32
@@ -167,6 +168,7 @@ func parseDirectory(dir []byte, n int) ([]zipEntry, error) {
 			name:       string(p[centralLen : centralLen+nameLen]),
 			flags:      binary.LittleEndian.Uint16(p[8:]),
 			method:     binary.LittleEndian.Uint16(p[10:]),
+			crc:        binary.LittleEndian.Uint32(p[16:]),
 			compSize:   binary.LittleEndian.Uint32(p[20:]),
 			uncompSize: binary.LittleEndian.Uint32(p[24:]),
 			offset:     binary.LittleEndian.Uint32(p[42:]),
@@ -174,8 +176,8 @@ func parseDirectory(dir []byte, n int) ([]zipEntry, error) {
 		if binary.LittleEndian.Uint16(p[34:]) != 0 {
 			return nil, invalid(RuleZipMultiDisk, "entry %q starts on another disk", e.name)
 		}
-		if hasZip64Extra(p[centralLen+nameLen : centralLen+nameLen+extraLen]) {
-			return nil, invalid(RuleZipZip64, "entry %q has a ZIP64 extra field", e.name)
+		if err := checkExtra(p[centralLen+nameLen:centralLen+nameLen+extraLen], e.name, "central"); err != nil {
+			return nil, err
 		}
 		entries = append(entries, e)
 		p = p[total:]
@@ -186,19 +188,26 @@ func parseDirectory(dir []byte, n int) ([]zipEntry, error) {
 	return entries, nil
 }
 
-func hasZip64Extra(extra []byte) bool {
-	for len(extra) >= 4 {
+// checkExtra walks an extra field block by block: each block's declared
+// length must fit in what is left, and nothing may trail the last block
+// (a reader that walked it otherwise could find a ZIP64 record this walk
+// does not see). A ZIP64 block is refused as ZIP64 itself.
+func checkExtra(extra []byte, name, where string) error {
+	for len(extra) > 0 {
+		if len(extra) < 4 {
+			return invalid(RuleZipExtraField, "entry %q: %d stray bytes at the end of its %s extra field", name, len(extra), where)
+		}
 		id := binary.LittleEndian.Uint16(extra)
 		size := int(binary.LittleEndian.Uint16(extra[2:]))
-		if id == extraZip64 {
-			return true
-		}
 		if len(extra) < 4+size {
-			return false
+			return invalid(RuleZipExtraField, "entry %q: a block of its %s extra field overruns it", name, where)
+		}
+		if id == extraZip64 {
+			return invalid(RuleZipZip64, "entry %q has a ZIP64 extra field in its %s header", name, where)
 		}
 		extra = extra[4+size:]
 	}
-	return false
+	return nil
 }
 
 // checkEntries applies the per-entry and total rules of the directory.
@@ -292,6 +301,13 @@ func checkLayout(ra io.ReaderAt, entries []zipEntry, dirOffset int64) error {
 		if binary.LittleEndian.Uint32(hdr[18:]) == 0xffffffff || binary.LittleEndian.Uint32(hdr[22:]) == 0xffffffff {
 			return invalid(RuleZipZip64, "entry %q has a ZIP64 sentinel in its local header", e.name)
 		}
+		// Without a data descriptor the local header states the CRC and
+		// sizes itself: a reader that trusts it must read what the
+		// directory says.
+		if flags&flagDescript == 0 && (binary.LittleEndian.Uint32(hdr[14:]) != e.crc ||
+			binary.LittleEndian.Uint32(hdr[18:]) != e.compSize || binary.LittleEndian.Uint32(hdr[22:]) != e.uncompSize) {
+			return invalid(RuleZipLocalMismatch, "entry %q: local CRC or sizes differ from the directory", e.name)
+		}
 		if start+localLen+nameLen+extraLen > dirOffset {
 			return invalid(RuleZipOffsets, "entry %q name outside the data area", e.name)
 		}
@@ -301,8 +317,8 @@ func checkLayout(ra io.ReaderAt, entries []zipEntry, dirOffset int64) error {
 		if _, err := ra.ReadAt(nameExtra, start+localLen); err != nil || !bytes.Equal(nameExtra[:nameLen], []byte(e.name)) {
 			return invalid(RuleZipLocalMismatch, "entry %q: local name differs", e.name)
 		}
-		if hasZip64Extra(nameExtra[nameLen:]) {
-			return invalid(RuleZipZip64, "entry %q has a ZIP64 extra field in its local header", e.name)
+		if err := checkExtra(nameExtra[nameLen:], e.name, "local"); err != nil {
+			return err
 		}
 		end := start + localLen + nameLen + extraLen + int64(e.compSize)
 		if e.flags&flagDescript != 0 {

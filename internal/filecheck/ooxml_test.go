@@ -91,13 +91,22 @@ func TestOOXMLRules(t *testing.T) {
 		{"entry count exceeds the directory", with(func(z *rawZip) { z.totalEntries, z.diskEntries = u16(3), u16(3) }), docxMain, filecheck.RuleZipOffsets},
 		{"entry outside the file", with(func(z *rawZip) { z.entries[1].cdOffset = u32(1 << 30) }), docxMain, filecheck.RuleZipOffsets},
 		{"entry data runs into the directory", with(func(z *rawZip) {
-			z.entries[1].cdCompSize, z.entries[1].cdUncompSize = u32(4096), u32(4096)
+			z.entries[1].cdCompSize, z.entries[1].cdUncompSize, z.entries[1].localSize = u32(4096), u32(4096), u32(4096)
 		}), docxMain, filecheck.RuleZipOffsets},
 		{"overlapping-entry bomb", with(func(z *rawZip) {
 			// Entry 0 claims its data runs over entry 1's header and data.
 			n := uint32(len(z.entries[0].data) + 30 + len(z.entries[1].name) + len(z.entries[1].data))
-			z.entries[0].cdCompSize, z.entries[0].cdUncompSize = u32(n), u32(n)
+			z.entries[0].cdCompSize, z.entries[0].cdUncompSize, z.entries[0].localSize = u32(n), u32(n), u32(n)
 		}), docxMain, filecheck.RuleZipOverlap},
+		{"local extra block overrunning its field, hiding a ZIP64 record", with(func(z *rawZip) {
+			// A block declaring 0x20 bytes in a field of 13: a reader that
+			// trusts the field's length sees the ZIP64 record behind it.
+			z.entries[1].localExtra = []byte{0x55, 0x54, 0x20, 0x00, 0x01, 0x00, 0x08, 0x00, 1, 2, 3, 4, 5}
+		}), docxMain, filecheck.RuleZipExtraField},
+		{"central extra block overrunning its field", with(func(z *rawZip) { z.entries[0].cdExtra = []byte{0x55, 0x54, 0x09, 0x00, 1, 2} }), docxMain, filecheck.RuleZipExtraField},
+		{"stray bytes after the last extra block", with(func(z *rawZip) { z.entries[1].localExtra = []byte{0x55, 0x54, 0x01, 0x00, 1, 9, 9} }), docxMain, filecheck.RuleZipExtraField},
+		{"local sizes differ from the directory", with(func(z *rawZip) { z.entries[1].localSize = u32(uint32(len(z.entries[1].data)) - 1) }), docxMain, filecheck.RuleZipLocalMismatch},
+		{"local CRC differs from the directory", with(func(z *rawZip) { z.entries[1].localCRC = u32(0xdeadbeef) }), docxMain, filecheck.RuleZipLocalMismatch},
 		{"two entries sharing one local header", with(func(z *rawZip) {
 			z.entries = append(z.entries, z.entries[1])
 			z.entries[2].name = "word/other.xml"

@@ -27,6 +27,7 @@ type rawEntry struct {
 	localFlags, localMethod  *uint16
 	localExtra               []byte
 	localSize                *uint32 // the local header's sizes; default len(data)
+	localCRC                 *uint32 // the local header's CRC; default the data's
 }
 
 // rawZip builds a ZIP byte by byte, so a test can break exactly one rule.
@@ -68,7 +69,11 @@ func (z rawZip) bytes() []byte {
 		le(flags)
 		le(method)
 		le(uint32(0)) // time, date
-		le(crc32.ChecksumIEEE(e.data))
+		crc := crc32.ChecksumIEEE(e.data)
+		if e.localCRC != nil {
+			crc = *e.localCRC
+		}
+		le(crc)
 		size := uint32(len(e.data))
 		if e.localSize != nil {
 			size = *e.localSize

@@ -5,8 +5,8 @@
 // and an image over Limits.MaxPixels, with a frame outside its canvas or
 // with more than one frame to decode is refused before any pixel is
 // decoded; then exactly one frame is decoded (a GIF's first), at most
-// Limits.Concurrency decodes run at once (so memory is bounded by
-// Concurrency x MaxPixels x 8 bytes), and a generation that outlives its
+// Limits.Concurrency generations run at once (so memory is bounded by
+// Concurrency x PerSlotBytes), and a generation that outlives its
 // context is abandoned to finish in the background while still holding its
 // slot. The output is re-encoded from pixels: it never carries the input's
 // metadata (EXIF, GPS, ICC, comments), and a JPEG's EXIF orientation is
@@ -123,6 +123,22 @@ type Limits struct {
 
 // DefaultMaxPixels is the default of Limits.MaxPixels.
 const DefaultMaxPixels = 40_000_000
+
+// PerSlotBytes is the most memory one generation takes (one slot of
+// Limits.Concurrency) for images of at most maxPixels and a preset box of
+// at most boxPixels: the decoded frame and what the decoder holds beside
+// it, at worst 28 bytes a declared pixel (a 16-bit RGBA PNG, Adam7
+// interlaced: the frame at 8 bytes a pixel, a pass's image, row buffers,
+// and the garbage collector's headroom over all of it), plus 96 bytes a
+// pixel of the box (x/image/draw's kernel scaler keeps four float64s for
+// each pixel of the box's width times each source row it reads, up to
+// twice the box's height; then the scaled, upright, padded and encoded
+// output; and the collector's headroom), plus 32 MiB.
+// TestVariantMemoryIsBounded measures it on the worst case of every class
+// the header reader accepts, for the largest box a preset can have.
+func PerSlotBytes(maxPixels, boxPixels int64) int64 {
+	return 28*maxPixels + 96*boxPixels + 32<<20
+}
 
 // Generator makes variants within its limits; safe for concurrent use.
 type Generator struct {
@@ -349,12 +365,16 @@ func scaleRect(r image.Rectangle, denom int, size image.Point) image.Rectangle {
 func side(v float64) int { return max(1, int(math.Round(v))) }
 
 // scaleTo scales the part r of img to w x h: a box filter first down to
-// about twice the target, then Catmull-Rom (x/image/draw) for the rest.
+// about twice the target on each axis, then Catmull-Rom (x/image/draw) for
+// the rest. The two axes shrink apart: an image thousands of times wider
+// than tall is boxed along its width even though its height stays, so
+// Catmull-Rom never scales by more than about 2 on either axis -- its
+// weight tables grow with the ratio (gigabytes for a 40-megapixel row).
 func scaleTo(img image.Image, r image.Rectangle, w, h int) *image.RGBA {
 	src := image.Image(img)
 	sr := r
-	if k := min(r.Dx()/(2*w), r.Dy()/(2*h)); k >= 2 {
-		src = boxShrink(img, r, k)
+	if kx, ky := max(r.Dx()/(2*w), 1), max(r.Dy()/(2*h), 1); kx >= 2 || ky >= 2 {
+		src = boxShrink(img, r, kx, ky)
 		sr = src.Bounds()
 	}
 	dst := image.NewRGBA(image.Rect(0, 0, w, h))
@@ -362,31 +382,31 @@ func scaleTo(img image.Image, r image.Rectangle, w, h int) *image.RGBA {
 	return dst
 }
 
-// boxShrink averages k x k blocks of the part r of img (premultiplied).
-func boxShrink(img image.Image, r image.Rectangle, k int) *image.RGBA {
+// boxShrink averages kx x ky blocks of the part r of img (premultiplied).
+func boxShrink(img image.Image, r image.Rectangle, kx, ky int) *image.RGBA {
 	if m, ok := img.(*image.YCbCr); ok {
-		if out := boxShrinkYCbCr(m, r, k); out != nil {
+		if out := boxShrinkYCbCr(m, r, kx, ky); out != nil {
 			return out
 		}
 	}
-	w, h := r.Dx()/k, r.Dy()/k
+	w, h := r.Dx()/kx, r.Dy()/ky
 	dst := image.NewRGBA(image.Rect(0, 0, w, h))
-	sums := make([]uint32, 4*w)
-	n := uint32(k * k)
+	sums := make([]uint64, 4*w) // 64 bits: kx*ky can pass 2^24 pixels of 255
+	n := uint64(kx * ky)
 	row := rowReader(img)
-	px := make([]uint8, 4*r.Dx())
+	px := make([]uint8, 4*w*kx)
 	for y := range h {
 		clear(sums)
-		for dy := range k {
-			row(px, r.Min.X, r.Min.Y+y*k+dy, r.Dx())
+		for dy := range ky {
+			row(px, r.Min.X, r.Min.Y+y*ky+dy, w*kx)
 			for x := range w {
 				s := sums[4*x : 4*x+4]
-				for dx := range k {
-					p := px[4*(x*k+dx) : 4*(x*k+dx)+4]
-					s[0] += uint32(p[0])
-					s[1] += uint32(p[1])
-					s[2] += uint32(p[2])
-					s[3] += uint32(p[3])
+				for dx := range kx {
+					p := px[4*(x*kx+dx) : 4*(x*kx+dx)+4]
+					s[0] += uint64(p[0])
+					s[1] += uint64(p[1])
+					s[2] += uint64(p[2])
+					s[3] += uint64(p[3])
 				}
 			}
 		}
@@ -403,7 +423,7 @@ func boxShrink(img image.Image, r image.Rectangle, k int) *image.RGBA {
 // result is converted to RGB -- the conversion of every source pixel was a
 // third of the time of a 12 MP variant. Nil for a subsampling it does not
 // know.
-func boxShrinkYCbCr(m *image.YCbCr, r image.Rectangle, k int) *image.RGBA {
+func boxShrinkYCbCr(m *image.YCbCr, r image.Rectangle, kx, ky int) *image.RGBA {
 	var hx, vy int // chroma subsampling factors
 	switch m.SubsampleRatio {
 	case image.YCbCrSubsampleRatio444:
@@ -417,10 +437,10 @@ func boxShrinkYCbCr(m *image.YCbCr, r image.Rectangle, k int) *image.RGBA {
 	default:
 		return nil
 	}
-	w, h := r.Dx()/k, r.Dy()/k
-	ys := averagePlane(m.Y, m.YStride, r, k, 1, 1, m.Rect.Min)
-	cbs := averagePlane(m.Cb, m.CStride, r, k, hx, vy, m.Rect.Min)
-	crs := averagePlane(m.Cr, m.CStride, r, k, hx, vy, m.Rect.Min)
+	w, h := r.Dx()/kx, r.Dy()/ky
+	ys := averagePlane(m.Y, m.YStride, r, kx, ky, 1, 1, m.Rect.Min)
+	cbs := averagePlane(m.Cb, m.CStride, r, kx, ky, hx, vy, m.Rect.Min)
+	crs := averagePlane(m.Cr, m.CStride, r, kx, ky, hx, vy, m.Rect.Min)
 	dst := image.NewRGBA(image.Rect(0, 0, w, h))
 	for i := range w * h {
 		rr, gg, bb := color.YCbCrToRGB(ys[i], cbs[i], crs[i])
@@ -430,39 +450,40 @@ func boxShrinkYCbCr(m *image.YCbCr, r image.Rectangle, k int) *image.RGBA {
 	return dst
 }
 
-// averagePlane averages, for each output sample, the k x k source pixels
-// it covers in r, each pixel contributing the sample of a plane subsampled
-// by (fx, fy) that holds it -- exactly what converting every pixel first
-// would weigh, without converting. origin is the image's (the plane's
-// first sample is origin divided by the factors, as image.YCbCr lays it).
-func averagePlane(p []uint8, stride int, r image.Rectangle, k, fx, fy int, origin image.Point) []uint8 {
-	w, h := r.Dx()/k, r.Dy()/k
-	cols := make([]int, w*k) // plane column of each source column
+// averagePlane averages, for each output sample, the kx x ky source
+// pixels it covers in r, each pixel contributing the sample of a plane
+// subsampled by (fx, fy) that holds it -- exactly what converting every
+// pixel first would weigh, without converting. origin is the image's (the
+// plane's first sample is origin divided by the factors, as image.YCbCr
+// lays it).
+func averagePlane(p []uint8, stride int, r image.Rectangle, kx, ky, fx, fy int, origin image.Point) []uint8 {
+	w, h := r.Dx()/kx, r.Dy()/ky
+	cols := make([]int, w*kx) // plane column of each source column
 	for i := range cols {
 		cols[i] = (r.Min.X+i)/fx - origin.X/fx
 	}
 	out := make([]uint8, w*h)
-	sums := make([]uint32, w)
-	n := uint32(k * k)
+	sums := make([]uint64, w)
+	n := uint64(kx * ky)
 	for y := range h {
 		clear(sums)
-		for dy := range k {
-			row := p[((r.Min.Y+y*k+dy)/fy-origin.Y/fy)*stride:]
+		for dy := range ky {
+			row := p[((r.Min.Y+y*ky+dy)/fy-origin.Y/fy)*stride:]
 			if fx == 1 { // contiguous: the luma plane, or unsubsampled chroma
 				row = row[cols[0]:]
 				for x := range w {
-					var s uint32
-					for _, v := range row[x*k : x*k+k] {
-						s += uint32(v)
+					var s uint64
+					for _, v := range row[x*kx : x*kx+kx] {
+						s += uint64(v)
 					}
 					sums[x] += s
 				}
 				continue
 			}
 			for x := range w {
-				var s uint32
-				for _, c := range cols[x*k : x*k+k] {
-					s += uint32(row[c])
+				var s uint64
+				for _, c := range cols[x*kx : x*kx+kx] {
+					s += uint64(row[c])
 				}
 				sums[x] += s
 			}
@@ -499,6 +520,37 @@ func rowReader(img image.Image) func(px []uint8, x, y, n int) {
 				px[4*i], px[4*i+1], px[4*i+2], px[4*i+3] = v, v, v, 0xff
 			}
 		}
+	case *image.NRGBA:
+		return func(px []uint8, x, y, n int) {
+			o := m.PixOffset(x, y)
+			for i := range n {
+				premultiply(px[4*i:4*i+4], uint32(m.Pix[o+4*i])*0x101, uint32(m.Pix[o+4*i+1])*0x101, uint32(m.Pix[o+4*i+2])*0x101, uint32(m.Pix[o+4*i+3])*0x101)
+			}
+		}
+	case *image.NRGBA64:
+		return func(px []uint8, x, y, n int) {
+			o := m.PixOffset(x, y)
+			for i := range n {
+				p := m.Pix[o+8*i : o+8*i+8]
+				premultiply(px[4*i:4*i+4], uint32(p[0])<<8|uint32(p[1]), uint32(p[2])<<8|uint32(p[3]), uint32(p[4])<<8|uint32(p[5]), uint32(p[6])<<8|uint32(p[7]))
+			}
+		}
+	case *image.Paletted:
+		pal := make([][4]uint8, len(m.Palette))
+		for i, c := range m.Palette {
+			r, g, b, a := c.RGBA()
+			pal[i] = [4]uint8{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), uint8(a >> 8)}
+		}
+		return func(px []uint8, x, y, n int) {
+			o := m.PixOffset(x, y)
+			for i, v := range m.Pix[o : o+n] {
+				if int(v) < len(pal) {
+					copy(px[4*i:4*i+4], pal[v][:])
+				} else {
+					clear(px[4*i : 4*i+4]) // an index past the palette reads as transparent, as At does
+				}
+			}
+		}
 	}
 	return func(px []uint8, x, y, n int) {
 		for i := range n {
@@ -506,6 +558,12 @@ func rowReader(img image.Image) func(px []uint8, x, y, n int) {
 			px[4*i], px[4*i+1], px[4*i+2], px[4*i+3] = uint8(r>>8), uint8(g>>8), uint8(b>>8), uint8(a>>8)
 		}
 	}
+}
+
+// premultiply writes the 8-bit premultiplied RGBA of the 16-bit
+// non-premultiplied r, g, b, a into p, as color.NRGBA64's RGBA does.
+func premultiply(p []uint8, r, g, b, a uint32) {
+	p[0], p[1], p[2], p[3] = uint8(r*a/0xffff>>8), uint8(g*a/0xffff>>8), uint8(b*a/0xffff>>8), uint8(a>>8)
 }
 
 // orient turns an image stored with EXIF orientation o upright.

@@ -53,16 +53,26 @@ func worstCases(t *testing.T) map[string]func() []byte {
 	return map[string]func() []byte{
 		"png 16-bit RGBA":            enc(func(b *bytes.Buffer) error { return png.Encode(b, image.NewNRGBA64(image.Rect(0, 0, side, side))) }),
 		"png 16-bit RGBA interlaced": func() []byte { return interlacedPNG(side, side) },
-		"png palette":                enc(func(b *bytes.Buffer) error { return png.Encode(b, image.NewPaletted(image.Rect(0, 0, side, side), pal)) }),
-		"png one row, 16-bit":        enc(func(b *bytes.Buffer) error { return png.Encode(b, image.NewNRGBA64(image.Rect(0, 0, m, 1))) }),
-		"png one column":             enc(func(b *bytes.Buffer) error { return png.Encode(b, image.NewGray(image.Rect(0, 0, 1, m))) }),
+		"png palette": enc(func(b *bytes.Buffer) error {
+			return png.Encode(b, image.NewPaletted(image.Rect(0, 0, side, side), pal))
+		}),
+		"png one row, 16-bit": enc(func(b *bytes.Buffer) error { return png.Encode(b, image.NewNRGBA64(image.Rect(0, 0, m, 1))) }),
+		"png one column":      enc(func(b *bytes.Buffer) error { return png.Encode(b, image.NewGray(image.Rect(0, 0, 1, m))) }),
 		"jpeg 4:4:4": enc(func(b *bytes.Buffer) error {
 			return jpeg.Encode(b, image.NewYCbCr(image.Rect(0, 0, side, side), image.YCbCrSubsampleRatio444), nil)
 		}),
-		"jpeg widest":     enc(func(b *bytes.Buffer) error { return jpeg.Encode(b, image.NewGray(image.Rect(0, 0, 65535, m/65535)), nil) }),
-		"gif":             enc(func(b *bytes.Buffer) error { return gif.Encode(b, image.NewPaletted(image.Rect(0, 0, side, side), pal), nil) }),
-		"gif widest":      enc(func(b *bytes.Buffer) error { return gif.Encode(b, image.NewPaletted(image.Rect(0, 0, 65535, m/65535), pal), nil) }),
-		"webp (lossless)": enc(func(b *bytes.Buffer) error { return nativewebp.Encode(b, image.NewNRGBA(image.Rect(0, 0, 16383, m/16383)), nil) }),
+		"jpeg widest": enc(func(b *bytes.Buffer) error {
+			return jpeg.Encode(b, image.NewGray(image.Rect(0, 0, 65535, m/65535)), nil)
+		}),
+		"gif": enc(func(b *bytes.Buffer) error {
+			return gif.Encode(b, image.NewPaletted(image.Rect(0, 0, side, side), pal), nil)
+		}),
+		"gif widest": enc(func(b *bytes.Buffer) error {
+			return gif.Encode(b, image.NewPaletted(image.Rect(0, 0, 65535, m/65535), pal), nil)
+		}),
+		"webp (lossless)": enc(func(b *bytes.Buffer) error {
+			return nativewebp.Encode(b, image.NewNRGBA(image.Rect(0, 0, 16383, m/16383)), nil)
+		}),
 	}
 }
 

@@ -505,6 +505,33 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			_, err := q.VariantSettle(ctx, e, db.VariantSettleParams{ID: id, Claim: lease})
 			return err
 		},
+		func() error {
+			_, err := q.IdempotencyClaim(ctx, e, db.IdempotencyClaimParams{TenantCode: "t", Caller: "u", Key: "k", Route: "POST /uploaded-file", FileID: &id, Lease: time.Minute, Retention: 24 * time.Hour, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.IdempotencyGet(ctx, e, db.IdempotencyGetParams{TenantCode: "t", Caller: "u", Key: "k", Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.IdempotencyTakeOver(ctx, e, db.IdempotencyTakeOverParams{TenantCode: "t", Caller: "u", Key: "k", Expired: lease, FileID: &id, Lease: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.IdempotencyExtend(ctx, e, db.IdempotencyExtendParams{TenantCode: "t", Caller: "u", Key: "k", Claim: lease, Lease: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.IdempotencyFinish(ctx, e, db.IdempotencyFinishParams{TenantCode: "t", Caller: "u", Key: "k", Claim: lease, Fingerprint: []byte{1}, Status: 201})
+			return err
+		},
+		func() error {
+			return q.IdempotencyRelease(ctx, e, db.IdempotencyReleaseParams{TenantCode: "t", Caller: "u", Key: "k", Claim: lease})
+		},
+		func() error {
+			_, err := q.IdempotencyExpire(ctx, e, db.IdempotencyExpireParams{Max: 100, Now: now})
+			return err
+		},
 	}
 	for _, call := range calls {
 		if err := call(); err != nil {

@@ -86,7 +86,15 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	version, dirty, err := m.Version()
 	require.NoError(t, err)
 	require.False(t, dirty)
-	require.EqualValues(t, 20261125000000, version)
+	require.EqualValues(t, 20261126000000, version)
+	var idempotency bool
+	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_idempotency') IS NOT NULL", &idempotency))
+	require.True(t, idempotency)
+
+	// One step down: the idempotency keys go.
+	require.NoError(t, m.Steps(-1))
+	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_idempotency') IS NOT NULL", &idempotency))
+	require.False(t, idempotency)
 
 	// One step down: one CHECK constraint per invariant again, the row
 	// check functions gone.

@@ -112,7 +112,7 @@ func (s *Service) initiate(ctx context.Context, in InitiateInput, o UploadOption
 	if err != nil {
 		return nil, s.checkError(ctx, err)
 	}
-	id := uuid.New()
+	id := newFileID(ctx)
 	final, staging, err := objectkey.Pair(s.cfg.Folder, a.scope.TenantCode, a.scope.DepartmentCode, id, checked.Extension, vis == Public)
 	if err != nil {
 		return nil, ErrInvalidMeta
@@ -129,7 +129,7 @@ func (s *Service) initiate(ctx context.Context, in InitiateInput, o UploadOption
 		return nil, s.insertError(ctx, a, in.SizeBytes, "insert pending upload", err)
 	}
 	row := db.UploadedFile(inserted)
-	target, err := s.target(ctx, row, sum)
+	target, err := s.target(ctx, row, sum, s.cfg.uploadURLTTL)
 	if err != nil {
 		// The row exists but no target was handed out: abort it durably.
 		if claimed, cerr := s.q.FileClaimAbort(ctx, s.db, db.FileClaimAbortParams{
@@ -145,14 +145,15 @@ func (s *Service) initiate(ctx context.Context, in InitiateInput, o UploadOption
 }
 
 // target builds the upload instructions: a presigned PUT of the staging key
-// (S3), or the authenticated content route (local).
-func (s *Service) target(ctx context.Context, row db.UploadedFile, sum []byte) (UploadTarget, error) {
+// valid for ttl, never past the row's upload expiry (S3), or the signed
+// content route (local, which signs the row's expiry itself).
+func (s *Service) target(ctx context.Context, row db.UploadedFile, sum []byte, ttl time.Duration) (UploadTarget, error) {
 	expires := *row.UploadExpiresAt
 	if s.store.Kind() != storage.KindS3 {
 		return s.localTarget(ctx, row, sum)
 	}
 	p, err := s.store.PresignPut(ctx, *row.PendingKey, storage.PresignPutOptions{
-		ContentType: row.ContentType, Size: row.SizeBytes, SHA256: sum, Expires: s.cfg.uploadURLTTL,
+		ContentType: row.ContentType, Size: row.SizeBytes, SHA256: sum, Expires: ttl,
 	})
 	if err != nil {
 		return UploadTarget{}, err
@@ -164,6 +165,35 @@ func (s *Service) target(ctx context.Context, row db.UploadedFile, sum []byte) (
 		}
 	}
 	return UploadTarget{Method: p.Method, URL: p.URL, Headers: h, ExpiresAt: expires}, nil
+}
+
+// ResumeUpload answers an initiate again for the caller's pending direct
+// upload id -- an idempotent initiate whose first answer was lost: the same
+// id and file, and a target that expires when the upload does (never
+// later: the staging copy's re-PUT guarantee rests on it). A file that is
+// not a pending upload of the caller is ErrNotFound; an expired one,
+// ErrUploadExpired.
+func (s *Service) ResumeUpload(ctx context.Context, id string) (*InitiateResult, error) {
+	row, dbNow, _, err := s.direct(ctx, OpComplete, id)
+	if err != nil {
+		return nil, err
+	}
+	if Status(row.Status) != StatusPending {
+		return nil, ErrNotFound
+	}
+	ttl := row.UploadExpiresAt.Sub(dbNow).Truncate(time.Second)
+	if ttl < time.Second {
+		return nil, ErrUploadExpired
+	}
+	sum, err := parseChecksum(deref(row.Checksum))
+	if err != nil {
+		return nil, ErrNotFound
+	}
+	target, err := s.target(ctx, row, sum, ttl)
+	if err != nil {
+		return nil, s.internalError(ctx, ErrUploadFailed, "create upload target", err, "file_id", row.ID)
+	}
+	return &InitiateResult{ID: row.ID, Upload: target, File: resultFromRow(row, URL{})}, nil
 }
 
 // direct authorizes op and loads the direct upload id within the scope.

@@ -194,7 +194,7 @@ func (s *Service) checkError(ctx context.Context, err error) error {
 }
 
 func (s *Service) insertHidden(ctx context.Context, a access, c filecheck.Result, sp *spooled, vis Visibility, disp Disposition, u bufferUpload, extra json.RawMessage) (db.UploadedFile, error) {
-	id := uuid.New()
+	id := newFileID(ctx)
 	key, err := objectkey.Key{Folder: s.cfg.Folder, Tenant: a.scope.TenantCode, Department: a.scope.DepartmentCode, ID: id, Ext: c.Extension, Public: vis == Public && !u.temporary}.String()
 	if err != nil {
 		return db.UploadedFile{}, ErrInvalidMeta // a tenant or department too long for a key

@@ -49,7 +49,7 @@ func TestMigrateCommand(t *testing.T) {
 
 	out, err = run(t, ctx, url, "migrate", "up")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261125000000\n", out)
+	require.Equal(t, "version: 20261126000000\n", out)
 
 	_, err = run(t, ctx, url, "migrate", "down")
 	require.ErrorContains(t, err, "exactly one of --steps N")
@@ -64,7 +64,7 @@ func TestMigrateCommand(t *testing.T) {
 
 	out, err = run(t, ctx, url, "migrate", "up")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261125000000\n", out)
+	require.Equal(t, "version: 20261126000000\n", out)
 
 	_, err = run(t, ctx, "mysql://x", "migrate", "up")
 	require.ErrorContains(t, err, "unsupported database URL scheme")
@@ -207,7 +207,7 @@ func TestServeDev(t *testing.T) {
 
 	out2, err := run(t, context.Background(), missing, "migrate", "version")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261125000000\n", out2, "serve migrated the new database")
+	require.Equal(t, "version: 20261126000000\n", out2, "serve migrated the new database")
 
 	cancel()
 	select {

@@ -588,6 +588,9 @@ type Visibility string
 // FileID defines model for FileID.
 type FileID = string
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // ListContentType defines model for ListContentType.
 type ListContentType = string
 
@@ -633,6 +636,9 @@ type VariantPreset = string
 // Completing defines model for Completing.
 type Completing = Problem
 
+// InFlight defines model for InFlight.
+type InFlight = Problem
+
 // Unauthorized defines model for Unauthorized.
 type Unauthorized = Problem
 
@@ -676,6 +682,71 @@ type HostListFilesParams struct {
 	WithUrls *ListWithUrls `form:"withUrls,omitempty" json:"withUrls,omitempty"`
 }
 
+// HostChangeFilesParams defines parameters for HostChangeFiles.
+type HostChangeFilesParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// HostCloneFromUrlParams defines parameters for HostCloneFromUrl.
+type HostCloneFromUrlParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// HostDeleteParams defines parameters for HostDelete.
+type HostDeleteParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// HostInitiateUploadParams defines parameters for HostInitiateUpload.
+type HostInitiateUploadParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// HostMarkUsedParams defines parameters for HostMarkUsed.
+type HostMarkUsedParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // HostUploadMultipartBody defines parameters for HostUpload.
 type HostUploadMultipartBody struct {
 	Entity   *string `json:"entity,omitempty"`
@@ -691,6 +762,32 @@ type HostUploadMultipartBody struct {
 	Temporary  *bool       `json:"temporary,omitempty"`
 	Type       *string     `json:"type,omitempty"`
 	Visibility *Visibility `json:"visibility,omitempty"`
+}
+
+// HostUploadParams defines parameters for HostUpload.
+type HostUploadParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// HostUseFilesParams defines parameters for HostUseFiles.
+type HostUseFilesParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // HostDownloadAttachedParams defines parameters for HostDownloadAttached.
@@ -748,6 +845,71 @@ type UploadFileMultipartBody struct {
 	File openapi_types.File `json:"file"`
 }
 
+// UploadFileParams defines parameters for UploadFile.
+type UploadFileParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// InitiateUploadParams defines parameters for InitiateUpload.
+type InitiateUploadParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// InitiateTemporaryUploadParams defines parameters for InitiateTemporaryUpload.
+type InitiateTemporaryUploadParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DeleteFileParams defines parameters for DeleteFile.
+type DeleteFileParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CompleteUploadParams defines parameters for CompleteUpload.
+type CompleteUploadParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // PutUploadContentParams defines parameters for PutUploadContent.
 type PutUploadContentParams struct {
 	// Expires Expiry of a signed target (Unix seconds).
@@ -802,28 +964,28 @@ type ServerInterface interface {
 	HostListFiles(w http.ResponseWriter, r *http.Request, params HostListFilesParams)
 	// HostChangeFiles Replace a record's files (old ones deleted durably)
 	// (POST /internal/uploaded-file/change-files)
-	HostChangeFiles(w http.ResponseWriter, r *http.Request)
+	HostChangeFiles(w http.ResponseWriter, r *http.Request, params HostChangeFilesParams)
 	// HostCloneFromUrl Store a copy of a remote file (when remote cloning is enabled)
 	// (POST /internal/uploaded-file/clone)
-	HostCloneFromUrl(w http.ResponseWriter, r *http.Request)
+	HostCloneFromUrl(w http.ResponseWriter, r *http.Request, params HostCloneFromUrlParams)
 	// HostDelete Delete files by exact reference (all or none)
 	// (POST /internal/uploaded-file/delete)
-	HostDelete(w http.ResponseWriter, r *http.Request)
+	HostDelete(w http.ResponseWriter, r *http.Request, params HostDeleteParams)
 	// HostInitiateUpload Start a direct upload for the acting user, public or private
 	// (POST /internal/uploaded-file/initiate)
-	HostInitiateUpload(w http.ResponseWriter, r *http.Request)
+	HostInitiateUpload(w http.ResponseWriter, r *http.Request, params HostInitiateUploadParams)
 	// HostMarkUsed Mark files used by a domain record (all or none)
 	// (POST /internal/uploaded-file/mark-used)
-	HostMarkUsed(w http.ResponseWriter, r *http.Request)
+	HostMarkUsed(w http.ResponseWriter, r *http.Request, params HostMarkUsedParams)
 	// HostUpload Managed buffer upload for the acting user
 	// (POST /internal/uploaded-file/uploads)
-	HostUpload(w http.ResponseWriter, r *http.Request)
+	HostUpload(w http.ResponseWriter, r *http.Request, params HostUploadParams)
 	// HostGetUsage What the user the host acts for, and their tenant, hold against the quotas
 	// (GET /internal/uploaded-file/usage)
 	HostGetUsage(w http.ResponseWriter, r *http.Request)
 	// HostUseFiles Mark files used, by exact reference (all or none)
 	// (POST /internal/uploaded-file/use-files)
-	HostUseFiles(w http.ResponseWriter, r *http.Request)
+	HostUseFiles(w http.ResponseWriter, r *http.Request, params HostUseFilesParams)
 	// HostGetFile A file with its extra data and storage references
 	// (GET /internal/uploaded-file/{id})
 	HostGetFile(w http.ResponseWriter, r *http.Request, id FileID)
@@ -849,25 +1011,25 @@ type ServerInterface interface {
 	// (POST /uploaded-file)
 	//
 	// Deprecated: Use the direct upload (initiate, upload target, complete).
-	UploadFile(w http.ResponseWriter, r *http.Request)
+	UploadFile(w http.ResponseWriter, r *http.Request, params UploadFileParams)
 	// InitiateUpload Start a direct upload
 	// (POST /uploaded-file/initiate)
-	InitiateUpload(w http.ResponseWriter, r *http.Request)
+	InitiateUpload(w http.ResponseWriter, r *http.Request, params InitiateUploadParams)
 	// InitiateTemporaryUpload Start a direct upload of a temporary file
 	// (POST /uploaded-file/temporary/initiate)
-	InitiateTemporaryUpload(w http.ResponseWriter, r *http.Request)
+	InitiateTemporaryUpload(w http.ResponseWriter, r *http.Request, params InitiateTemporaryUploadParams)
 	// GetUsage What the caller and their tenant hold against the storage quotas
 	// (GET /uploaded-file/usage)
 	GetUsage(w http.ResponseWriter, r *http.Request)
 	// DeleteFile Abort a pending upload or delete a ready file
 	// (DELETE /uploaded-file/{id})
-	DeleteFile(w http.ResponseWriter, r *http.Request, id FileID)
+	DeleteFile(w http.ResponseWriter, r *http.Request, id FileID, params DeleteFileParams)
 	// GetFile A file's detail with a URL to read it
 	// (GET /uploaded-file/{id})
 	GetFile(w http.ResponseWriter, r *http.Request, id FileID)
 	// CompleteUpload Verify, promote and finalize a direct upload
 	// (POST /uploaded-file/{id}/complete)
-	CompleteUpload(w http.ResponseWriter, r *http.Request, id FileID)
+	CompleteUpload(w http.ResponseWriter, r *http.Request, id FileID, params CompleteUploadParams)
 	// PutUploadContent Write the bytes of a direct upload (local driver only)
 	// (PUT /uploaded-file/{id}/content)
 	PutUploadContent(w http.ResponseWriter, r *http.Request, id FileID, params PutUploadContentParams)
@@ -1099,8 +1261,35 @@ func (siw *ServerInterfaceWrapper) HostListFiles(w http.ResponseWriter, r *http.
 // HostChangeFiles operation middleware
 func (siw *ServerInterfaceWrapper) HostChangeFiles(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params HostChangeFilesParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.HostChangeFiles(w, r)
+		siw.Handler.HostChangeFiles(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1113,8 +1302,35 @@ func (siw *ServerInterfaceWrapper) HostChangeFiles(w http.ResponseWriter, r *htt
 // HostCloneFromUrl operation middleware
 func (siw *ServerInterfaceWrapper) HostCloneFromUrl(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params HostCloneFromUrlParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.HostCloneFromUrl(w, r)
+		siw.Handler.HostCloneFromUrl(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1127,8 +1343,35 @@ func (siw *ServerInterfaceWrapper) HostCloneFromUrl(w http.ResponseWriter, r *ht
 // HostDelete operation middleware
 func (siw *ServerInterfaceWrapper) HostDelete(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params HostDeleteParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.HostDelete(w, r)
+		siw.Handler.HostDelete(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1141,8 +1384,35 @@ func (siw *ServerInterfaceWrapper) HostDelete(w http.ResponseWriter, r *http.Req
 // HostInitiateUpload operation middleware
 func (siw *ServerInterfaceWrapper) HostInitiateUpload(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params HostInitiateUploadParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.HostInitiateUpload(w, r)
+		siw.Handler.HostInitiateUpload(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1155,8 +1425,35 @@ func (siw *ServerInterfaceWrapper) HostInitiateUpload(w http.ResponseWriter, r *
 // HostMarkUsed operation middleware
 func (siw *ServerInterfaceWrapper) HostMarkUsed(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params HostMarkUsedParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.HostMarkUsed(w, r)
+		siw.Handler.HostMarkUsed(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1169,8 +1466,35 @@ func (siw *ServerInterfaceWrapper) HostMarkUsed(w http.ResponseWriter, r *http.R
 // HostUpload operation middleware
 func (siw *ServerInterfaceWrapper) HostUpload(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params HostUploadParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.HostUpload(w, r)
+		siw.Handler.HostUpload(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1197,8 +1521,35 @@ func (siw *ServerInterfaceWrapper) HostGetUsage(w http.ResponseWriter, r *http.R
 // HostUseFiles operation middleware
 func (siw *ServerInterfaceWrapper) HostUseFiles(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params HostUseFilesParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.HostUseFiles(w, r)
+		siw.Handler.HostUseFiles(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1595,8 +1946,35 @@ func (siw *ServerInterfaceWrapper) ListFiles(w http.ResponseWriter, r *http.Requ
 // UploadFile operation middleware
 func (siw *ServerInterfaceWrapper) UploadFile(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UploadFileParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.UploadFile(w, r)
+		siw.Handler.UploadFile(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1609,8 +1987,35 @@ func (siw *ServerInterfaceWrapper) UploadFile(w http.ResponseWriter, r *http.Req
 // InitiateUpload operation middleware
 func (siw *ServerInterfaceWrapper) InitiateUpload(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params InitiateUploadParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.InitiateUpload(w, r)
+		siw.Handler.InitiateUpload(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1623,8 +2028,35 @@ func (siw *ServerInterfaceWrapper) InitiateUpload(w http.ResponseWriter, r *http
 // InitiateTemporaryUpload operation middleware
 func (siw *ServerInterfaceWrapper) InitiateTemporaryUpload(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params InitiateTemporaryUploadParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.InitiateTemporaryUpload(w, r)
+		siw.Handler.InitiateTemporaryUpload(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1663,8 +2095,32 @@ func (siw *ServerInterfaceWrapper) DeleteFile(w http.ResponseWriter, r *http.Req
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteFileParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.DeleteFile(w, r, id)
+		siw.Handler.DeleteFile(w, r, id, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1715,8 +2171,32 @@ func (siw *ServerInterfaceWrapper) CompleteUpload(w http.ResponseWriter, r *http
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CompleteUploadParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.CompleteUpload(w, r, id)
+		siw.Handler.CompleteUpload(w, r, id, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2050,6 +2530,15 @@ type CompletingApplicationProblemPlusJSONResponse struct {
 	Headers CompletingResponseHeaders
 }
 
+type InFlightResponseHeaders struct {
+	RetryAfter *int
+}
+type InFlightApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers InFlightResponseHeaders
+}
+
 type ProblemApplicationProblemPlusJSONResponse Problem
 
 type UnauthorizedResponseHeaders struct {
@@ -2151,7 +2640,8 @@ func (response HostListFiles404ApplicationProblemPlusJSONResponse) VisitHostList
 }
 
 type HostChangeFilesRequestObject struct {
-	Body *HostChangeFilesJSONRequestBody
+	Params HostChangeFilesParams
+	Body   *HostChangeFilesJSONRequestBody
 }
 
 type HostChangeFilesResponseObject interface {
@@ -2215,8 +2705,56 @@ func (response HostChangeFiles404ApplicationProblemPlusJSONResponse) VisitHostCh
 	return err
 }
 
+type HostChangeFiles409ApplicationProblemPlusJSONResponse struct {
+	InFlightApplicationProblemPlusJSONResponse
+}
+
+func (response HostChangeFiles409ApplicationProblemPlusJSONResponse) VisitHostChangeFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostChangeFiles422ApplicationProblemPlusJSONResponse Problem
+
+func (response HostChangeFiles422ApplicationProblemPlusJSONResponse) VisitHostChangeFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostChangeFiles503ApplicationProblemPlusJSONResponse Problem
+
+func (response HostChangeFiles503ApplicationProblemPlusJSONResponse) VisitHostChangeFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type HostCloneFromUrlRequestObject struct {
-	Body *HostCloneFromUrlJSONRequestBody
+	Params HostCloneFromUrlParams
+	Body   *HostCloneFromUrlJSONRequestBody
 }
 
 type HostCloneFromUrlResponseObject interface {
@@ -2300,6 +2838,25 @@ func (response HostCloneFromUrl404ApplicationProblemPlusJSONResponse) VisitHostC
 	return err
 }
 
+type HostCloneFromUrl409ApplicationProblemPlusJSONResponse struct {
+	InFlightApplicationProblemPlusJSONResponse
+}
+
+func (response HostCloneFromUrl409ApplicationProblemPlusJSONResponse) VisitHostCloneFromUrlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type HostCloneFromUrl413ApplicationProblemPlusJSONResponse Problem
 
 func (response HostCloneFromUrl413ApplicationProblemPlusJSONResponse) VisitHostCloneFromUrlResponse(w http.ResponseWriter) error {
@@ -2357,7 +2914,8 @@ func (response HostCloneFromUrl503ApplicationProblemPlusJSONResponse) VisitHostC
 }
 
 type HostDeleteRequestObject struct {
-	Body *HostDeleteJSONRequestBody
+	Params HostDeleteParams
+	Body   *HostDeleteJSONRequestBody
 }
 
 type HostDeleteResponseObject interface {
@@ -2421,8 +2979,56 @@ func (response HostDelete404ApplicationProblemPlusJSONResponse) VisitHostDeleteR
 	return err
 }
 
+type HostDelete409ApplicationProblemPlusJSONResponse struct {
+	InFlightApplicationProblemPlusJSONResponse
+}
+
+func (response HostDelete409ApplicationProblemPlusJSONResponse) VisitHostDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostDelete422ApplicationProblemPlusJSONResponse Problem
+
+func (response HostDelete422ApplicationProblemPlusJSONResponse) VisitHostDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostDelete503ApplicationProblemPlusJSONResponse Problem
+
+func (response HostDelete503ApplicationProblemPlusJSONResponse) VisitHostDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type HostInitiateUploadRequestObject struct {
-	Body *HostInitiateUploadJSONRequestBody
+	Params HostInitiateUploadParams
+	Body   *HostInitiateUploadJSONRequestBody
 }
 
 type HostInitiateUploadResponseObject interface {
@@ -2506,6 +3112,25 @@ func (response HostInitiateUpload404ApplicationProblemPlusJSONResponse) VisitHos
 	return err
 }
 
+type HostInitiateUpload409ApplicationProblemPlusJSONResponse struct {
+	InFlightApplicationProblemPlusJSONResponse
+}
+
+func (response HostInitiateUpload409ApplicationProblemPlusJSONResponse) VisitHostInitiateUploadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type HostInitiateUpload413ApplicationProblemPlusJSONResponse Problem
 
 func (response HostInitiateUpload413ApplicationProblemPlusJSONResponse) VisitHostInitiateUploadResponse(w http.ResponseWriter) error {
@@ -2549,7 +3174,8 @@ func (response HostInitiateUpload503ApplicationProblemPlusJSONResponse) VisitHos
 }
 
 type HostMarkUsedRequestObject struct {
-	Body *HostMarkUsedJSONRequestBody
+	Params HostMarkUsedParams
+	Body   *HostMarkUsedJSONRequestBody
 }
 
 type HostMarkUsedResponseObject interface {
@@ -2613,8 +3239,56 @@ func (response HostMarkUsed404ApplicationProblemPlusJSONResponse) VisitHostMarkU
 	return err
 }
 
+type HostMarkUsed409ApplicationProblemPlusJSONResponse struct {
+	InFlightApplicationProblemPlusJSONResponse
+}
+
+func (response HostMarkUsed409ApplicationProblemPlusJSONResponse) VisitHostMarkUsedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostMarkUsed422ApplicationProblemPlusJSONResponse Problem
+
+func (response HostMarkUsed422ApplicationProblemPlusJSONResponse) VisitHostMarkUsedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostMarkUsed503ApplicationProblemPlusJSONResponse Problem
+
+func (response HostMarkUsed503ApplicationProblemPlusJSONResponse) VisitHostMarkUsedResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type HostUploadRequestObject struct {
-	Body *multipart.Reader
+	Params HostUploadParams
+	Body   *multipart.Reader
 }
 
 type HostUploadResponseObject interface {
@@ -2694,6 +3368,25 @@ func (response HostUpload404ApplicationProblemPlusJSONResponse) VisitHostUploadR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostUpload409ApplicationProblemPlusJSONResponse struct {
+	InFlightApplicationProblemPlusJSONResponse
+}
+
+func (response HostUpload409ApplicationProblemPlusJSONResponse) VisitHostUploadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2797,7 +3490,8 @@ func (response HostGetUsage404ApplicationProblemPlusJSONResponse) VisitHostGetUs
 }
 
 type HostUseFilesRequestObject struct {
-	Body *HostUseFilesJSONRequestBody
+	Params HostUseFilesParams
+	Body   *HostUseFilesJSONRequestBody
 }
 
 type HostUseFilesResponseObject interface {
@@ -2857,6 +3551,53 @@ func (response HostUseFiles404ApplicationProblemPlusJSONResponse) VisitHostUseFi
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostUseFiles409ApplicationProblemPlusJSONResponse struct {
+	InFlightApplicationProblemPlusJSONResponse
+}
+
+func (response HostUseFiles409ApplicationProblemPlusJSONResponse) VisitHostUseFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostUseFiles422ApplicationProblemPlusJSONResponse Problem
+
+func (response HostUseFiles422ApplicationProblemPlusJSONResponse) VisitHostUseFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HostUseFiles503ApplicationProblemPlusJSONResponse Problem
+
+func (response HostUseFiles503ApplicationProblemPlusJSONResponse) VisitHostUseFilesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3384,7 +4125,8 @@ func (response ListFiles404ApplicationProblemPlusJSONResponse) VisitListFilesRes
 }
 
 type UploadFileRequestObject struct {
-	Body *multipart.Reader
+	Params UploadFileParams
+	Body   *multipart.Reader
 }
 
 type UploadFileResponseObject interface {
@@ -3468,6 +4210,25 @@ func (response UploadFile404ApplicationProblemPlusJSONResponse) VisitUploadFileR
 	return err
 }
 
+type UploadFile409ApplicationProblemPlusJSONResponse struct {
+	InFlightApplicationProblemPlusJSONResponse
+}
+
+func (response UploadFile409ApplicationProblemPlusJSONResponse) VisitUploadFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UploadFile413ApplicationProblemPlusJSONResponse Problem
 
 func (response UploadFile413ApplicationProblemPlusJSONResponse) VisitUploadFileResponse(w http.ResponseWriter) error {
@@ -3511,7 +4272,8 @@ func (response UploadFile503ApplicationProblemPlusJSONResponse) VisitUploadFileR
 }
 
 type InitiateUploadRequestObject struct {
-	Body *InitiateUploadJSONRequestBody
+	Params InitiateUploadParams
+	Body   *InitiateUploadJSONRequestBody
 }
 
 type InitiateUploadResponseObject interface {
@@ -3595,6 +4357,25 @@ func (response InitiateUpload404ApplicationProblemPlusJSONResponse) VisitInitiat
 	return err
 }
 
+type InitiateUpload409ApplicationProblemPlusJSONResponse struct {
+	InFlightApplicationProblemPlusJSONResponse
+}
+
+func (response InitiateUpload409ApplicationProblemPlusJSONResponse) VisitInitiateUploadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type InitiateUpload413ApplicationProblemPlusJSONResponse Problem
 
 func (response InitiateUpload413ApplicationProblemPlusJSONResponse) VisitInitiateUploadResponse(w http.ResponseWriter) error {
@@ -3638,7 +4419,8 @@ func (response InitiateUpload503ApplicationProblemPlusJSONResponse) VisitInitiat
 }
 
 type InitiateTemporaryUploadRequestObject struct {
-	Body *InitiateTemporaryUploadJSONRequestBody
+	Params InitiateTemporaryUploadParams
+	Body   *InitiateTemporaryUploadJSONRequestBody
 }
 
 type InitiateTemporaryUploadResponseObject interface {
@@ -3704,6 +4486,25 @@ func (response InitiateTemporaryUpload404ApplicationProblemPlusJSONResponse) Vis
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type InitiateTemporaryUpload409ApplicationProblemPlusJSONResponse struct {
+	InFlightApplicationProblemPlusJSONResponse
+}
+
+func (response InitiateTemporaryUpload409ApplicationProblemPlusJSONResponse) VisitInitiateTemporaryUploadResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3807,7 +4608,8 @@ func (response GetUsage404ApplicationProblemPlusJSONResponse) VisitGetUsageRespo
 }
 
 type DeleteFileRequestObject struct {
-	Id FileID `json:"id"`
+	Id     FileID `json:"id"`
+	Params DeleteFileParams
 }
 
 type DeleteFileResponseObject interface {
@@ -3872,6 +4674,20 @@ func (response DeleteFile409ApplicationProblemPlusJSONResponse) VisitDeleteFileR
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteFile422ApplicationProblemPlusJSONResponse Problem
+
+func (response DeleteFile422ApplicationProblemPlusJSONResponse) VisitDeleteFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3962,7 +4778,8 @@ func (response GetFile410ApplicationProblemPlusJSONResponse) VisitGetFileRespons
 }
 
 type CompleteUploadRequestObject struct {
-	Id FileID `json:"id"`
+	Id     FileID `json:"id"`
+	Params CompleteUploadParams
 }
 
 type CompleteUploadResponseObject interface {
@@ -4848,8 +5665,10 @@ func (sh *strictHandler) HostListFiles(w http.ResponseWriter, r *http.Request, p
 }
 
 // HostChangeFiles operation middleware
-func (sh *strictHandler) HostChangeFiles(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) HostChangeFiles(w http.ResponseWriter, r *http.Request, params HostChangeFilesParams) {
 	var request HostChangeFilesRequestObject
+
+	request.Params = params
 
 	var body HostChangeFilesJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -4879,8 +5698,10 @@ func (sh *strictHandler) HostChangeFiles(w http.ResponseWriter, r *http.Request)
 }
 
 // HostCloneFromUrl operation middleware
-func (sh *strictHandler) HostCloneFromUrl(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) HostCloneFromUrl(w http.ResponseWriter, r *http.Request, params HostCloneFromUrlParams) {
 	var request HostCloneFromUrlRequestObject
+
+	request.Params = params
 
 	var body HostCloneFromUrlJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -4910,8 +5731,10 @@ func (sh *strictHandler) HostCloneFromUrl(w http.ResponseWriter, r *http.Request
 }
 
 // HostDelete operation middleware
-func (sh *strictHandler) HostDelete(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) HostDelete(w http.ResponseWriter, r *http.Request, params HostDeleteParams) {
 	var request HostDeleteRequestObject
+
+	request.Params = params
 
 	var body HostDeleteJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -4941,8 +5764,10 @@ func (sh *strictHandler) HostDelete(w http.ResponseWriter, r *http.Request) {
 }
 
 // HostInitiateUpload operation middleware
-func (sh *strictHandler) HostInitiateUpload(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) HostInitiateUpload(w http.ResponseWriter, r *http.Request, params HostInitiateUploadParams) {
 	var request HostInitiateUploadRequestObject
+
+	request.Params = params
 
 	var body HostInitiateUploadJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -4972,8 +5797,10 @@ func (sh *strictHandler) HostInitiateUpload(w http.ResponseWriter, r *http.Reque
 }
 
 // HostMarkUsed operation middleware
-func (sh *strictHandler) HostMarkUsed(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) HostMarkUsed(w http.ResponseWriter, r *http.Request, params HostMarkUsedParams) {
 	var request HostMarkUsedRequestObject
+
+	request.Params = params
 
 	var body HostMarkUsedJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -5003,8 +5830,10 @@ func (sh *strictHandler) HostMarkUsed(w http.ResponseWriter, r *http.Request) {
 }
 
 // HostUpload operation middleware
-func (sh *strictHandler) HostUpload(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) HostUpload(w http.ResponseWriter, r *http.Request, params HostUploadParams) {
 	var request HostUploadRequestObject
+
+	request.Params = params
 
 	if reader, err := r.MultipartReader(); err != nil {
 		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode multipart body: %w", err))
@@ -5058,8 +5887,10 @@ func (sh *strictHandler) HostGetUsage(w http.ResponseWriter, r *http.Request) {
 }
 
 // HostUseFiles operation middleware
-func (sh *strictHandler) HostUseFiles(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) HostUseFiles(w http.ResponseWriter, r *http.Request, params HostUseFilesParams) {
 	var request HostUseFilesRequestObject
+
+	request.Params = params
 
 	var body HostUseFilesJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -5278,8 +6109,10 @@ func (sh *strictHandler) ListFiles(w http.ResponseWriter, r *http.Request, param
 }
 
 // UploadFile operation middleware
-func (sh *strictHandler) UploadFile(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) UploadFile(w http.ResponseWriter, r *http.Request, params UploadFileParams) {
 	var request UploadFileRequestObject
+
+	request.Params = params
 
 	if reader, err := r.MultipartReader(); err != nil {
 		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode multipart body: %w", err))
@@ -5309,8 +6142,10 @@ func (sh *strictHandler) UploadFile(w http.ResponseWriter, r *http.Request) {
 }
 
 // InitiateUpload operation middleware
-func (sh *strictHandler) InitiateUpload(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) InitiateUpload(w http.ResponseWriter, r *http.Request, params InitiateUploadParams) {
 	var request InitiateUploadRequestObject
+
+	request.Params = params
 
 	var body InitiateUploadJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -5340,8 +6175,10 @@ func (sh *strictHandler) InitiateUpload(w http.ResponseWriter, r *http.Request) 
 }
 
 // InitiateTemporaryUpload operation middleware
-func (sh *strictHandler) InitiateTemporaryUpload(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) InitiateTemporaryUpload(w http.ResponseWriter, r *http.Request, params InitiateTemporaryUploadParams) {
 	var request InitiateTemporaryUploadRequestObject
+
+	request.Params = params
 
 	var body InitiateTemporaryUploadJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -5395,10 +6232,11 @@ func (sh *strictHandler) GetUsage(w http.ResponseWriter, r *http.Request) {
 }
 
 // DeleteFile operation middleware
-func (sh *strictHandler) DeleteFile(w http.ResponseWriter, r *http.Request, id FileID) {
+func (sh *strictHandler) DeleteFile(w http.ResponseWriter, r *http.Request, id FileID, params DeleteFileParams) {
 	var request DeleteFileRequestObject
 
 	request.Id = id
+	request.Params = params
 
 	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
 		return sh.ssi.DeleteFile(ctx, request.(DeleteFileRequestObject))
@@ -5447,10 +6285,11 @@ func (sh *strictHandler) GetFile(w http.ResponseWriter, r *http.Request, id File
 }
 
 // CompleteUpload operation middleware
-func (sh *strictHandler) CompleteUpload(w http.ResponseWriter, r *http.Request, id FileID) {
+func (sh *strictHandler) CompleteUpload(w http.ResponseWriter, r *http.Request, id FileID, params CompleteUploadParams) {
 	var request CompleteUploadRequestObject
 
 	request.Id = id
+	request.Params = params
 
 	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
 		return sh.ssi.CompleteUpload(ctx, request.(CompleteUploadRequestObject))
@@ -5586,120 +6425,127 @@ func (sh *strictHandler) DownloadFileVariant(w http.ResponseWriter, r *http.Requ
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1rc9s4svZf6dL7VkU6h5KV2+yu/cmTZDbZykxyYnuydUapIkS2JKxJgAOAtjUp//dTaIAUSZG6OLbX",
-	"2fGXlCOQQBNoNPrydONrL5JpJgUKo3uHX3sZUyxFg4r+9xNP8N1r+1eMOlI8M1yK3mHvdIEw4wk+0XB2",
-	"9u71qBf0uP09Y2bRC3qCpdg77PG4F/QU/p5zhXHv0Kgcg56OFpgy22XKrt6jmJtF7/CHF0HPLDP7kjaK",
-	"i3nv+jrovefavJLCoDCn1Ngk41gAXrHIgH0X+iFP2RwPMjEPByAVMJixlCfLsuW/wkFJ6u85quWK1qgy",
-	"TgeRz16+7KRSITMY/4gzqVro9M0wpXYwC67B8BQ7ial1VyVnJlXKTO+wFzODQ9tHbwtNPymZdlPEDE3U",
-	"zKDamSzq8aZE5UpL1c5QocAr/0AIcgZmgZApvOAy15CxeTddrtOOZXs6ftbJXW+E4WbZwljGsGiBMRjp",
-	"pgXpQegTu3UykXvqBvzj6HgX704Jj3cj5l18A3Le85SbdVqsNNCQoaLVgH6MM5YnBl6OA8tIqdQGno3H",
-	"nRQl1G2VHN9D7/DlOLC08TRPe4fPxvZ/XLj/PS2p5MLgHFVJ5s8yzhPcMGeX3CzcrKX06LYpc0/dYMJ+",
-	"YSl+VDjjV+vU2DYN2jBluJivaAqAz4W03UDENEJfSLjkSRwxFetOEsVqpP3JPJGqZVn9tj420Bd4idrA",
-	"jCttAtqAfoUGAdiRoX9sGfF/G7STtNX8D4R+wtS87KLzK7QlpEr//1c46x32/t/B6jQ6cK36wFL+QcWV",
-	"hT/FNJOKqZad+0EkSzBFO/TtoUPkSduQoUqZ7R36M5ZYwu0pprvILPup0erndiplgkyURP3KNZ/yxMuT",
-	"tu4uVk/s+u2VTotxPnOzOFOJXv/2T6hlcoGALFqUx/On99DPFGo+FxjT5rUtIAWcPO9cn8tijNbNSlMX",
-	"tM3Dr0xxJsxHhRpbOO0YIilmfJ4rSwo95Nnqwr2oR+5XPTgCJpYgzQIVcA0vxmPg4oIlPB6maFiHxuHe",
-	"/hat49q+qzMpNNIM/7g07g+vINg/WZYlPGL2ow5kZNAMtVHI6JhtORWnXDgWahmrU62a2nHtVy6QxV4b",
-	"87rQ8DXXmdTcvfR1nTMru/7NKZtve+afw6Jjq/0MPxA1evNb9r1XMs0StEJtw/xkSk4TTP/7X7pJ7Ca2",
-	"/+jeapujY+GZQmjDRISWO6KSEift8yyRLD4ChUYtIWEGVWMqP9mW4bHVe1o/dHXUWAoKcu71MwGVkioA",
-	"puHTT6/gby9e/gX8MBCjYTzRo9510DsTLDcLqfgfGN8nhT9zre2MS1XsTJgiU1aRlOcoGhP++fPn4XFu",
-	"FlYriZjBbex1XexZx/kLJuZI+sc7keXu4+KYtgBLPiqZoTLcblQvm7LKT18LvWx9oGClJbU1Cryk97nB",
-	"VO+iVpIS8849/dRqMb6dKcWWtlkm8a32eF0Vdb+57j3dX8pn5fRfGBnb16tECrzPGcQro9hrZlj3eE5A",
-	"r5Fq5eAvJNV3mqRSFVxrMt50XGvIVdJUncYv/tqmO1Wn2L7VNrWvMUFzo7lVOEOFIsJv5IyUi+K/W9ik",
-	"MmLrp9TPFxRWDf+tx0XChdWOGenXqRUyX1rIstv0zYUXQU0FIOEzjJZRgoD2ESvdGLxKZB7TK/B0NIa+",
-	"NiqPDGkJqYxxMILQjhIC1xPB5cjJd4wtj4wm+Xj8PLIKAP2FRxDqnL4lJA2W1B0eH0FoUDBR+fWJngj3",
-	"mzUMDArNpQBmjOLT3ODgCEKVJxhC3w04mjGeYDygDmyL/WMiXCNMlTzH0UT0musbe/bfJGfLOaO9YmUt",
-	"M8xL8oKBi3WoSnWS5m2LwFtsybOzd68v/nJE5GurdklhV0EtIcaE0x/e7Ka1sRK8VGLynLw5a+OoVgus",
-	"Nl+HtfmC6nRB33/jKOU6ZSZaBGRHVP47Go2sMjjVljsuFygc+agueITgRrA2iTZSIXCieo1KLXMVtdBJ",
-	"36lHrnll0B5UGWzQ3mOG0QUq3dgjT0fj1uXwHNntSQMe7zTfjl/bBR1PWz7xczFlRjHhNrXVl1JuDMbA",
-	"DZmmxn48M2xqDdEokdH5oEbNBsfOSsDuxN/kYGvKo+pkBs5t6FfM976aQP+Z5USs7xT3S6tgq++y7rVg",
-	"pjljwyH98vb09ONQsxmCQrI1hKF96Kx6O5nyUqA6AmH3FTDiSjZHOMelVZTIpWU/VNvJj2LSkurSIlpg",
-	"dK7ztHWJvaJrjfVdHW9BzbXZ2mlh/+/eZYwZU8aeAK9k3N5rXD9ENjFH9bwpFYqb6BqZZah9vsNJya2b",
-	"juuax6Fp+G5UP6Ticy5YUugy66KB/4GllVmSwoX54UVv3fUV9Ox2zfW2OT1xT23UfzSqjqn05vj6FqET",
-	"17cOFbJ46Rwrfn/4FjALZmCKkT1k3FN9tyPsFjnH5aCF77dw6QL5fGHaTLSgMPtvY3YveWw1rq9tPseq",
-	"yCo9DY3AQTlc0VVJeZtAuqj5jPZwBFVJIZ71i9ngtzpBdVLr3ijHLnVWr2/iqqDYKFxPG/pKU2Gjf4gr",
-	"7HhtjTHp0nFXc5areXerFwNdzcw7h7vH7myvaTXd7WzKRCxF9xC/50wxYfiGR3Kxw0O1fdipir/nmrZG",
-	"fbuVZkb5xybuO/Nj2/5WMmVl1q4iN+2nqovQFNqlfZpCCKVeJ52KkjBt/8ZRb5sV5qjuYsNfu8TXsQCK",
-	"BJaCSs6AuTN/OGw7tLfKqZLJKcD4rwzndrWKOGT59yVOs9YVusHha8l9t9vBdU9C01vSbRb2m62HssiT",
-	"hE3t6VnzBKx62VUk+3kJbiCbq+sQdJr4b6U2tAOsfZ8kH2a9w9/22jfNTRjF4pa9Jue4bHfyVifKPrT+",
-	"fV+6vNEwo1j6QmoDUxado4iDlcJLtIJVuYGJGBKcs2hZbqGVp2FUncHbkEnlajxseWTJfCe44cygY4fd",
-	"fER1olt6gCzJtdO6ypO8sUyQsiVECyk1Qj/LpwmPQCDGGliSyMuP9IvrUg82myJ1ciY9vWDPXv5wOOnB",
-	"TNq+MIbpkqixNuQPL+Dk7fHw2csfijku4xk1t9Z4u7myJbL5LYZGUzXf7nHbLBg3haxvSddraHfdAq5c",
-	"uzaeLLipVPX2YcxuHvmTLu2dLtHtrMzj7n3wS/wJNQXXm4fizCsc+6jnO7o1nEWxW+enTM3RdNierh+n",
-	"mbZ+6grCUcUR1JSuQpGu/iZWNmyr8vwzU+dnGuP7jGjxRgDvG6IyNwlbrc1/u9ZRiVg3zZcY23UibawW",
-	"7qLOYB8bVVdFKm90CmmGM5mLmBi/+LXAZpSssN6UomG1BoWpNDiMubYDx21tMzTRYlga3Kt2N85wZeuv",
-	"Na0wAW2tF6j4zAdR2vp3ypL/nHYSN4zd0qFzabS1RAkykWcbvtLQ3hv6iaw98XsuDRviVYQYN15eeQdm",
-	"ue5oq4/JcrMY5VU4QbWhWMcoYTzVRZMVkUqwpHV/Ev7C2XYtYQmCcZSxqIglCURMgM4j+zUOtnEI1tCB",
-	"ywW55R30YyJK7EfhD9eVyFLgokQMYsxQxCiipQ8TBSAVNU5EWLwZAjEzCOkOOViigb62yrNZYEogOFGO",
-	"A2zOuBgcTQTJlFU8yge1fDjKe/rJeLpkGvwSjOC4MC8motxHZDZFCmMrdlhSYDy0CyWu+5rbI26fF8wA",
-	"EyUUQ6qCmGq8LfC23Nk7Cpkt5CX0ExeM4GIiYhnpg4Ux2SiNB4feMzKkQ8zF73QeLYBpF44lUcCc+hAG",
-	"ExFacT3CNDPLMICQ4nhGyiFBAu0vRaxP87lgJldIb/3BsxGKSC0zY/txwG3/aGPUSrBQczGn15sBxOpA",
-	"LCHX2PBScWNQhCMgeKBz80xlblwA17IeqicUvPHTVZv8igZR+t7X9XvDzRZR3oyFn316B4KlDraEJbiH",
-	"5narxeljXW7UigOXBHzbkeDRgfGZc9bUj4W79ODsCKA4Kee2Pk8VRyiwLEOmtIs5cNFEE2joM6g+7yKr",
-	"2nv2FJpcCafrMopLDKpnnJUWxXFROTsKT3UpK6ue2TapV1OY1mbaHRt6H4dfBUbVruB08lxlelM0Cxlv",
-	"AsJsXjb/vnt6RVNQ+aC2Va2ppuuIhErrW2MypwR3+GL/owKoj9HRhx4dvVOf9u0F/v5t8b4zzea4Lt8I",
-	"ALHVprTvfpjVAS07vdC0xGm0spdOOj/M1imdFmxVl0k0e7DApA7I6WY56qcjZebUO0+Acl+gPz6EXNDf",
-	"GA927J9SFLqycfagk/rZQCcdljems7EwU8+DjvjaJNUoaV+x+4f6PjgQZj2dpNRRyC6lM49fMNPmFrFC",
-	"EKNccbM8sbvHMztBs1d//VSs5z8+nxZZHiS23XNlr9YacOhvLmZynXFOjFRYIO69xqUPwRr7FBPiAj5K",
-	"beYKT/7nfeBtLGnNs0RGLIGY63MHIZ8IJuDkORnuzPBpguBmw0H7RhMxEW8IpEiMqmRu0EczwmNvspI9",
-	"fwg/Ohy6Q4b+4/OpA4aGI/CY9QBSlliOxjiYWBORY2GGSa2HHhOq0IHQKFoCTOjLqr36Yvyi0NgD0BLY",
-	"RBSJI155MZgk2pqIZOhqmaIUCJhofKLdN+AV10aP4I2Ih7m2Gqr9KD0R/bCEIA7tk+GgpsJWtSLdqhZZ",
-	"Yjx7HbmQkOsa+uFBYbKvDcFUW6xvIlhEqRWuiei0c2WnngYOa/0c2ndD0JHM/JopJZWmzss8hrArMyF0",
-	"gUVWeKNCa86EzhpLeIRC05Hj032sNFAcjTu86MQmhtWHBwd4xayqV7gtDoq3V5Zar4qosAdkAefsPR2N",
-	"R2NSTzIULOO9w97z0Xj03O47Zha0oQ4WyBKz+MP+7RV9K4fok6yM6b317Y2EomfjcSNLw+CVOcgSxrdk",
-	"86zniCT8Ake1Hd87/O1L0NN5mpI2RnI9UzJCrT0HW2Fs2FxbaeI+offF9tDBFpXPawyuIfz7m1NocFHQ",
-	"wkFQYSBuNLGQPVMa8yW1ec9dTFfTTK8y0TvC7KtHDlZpq9fBTg/78PCOT1Pm5I7P+rTUHZ/2Kch7Pf0u",
-	"3vkrKyrgjq9UFc7d3lhpkLtSVUkk3+8VnxK/40uVtNwd3yiTK6+/bN23azj8nbOqajCIlo39QaBPeL8O",
-	"ei/cwG39lQSu8rTs80+3P19LGqOXXuwxyHVVxNiPcMd+kduMXDVhIet4kACYSyNnBhgUJmghmKQ2G8XS",
-	"QUQZYcNSN86kbpPBUptK7phPDEVtfpTx8taWcy077bqu61kb8HqNnV60VGWgjuLvYtk/YZawCMmRFkkV",
-	"e51GQ18mMUiBGjyME+JcsWmyHOy3wIkUWF3ZdYPl7NN74BooSFRk+5+cfPrJnngGI0pjLXEvLI4Vao3O",
-	"eRi4xBerJsVcWSVTIekJVsgEMJW5sNos5bRb/rX8OSiCAQuMzr3CSKppPBEJP0fKWK66j1t40X6UFXtn",
-	"5ES7E2ZcpfjtxIZPb12qdWU2u7kiLrlPDn++5yAv9nv+6Z79P3u21/Mvx/s+//ymO5pMOYq9ZEsHjHVR",
-	"WGer9CnW5X+xm9NqdFSPhEKj+21uJxk2y22XUHlHu6SarXlTae36+D6ktaPVS+jp0pdNKk9j6FsTVyoQ",
-	"UuB+S8k9iqVbVL+3spHXwC6tVgIljTi0YhPXeDgRoZPjYWHyryMYQ+hTfPiSa6TA4OZgfjgYgRVLZVTI",
-	"hdktTy8YSX8jJ8LSESUci6QWjSLWFUxUh6CvY3vuiIm7oKX3LPdbcUwdZ4CPsfk0O+ESEH2E2s3/49Fw",
-	"L6KeKat2e92nQC94T5I3162ZHoBXn6SCwuW4j3RImTofEvxko6wvgFx3tFHqOLGbynvby3ci7i2pXtjb",
-	"yXcB71imjAuvrn+DxHf/22J17SD40jwxPGPKHMykSodFmvxqSe+gBEUTgvGPkw+/eDczVVoxeNWeQV74",
-	"wrZW9Ql6LgWirTwT+W4pscBlSRRV5aSi+DZ5oGPhz8ZVEatmFvpuoVWzOSjbGfi8ldBkBxL0wRoklYSW",
-	"jtSVxyPpbo+kn5lgcyuq8tkM1YYjaT9ZVQSp2130Upu/o3GR7Dv097kBOriQSBz9O04JwgwSelH7yBbp",
-	"4ywy2k584Dwf5M5zIbEAFjKJHQhSu1cJgKr3XJOd/HZFFPiOdIJ6kPnPpxMEt2sGfuXx9bZ99pOLs+0X",
-	"2PEliO/FH7+pJt997VArpMc3XeNjjznuSM5cP9r2XuODMn9+02K/lpfCvnm8Sra/2aoHXzcXau2u87iG",
-	"ivi6uWTvLfX0Lt6rrw6u3rz2Dt/1HbBjgX7SlTz7gn+c7EmWYGTTNtmfKYnPSwsiYyZatDPmCZo3pT3w",
-	"TaLoZifSHsncNz2RUH0vISQi1WFYuKD61mX505Xg2p8ZPHKzUzh5ILwLwTy8w6iK0+84j84+vf9OjqOz",
-	"T+/tBlfI4nJ5g9LxR5jk5f4rXFQLPvjqSj3spHkURUG+4Sja8mS9+vGdMkn1gzqYxE/SQ5UE+zLWgzZe",
-	"u+vKBAWgrboTCATbwvOUatKNKPvkmu8OUEYDjCpzcSsotWoiHteQC3bBOMHjt2PXyqKE3hQtVVgHZuvC",
-	"su0GYaNKINXcrzI8VhSC7FMZQLJ9n+hVtl8mEx4tJyLGiMeoV5VFZ1JBmHBtwkHgEZtcDGcJny9MUOIh",
-	"pAKfjTGxhpa2j67q7kMuEtQaQi2VCUGzpYYyrjWCj8y2Va/KYHoiwsj/p3CYVGuaFOVOuE+cchmCBViH",
-	"4KxFElxg58AKM2cvSGWgz8TSLLiYE3S1KMYeVtN6w0FbHOwRzPcI5vsTgPn+s4B8hZLmYtxOKFAZIY24",
-	"EbLnPHpfroMKCiBTGNmFLiyc5jUt7soYKUq9sLhE5iX8zH900reo9GtpQDGTijBnibxE5ZJVButQYhd8",
-	"8u6mWwtA7RwCeoixkHqJkEeA1kPQGt2alPwPXACDkintUZ5Cv0iHcfW9KItjsL7tgt7VcLXfhgqZdgm2",
-	"2hXdrgf6+wUaJ6hjL4Ky0MHAqWZ7Y31+9RhK7S8PihJmWUqwFAN3SxvpFfwPDIqEFe2zV1bAkImwDzlc",
-	"jgZmJ2joU4HqUBE4QVFxJFXAPBPhE5RdtXMP7fGpylbO+KSVUZm9HFIaDoVCNLDkki31RGiPk/DQh/Ji",
-	"EVbAIurzynUD0/RET0R/sQbTGYzgGFJMp0VCEW1SiCVqENKA1SBdIQSvek1EcUUb1kPWnKoitJVaCdtU",
-	"snuBJT1Ckh6F4S1Bklr0i3WpVAIdboZFPKrcEqHLnc5IsDhx8ewFLGRuxQJtwqI6hBQj+EVWqy9KRRUp",
-	"rGZEpWymCHN+4e7Cad+IjQp8d7wjW+v9PW7NO/JufWfoP3JZ1UFHO22/JsSiLZvert2szFcv7lPRVuNx",
-	"zhHgIkryGONB6ekh5V471K1ltyX0x85/VOalwy/SeSZcMZ/VjXE+g1eqjlzDR9BHads1MR7rEI/C5bYG",
-	"9ejmiQINsML51+ffwdFvGQ/QDdGHvk9BOgKFKeOUu1B81qVU55avFBrFqRCWL4QZnc+VzEU8uMdYy/hv",
-	"25+v3Lv3jV7rqXTarRezhSBQ3lPpiyR1yoKg3U39kJEeu5jB3xna44n21wFujTRs3q8Hhe3XDcvynLcy",
-	"H77PBV4x9YPe2XvHx+5Pg/gVFZ8tA8iUpHwwd74LllC+5A10eM+AJQP4wi/ra+erhih+QVGbhj/gWNeK",
-	"vK3cHKZMF50IfxVuP/T6vStWWJQkHJTFLawt7u6yPKS0n8LRMBGF88D7GELoh9UrVEPqIvzn8JUvRTY8",
-	"oXrLYQBTaRYFBYNVCMblEsExlHQ4vYdruFRSzH1VRDceNU1EzGczVBpmSqbunHbfJQUGLkrzvPByNCqI",
-	"hkfAxET4GBT5n148HY/gMzcL0qNqZBSlVgw7r3mFn+iJqF74STeyIotdVpUvlxIxpbh/zfksnmgI35yy",
-	"eUh4e0vHyXP4eHZK3o82n8XH3CcT+Cn+lgB+nZ+ojpdPdfST5x1F/TPBr0BjJMWGu7g9//S2gMUaBXPK",
-	"qV0ft/O67OKd3lYs2S7G4zfeWbzNVrxfYV61EQMyEB3izNf8bFxDW9yH3AKXcNVfiorn3t9Y6WXzZcgP",
-	"093zn3DorNABqypWv325Dr5e19ACnxU3uBKmbnc13N7Vw4NC4YPdD6fYQ1prlu7mANcJXVlZYHEpYdUX",
-	"2y3K21pOCuikaLmBG4TUgs9m7jhhAlb3rkKlUN8ITvIsk8po+MTE3B3GVnB5oCF4oaDXzeACpnsX6vqO",
-	"ENZn4x/2ePp5m5H3izSQypjPeIl7fPiw2Oo177cV5MlVUoivmmHQGsvZCqTrRJS5rUVuzwQ97mlWVG1u",
-	"3O7ft7tsItYatKt9NghgjsKyJOkhnnSlTcG0lpknQqO6wNhpOiUAyAdEmHEKBxVlo6pjgcfnuHeFFEMU",
-	"eer5npL8mhN0WJQWX2F96LMCYK4D95G0DcEXnwYet9WEa9NgHgGIjwDEBwxA3HLwrcmI9qOw/eCrXApa",
-	"bKpbOfSgHzbv/R66HxyR7id/Nzhe+f+Hg6O6vKnLGiriU6fYC9Bdj9jy4rCKorH52H0oQuHfelw/yob7",
-	"lA0rtYOM+ZrqUWxtp4M80WBtvQuWoDCtuvIGBd1q5/bc9vy8qs55eHDw9NlfRuPRePT08K/jv46JKX3X",
-	"azZ6vTTqaGUUOxrWDey31ZoyRdVTUgxaK5UOKl0SFHu9x49lAc24imV2iOPq6w6CfE2K2iVOF1Kel8gx",
-	"uhq3OzBdlYX18qhRIvPYXW/gSqSO4K0zaCH0gwx5HE5Ev7y5H3g8CFathqeoDUuzsO7YcMoi11bGYpqZ",
-	"gQPelO+tnGLQDy+eBk6a+hvC3v58/Gp48vbY3RI2EZOea+ZxTfaWY9d+ncp46X7wr2EIuYgLXYqL8yfa",
-	"UqnQDEbwGhNOhX+J1IlI0N3LGFmDX4BU9sUMFZ13RxS1iItXFl7fI/2MVLZ4IuzwIzh22tuzqys6q3zc",
-	"xxIsc3MEa7BnHyBq0/AURsgvsLwCeec4fnNx91PA3Fg3zRQ7jiLMGgWsmvkAdG/NkYdWJWzpJ0H7UngZ",
-	"U+dufukbNuP5y3BF49YO6F9SjBc839H6g59SPSAHy/8FAAD//w==",
+	"7H37c9s48ue/0qW7qkh3lKy8Znftnzx5bLybmeRie7J1o1QRIlsS1iTAAUDbmpT/92+hAb4kUg/H8Xh2",
+	"/UvKEUmwCTT6+enG114k00wKFEb3Dr/2MqZYigYV/e8tT/Dktf0rRh0pnhkuRe+wd7ZAmPEEn2g4Pz95",
+	"PeoFPW5/z5hZ9IKeYCn2Dns87gU9hb/lXGHcOzQqx6CnowWmzA6Zsuv3KOZm0Tv84UXQM8vMPqSN4mLe",
+	"u7kJeicxppk0KKLlP3G5TsUHgXCBS8hQQSLnPGIJXCluEPonb87ewsKYjGUcYsVmBiZEdW3M4T9xORHv",
+	"zs4+wjtkMSp4yzGJJ71BABqFATZnXIAUgJeolqDQqCXIGXBzCFfcLLiAZy9gIXOlJ8IsEDRLHUUzJVMo",
+	"f4lYkqCiR6of7bygNqAwS9hS2wsTMeNKG2BCX6GCPj0QlhSb4Se6F+NDsHMZDoALbZDFliiVC8HFfCJ4",
+	"QfhwCMwTzWYGFTBIZDW8sF8FKbtADQw0RlLEtKijiTirfwyRwYQ0C1Ql2VzDi2fPIIykwhGvJnV0gcuh",
+	"wlxjHB5NxNWCJ0gf7T6teFwbniSWZh3Ai/HfWsbhYjhL+HxhwolwE/HJfsrw2H5KOIJjeHl9XXwL1yCk",
+	"HT2SKqb5WaD/dPsONyGjiSj4dEHrXXHqClf0Otj02cuXQS/lovj/0zaufc+1eSWFXbAzurjKtscC8JpF",
+	"Buyz0A95yuZ4kIl5OABpV2nGUp4syyv/JxyUG+y3HNWyojuqvWcTzR1UKmQG4x9xJlULnf4yTOk6mAXX",
+	"YHiKncQ0hquTM5MqZaZ32IuZwaEdo7eFprdKpt0UMUMTRUy9K1k04m2JypWWql0MhgKv/Q2h3YeW8zKF",
+	"l1zmGjI276bLDdqxbE/Hz150kfNGGG5a5OGxMSxaYAxGumlBuhH6xG6dTOTuugX/ODpO4t0p4fFuxJzE",
+	"tyDnPU+5WafF6jBNOsKuBvRjnLE8MfByHFhGSq1IfDYed1KU0LB1cvwIvcOX48DSxtM87R0+G49JOLj/",
+	"VaKBC4NzVCWZP8k4T3DDnHk9wTWkdOu2KXN33WLCfmYpflQ449fr1NhrGrRhynAxr2gKgM+FtMNAxDRC",
+	"X0i44kkcMRXrThJF9ab9yTyVqmVZ/bY+NtAXeGV1CmmYgDagX6FBAPbN0D+2jPj/V2gnaav57wj9hKl5",
+	"OUTnV2hLSJ3+/61w1jvs/a+DyoY6cFf1gaX8g4prC39mdYxiqtWSSZZgiuvQt+qdyJP2QoYqZXZ06M9Y",
+	"Ygm3alp3kVmO06DVz+1UygSZKIn6hWs+5YmXJ23DXVZ37PrttUGL93zmZnGuEr3+7Z9Qy+QSAVm0KI3K",
+	"T++hnynUfC4wps1rr1hb7PR55/pcFe9o3aw0dUHbPPzCFGfCfFSosYXTjiGSYsbnubKk0E2erS7dg3rk",
+	"ftWDI2BiCc5SshbSeAxcXLKEx8MUDeuwk93T32Ir39hndSaFRprhH5fG/eENBPsny7KER8x+1IGMDJqh",
+	"NgoZqdkWrTjlwrFQy7s6nYGpfa/9SmdgEQneFhq+5jqTmruHvq5zZm3Xvzlj8233/GtYDGytn+EHokZv",
+	"fso+90qmWYJWqG2Yn0zJaYLp//23XiV2E9t/dE+1zdGxN5+twc5EhJY7opISJ+3zLJEsPvJ2a8IMqpWp",
+	"rFnArR9aqRpyn8RbMqDv9TtLC7/p7awY2PbzSxfAui3QtwbdzpM0OGo4NrV5+aYZKz7sXhkDUCmpAmAa",
+	"Pr19BX978fIv4F8DMRrGEz3q3QS9c8Fys5CK/47xfVL4E9faTr9UhSyDKTJlTW95gWJlwj9//jw8zs3C",
+	"2nERM7htQ94UUs7JigUTcySL7URkufu4OCahwZKPSmaoDLeizUvzrPbT18KSXX9RUNmVbRcFXtHz3GCq",
+	"dzHEyew7cXc/tXafv86UYkt7WSbxnY54U1cOv7rhPd1fynvl9N8YGTvWq0QKvM8ZxGuj2GtmWPf7nEpb",
+	"I9Vqjp9JD+40SaXxvHbJeGd77UKuklVjc/zir23WZn2K7VNtU/saEzS3mluFM1QoIvxGzki5KP67hU1q",
+	"b2z9lKZGRmEdl197XCRcWH+CkUeSWiHzpYUsu03fXHoRtKoGEj7DaBklCHhJsTQNDF4lMo/pEXg6GkNf",
+	"G5VHhuyqVMY4GEFo3xIC1xPB5cgJe4xdVCofj59H1mSiv/AIQp3Tt4Q+wJQg8PgIQoOCidqvT/REuN+s",
+	"K2VQaC4FMGMUn+YGB0cQqjzBEPruhaMZ4wnGAxdFyl0AayLcRZgqeYEultRc39iz/yY5W84Z7RUra5lh",
+	"XpIXDFysQ12qkzRvWwTe4n2fn5+8vvzLUaV9yxBmjAmnP3yggtbGSvDS7MtzitquvUe1+qyN+TpszBfU",
+	"pwv6/htHKdcpM9EiIM+r9t/RaGTN5ylFXq8WKBz5qC55hODeYL04baRC4ET1GpVa5ipqoZO+U4/c5SoE",
+	"cFBnsEH7iBlGl6j0yh55Ohq3LofnyO6IOfB4p/l2/Nou6Hja8omfiykzigm3qa3xlHJjMAZuyJk39uOZ",
+	"YVPrukeJjC4GDWo2hMIqAbsTf1NIclUe1SczcOkBv2J+9GoC/WeWE7G+U9wvrYKtucu614KZ1RkbDumX",
+	"d2dnH4eazRAUkncmDO1DZ9XayZRXAtWRD6Iz4ko2d/FyqVwQ0H6otpMfxWQlNaVFtMDoQudp6xJ7qxfj",
+	"Y7NrqDJoBINbBy0iJrsPGWPGlLEa4JWM20eNm0pkE3PU9U1pUNzG1sgsQ+3zHU5Kbt10XDdiNKuhgo3m",
+	"h1R8zgVLCltmXTTw37H0y0tSuDA/vOitBwuDnt2uud42p6furo32j0bVMZU+gLG+RUjj+qtDhSxeulCU",
+	"3x/+CpgFMzDFyCW07F19tyPsFrnA5aCF77dw6QILn3V9SrIyQvPNs3vFY2txfW2L0tZFVhmbWUm1lK8r",
+	"hiopbxNIl40o2x6hszopxLN+MVf4rUlQk9Rm/M6xS5PVm5u4Lig2CtezFXtl1WCjf4gr7PvaLsZkS8dd",
+	"l7NczbuvejHQdZn5cHr3uzuvN6ya7utsykQsRfcrfsuZYsLwDbfkYoebGvuw0xR/zzVtjeZ2K92M8o9N",
+	"3Hfu323Hq2RK5dZWua52repyWoV1ae+mpEtp10lnoiRM279x1NvmhTmqu9jwly7xdSyAcqeloJIzYE7n",
+	"D4dtSnurnCqZnFKy/85wbleryNyWf1/hNGtdoVsoX0vuyW6K656Epvek2zzsN1uVssiThE2t9mxEAqpR",
+	"dhXJfl6CW8jm+joEnS7+O6kN7QDr3yfJh1nv8Ne99s3qJoxiccdRkwtctofF6xNlb1r/vi9d8XuYEfpg",
+	"IbWBKYsuUMRBZfASrWBNbmAihgTnLFqWW6iKNIzqM3gXMqlcjYctjyyZJ4Ibzgw6dtgtRtQkumUEyJJc",
+	"O6ur1OQrywQpW0K0kFIj9LN8mvAIBGKsgSWJvPpIv7gh9WCzK9IkZ9LTC/bs5Q+Hkx7MpB0LY5guiRrr",
+	"Q/7wAk7fHQ+fvfyhmOMyA9QIa423uytbcsHf4mismubbI26bBeOmJP8d2Xor1l23gCvXro0nC24qTb19",
+	"GLObR/5Ll/a7LtHdrMzj7n3wS/wJNcERVpXizBsc+5jnO4Y1nEex2+BnTM3RdPiebhxnmbZ+agV6qSMv",
+	"GkZXYUjXfxOVD9tqPP/E1MW5xvg+M1p8JYH3DVmZ26St1ua/3eqoZaxX3ZcY220ibawV7rLOYG8b1VdF",
+	"Ku90CmmGM5mLmBi/+LVAs5SssH4pRcMaFxSm0uAw5tq+OG67NkMTLYalw11dd+8ZVr7+2qUKINB29RIV",
+	"n/kkStv4zljyn9NO4oZ3twzoQhptV6IEmcizDV9paO8N/UQ27vgtl4YN8TpCjFcerqIDs1x3XGu+k+Vm",
+	"McrrcIL6hWIdo4TxVBeXrIhUgiWt+5OwGM63a0lLEKajAYaHiAnQeWS/xgFdHKIdHFzc40AmogSCFPFw",
+	"XcssBS5LxCDGDEWMIlr6NFEAUtHFiQiLJ0MgZgYhnZKDJRroa2s8mwWmBBsU5XscYHxwNBEkU6p8lE9q",
+	"+XSUj/ST83TFNPglGMFx4V5MRLmPyG2KFMZW7LCkwHhol0pcjzW3Z9w+L5gBJkoohlQFMfV8W+B9ufMT",
+	"Spkt5BX0E5eM4GIiYhnpg4Ux2SiNB4c+MjIkJebydzqPFsC0S8eSKGDOfAiDiQituB5hmpllGEBIeTwj",
+	"5ZBAlPaXIten+Vwwkyukp37n2QhFpJaZseM4qLu/deWttWSh5mJOj68mEOsvYgmFxoZXihuDIhwBASpd",
+	"mGcqc+MSuK4O4wklb/x0NSa/ZkGUsfd1+95ws0WUr+bCzz+dgGCpwzBhCe6hud3qcfpcl3trLYBLAr5N",
+	"JXg8ZXzugjVNtfA9Izg7AihOy7ltzlMtEAosy5Ap7XIOXKyiCTT0GdTvd5lV7SN7Ck2uhLN1GeUlBnUd",
+	"Z6VFoS5quqOIVJeysh6ZbZN6DYNpbaad2tD7BPxqMKp2A6eT52rTm6JZyHgTEGbzsvnn3d0VTUHtg9pW",
+	"tWGariMSalffGZM5I7gjFvsflUB9zI4+9Ozod41p313i7w/L951rNsd1+UYAiK0+pX32w6wJaNnpgVVP",
+	"nN5WjtJJ54fZOqXTgq2aMolmDxaYNAE53SxH43QUGZ354AlQtRD0x4eQC/ob48GO41NRR1f90h500jgb",
+	"6CRleWs6VxZm6nnQEd+YpAYl7St2/1DfBwfCbBbglDYK+aWk8/glM21hESsEMcoVN8tTu3s8sxM0u/rr",
+	"bbGe//h8VtTFkNh295WjWm/Aob+5mMl1xjk1UmEBv/cWlz4E6+xTTogL+Ci1mSs8/X/vA+9jSUE1xxFL",
+	"IOb6wkHIJ4IJOH1OjjszfJoguNlw0L7RREzEGwIpEqMqmRv02Yzw2Lus5M8fwo8Oh+6Qof/4fOaAoeEI",
+	"PGY9gJQllqMxDibWReRYuGFS66HHhCp0IDTKlhQVxaW/+mL8orDYA9AS2EQUpTbeeDGYJNq6iOToapmi",
+	"FAiYaHyi3TfgNddGj+CNiIe5thaq/Sg9Ef2whCAO7Z3hoGHC1q0i3WoWWWI8ex25lJAbGvrhQeGyr72C",
+	"qbZc30SwiOos3CWi086VnXp6cdgY59A+G4KOZObXTCmpNA1e1jGEXZUJoa8qL6JRoXVnQueNJTxCoUnl",
+	"+AIpKw0UR+OUF2lsYlh9eHCA18yaekXY4qB4uvLUenVEhVWQBZyz93Q0Ho3JPMlQsIz3DnvPR+PRc7vv",
+	"mFnQhjpYIEvM4nf7tzf0rRyiT7IypvfOX18pwXo2Hq9UaRi8NgdZwviW+qf1GpGEX+KoseN7h79+CXo6",
+	"T1OyxkiuZ0pGqLXnYCuMDZtrK03cJ/S+2BE62KL2eSsv1xD+/c0ZrHBR0MJBUGMgbjSxkNUpK/MltXnP",
+	"XU5X00xXHSc60uzVLQdVoe9NsNPNPj28491Ua7rjvb6Qd8e7fdH2XnefxDt/Zc0E3PGRusG52xOVBbkr",
+	"VbXS+/0e8U0EdnyoVsi84xNlOerNl637dg2Hv3NVVQMG0bKxPwj0LQJugt4L9+K28UoCqzote//T7fc3",
+	"isbooRd7vOSmLmLsRzi1X9b2cbUKC1nHgwTAXOE9M8CgcEELwSS12SiWDiKqCBuWtnEmdZsMltrUasf2",
+	"liornWYcU1Ad448yXt4ZP6yVt900jUXrRN6s8eOLlkYYNFD8UPnG3v+37feXBar2gWfP9nrBy/Hz2zIy",
+	"ddGJkEKDkVSxt9I09GUSgxSowQNTIc4VmybLwX4sm0iBdV5dd8HOP70HroHSXkXHh9PTT2+tDjcYUSlz",
+	"ieRhcaxQa3Th0MCV8ljDL+bKms0KyfKxYjOAqcyFtc+pr4HdkXbHDYr0xgKjC28Ck7EdT0TCL5Cq1usB",
+	"8ZbdZT/KCvJzCgs+zO1VVT3utLGe3rmg7yqPd5Ptuivd4559vudLvvcef7onQXvLhHuTIeQOU/4qWzpw",
+	"sctkO3+vT/lC/4sVB9Yqpi44lF7eT5w4WbRZ97mi1Ie6L+sls7fVeG6MR413K251k+e13HTp24+VNhr0",
+	"WZKAVCCkwP2Yk3tsU7e6e2/1C29AoFp9RyolchjWVbTr4USETheGRSBoHdcaQp9QA1dcI6WLN0M8wsEI",
+	"zlyTOJcrdOALu0sXjDSoka6pX5RwLEqdNIpY15ByHcqyifh6qNuyC7F8z7qzFR7XoUd96tZXbwpX1+qB",
+	"D24BH9Xrd1Sv36AumbLun7dYCxSNj2j6sFGuUQXgjV6poAh97yOPUqYuhgSD2qgvC0DhQ92aTcDjbXWm",
+	"HeVRZd6OY+3ceYVp2clBSWKZMi682/gNWtP9b0s84z6UR5onhmdMmYOZVOmw6GBRMel36A6zio76x+mH",
+	"n30GiJogGbxub+5QhKm3tigLeq46qa3XHKVVqObHFTAVLTKlIugJJYdi4Q2UqiPfaoOI3VAPZjNeohOT",
+	"cCeogQ6Q9oN1jGu1Zh1VZY9q/YGp9Z+YYHMrHPPZDNUGtb6fdCwAJ+3pNqnN39E4VMp3jN27F3SwLZE4",
+	"+iOi8IT/JSSy9llq8qJYZLSd+MDF/Cg079LbASxkEjtAs3aPEphc77kmO8XgC0THQ7WrmoiTR7vqD7er",
+	"grsNR3zl8c02yfHWoQD2409/EMK9ZAs39Vgd3R8TPR3fdo2PfUVER+n4unbfe40Pyu4emxb7tbwS9snj",
+	"qhXI7VY9+Lq58XZ33941zNbXzS3Y72ikk3ivsTq4evPaO/Tpn4AdC2ymrnUBKfjHyZ5kCUau+nf7MyXx",
+	"eelEZcxEi3bGPEXzpnSJvkkU3U5F7tFq4rYqEtUDzk83NZIl1SHsuKDzCsp21pXg2p8ZPK68Uzj5Mp3b",
+	"pFPvQxnVq4g69NH5p/d/EnV0/um93eAKWVwub1DGj6liYrn/Chfd3w++ukY0O1keRcuib1BFW+5sdrP/",
+	"rkxS/6AOJvGT9ICN5ad7EvVw3fHurldBAbet7wSC6LfwPBXCdeNdP7nL3w/uSi8Y1ebiTjC09TJhriEX",
+	"7JJxKt7ZjqwtW6Z657o0YR3UtgtpuxvAlvoU1StTyzRt0aa2T01KyZt/oqta5EwmPFpORIwRj1FXfY9n",
+	"UkGYcG3CQeDx5OVpWkGJbZIKfK3YxDpa2t5anaMCuUhQawi1VCYEzZYayvzqCD4ye61+9BHTExFG/j9F",
+	"CKjecaloxsR9WaerX24cE1CU6AZ2Dqwwc/6CVAb6TCzNgos5AeuLwzXCetOBcNCWj32EGj9Cjf8LoMb/",
+	"WTDjwkhzWAt/fmLKlqARNwKKXYzyy01QQ6NkCiO70IWHs3rsljsCTIrSLiwOBXsJP/EfnfQt+pBbGlDM",
+	"pCL8aCKvULlSusF6oYNL4N0q3PQ9k3g7p9EeYj6p2QHpEWz5p0wbuUUsdxxwAQxKLrbGQwr9ojzQ9Tuk",
+	"qrbB+kYPetfDaocPFTLtGg5odwhBE3DSL3BoQRM0FJSNXwbOGNwb5faLR2Brf/xclDDLg4KlGLhzPsmS",
+	"4b9jUBTwaV/NVyGaJsLe5BBpGpidoKEvjWxinOAURS10VYOxTYRv2OBOf/CgNt+6wUo2X8Q3Krs5hFSW",
+	"SOkkDSy5Yks9EdrjdTwEpzyaihXwnOa8cr2C5nuiJ6K/WMOXDUZwDCmm06LAknY1xBLd+a3WZnWNYbyx",
+	"NxHFIZ/YxAlwDWF766mwzQj8cwDyHsF4j+L3jwLjtdhQ63KwxLPcDvd7VDunR5eyhZEocwKqOE7bn+tW",
+	"9OeRYgQ/y3r/W6moJ5C1/qiZ2BRhzi/daWTtW3+lB+pDlwGtLVsfhcEDyZf/2ZC2FAhsotl22vCrUJy2",
+	"DirMHxvvepQUZ2hpa9W5kBNwESV5jPGgjJ+Ry6Qdpt7y5xL6YxeVK3uRwM/SxXtcA7fqXFXftUGqjvry",
+	"R3BQ6TGvYoHWoUBFIHMNEtTNEwXGoqpLas6/Kzb5JpRFcDtpvGMNEfR9WecRKEwZp+qsYiKupLqwnKjQ",
+	"KE7tEn275OhirmQu4sHoYcml2nm295xtmErnI3jJX4ga5SPMvvVep7QJ2tMLDxmhs0v04U+G0nmi/SGz",
+	"WzNEmyXCQeFBdwMEPafe1gm7S+FwvyxRbYOHLTv2zYTen6z5BRWfLQPIlKSaWmdzCJZQlfstPBnPsiUD",
+	"+AZk62vnu1cpfkn5uZU4zLFuNButwkumLPKfCH+IfT/0Xo5rmlu0xh2UTZY0COnOVD6kQsMiwDMRRdDG",
+	"x3ZC6If1w89DGiL81/CVb4k5PKW+/2EAU2kWBQWDKtnmqhfhGEo6nC3GNVwpKea+O697H12aiJjPZqg0",
+	"zJRMne3gvksKDFw+7nkRXVrpZB0eARMT4bONFPd78XQ8gs/cLMi2a5BRtPwy7KIR/3+iJ6J+8DQdE44s",
+	"dnWcvm1XxJTi/jEXK3qiIXxzxuYhFZdYOk6fw8fzM4o6tcWKPua+9MZP8bcIqiY/UT9JXy7uJ88H6Prn",
+	"gl+DxkgKf0JLK7bP8U9vCyxwpXFbObXr7+16Ubkcva2owV08YBkZNENtFLK0KVm35yB2cHjvV5jXHd2A",
+	"vFyHLfS9p1eOQ7ec1y5YfBey4uQNH+etjbLp1PQ/c5TsoSudCgdSdVP89ctN8PWmgQv5rLjBSpi63bWS",
+	"bqgrDwI9DHZXTrEHLze8782pzFM6OrlAXVOJvG/6XrRZt5wUkKaoqY/hh8w1nBFSCz6bOXXCBFTnf0Ot",
+	"YewITvMsk8po+MTE3CljK7g8pBS8UNDrrnkByP4eBv6OYOVn4x/2uPt5mxv5szSQypjPeIlwffgAaG/r",
+	"O169o+RarpJCfDVcidYc2lbIZCd20G0tCv4m6BFus+L0gBmf0/nxbjzo2102EWsXtOvBOQhgjsKyJNkh",
+	"nnSlTcG0lpknQqO6xNhZOiXUyyeimHEGBzUHpe6XgUdiuWeFFEMUeer5nipaVyfosDjiokJ10WcFwNwA",
+	"7iNpG4I/BAF43NabtM2CeYSaPkJNHzDUdIviW5MR7aqwXfHVDqcuNtWdKD3oh67LsLWQXZvhofvBEel+",
+	"Grmf8Nr/PxwcNeVNU9ZQ67UmxV6A7qpiywMsa4bGZrX7UITCH6quH2XDfcqGyuwgZ75hehRb29kgTzRY",
+	"X++SJShMq628wUC31rnV256fqy7RhwcHT5/9ZTQejUdPD/86/uuYmNIPveajN1t0jyqn2NGw7mC/q3ex",
+	"Krpvk2HQ2jF7UBuSQPfrI34sGznHddS6w5bXH3dg8xsy1K5wupDyooT40RHt3en5uixstumOEpnH7pgd",
+	"16p7BO+cQwuhf8mQx+FE0HLSjcDjQVBdNTxFbViahc3AhjMWubYyFtPMDBzgqXyuCopBP7x8Gjhp6k+q",
+	"fPfT8avh6btjd1rlREx67jKPG7K3fHfj16mMl+4H/xiGkIu4sKW4uHiiLZUKzWAErzHh1ICeSJ2IBN35",
+	"wJF1+AVIZR/MUJG+O6I8R1w8svD2HtlnZLLFE2FfP4JjZ709u74mXeUzS5ZgmZsjWAO4+xRUm4WnMEJ+",
+	"ieVR/L1dQzGri7ufAebedduawOMowmylh99q5Qedn3bkIW0JW/pJ0L6BacbUhZtf+obNlRtlgmPl9Cjo",
+	"X1HeGTzf0fqDn1I9oADL/wQAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

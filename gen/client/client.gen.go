@@ -580,6 +580,9 @@ type Visibility string
 // FileID defines model for FileID.
 type FileID = string
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // ListContentType defines model for ListContentType.
 type ListContentType = string
 
@@ -625,6 +628,9 @@ type VariantPreset = string
 // Completing defines model for Completing.
 type Completing = Problem
 
+// InFlight defines model for InFlight.
+type InFlight = Problem
+
 // Unauthorized defines model for Unauthorized.
 type Unauthorized = Problem
 
@@ -668,6 +674,71 @@ type HostListFilesParams struct {
 	WithUrls *ListWithUrls `form:"withUrls,omitempty" json:"withUrls,omitempty"`
 }
 
+// HostChangeFilesParams defines parameters for HostChangeFiles.
+type HostChangeFilesParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// HostCloneFromUrlParams defines parameters for HostCloneFromUrl.
+type HostCloneFromUrlParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// HostDeleteParams defines parameters for HostDelete.
+type HostDeleteParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// HostInitiateUploadParams defines parameters for HostInitiateUpload.
+type HostInitiateUploadParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// HostMarkUsedParams defines parameters for HostMarkUsed.
+type HostMarkUsedParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // HostUploadMultipartBody defines parameters for HostUpload.
 type HostUploadMultipartBody struct {
 	Entity   *string `json:"entity,omitempty"`
@@ -683,6 +754,32 @@ type HostUploadMultipartBody struct {
 	Temporary  *bool       `json:"temporary,omitempty"`
 	Type       *string     `json:"type,omitempty"`
 	Visibility *Visibility `json:"visibility,omitempty"`
+}
+
+// HostUploadParams defines parameters for HostUpload.
+type HostUploadParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// HostUseFilesParams defines parameters for HostUseFiles.
+type HostUseFilesParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // HostDownloadAttachedParams defines parameters for HostDownloadAttached.
@@ -738,6 +835,71 @@ type ListFilesParams struct {
 // UploadFileMultipartBody defines parameters for UploadFile.
 type UploadFileMultipartBody struct {
 	File openapi_types.File `json:"file"`
+}
+
+// UploadFileParams defines parameters for UploadFile.
+type UploadFileParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// InitiateUploadParams defines parameters for InitiateUpload.
+type InitiateUploadParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// InitiateTemporaryUploadParams defines parameters for InitiateTemporaryUpload.
+type InitiateTemporaryUploadParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DeleteFileParams defines parameters for DeleteFile.
+type DeleteFileParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CompleteUploadParams defines parameters for CompleteUpload.
+type CompleteUploadParams struct {
+	// IdempotencyKey One key per logical write (IETF httpapi draft "The Idempotency-Key
+	// HTTP Header Field"), sent again on every retry of it: within 24 hours
+	// the same key from the same caller with the same request replays the
+	// first answer (with `Idempotent-Replayed: true`) instead of running
+	// it again -- a retry after a lost answer never makes a second file.
+	// The same key with another request is 422 `core.idempotency.key-reused`;
+	// while the first request still runs, 409 `core.idempotency.in-flight`
+	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // PutUploadContentParams defines parameters for PutUploadContent.
@@ -875,14 +1037,14 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /internal/uploaded-file/change-files (the `HostChangeFiles` operationId).
-	HostChangeFilesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	HostChangeFilesWithBody(ctx context.Context, params *HostChangeFilesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HostChangeFiles Replace a record's files (old ones deleted durably)
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /internal/uploaded-file/change-files (the `HostChangeFiles` operationId).
-	HostChangeFiles(ctx context.Context, body HostChangeFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	HostChangeFiles(ctx context.Context, params *HostChangeFilesParams, body HostChangeFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HostCloneFromUrlWithBody Store a copy of a remote file (when remote cloning is enabled)
 	//
@@ -893,7 +1055,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /internal/uploaded-file/clone (the `HostCloneFromUrl` operationId).
-	HostCloneFromUrlWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	HostCloneFromUrlWithBody(ctx context.Context, params *HostCloneFromUrlParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HostCloneFromUrl Store a copy of a remote file (when remote cloning is enabled)
 	//
@@ -904,21 +1066,21 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /internal/uploaded-file/clone (the `HostCloneFromUrl` operationId).
-	HostCloneFromUrl(ctx context.Context, body HostCloneFromUrlJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	HostCloneFromUrl(ctx context.Context, params *HostCloneFromUrlParams, body HostCloneFromUrlJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HostDeleteWithBody Delete files by exact reference (all or none)
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /internal/uploaded-file/delete (the `HostDelete` operationId).
-	HostDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	HostDeleteWithBody(ctx context.Context, params *HostDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HostDelete Delete files by exact reference (all or none)
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /internal/uploaded-file/delete (the `HostDelete` operationId).
-	HostDelete(ctx context.Context, body HostDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	HostDelete(ctx context.Context, params *HostDeleteParams, body HostDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HostInitiateUploadWithBody Start a direct upload for the acting user, public or private
 	//
@@ -930,7 +1092,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /internal/uploaded-file/initiate (the `HostInitiateUpload` operationId).
-	HostInitiateUploadWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	HostInitiateUploadWithBody(ctx context.Context, params *HostInitiateUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HostInitiateUpload Start a direct upload for the acting user, public or private
 	//
@@ -942,28 +1104,28 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /internal/uploaded-file/initiate (the `HostInitiateUpload` operationId).
-	HostInitiateUpload(ctx context.Context, body HostInitiateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	HostInitiateUpload(ctx context.Context, params *HostInitiateUploadParams, body HostInitiateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HostMarkUsedWithBody Mark files used by a domain record (all or none)
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /internal/uploaded-file/mark-used (the `HostMarkUsed` operationId).
-	HostMarkUsedWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	HostMarkUsedWithBody(ctx context.Context, params *HostMarkUsedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HostMarkUsed Mark files used by a domain record (all or none)
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /internal/uploaded-file/mark-used (the `HostMarkUsed` operationId).
-	HostMarkUsed(ctx context.Context, body HostMarkUsedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	HostMarkUsed(ctx context.Context, params *HostMarkUsedParams, body HostMarkUsedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HostUploadWithBody Managed buffer upload for the acting user
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /internal/uploaded-file/uploads (the `HostUpload` operationId).
-	HostUploadWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	HostUploadWithBody(ctx context.Context, params *HostUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HostGetUsage What the user the host acts for, and their tenant, hold against the quotas
 	//
@@ -975,14 +1137,14 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /internal/uploaded-file/use-files (the `HostUseFiles` operationId).
-	HostUseFilesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	HostUseFilesWithBody(ctx context.Context, params *HostUseFilesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HostUseFiles Mark files used, by exact reference (all or none)
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /internal/uploaded-file/use-files (the `HostUseFiles` operationId).
-	HostUseFiles(ctx context.Context, body HostUseFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	HostUseFiles(ctx context.Context, params *HostUseFilesParams, body HostUseFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HostGetFile A file with its extra data and storage references
 	//
@@ -1043,7 +1205,7 @@ type ClientInterface interface {
 	// Corresponds with POST /uploaded-file (the `UploadFile` operationId).
 	//
 	// Deprecated: Use the direct upload (initiate, upload target, complete).
-	UploadFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UploadFileWithBody(ctx context.Context, params *UploadFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// InitiateUploadWithBody Start a direct upload
 	//
@@ -1057,7 +1219,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /uploaded-file/initiate (the `InitiateUpload` operationId).
-	InitiateUploadWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	InitiateUploadWithBody(ctx context.Context, params *InitiateUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// InitiateUpload Start a direct upload
 	//
@@ -1071,7 +1233,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /uploaded-file/initiate (the `InitiateUpload` operationId).
-	InitiateUpload(ctx context.Context, body InitiateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	InitiateUpload(ctx context.Context, params *InitiateUploadParams, body InitiateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// InitiateTemporaryUploadWithBody Start a direct upload of a temporary file
 	//
@@ -1080,7 +1242,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /uploaded-file/temporary/initiate (the `InitiateTemporaryUpload` operationId).
-	InitiateTemporaryUploadWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	InitiateTemporaryUploadWithBody(ctx context.Context, params *InitiateTemporaryUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// InitiateTemporaryUpload Start a direct upload of a temporary file
 	//
@@ -1089,7 +1251,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /uploaded-file/temporary/initiate (the `InitiateTemporaryUpload` operationId).
-	InitiateTemporaryUpload(ctx context.Context, body InitiateTemporaryUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	InitiateTemporaryUpload(ctx context.Context, params *InitiateTemporaryUploadParams, body InitiateTemporaryUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetUsage What the caller and their tenant hold against the storage quotas
 	//
@@ -1101,7 +1263,7 @@ type ClientInterface interface {
 	// DeleteFile Abort a pending upload or delete a ready file
 	//
 	// Corresponds with DELETE /uploaded-file/{id} (the `DeleteFile` operationId).
-	DeleteFile(ctx context.Context, id FileID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DeleteFile(ctx context.Context, id FileID, params *DeleteFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetFile A file's detail with a URL to read it
 	//
@@ -1111,7 +1273,7 @@ type ClientInterface interface {
 	// CompleteUpload Verify, promote and finalize a direct upload
 	//
 	// Corresponds with POST /uploaded-file/{id}/complete (the `CompleteUpload` operationId).
-	CompleteUpload(ctx context.Context, id FileID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CompleteUpload(ctx context.Context, id FileID, params *CompleteUploadParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PutUploadContentWithBody Write the bytes of a direct upload (local driver only)
 	//
@@ -1194,8 +1356,8 @@ func (c *Client) HostListFiles(ctx context.Context, params *HostListFilesParams,
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /internal/uploaded-file/change-files (the `HostChangeFiles` operationId).
-func (c *Client) HostChangeFilesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewHostChangeFilesRequestWithBody(c.Server, contentType, body)
+func (c *Client) HostChangeFilesWithBody(ctx context.Context, params *HostChangeFilesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostChangeFilesRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1211,8 +1373,8 @@ func (c *Client) HostChangeFilesWithBody(ctx context.Context, contentType string
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /internal/uploaded-file/change-files (the `HostChangeFiles` operationId).
-func (c *Client) HostChangeFiles(ctx context.Context, body HostChangeFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewHostChangeFilesRequest(c.Server, body)
+func (c *Client) HostChangeFiles(ctx context.Context, params *HostChangeFilesParams, body HostChangeFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostChangeFilesRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1232,8 +1394,8 @@ func (c *Client) HostChangeFiles(ctx context.Context, body HostChangeFilesJSONRe
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /internal/uploaded-file/clone (the `HostCloneFromUrl` operationId).
-func (c *Client) HostCloneFromUrlWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewHostCloneFromUrlRequestWithBody(c.Server, contentType, body)
+func (c *Client) HostCloneFromUrlWithBody(ctx context.Context, params *HostCloneFromUrlParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostCloneFromUrlRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1253,8 +1415,8 @@ func (c *Client) HostCloneFromUrlWithBody(ctx context.Context, contentType strin
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /internal/uploaded-file/clone (the `HostCloneFromUrl` operationId).
-func (c *Client) HostCloneFromUrl(ctx context.Context, body HostCloneFromUrlJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewHostCloneFromUrlRequest(c.Server, body)
+func (c *Client) HostCloneFromUrl(ctx context.Context, params *HostCloneFromUrlParams, body HostCloneFromUrlJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostCloneFromUrlRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1270,8 +1432,8 @@ func (c *Client) HostCloneFromUrl(ctx context.Context, body HostCloneFromUrlJSON
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /internal/uploaded-file/delete (the `HostDelete` operationId).
-func (c *Client) HostDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewHostDeleteRequestWithBody(c.Server, contentType, body)
+func (c *Client) HostDeleteWithBody(ctx context.Context, params *HostDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostDeleteRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1287,8 +1449,8 @@ func (c *Client) HostDeleteWithBody(ctx context.Context, contentType string, bod
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /internal/uploaded-file/delete (the `HostDelete` operationId).
-func (c *Client) HostDelete(ctx context.Context, body HostDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewHostDeleteRequest(c.Server, body)
+func (c *Client) HostDelete(ctx context.Context, params *HostDeleteParams, body HostDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostDeleteRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1309,8 +1471,8 @@ func (c *Client) HostDelete(ctx context.Context, body HostDeleteJSONRequestBody,
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /internal/uploaded-file/initiate (the `HostInitiateUpload` operationId).
-func (c *Client) HostInitiateUploadWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewHostInitiateUploadRequestWithBody(c.Server, contentType, body)
+func (c *Client) HostInitiateUploadWithBody(ctx context.Context, params *HostInitiateUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostInitiateUploadRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1331,8 +1493,8 @@ func (c *Client) HostInitiateUploadWithBody(ctx context.Context, contentType str
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /internal/uploaded-file/initiate (the `HostInitiateUpload` operationId).
-func (c *Client) HostInitiateUpload(ctx context.Context, body HostInitiateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewHostInitiateUploadRequest(c.Server, body)
+func (c *Client) HostInitiateUpload(ctx context.Context, params *HostInitiateUploadParams, body HostInitiateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostInitiateUploadRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1348,8 +1510,8 @@ func (c *Client) HostInitiateUpload(ctx context.Context, body HostInitiateUpload
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /internal/uploaded-file/mark-used (the `HostMarkUsed` operationId).
-func (c *Client) HostMarkUsedWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewHostMarkUsedRequestWithBody(c.Server, contentType, body)
+func (c *Client) HostMarkUsedWithBody(ctx context.Context, params *HostMarkUsedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostMarkUsedRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1365,8 +1527,8 @@ func (c *Client) HostMarkUsedWithBody(ctx context.Context, contentType string, b
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /internal/uploaded-file/mark-used (the `HostMarkUsed` operationId).
-func (c *Client) HostMarkUsed(ctx context.Context, body HostMarkUsedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewHostMarkUsedRequest(c.Server, body)
+func (c *Client) HostMarkUsed(ctx context.Context, params *HostMarkUsedParams, body HostMarkUsedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostMarkUsedRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1382,8 +1544,8 @@ func (c *Client) HostMarkUsed(ctx context.Context, body HostMarkUsedJSONRequestB
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /internal/uploaded-file/uploads (the `HostUpload` operationId).
-func (c *Client) HostUploadWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewHostUploadRequestWithBody(c.Server, contentType, body)
+func (c *Client) HostUploadWithBody(ctx context.Context, params *HostUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostUploadRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1414,8 +1576,8 @@ func (c *Client) HostGetUsage(ctx context.Context, reqEditors ...RequestEditorFn
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /internal/uploaded-file/use-files (the `HostUseFiles` operationId).
-func (c *Client) HostUseFilesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewHostUseFilesRequestWithBody(c.Server, contentType, body)
+func (c *Client) HostUseFilesWithBody(ctx context.Context, params *HostUseFilesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostUseFilesRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1431,8 +1593,8 @@ func (c *Client) HostUseFilesWithBody(ctx context.Context, contentType string, b
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /internal/uploaded-file/use-files (the `HostUseFiles` operationId).
-func (c *Client) HostUseFiles(ctx context.Context, body HostUseFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewHostUseFilesRequest(c.Server, body)
+func (c *Client) HostUseFiles(ctx context.Context, params *HostUseFilesParams, body HostUseFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHostUseFilesRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1581,8 +1743,8 @@ func (c *Client) ListFiles(ctx context.Context, params *ListFilesParams, reqEdit
 //
 // Corresponds with POST /uploaded-file (the `UploadFile` operationId).
 // Deprecated: Use the direct upload (initiate, upload target, complete).
-func (c *Client) UploadFileWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUploadFileRequestWithBody(c.Server, contentType, body)
+func (c *Client) UploadFileWithBody(ctx context.Context, params *UploadFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUploadFileRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1605,8 +1767,8 @@ func (c *Client) UploadFileWithBody(ctx context.Context, contentType string, bod
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /uploaded-file/initiate (the `InitiateUpload` operationId).
-func (c *Client) InitiateUploadWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewInitiateUploadRequestWithBody(c.Server, contentType, body)
+func (c *Client) InitiateUploadWithBody(ctx context.Context, params *InitiateUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInitiateUploadRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1629,8 +1791,8 @@ func (c *Client) InitiateUploadWithBody(ctx context.Context, contentType string,
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /uploaded-file/initiate (the `InitiateUpload` operationId).
-func (c *Client) InitiateUpload(ctx context.Context, body InitiateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewInitiateUploadRequest(c.Server, body)
+func (c *Client) InitiateUpload(ctx context.Context, params *InitiateUploadParams, body InitiateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInitiateUploadRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1648,8 +1810,8 @@ func (c *Client) InitiateUpload(ctx context.Context, body InitiateUploadJSONRequ
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /uploaded-file/temporary/initiate (the `InitiateTemporaryUpload` operationId).
-func (c *Client) InitiateTemporaryUploadWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewInitiateTemporaryUploadRequestWithBody(c.Server, contentType, body)
+func (c *Client) InitiateTemporaryUploadWithBody(ctx context.Context, params *InitiateTemporaryUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInitiateTemporaryUploadRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1667,8 +1829,8 @@ func (c *Client) InitiateTemporaryUploadWithBody(ctx context.Context, contentTyp
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /uploaded-file/temporary/initiate (the `InitiateTemporaryUpload` operationId).
-func (c *Client) InitiateTemporaryUpload(ctx context.Context, body InitiateTemporaryUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewInitiateTemporaryUploadRequest(c.Server, body)
+func (c *Client) InitiateTemporaryUpload(ctx context.Context, params *InitiateTemporaryUploadParams, body InitiateTemporaryUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewInitiateTemporaryUploadRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1699,8 +1861,8 @@ func (c *Client) GetUsage(ctx context.Context, reqEditors ...RequestEditorFn) (*
 // DeleteFile Abort a pending upload or delete a ready file
 //
 // Corresponds with DELETE /uploaded-file/{id} (the `DeleteFile` operationId).
-func (c *Client) DeleteFile(ctx context.Context, id FileID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDeleteFileRequest(c.Server, id)
+func (c *Client) DeleteFile(ctx context.Context, id FileID, params *DeleteFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteFileRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1729,8 +1891,8 @@ func (c *Client) GetFile(ctx context.Context, id FileID, reqEditors ...RequestEd
 // CompleteUpload Verify, promote and finalize a direct upload
 //
 // Corresponds with POST /uploaded-file/{id}/complete (the `CompleteUpload` operationId).
-func (c *Client) CompleteUpload(ctx context.Context, id FileID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCompleteUploadRequest(c.Server, id)
+func (c *Client) CompleteUpload(ctx context.Context, id FileID, params *CompleteUploadParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompleteUploadRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2049,18 +2211,18 @@ func NewHostListFilesRequest(server string, params *HostListFilesParams) (*http.
 }
 
 // NewHostChangeFilesRequest calls the generic HostChangeFiles builder with application/json body
-func NewHostChangeFilesRequest(server string, body HostChangeFilesJSONRequestBody) (*http.Request, error) {
+func NewHostChangeFilesRequest(server string, params *HostChangeFilesParams, body HostChangeFilesJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewHostChangeFilesRequestWithBody(server, "application/json", bodyReader)
+	return NewHostChangeFilesRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewHostChangeFilesRequestWithBody constructs an http.Request for the HostChangeFiles method, with any body, and a specified content type
-func NewHostChangeFilesRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewHostChangeFilesRequestWithBody(server string, params *HostChangeFilesParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2085,22 +2247,37 @@ func NewHostChangeFilesRequestWithBody(server string, contentType string, body i
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewHostCloneFromUrlRequest calls the generic HostCloneFromUrl builder with application/json body
-func NewHostCloneFromUrlRequest(server string, body HostCloneFromUrlJSONRequestBody) (*http.Request, error) {
+func NewHostCloneFromUrlRequest(server string, params *HostCloneFromUrlParams, body HostCloneFromUrlJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewHostCloneFromUrlRequestWithBody(server, "application/json", bodyReader)
+	return NewHostCloneFromUrlRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewHostCloneFromUrlRequestWithBody constructs an http.Request for the HostCloneFromUrl method, with any body, and a specified content type
-func NewHostCloneFromUrlRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewHostCloneFromUrlRequestWithBody(server string, params *HostCloneFromUrlParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2125,22 +2302,37 @@ func NewHostCloneFromUrlRequestWithBody(server string, contentType string, body 
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewHostDeleteRequest calls the generic HostDelete builder with application/json body
-func NewHostDeleteRequest(server string, body HostDeleteJSONRequestBody) (*http.Request, error) {
+func NewHostDeleteRequest(server string, params *HostDeleteParams, body HostDeleteJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewHostDeleteRequestWithBody(server, "application/json", bodyReader)
+	return NewHostDeleteRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewHostDeleteRequestWithBody constructs an http.Request for the HostDelete method, with any body, and a specified content type
-func NewHostDeleteRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewHostDeleteRequestWithBody(server string, params *HostDeleteParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2165,22 +2357,37 @@ func NewHostDeleteRequestWithBody(server string, contentType string, body io.Rea
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewHostInitiateUploadRequest calls the generic HostInitiateUpload builder with application/json body
-func NewHostInitiateUploadRequest(server string, body HostInitiateUploadJSONRequestBody) (*http.Request, error) {
+func NewHostInitiateUploadRequest(server string, params *HostInitiateUploadParams, body HostInitiateUploadJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewHostInitiateUploadRequestWithBody(server, "application/json", bodyReader)
+	return NewHostInitiateUploadRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewHostInitiateUploadRequestWithBody constructs an http.Request for the HostInitiateUpload method, with any body, and a specified content type
-func NewHostInitiateUploadRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewHostInitiateUploadRequestWithBody(server string, params *HostInitiateUploadParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2205,22 +2412,37 @@ func NewHostInitiateUploadRequestWithBody(server string, contentType string, bod
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewHostMarkUsedRequest calls the generic HostMarkUsed builder with application/json body
-func NewHostMarkUsedRequest(server string, body HostMarkUsedJSONRequestBody) (*http.Request, error) {
+func NewHostMarkUsedRequest(server string, params *HostMarkUsedParams, body HostMarkUsedJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewHostMarkUsedRequestWithBody(server, "application/json", bodyReader)
+	return NewHostMarkUsedRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewHostMarkUsedRequestWithBody constructs an http.Request for the HostMarkUsed method, with any body, and a specified content type
-func NewHostMarkUsedRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewHostMarkUsedRequestWithBody(server string, params *HostMarkUsedParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2245,11 +2467,26 @@ func NewHostMarkUsedRequestWithBody(server string, contentType string, body io.R
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewHostUploadRequestWithBody constructs an http.Request for the HostUpload method, with any body, and a specified content type
-func NewHostUploadRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewHostUploadRequestWithBody(server string, params *HostUploadParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2273,6 +2510,21 @@ func NewHostUploadRequestWithBody(server string, contentType string, body io.Rea
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -2305,18 +2557,18 @@ func NewHostGetUsageRequest(server string) (*http.Request, error) {
 }
 
 // NewHostUseFilesRequest calls the generic HostUseFiles builder with application/json body
-func NewHostUseFilesRequest(server string, body HostUseFilesJSONRequestBody) (*http.Request, error) {
+func NewHostUseFilesRequest(server string, params *HostUseFilesParams, body HostUseFilesJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewHostUseFilesRequestWithBody(server, "application/json", bodyReader)
+	return NewHostUseFilesRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewHostUseFilesRequestWithBody constructs an http.Request for the HostUseFiles method, with any body, and a specified content type
-func NewHostUseFilesRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewHostUseFilesRequestWithBody(server string, params *HostUseFilesParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2340,6 +2592,21 @@ func NewHostUseFilesRequestWithBody(server string, contentType string, body io.R
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -2799,7 +3066,7 @@ func NewListFilesRequest(server string, params *ListFilesParams) (*http.Request,
 }
 
 // NewUploadFileRequestWithBody constructs an http.Request for the UploadFile method, with any body, and a specified content type
-func NewUploadFileRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewUploadFileRequestWithBody(server string, params *UploadFileParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2824,22 +3091,37 @@ func NewUploadFileRequestWithBody(server string, contentType string, body io.Rea
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewInitiateUploadRequest calls the generic InitiateUpload builder with application/json body
-func NewInitiateUploadRequest(server string, body InitiateUploadJSONRequestBody) (*http.Request, error) {
+func NewInitiateUploadRequest(server string, params *InitiateUploadParams, body InitiateUploadJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewInitiateUploadRequestWithBody(server, "application/json", bodyReader)
+	return NewInitiateUploadRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewInitiateUploadRequestWithBody constructs an http.Request for the InitiateUpload method, with any body, and a specified content type
-func NewInitiateUploadRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewInitiateUploadRequestWithBody(server string, params *InitiateUploadParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2864,22 +3146,37 @@ func NewInitiateUploadRequestWithBody(server string, contentType string, body io
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewInitiateTemporaryUploadRequest calls the generic InitiateTemporaryUpload builder with application/json body
-func NewInitiateTemporaryUploadRequest(server string, body InitiateTemporaryUploadJSONRequestBody) (*http.Request, error) {
+func NewInitiateTemporaryUploadRequest(server string, params *InitiateTemporaryUploadParams, body InitiateTemporaryUploadJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewInitiateTemporaryUploadRequestWithBody(server, "application/json", bodyReader)
+	return NewInitiateTemporaryUploadRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewInitiateTemporaryUploadRequestWithBody constructs an http.Request for the InitiateTemporaryUpload method, with any body, and a specified content type
-func NewInitiateTemporaryUploadRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewInitiateTemporaryUploadRequestWithBody(server string, params *InitiateTemporaryUploadParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2903,6 +3200,21 @@ func NewInitiateTemporaryUploadRequestWithBody(server string, contentType string
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -2935,7 +3247,7 @@ func NewGetUsageRequest(server string) (*http.Request, error) {
 }
 
 // NewDeleteFileRequest constructs an http.Request for the DeleteFile method
-func NewDeleteFileRequest(server string, id FileID) (*http.Request, error) {
+func NewDeleteFileRequest(server string, id FileID, params *DeleteFileParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2963,6 +3275,21 @@ func NewDeleteFileRequest(server string, id FileID) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -3003,7 +3330,7 @@ func NewGetFileRequest(server string, id FileID) (*http.Request, error) {
 }
 
 // NewCompleteUploadRequest constructs an http.Request for the CompleteUpload method
-func NewCompleteUploadRequest(server string, id FileID) (*http.Request, error) {
+func NewCompleteUploadRequest(server string, id FileID, params *CompleteUploadParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3031,6 +3358,21 @@ func NewCompleteUploadRequest(server string, id FileID) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -3292,14 +3634,14 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /internal/uploaded-file/change-files (the `HostChangeFiles` operationId).
-	HostChangeFilesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostChangeFilesResponse, error)
+	HostChangeFilesWithBodyWithResponse(ctx context.Context, params *HostChangeFilesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostChangeFilesResponse, error)
 
 	// HostChangeFilesWithResponse Replace a record's files (old ones deleted durably)
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /internal/uploaded-file/change-files (the `HostChangeFiles` operationId).
-	HostChangeFilesWithResponse(ctx context.Context, body HostChangeFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*HostChangeFilesResponse, error)
+	HostChangeFilesWithResponse(ctx context.Context, params *HostChangeFilesParams, body HostChangeFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*HostChangeFilesResponse, error)
 
 	// HostCloneFromUrlWithBodyWithResponse Store a copy of a remote file (when remote cloning is enabled)
 	//
@@ -3310,7 +3652,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /internal/uploaded-file/clone (the `HostCloneFromUrl` operationId).
-	HostCloneFromUrlWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostCloneFromUrlResponse, error)
+	HostCloneFromUrlWithBodyWithResponse(ctx context.Context, params *HostCloneFromUrlParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostCloneFromUrlResponse, error)
 
 	// HostCloneFromUrlWithResponse Store a copy of a remote file (when remote cloning is enabled)
 	//
@@ -3321,21 +3663,21 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /internal/uploaded-file/clone (the `HostCloneFromUrl` operationId).
-	HostCloneFromUrlWithResponse(ctx context.Context, body HostCloneFromUrlJSONRequestBody, reqEditors ...RequestEditorFn) (*HostCloneFromUrlResponse, error)
+	HostCloneFromUrlWithResponse(ctx context.Context, params *HostCloneFromUrlParams, body HostCloneFromUrlJSONRequestBody, reqEditors ...RequestEditorFn) (*HostCloneFromUrlResponse, error)
 
 	// HostDeleteWithBodyWithResponse Delete files by exact reference (all or none)
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /internal/uploaded-file/delete (the `HostDelete` operationId).
-	HostDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostDeleteResponse, error)
+	HostDeleteWithBodyWithResponse(ctx context.Context, params *HostDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostDeleteResponse, error)
 
 	// HostDeleteWithResponse Delete files by exact reference (all or none)
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /internal/uploaded-file/delete (the `HostDelete` operationId).
-	HostDeleteWithResponse(ctx context.Context, body HostDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*HostDeleteResponse, error)
+	HostDeleteWithResponse(ctx context.Context, params *HostDeleteParams, body HostDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*HostDeleteResponse, error)
 
 	// HostInitiateUploadWithBodyWithResponse Start a direct upload for the acting user, public or private
 	//
@@ -3347,7 +3689,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /internal/uploaded-file/initiate (the `HostInitiateUpload` operationId).
-	HostInitiateUploadWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostInitiateUploadResponse, error)
+	HostInitiateUploadWithBodyWithResponse(ctx context.Context, params *HostInitiateUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostInitiateUploadResponse, error)
 
 	// HostInitiateUploadWithResponse Start a direct upload for the acting user, public or private
 	//
@@ -3359,28 +3701,28 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /internal/uploaded-file/initiate (the `HostInitiateUpload` operationId).
-	HostInitiateUploadWithResponse(ctx context.Context, body HostInitiateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*HostInitiateUploadResponse, error)
+	HostInitiateUploadWithResponse(ctx context.Context, params *HostInitiateUploadParams, body HostInitiateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*HostInitiateUploadResponse, error)
 
 	// HostMarkUsedWithBodyWithResponse Mark files used by a domain record (all or none)
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /internal/uploaded-file/mark-used (the `HostMarkUsed` operationId).
-	HostMarkUsedWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostMarkUsedResponse, error)
+	HostMarkUsedWithBodyWithResponse(ctx context.Context, params *HostMarkUsedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostMarkUsedResponse, error)
 
 	// HostMarkUsedWithResponse Mark files used by a domain record (all or none)
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /internal/uploaded-file/mark-used (the `HostMarkUsed` operationId).
-	HostMarkUsedWithResponse(ctx context.Context, body HostMarkUsedJSONRequestBody, reqEditors ...RequestEditorFn) (*HostMarkUsedResponse, error)
+	HostMarkUsedWithResponse(ctx context.Context, params *HostMarkUsedParams, body HostMarkUsedJSONRequestBody, reqEditors ...RequestEditorFn) (*HostMarkUsedResponse, error)
 
 	// HostUploadWithBodyWithResponse Managed buffer upload for the acting user
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /internal/uploaded-file/uploads (the `HostUpload` operationId).
-	HostUploadWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostUploadResponse, error)
+	HostUploadWithBodyWithResponse(ctx context.Context, params *HostUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostUploadResponse, error)
 
 	// HostGetUsageWithResponse What the user the host acts for, and their tenant, hold against the quotas
 	//
@@ -3394,14 +3736,14 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /internal/uploaded-file/use-files (the `HostUseFiles` operationId).
-	HostUseFilesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostUseFilesResponse, error)
+	HostUseFilesWithBodyWithResponse(ctx context.Context, params *HostUseFilesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostUseFilesResponse, error)
 
 	// HostUseFilesWithResponse Mark files used, by exact reference (all or none)
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /internal/uploaded-file/use-files (the `HostUseFiles` operationId).
-	HostUseFilesWithResponse(ctx context.Context, body HostUseFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*HostUseFilesResponse, error)
+	HostUseFilesWithResponse(ctx context.Context, params *HostUseFilesParams, body HostUseFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*HostUseFilesResponse, error)
 
 	// HostGetFileWithResponse A file with its extra data and storage references
 	//
@@ -3474,7 +3816,7 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /uploaded-file (the `UploadFile` operationId).
 	//
 	// Deprecated: Use the direct upload (initiate, upload target, complete).
-	UploadFileWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadFileResponse, error)
+	UploadFileWithBodyWithResponse(ctx context.Context, params *UploadFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadFileResponse, error)
 
 	// InitiateUploadWithBodyWithResponse Start a direct upload
 	//
@@ -3488,7 +3830,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /uploaded-file/initiate (the `InitiateUpload` operationId).
-	InitiateUploadWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InitiateUploadResponse, error)
+	InitiateUploadWithBodyWithResponse(ctx context.Context, params *InitiateUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InitiateUploadResponse, error)
 
 	// InitiateUploadWithResponse Start a direct upload
 	//
@@ -3502,7 +3844,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /uploaded-file/initiate (the `InitiateUpload` operationId).
-	InitiateUploadWithResponse(ctx context.Context, body InitiateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*InitiateUploadResponse, error)
+	InitiateUploadWithResponse(ctx context.Context, params *InitiateUploadParams, body InitiateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*InitiateUploadResponse, error)
 
 	// InitiateTemporaryUploadWithBodyWithResponse Start a direct upload of a temporary file
 	//
@@ -3511,7 +3853,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /uploaded-file/temporary/initiate (the `InitiateTemporaryUpload` operationId).
-	InitiateTemporaryUploadWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InitiateTemporaryUploadResponse, error)
+	InitiateTemporaryUploadWithBodyWithResponse(ctx context.Context, params *InitiateTemporaryUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InitiateTemporaryUploadResponse, error)
 
 	// InitiateTemporaryUploadWithResponse Start a direct upload of a temporary file
 	//
@@ -3520,7 +3862,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /uploaded-file/temporary/initiate (the `InitiateTemporaryUpload` operationId).
-	InitiateTemporaryUploadWithResponse(ctx context.Context, body InitiateTemporaryUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*InitiateTemporaryUploadResponse, error)
+	InitiateTemporaryUploadWithResponse(ctx context.Context, params *InitiateTemporaryUploadParams, body InitiateTemporaryUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*InitiateTemporaryUploadResponse, error)
 
 	// GetUsageWithResponse What the caller and their tenant hold against the storage quotas
 	//
@@ -3536,7 +3878,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /uploaded-file/{id} (the `DeleteFile` operationId).
-	DeleteFileWithResponse(ctx context.Context, id FileID, reqEditors ...RequestEditorFn) (*DeleteFileResponse, error)
+	DeleteFileWithResponse(ctx context.Context, id FileID, params *DeleteFileParams, reqEditors ...RequestEditorFn) (*DeleteFileResponse, error)
 
 	// GetFileWithResponse A file's detail with a URL to read it
 	//
@@ -3550,7 +3892,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /uploaded-file/{id}/complete (the `CompleteUpload` operationId).
-	CompleteUploadWithResponse(ctx context.Context, id FileID, reqEditors ...RequestEditorFn) (*CompleteUploadResponse, error)
+	CompleteUploadWithResponse(ctx context.Context, id FileID, params *CompleteUploadParams, reqEditors ...RequestEditorFn) (*CompleteUploadResponse, error)
 
 	// PutUploadContentWithBodyWithResponse Write the bytes of a direct upload (local driver only)
 	//
@@ -3710,6 +4052,11 @@ type HostChangeFilesResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// HostChangeFilesResponse409Headers the declared response headers of an HTTP 409 response for HostChangeFiles
+type HostChangeFilesResponse409Headers struct {
+	RetryAfter *int
+}
+
 type HostChangeFilesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3719,8 +4066,16 @@ type HostChangeFilesResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InFlight
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *HostChangeFilesResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *HostChangeFilesResponse409Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -3736,6 +4091,21 @@ func (r HostChangeFilesResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r HostChangeFilesResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r HostChangeFilesResponse) GetApplicationproblemJSON409() *InFlight {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r HostChangeFilesResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r HostChangeFilesResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3772,6 +4142,11 @@ type HostCloneFromUrlResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// HostCloneFromUrlResponse409Headers the declared response headers of an HTTP 409 response for HostCloneFromUrl
+type HostCloneFromUrlResponse409Headers struct {
+	RetryAfter *int
+}
+
 type HostCloneFromUrlResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3785,6 +4160,8 @@ type HostCloneFromUrlResponse struct {
 	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InFlight
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
@@ -3795,6 +4172,8 @@ type HostCloneFromUrlResponse struct {
 	ApplicationproblemJSON503 *Problem
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *HostCloneFromUrlResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *HostCloneFromUrlResponse409Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -3820,6 +4199,11 @@ func (r HostCloneFromUrlResponse) GetApplicationproblemJSON403() *Problem {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r HostCloneFromUrlResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r HostCloneFromUrlResponse) GetApplicationproblemJSON409() *InFlight {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -3876,6 +4260,11 @@ type HostDeleteResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// HostDeleteResponse409Headers the declared response headers of an HTTP 409 response for HostDelete
+type HostDeleteResponse409Headers struct {
+	RetryAfter *int
+}
+
 type HostDeleteResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3885,8 +4274,16 @@ type HostDeleteResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InFlight
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *HostDeleteResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *HostDeleteResponse409Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -3902,6 +4299,21 @@ func (r HostDeleteResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r HostDeleteResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r HostDeleteResponse) GetApplicationproblemJSON409() *InFlight {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r HostDeleteResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r HostDeleteResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3938,6 +4350,11 @@ type HostInitiateUploadResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// HostInitiateUploadResponse409Headers the declared response headers of an HTTP 409 response for HostInitiateUpload
+type HostInitiateUploadResponse409Headers struct {
+	RetryAfter *int
+}
+
 type HostInitiateUploadResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3951,6 +4368,8 @@ type HostInitiateUploadResponse struct {
 	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InFlight
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
@@ -3959,6 +4378,8 @@ type HostInitiateUploadResponse struct {
 	ApplicationproblemJSON503 *Problem
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *HostInitiateUploadResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *HostInitiateUploadResponse409Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -3984,6 +4405,11 @@ func (r HostInitiateUploadResponse) GetApplicationproblemJSON403() *Problem {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r HostInitiateUploadResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r HostInitiateUploadResponse) GetApplicationproblemJSON409() *InFlight {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -4035,6 +4461,11 @@ type HostMarkUsedResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// HostMarkUsedResponse409Headers the declared response headers of an HTTP 409 response for HostMarkUsed
+type HostMarkUsedResponse409Headers struct {
+	RetryAfter *int
+}
+
 type HostMarkUsedResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4044,8 +4475,16 @@ type HostMarkUsedResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InFlight
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *HostMarkUsedResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *HostMarkUsedResponse409Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -4061,6 +4500,21 @@ func (r HostMarkUsedResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r HostMarkUsedResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r HostMarkUsedResponse) GetApplicationproblemJSON409() *InFlight {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r HostMarkUsedResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r HostMarkUsedResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4097,6 +4551,11 @@ type HostUploadResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// HostUploadResponse409Headers the declared response headers of an HTTP 409 response for HostUpload
+type HostUploadResponse409Headers struct {
+	RetryAfter *int
+}
+
 type HostUploadResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4110,6 +4569,8 @@ type HostUploadResponse struct {
 	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InFlight
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
@@ -4118,6 +4579,8 @@ type HostUploadResponse struct {
 	ApplicationproblemJSON503 *Problem
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *HostUploadResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *HostUploadResponse409Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -4143,6 +4606,11 @@ func (r HostUploadResponse) GetApplicationproblemJSON403() *Problem {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r HostUploadResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r HostUploadResponse) GetApplicationproblemJSON409() *InFlight {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -4256,6 +4724,11 @@ type HostUseFilesResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// HostUseFilesResponse409Headers the declared response headers of an HTTP 409 response for HostUseFiles
+type HostUseFilesResponse409Headers struct {
+	RetryAfter *int
+}
+
 type HostUseFilesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4265,8 +4738,16 @@ type HostUseFilesResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InFlight
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *HostUseFilesResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *HostUseFilesResponse409Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -4282,6 +4763,21 @@ func (r HostUseFilesResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r HostUseFilesResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r HostUseFilesResponse) GetApplicationproblemJSON409() *InFlight {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r HostUseFilesResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r HostUseFilesResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -4789,6 +5285,11 @@ type UploadFileResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// UploadFileResponse409Headers the declared response headers of an HTTP 409 response for UploadFile
+type UploadFileResponse409Headers struct {
+	RetryAfter *int
+}
+
 type UploadFileResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4802,6 +5303,8 @@ type UploadFileResponse struct {
 	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InFlight
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
@@ -4810,6 +5313,8 @@ type UploadFileResponse struct {
 	ApplicationproblemJSON503 *Problem
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UploadFileResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UploadFileResponse409Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -4835,6 +5340,11 @@ func (r UploadFileResponse) GetApplicationproblemJSON403() *Problem {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r UploadFileResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r UploadFileResponse) GetApplicationproblemJSON409() *InFlight {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -4886,6 +5396,11 @@ type InitiateUploadResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// InitiateUploadResponse409Headers the declared response headers of an HTTP 409 response for InitiateUpload
+type InitiateUploadResponse409Headers struct {
+	RetryAfter *int
+}
+
 type InitiateUploadResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4899,6 +5414,8 @@ type InitiateUploadResponse struct {
 	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InFlight
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
@@ -4907,6 +5424,8 @@ type InitiateUploadResponse struct {
 	ApplicationproblemJSON503 *Problem
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *InitiateUploadResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *InitiateUploadResponse409Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -4932,6 +5451,11 @@ func (r InitiateUploadResponse) GetApplicationproblemJSON403() *Problem {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r InitiateUploadResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r InitiateUploadResponse) GetApplicationproblemJSON409() *InFlight {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -4983,6 +5507,11 @@ type InitiateTemporaryUploadResponse401Headers struct {
 	WWWAuthenticate *string
 }
 
+// InitiateTemporaryUploadResponse409Headers the declared response headers of an HTTP 409 response for InitiateTemporaryUpload
+type InitiateTemporaryUploadResponse409Headers struct {
+	RetryAfter *int
+}
+
 type InitiateTemporaryUploadResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -4994,6 +5523,8 @@ type InitiateTemporaryUploadResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InFlight
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
@@ -5002,6 +5533,8 @@ type InitiateTemporaryUploadResponse struct {
 	ApplicationproblemJSON503 *Problem
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *InitiateTemporaryUploadResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *InitiateTemporaryUploadResponse409Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -5022,6 +5555,11 @@ func (r InitiateTemporaryUploadResponse) GetApplicationproblemJSON401() *Unautho
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r InitiateTemporaryUploadResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r InitiateTemporaryUploadResponse) GetApplicationproblemJSON409() *InFlight {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -5149,6 +5687,8 @@ type DeleteFileResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Completing
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -5170,6 +5710,11 @@ func (r DeleteFileResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r DeleteFileResponse) GetApplicationproblemJSON409() *Completing {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r DeleteFileResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -5801,8 +6346,8 @@ func (c *ClientWithResponses) HostListFilesWithResponse(ctx context.Context, par
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /internal/uploaded-file/change-files (the `HostChangeFiles` operationId).
-func (c *ClientWithResponses) HostChangeFilesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostChangeFilesResponse, error) {
-	rsp, err := c.HostChangeFilesWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) HostChangeFilesWithBodyWithResponse(ctx context.Context, params *HostChangeFilesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostChangeFilesResponse, error) {
+	rsp, err := c.HostChangeFilesWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5814,8 +6359,8 @@ func (c *ClientWithResponses) HostChangeFilesWithBodyWithResponse(ctx context.Co
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /internal/uploaded-file/change-files (the `HostChangeFiles` operationId).
-func (c *ClientWithResponses) HostChangeFilesWithResponse(ctx context.Context, body HostChangeFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*HostChangeFilesResponse, error) {
-	rsp, err := c.HostChangeFiles(ctx, body, reqEditors...)
+func (c *ClientWithResponses) HostChangeFilesWithResponse(ctx context.Context, params *HostChangeFilesParams, body HostChangeFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*HostChangeFilesResponse, error) {
+	rsp, err := c.HostChangeFiles(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5831,8 +6376,8 @@ func (c *ClientWithResponses) HostChangeFilesWithResponse(ctx context.Context, b
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /internal/uploaded-file/clone (the `HostCloneFromUrl` operationId).
-func (c *ClientWithResponses) HostCloneFromUrlWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostCloneFromUrlResponse, error) {
-	rsp, err := c.HostCloneFromUrlWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) HostCloneFromUrlWithBodyWithResponse(ctx context.Context, params *HostCloneFromUrlParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostCloneFromUrlResponse, error) {
+	rsp, err := c.HostCloneFromUrlWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5848,8 +6393,8 @@ func (c *ClientWithResponses) HostCloneFromUrlWithBodyWithResponse(ctx context.C
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /internal/uploaded-file/clone (the `HostCloneFromUrl` operationId).
-func (c *ClientWithResponses) HostCloneFromUrlWithResponse(ctx context.Context, body HostCloneFromUrlJSONRequestBody, reqEditors ...RequestEditorFn) (*HostCloneFromUrlResponse, error) {
-	rsp, err := c.HostCloneFromUrl(ctx, body, reqEditors...)
+func (c *ClientWithResponses) HostCloneFromUrlWithResponse(ctx context.Context, params *HostCloneFromUrlParams, body HostCloneFromUrlJSONRequestBody, reqEditors ...RequestEditorFn) (*HostCloneFromUrlResponse, error) {
+	rsp, err := c.HostCloneFromUrl(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5861,8 +6406,8 @@ func (c *ClientWithResponses) HostCloneFromUrlWithResponse(ctx context.Context, 
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /internal/uploaded-file/delete (the `HostDelete` operationId).
-func (c *ClientWithResponses) HostDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostDeleteResponse, error) {
-	rsp, err := c.HostDeleteWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) HostDeleteWithBodyWithResponse(ctx context.Context, params *HostDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostDeleteResponse, error) {
+	rsp, err := c.HostDeleteWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5874,8 +6419,8 @@ func (c *ClientWithResponses) HostDeleteWithBodyWithResponse(ctx context.Context
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /internal/uploaded-file/delete (the `HostDelete` operationId).
-func (c *ClientWithResponses) HostDeleteWithResponse(ctx context.Context, body HostDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*HostDeleteResponse, error) {
-	rsp, err := c.HostDelete(ctx, body, reqEditors...)
+func (c *ClientWithResponses) HostDeleteWithResponse(ctx context.Context, params *HostDeleteParams, body HostDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*HostDeleteResponse, error) {
+	rsp, err := c.HostDelete(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5892,8 +6437,8 @@ func (c *ClientWithResponses) HostDeleteWithResponse(ctx context.Context, body H
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /internal/uploaded-file/initiate (the `HostInitiateUpload` operationId).
-func (c *ClientWithResponses) HostInitiateUploadWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostInitiateUploadResponse, error) {
-	rsp, err := c.HostInitiateUploadWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) HostInitiateUploadWithBodyWithResponse(ctx context.Context, params *HostInitiateUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostInitiateUploadResponse, error) {
+	rsp, err := c.HostInitiateUploadWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5910,8 +6455,8 @@ func (c *ClientWithResponses) HostInitiateUploadWithBodyWithResponse(ctx context
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /internal/uploaded-file/initiate (the `HostInitiateUpload` operationId).
-func (c *ClientWithResponses) HostInitiateUploadWithResponse(ctx context.Context, body HostInitiateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*HostInitiateUploadResponse, error) {
-	rsp, err := c.HostInitiateUpload(ctx, body, reqEditors...)
+func (c *ClientWithResponses) HostInitiateUploadWithResponse(ctx context.Context, params *HostInitiateUploadParams, body HostInitiateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*HostInitiateUploadResponse, error) {
+	rsp, err := c.HostInitiateUpload(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5923,8 +6468,8 @@ func (c *ClientWithResponses) HostInitiateUploadWithResponse(ctx context.Context
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /internal/uploaded-file/mark-used (the `HostMarkUsed` operationId).
-func (c *ClientWithResponses) HostMarkUsedWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostMarkUsedResponse, error) {
-	rsp, err := c.HostMarkUsedWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) HostMarkUsedWithBodyWithResponse(ctx context.Context, params *HostMarkUsedParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostMarkUsedResponse, error) {
+	rsp, err := c.HostMarkUsedWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5936,8 +6481,8 @@ func (c *ClientWithResponses) HostMarkUsedWithBodyWithResponse(ctx context.Conte
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /internal/uploaded-file/mark-used (the `HostMarkUsed` operationId).
-func (c *ClientWithResponses) HostMarkUsedWithResponse(ctx context.Context, body HostMarkUsedJSONRequestBody, reqEditors ...RequestEditorFn) (*HostMarkUsedResponse, error) {
-	rsp, err := c.HostMarkUsed(ctx, body, reqEditors...)
+func (c *ClientWithResponses) HostMarkUsedWithResponse(ctx context.Context, params *HostMarkUsedParams, body HostMarkUsedJSONRequestBody, reqEditors ...RequestEditorFn) (*HostMarkUsedResponse, error) {
+	rsp, err := c.HostMarkUsed(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5949,8 +6494,8 @@ func (c *ClientWithResponses) HostMarkUsedWithResponse(ctx context.Context, body
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /internal/uploaded-file/uploads (the `HostUpload` operationId).
-func (c *ClientWithResponses) HostUploadWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostUploadResponse, error) {
-	rsp, err := c.HostUploadWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) HostUploadWithBodyWithResponse(ctx context.Context, params *HostUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostUploadResponse, error) {
+	rsp, err := c.HostUploadWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5975,8 +6520,8 @@ func (c *ClientWithResponses) HostGetUsageWithResponse(ctx context.Context, reqE
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /internal/uploaded-file/use-files (the `HostUseFiles` operationId).
-func (c *ClientWithResponses) HostUseFilesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostUseFilesResponse, error) {
-	rsp, err := c.HostUseFilesWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) HostUseFilesWithBodyWithResponse(ctx context.Context, params *HostUseFilesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HostUseFilesResponse, error) {
+	rsp, err := c.HostUseFilesWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5988,8 +6533,8 @@ func (c *ClientWithResponses) HostUseFilesWithBodyWithResponse(ctx context.Conte
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /internal/uploaded-file/use-files (the `HostUseFiles` operationId).
-func (c *ClientWithResponses) HostUseFilesWithResponse(ctx context.Context, body HostUseFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*HostUseFilesResponse, error) {
-	rsp, err := c.HostUseFiles(ctx, body, reqEditors...)
+func (c *ClientWithResponses) HostUseFilesWithResponse(ctx context.Context, params *HostUseFilesParams, body HostUseFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*HostUseFilesResponse, error) {
+	rsp, err := c.HostUseFiles(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6115,8 +6660,8 @@ func (c *ClientWithResponses) ListFilesWithResponse(ctx context.Context, params 
 // Corresponds with POST /uploaded-file (the `UploadFile` operationId).
 //
 // Deprecated: Use the direct upload (initiate, upload target, complete).
-func (c *ClientWithResponses) UploadFileWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadFileResponse, error) {
-	rsp, err := c.UploadFileWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) UploadFileWithBodyWithResponse(ctx context.Context, params *UploadFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadFileResponse, error) {
+	rsp, err := c.UploadFileWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6135,8 +6680,8 @@ func (c *ClientWithResponses) UploadFileWithBodyWithResponse(ctx context.Context
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /uploaded-file/initiate (the `InitiateUpload` operationId).
-func (c *ClientWithResponses) InitiateUploadWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InitiateUploadResponse, error) {
-	rsp, err := c.InitiateUploadWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) InitiateUploadWithBodyWithResponse(ctx context.Context, params *InitiateUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InitiateUploadResponse, error) {
+	rsp, err := c.InitiateUploadWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6155,8 +6700,8 @@ func (c *ClientWithResponses) InitiateUploadWithBodyWithResponse(ctx context.Con
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /uploaded-file/initiate (the `InitiateUpload` operationId).
-func (c *ClientWithResponses) InitiateUploadWithResponse(ctx context.Context, body InitiateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*InitiateUploadResponse, error) {
-	rsp, err := c.InitiateUpload(ctx, body, reqEditors...)
+func (c *ClientWithResponses) InitiateUploadWithResponse(ctx context.Context, params *InitiateUploadParams, body InitiateUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*InitiateUploadResponse, error) {
+	rsp, err := c.InitiateUpload(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6170,8 +6715,8 @@ func (c *ClientWithResponses) InitiateUploadWithResponse(ctx context.Context, bo
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /uploaded-file/temporary/initiate (the `InitiateTemporaryUpload` operationId).
-func (c *ClientWithResponses) InitiateTemporaryUploadWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InitiateTemporaryUploadResponse, error) {
-	rsp, err := c.InitiateTemporaryUploadWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) InitiateTemporaryUploadWithBodyWithResponse(ctx context.Context, params *InitiateTemporaryUploadParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*InitiateTemporaryUploadResponse, error) {
+	rsp, err := c.InitiateTemporaryUploadWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6185,8 +6730,8 @@ func (c *ClientWithResponses) InitiateTemporaryUploadWithBodyWithResponse(ctx co
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /uploaded-file/temporary/initiate (the `InitiateTemporaryUpload` operationId).
-func (c *ClientWithResponses) InitiateTemporaryUploadWithResponse(ctx context.Context, body InitiateTemporaryUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*InitiateTemporaryUploadResponse, error) {
-	rsp, err := c.InitiateTemporaryUpload(ctx, body, reqEditors...)
+func (c *ClientWithResponses) InitiateTemporaryUploadWithResponse(ctx context.Context, params *InitiateTemporaryUploadParams, body InitiateTemporaryUploadJSONRequestBody, reqEditors ...RequestEditorFn) (*InitiateTemporaryUploadResponse, error) {
+	rsp, err := c.InitiateTemporaryUpload(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6213,8 +6758,8 @@ func (c *ClientWithResponses) GetUsageWithResponse(ctx context.Context, reqEdito
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /uploaded-file/{id} (the `DeleteFile` operationId).
-func (c *ClientWithResponses) DeleteFileWithResponse(ctx context.Context, id FileID, reqEditors ...RequestEditorFn) (*DeleteFileResponse, error) {
-	rsp, err := c.DeleteFile(ctx, id, reqEditors...)
+func (c *ClientWithResponses) DeleteFileWithResponse(ctx context.Context, id FileID, params *DeleteFileParams, reqEditors ...RequestEditorFn) (*DeleteFileResponse, error) {
+	rsp, err := c.DeleteFile(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6239,8 +6784,8 @@ func (c *ClientWithResponses) GetFileWithResponse(ctx context.Context, id FileID
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /uploaded-file/{id}/complete (the `CompleteUpload` operationId).
-func (c *ClientWithResponses) CompleteUploadWithResponse(ctx context.Context, id FileID, reqEditors ...RequestEditorFn) (*CompleteUploadResponse, error) {
-	rsp, err := c.CompleteUpload(ctx, id, reqEditors...)
+func (c *ClientWithResponses) CompleteUploadWithResponse(ctx context.Context, id FileID, params *CompleteUploadParams, reqEditors ...RequestEditorFn) (*CompleteUploadResponse, error) {
+	rsp, err := c.CompleteUpload(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6434,6 +6979,27 @@ func ParseHostChangeFilesResponse(rsp *http.Response) (*HostChangeFilesResponse,
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InFlight
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -6447,6 +7013,16 @@ func ParseHostChangeFilesResponse(rsp *http.Response) (*HostChangeFilesResponse,
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers HostChangeFilesResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	}
 
 	return response, nil
@@ -6501,6 +7077,13 @@ func ParseHostCloneFromUrlResponse(rsp *http.Response) (*HostCloneFromUrlRespons
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InFlight
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6542,6 +7125,16 @@ func ParseHostCloneFromUrlResponse(rsp *http.Response) (*HostCloneFromUrlRespons
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers HostCloneFromUrlResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	}
 
 	return response, nil
@@ -6585,6 +7178,27 @@ func ParseHostDeleteResponse(rsp *http.Response) (*HostDeleteResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InFlight
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -6598,6 +7212,16 @@ func ParseHostDeleteResponse(rsp *http.Response) (*HostDeleteResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers HostDeleteResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	}
 
 	return response, nil
@@ -6652,6 +7276,13 @@ func ParseHostInitiateUploadResponse(rsp *http.Response) (*HostInitiateUploadRes
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InFlight
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6686,6 +7317,16 @@ func ParseHostInitiateUploadResponse(rsp *http.Response) (*HostInitiateUploadRes
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers HostInitiateUploadResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	}
 
 	return response, nil
@@ -6729,6 +7370,27 @@ func ParseHostMarkUsedResponse(rsp *http.Response) (*HostMarkUsedResponse, error
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InFlight
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -6742,6 +7404,16 @@ func ParseHostMarkUsedResponse(rsp *http.Response) (*HostMarkUsedResponse, error
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers HostMarkUsedResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	}
 
 	return response, nil
@@ -6796,6 +7468,13 @@ func ParseHostUploadResponse(rsp *http.Response) (*HostUploadResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InFlight
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6830,6 +7509,16 @@ func ParseHostUploadResponse(rsp *http.Response) (*HostUploadResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers HostUploadResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	}
 
 	return response, nil
@@ -6926,6 +7615,27 @@ func ParseHostUseFilesResponse(rsp *http.Response) (*HostUseFilesResponse, error
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InFlight
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	switch {
@@ -6939,6 +7649,16 @@ func ParseHostUseFilesResponse(rsp *http.Response) (*HostUseFilesResponse, error
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers HostUseFilesResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	}
 
 	return response, nil
@@ -7410,6 +8130,13 @@ func ParseUploadFileResponse(rsp *http.Response) (*UploadFileResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InFlight
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7444,6 +8171,16 @@ func ParseUploadFileResponse(rsp *http.Response) (*UploadFileResponse, error) {
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers UploadFileResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	}
 
 	return response, nil
@@ -7498,6 +8235,13 @@ func ParseInitiateUploadResponse(rsp *http.Response) (*InitiateUploadResponse, e
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InFlight
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7532,6 +8276,16 @@ func ParseInitiateUploadResponse(rsp *http.Response) (*InitiateUploadResponse, e
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers InitiateUploadResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	}
 
 	return response, nil
@@ -7579,6 +8333,13 @@ func ParseInitiateTemporaryUploadResponse(rsp *http.Response) (*InitiateTemporar
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InFlight
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7613,6 +8374,16 @@ func ParseInitiateTemporaryUploadResponse(rsp *http.Response) (*InitiateTemporar
 			headers.WWWAuthenticate = &value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers InitiateTemporaryUploadResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers409 = &headers
 	}
 
 	return response, nil
@@ -7708,6 +8479,13 @@ func ParseDeleteFileResponse(rsp *http.Response) (*DeleteFileResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Problem

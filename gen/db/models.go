@@ -147,6 +147,36 @@ type UploadedFileEventSink struct {
 	UpdatedAt time.Time
 }
 
+// Idempotency keys of writes (the Idempotency-Key header): the claim of the request that runs under a key, then its answer, replayed to retries for 24 hours.
+type UploadedFileIdempotency struct {
+	// The caller's tenant: keys of two tenants never meet.
+	TenantCode string
+	// The caller (the token's user): keys of two callers never meet.
+	Caller string
+	// The Idempotency-Key header, as sent (1 to 255 bytes).
+	Key string
+	// The route the key was first used on (method and pattern).
+	Route string
+	// running: a request holds the key until lease_until; done: its answer is recorded.
+	State string
+	// SHA-256 of the request (route, path, content type, body); NULL while the first request runs. A retry with another fingerprint is refused.
+	Fingerprint []byte
+	// The id of the file the request creates (uploads, initiates, clones), chosen before anything is written: a retry after a crash answers from that file.
+	FileID *uuid.UUID
+	// While running: the claim holds until then; past it a retry takes the key over.
+	LeaseUntil *time.Time
+	// done: the HTTP status of the answer.
+	Status *int32
+	// done: the answer's Content-Type.
+	ContentType *string
+	// done: the answer's body (at most 64 KiB; NULL for an empty one).
+	Body []byte
+	// When the key was first claimed.
+	CreatedAt time.Time
+	// created_at + 24 hours: then the row is deleted (IdempotencyExpire) and the key can be used again.
+	ExpiresAt time.Time
+}
+
 // Objects no row owns that a reconcile repair is deleting (durable claims: written before the storage delete, removed after it).
 type UploadedFileOrphanClaim struct {
 	// The storage key of the orphan object.

@@ -9,8 +9,8 @@ import (
 // Headers a browser may send on a call to the API or to a local upload
 // target, and the response headers its script may read.
 var (
-	corsRequestHeaders  = []string{"Authorization", "Content-Type", "X-Request-Id", "If-None-Match", "If-Match", "Range", "X-Checksum-Sha256"}
-	corsExposedHeaders  = []string{"ETag", "Location", "Retry-After", "X-Request-Id", "Content-Disposition", "Content-Length"}
+	corsRequestHeaders  = []string{"Authorization", "Content-Type", "X-Request-Id", "If-None-Match", "If-Match", "Range", "X-Checksum-Sha256", IdempotencyKeyHeader}
+	corsExposedHeaders  = []string{"ETag", "Location", "Retry-After", "X-Request-Id", "Content-Disposition", "Content-Length", "Idempotent-Replayed"}
 	corsAllowedMethods  = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
 	corsPreflightMaxAge = 600 // seconds
 )

@@ -194,7 +194,7 @@ func TestDirectLifecycleOverHTTP(t *testing.T) {
 			ctx := context.Background()
 			body := docx(t)
 
-			init, err := c.InitiateUploadWithResponse(ctx, client.InitiateUploadJSONRequestBody{
+			init, err := c.InitiateUploadWithResponse(ctx, nil, client.InitiateUploadJSONRequestBody{
 				OriginalName: "Plan.docx", ContentType: docxType, SizeBytes: int64(len(body)), Checksum: checksum(body),
 			})
 			require.NoError(t, err)
@@ -223,7 +223,7 @@ func TestDirectLifecycleOverHTTP(t *testing.T) {
 				require.Equal(t, http.StatusOK, resp.StatusCode)
 			}
 
-			done, err := c.CompleteUploadWithResponse(ctx, id)
+			done, err := c.CompleteUploadWithResponse(ctx, id, nil)
 			require.NoError(t, err)
 			require.Equal(t, http.StatusOK, done.StatusCode(), "%s", done.Body)
 			require.Equal(t, client.StatusReady, done.JSON200.Status)
@@ -244,7 +244,7 @@ func TestDirectLifecycleOverHTTP(t *testing.T) {
 				require.Equal(t, localETag(body), dl.HTTPResponse.Header.Get("ETag"), "the object's ETag, from the digest the row records")
 			}
 
-			del, err := c.DeleteFileWithResponse(ctx, id)
+			del, err := c.DeleteFileWithResponse(ctx, id, nil)
 			require.NoError(t, err)
 			require.Equal(t, http.StatusNoContent, del.StatusCode())
 			gone, err := c.GetFileWithResponse(ctx, id)
@@ -277,7 +277,7 @@ func TestMultipartAndDownloadHeaders(t *testing.T) {
 	ctx := context.Background()
 
 	ct, body := multipartBody(t, map[string][]byte{"Résumé 2026.pdf": []byte(pdf)})
-	up, err := c.UploadFileWithBodyWithResponse(ctx, ct, body)
+	up, err := c.UploadFileWithBodyWithResponse(ctx, nil, ct, body)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, up.StatusCode(), "%s", up.Body)
 	id := up.JSON201.Id.String()
@@ -309,19 +309,19 @@ func TestMultipartAndDownloadHeaders(t *testing.T) {
 	require.Equal(t, http.StatusNotModified, cond.StatusCode())
 
 	ct, body = multipartBody(t, map[string][]byte{"a.pdf": []byte(pdf), "b.pdf": []byte(pdf)})
-	two, err := c.UploadFileWithBodyWithResponse(ctx, ct, body)
+	two, err := c.UploadFileWithBodyWithResponse(ctx, nil, ct, body)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusUnprocessableEntity, two.StatusCode(), "more than one file")
 	require.Contains(t, string(two.Body), "core.file.invalid-upload")
 
 	big := bytes.Repeat([]byte("x"), 26<<20)
 	ct, body = multipartBody(t, map[string][]byte{"big.txt": big})
-	tooBig, err := c.UploadFileWithBodyWithResponse(ctx, ct, body)
+	tooBig, err := c.UploadFileWithBodyWithResponse(ctx, nil, ct, body)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusRequestEntityTooLarge, tooBig.StatusCode(), "over the 25 MiB ceiling")
 
 	ct, body = multipartBody(t, map[string][]byte{"notes.txt": bytes.Repeat([]byte("y"), 11<<20)})
-	overConfig, err := c.UploadFileWithBodyWithResponse(ctx, ct, body)
+	overConfig, err := c.UploadFileWithBodyWithResponse(ctx, nil, ct, body)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusRequestEntityTooLarge, overConfig.StatusCode(), "over the configured 10 MiB")
 }
@@ -334,7 +334,7 @@ func TestCrossTenantLooksMissing(t *testing.T) {
 	ctx := context.Background()
 	alice := s.client(s.token("acme", "alice", nil))
 	ct, body := multipartBody(t, map[string][]byte{"r.pdf": []byte(pdf)})
-	up, err := alice.UploadFileWithBodyWithResponse(ctx, ct, body)
+	up, err := alice.UploadFileWithBodyWithResponse(ctx, nil, ct, body)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, up.StatusCode())
 
@@ -351,12 +351,12 @@ func TestCrossTenantLooksMissing(t *testing.T) {
 			return r.HTTPResponse, r.Body
 		},
 		"delete": func(id string) (*http.Response, []byte) {
-			r, err := mallory.DeleteFileWithResponse(ctx, id)
+			r, err := mallory.DeleteFileWithResponse(ctx, id, nil)
 			require.NoError(t, err)
 			return r.HTTPResponse, r.Body
 		},
 		"complete": func(id string) (*http.Response, []byte) {
-			r, err := mallory.CompleteUploadWithResponse(ctx, id)
+			r, err := mallory.CompleteUploadWithResponse(ctx, id, nil)
 			require.NoError(t, err)
 			return r.HTTPResponse, r.Body
 		},
@@ -408,7 +408,7 @@ func TestGuard(t *testing.T) {
 	user := s.client(s.token("acme", "alice", nil))
 	host := s.client(s.token("acme", "alice", jwt.MapClaims{"scope": "openid " + httpapi.HostScope}))
 	ct, body := multipartBody(t, map[string][]byte{"r.pdf": []byte(pdf)})
-	up, err := user.UploadFileWithBodyWithResponse(ctx, ct, body)
+	up, err := user.UploadFileWithBodyWithResponse(ctx, nil, ct, body)
 	require.NoError(t, err)
 	id := up.JSON201.Id.String()
 	denied, err := user.HostGetFileWithResponse(ctx, id)
@@ -419,10 +419,10 @@ func TestGuard(t *testing.T) {
 	require.Equal(t, http.StatusOK, allowed.StatusCode(), "%s", allowed.Body)
 	require.NotEmpty(t, allowed.JSON200.Key, "host routes do carry the storage references")
 
-	mark, err := host.HostMarkUsedWithResponse(ctx, client.HostMarkUsedJSONRequestBody{Ids: []string{id}, Entity: ptr("invoice"), EntityId: ptr("42")})
+	mark, err := host.HostMarkUsedWithResponse(ctx, nil, client.HostMarkUsedJSONRequestBody{Ids: []string{id}, Entity: ptr("invoice"), EntityId: ptr("42")})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusNoContent, mark.StatusCode(), "%s", mark.Body)
-	bad, err := host.HostMarkUsedWithBodyWithResponse(ctx, "application/json", strings.NewReader(`{"ids": "not a list"}`))
+	bad, err := host.HostMarkUsedWithBodyWithResponse(ctx, nil, "application/json", strings.NewReader(`{"ids": "not a list"}`))
 	require.NoError(t, err)
 	require.Equal(t, http.StatusBadRequest, bad.StatusCode())
 	require.Contains(t, string(bad.Body), "core.file.invalid-meta")
@@ -464,7 +464,7 @@ func TestCustomDownloadPath(t *testing.T) {
 	s := start(t, service.DriverLocal, func(c *service.Config) { c.DownloadPath = "files/v2" })
 	c := s.client(s.token("acme", "alice", nil))
 	ct, body := multipartBody(t, map[string][]byte{"r.pdf": []byte(pdf)})
-	up, err := c.UploadFileWithBodyWithResponse(context.Background(), ct, body)
+	up, err := c.UploadFileWithBodyWithResponse(context.Background(), nil, ct, body)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, up.StatusCode())
 	want := s.url + "/files/v2/" + up.JSON201.Id.String() + "/download"
@@ -485,7 +485,7 @@ func TestCloneRouteDisabledByDefault(t *testing.T) {
 	t.Parallel()
 	s := start(t, service.DriverLocal)
 	host := s.client(s.token("acme", "alice", jwt.MapClaims{"scope": httpapi.HostScope}))
-	r, err := host.HostCloneFromUrlWithResponse(context.Background(), client.HostCloneFromUrlJSONRequestBody{Url: "http://169.254.169.254/latest/meta-data"})
+	r, err := host.HostCloneFromUrlWithResponse(context.Background(), nil, client.HostCloneFromUrlJSONRequestBody{Url: "http://169.254.169.254/latest/meta-data"})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusForbidden, r.StatusCode())
 	require.Contains(t, string(r.Body), "core.file.remote-disabled")
@@ -503,7 +503,7 @@ func TestListOverHTTP(t *testing.T) {
 	var ids []string
 	for i := range 3 {
 		ct, body := multipartBody(t, map[string][]byte{fmt.Sprintf("report-%d.pdf", i): []byte(pdf)})
-		up, err := c.UploadFileWithBodyWithResponse(ctx, ct, body)
+		up, err := c.UploadFileWithBodyWithResponse(ctx, nil, ct, body)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusCreated, up.StatusCode(), "%s", up.Body)
 		ids = append([]string{up.JSON201.Id.String()}, ids...) // newest first
@@ -574,17 +574,17 @@ func TestQuotaOverHTTP(t *testing.T) {
 	ctx := context.Background()
 	c := s.client(s.token("acme", "alice", nil))
 	ct, body := multipartBody(t, map[string][]byte{"a.pdf": []byte(pdf)})
-	up, err := c.UploadFileWithBodyWithResponse(ctx, ct, body)
+	up, err := c.UploadFileWithBodyWithResponse(ctx, nil, ct, body)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, up.StatusCode(), "%s", up.Body)
 
 	ct, body = multipartBody(t, map[string][]byte{"b.pdf": []byte(pdf)})
-	over, err := c.UploadFileWithBodyWithResponse(ctx, ct, body)
+	over, err := c.UploadFileWithBodyWithResponse(ctx, nil, ct, body)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusRequestEntityTooLarge, over.StatusCode())
 	require.JSONEq(t, `{"type":"urn:uploadedfile:problem:file.quota-exceeded","title":"Request Entity Too Large","status":413,"code":"core.file.quota-exceeded","rule":"quota.owner-files","retryable":false}`, string(over.Body))
 
-	init, err := c.InitiateUploadWithResponse(ctx, client.InitiateUploadJSONRequestBody{OriginalName: "c.pdf", ContentType: "application/pdf", SizeBytes: int64(len(pdf)), Checksum: checksum([]byte(pdf))})
+	init, err := c.InitiateUploadWithResponse(ctx, nil, client.InitiateUploadJSONRequestBody{OriginalName: "c.pdf", ContentType: "application/pdf", SizeBytes: int64(len(pdf)), Checksum: checksum([]byte(pdf))})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusRequestEntityTooLarge, init.StatusCode(), "initiate reserves too: %s", init.Body)
 
@@ -639,7 +639,7 @@ func TestConcurrentUploadsKeepTheirOwnBytes(t *testing.T) {
 	g.SetLimit(8)
 	for i, u := range uploads {
 		g.Go(func() error {
-			up, err := c.UploadFileWithBodyWithResponse(ctx, u.ct, bytes.NewReader(u.form))
+			up, err := c.UploadFileWithBodyWithResponse(ctx, nil, u.ct, bytes.NewReader(u.form))
 			if err != nil {
 				return err
 			}

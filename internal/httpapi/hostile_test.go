@@ -205,24 +205,24 @@ func TestPublicDirectUploadsAreTheHosts(t *testing.T) {
 	}
 	closed := start(t, service.DriverLocal)
 	host := closed.token("acme", "alice", jwt.MapClaims{"scope": httpapi.HostScope})
-	resp, err := closed.client(host).HostInitiateUploadWithBodyWithResponse(ctx, "application/json", in("public"))
+	resp, err := closed.client(host).HostInitiateUploadWithBodyWithResponse(ctx, nil, "application/json", in("public"))
 	require.NoError(t, err)
 	require.Equal(t, http.StatusForbidden, resp.StatusCode(), "public needs allowPublicUploads")
 	require.Contains(t, string(resp.Body), "core.file.public-upload-disabled")
 
 	open := start(t, service.DriverLocal, func(c *service.Config) { c.AllowPublicUploads = true; c.DefaultVisibility = service.Public })
 	host = open.token("acme", "alice", jwt.MapClaims{"scope": httpapi.HostScope})
-	hr, err := open.client(host).HostInitiateUploadWithBodyWithResponse(ctx, "application/json", in("public"))
+	hr, err := open.client(host).HostInitiateUploadWithBodyWithResponse(ctx, nil, "application/json", in("public"))
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, hr.StatusCode(), string(hr.Body))
 	require.Equal(t, "public", string(hr.JSON201.File.Visibility))
 
 	user := open.token("acme", "alice", nil)
-	ur, err := open.client(user).InitiateUploadWithBodyWithResponse(ctx, "application/json", in(""))
+	ur, err := open.client(user).InitiateUploadWithBodyWithResponse(ctx, nil, "application/json", in(""))
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, ur.StatusCode())
 	require.Equal(t, "private", string(ur.JSON201.File.Visibility), "an end user's upload is private, whatever the default")
-	_, err = open.client(host).HostInitiateUploadWithBodyWithResponse(ctx, "application/json", in("private"))
+	_, err = open.client(host).HostInitiateUploadWithBodyWithResponse(ctx, nil, "application/json", in("private"))
 	require.NoError(t, err)
 }
 
@@ -245,7 +245,7 @@ func TestHostLegacyTemporaryUpload(t *testing.T) {
 		return w.FormDataContentType(), &buf
 	}
 	ct, body := form(map[string]string{"legacy": "true", "temporary": "true"})
-	resp, err := s.client(host).HostUploadWithBodyWithResponse(context.Background(), ct, body)
+	resp, err := s.client(host).HostUploadWithBodyWithResponse(context.Background(), nil, ct, body)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, resp.StatusCode(), string(resp.Body))
 	require.True(t, resp.JSON201.IsTemporary, "the legacy form honours temporary")
@@ -253,11 +253,11 @@ func TestHostLegacyTemporaryUpload(t *testing.T) {
 	require.Equal(t, "private", string(resp.JSON201.Visibility))
 
 	ct, body = form(map[string]string{"legacy": "true", "temporary": "true", "visibility": "public"})
-	resp, err = s.client(host).HostUploadWithBodyWithResponse(context.Background(), ct, body)
+	resp, err = s.client(host).HostUploadWithBodyWithResponse(context.Background(), nil, ct, body)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode(), "a temporary file is always private")
 	ct, body = form(map[string]string{"legacy": "true", "temporary": "true", "module": "billing"})
-	resp, err = s.client(host).HostUploadWithBodyWithResponse(context.Background(), ct, body)
+	resp, err = s.client(host).HostUploadWithBodyWithResponse(context.Background(), nil, ct, body)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode(), "the legacy temporary upload takes no provenance")
 }
@@ -271,7 +271,7 @@ func TestContentPutAnswersAreFinal(t *testing.T) {
 	token := s.token("acme", "alice", nil)
 	c := s.client(token)
 	body := docx(t)
-	init, err := c.InitiateUploadWithResponse(ctx, initiateBody(body))
+	init, err := c.InitiateUploadWithResponse(ctx, nil, initiateBody(body))
 	require.NoError(t, err)
 	put := func() *http.Response {
 		req, err := http.NewRequest(http.MethodPut, init.JSON201.Upload.Url, bytes.NewReader(body))
@@ -285,7 +285,7 @@ func TestContentPutAnswersAreFinal(t *testing.T) {
 		return resp
 	}
 	require.Equal(t, http.StatusOK, put().StatusCode)
-	done, err := c.CompleteUploadWithResponse(ctx, init.JSON201.Id.String())
+	done, err := c.CompleteUploadWithResponse(ctx, init.JSON201.Id.String(), nil)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, done.StatusCode())
 	again := put()

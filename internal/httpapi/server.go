@@ -94,7 +94,7 @@ func New(o Options) http.Handler {
 		ResponseErrorHandlerFunc: ew.response,
 	})
 	mux := http.NewServeMux()
-	api.HandlerWithOptions(strict, api.StdHTTPServerOptions{BaseRouter: mux, ErrorHandlerFunc: ew.request})
+	api.HandlerWithOptions(strict, api.StdHTTPServerOptions{BaseRouter: mux, ErrorHandlerFunc: ew.request, Middlewares: []api.MiddlewareFunc{s.idempotent}})
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeProblem(w, http.StatusNotFound, service.ErrNotFound.Code)
 	})

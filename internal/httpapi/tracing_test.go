@@ -155,12 +155,12 @@ func TestTracesCoverGuardSQLAndStorage(t *testing.T) {
 	c := s.client(tok)
 
 	ct, body := multipartBody(t, map[string][]byte{"report.pdf": []byte(pdf)})
-	up, err := c.UploadFileWithBodyWithResponse(ctx, ct, body)
+	up, err := c.UploadFileWithBodyWithResponse(ctx, nil, ct, body)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, up.StatusCode(), "%s", up.Body)
 
 	doc := docx(t)
-	init, err := c.InitiateUploadWithResponse(ctx, client.InitiateUploadJSONRequestBody{OriginalName: "plan.docx", ContentType: docxType, SizeBytes: int64(len(doc)), Checksum: checksum(doc)})
+	init, err := c.InitiateUploadWithResponse(ctx, nil, client.InitiateUploadJSONRequestBody{OriginalName: "plan.docx", ContentType: docxType, SizeBytes: int64(len(doc)), Checksum: checksum(doc)})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, init.StatusCode(), "%s", init.Body)
 	put, _ := http.NewRequest(init.JSON201.Upload.Method, init.JSON201.Upload.Url, bytes.NewReader(doc))
@@ -170,13 +170,13 @@ func TestTracesCoverGuardSQLAndStorage(t *testing.T) {
 	resp, err := http.DefaultClient.Do(put)
 	require.NoError(t, err)
 	resp.Body.Close()
-	done, err := c.CompleteUploadWithResponse(ctx, init.JSON201.Id.String())
+	done, err := c.CompleteUploadWithResponse(ctx, init.JSON201.Id.String(), nil)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, done.StatusCode(), "%s", done.Body)
 
 	// A refused upload logs inside its request.
 	ct, body = multipartBody(t, map[string][]byte{"photo.jpg": []byte("\x89PNG\r\n\x1a\n" + strings.Repeat("\x00", 64))})
-	bad, err := c.UploadFileWithBodyWithResponse(ctx, ct, body)
+	bad, err := c.UploadFileWithBodyWithResponse(ctx, nil, ct, body)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusUnprocessableEntity, bad.StatusCode())
 

@@ -47,11 +47,11 @@ func TestVariantsOverHTTP(t *testing.T) {
 			tok := s.token("acme", "alice", nil)
 			alice := s.client(tok)
 			ct, body := multipartBody(t, map[string][]byte{"pic.png": pngImage(t, 320, 240)})
-			up, err := alice.UploadFileWithBodyWithResponse(ctx, ct, body)
+			up, err := alice.UploadFileWithBodyWithResponse(ctx, nil, ct, body)
 			require.NoError(t, err)
 			require.Equal(t, http.StatusCreated, up.StatusCode(), string(up.Body))
 			ct, body = multipartBody(t, map[string][]byte{"r.pdf": []byte(pdf)})
-			doc, err := alice.UploadFileWithBodyWithResponse(ctx, ct, body)
+			doc, err := alice.UploadFileWithBodyWithResponse(ctx, nil, ct, body)
 			require.NoError(t, err)
 			id := up.JSON201.Id.String()
 

@@ -55,6 +55,7 @@ type Sweeper interface {
 	CleanupPendingUploads(ctx context.Context, limit int) (int, error)
 	CleanupExpiredTemporaryFiles(ctx context.Context, now *time.Time, limit int) (int, error)
 	UnsafeSystemPurgeUnusedBatch(ctx context.Context, cutoff time.Time, limit int) (int, error)
+	UnsafeSystemExpireIdempotencyKeys(ctx context.Context, max int) (int, error)
 	UnsafeSystemReconcile(ctx context.Context, opts service.ReconcileOptions, emit func(service.Finding) error) (service.ReconcileCounts, error)
 	EffectiveConfig() service.Config
 }
@@ -196,13 +197,28 @@ func (r *Runner) pending(ctx context.Context, st *service.SweepStats) error {
 	})
 }
 
+// temporary runs the temporary track: expired temporary files, then
+// idempotency keys past their 24 hours (up to maxBatches batches of their
+// own: a key is a small row, and no file depends on it).
 func (r *Runner) temporary(ctx context.Context, st *service.SweepStats) error {
 	cfg := r.svc.EffectiveConfig()
 	budget := int64(maxBatches * cfg.CleanupBatchSize)
-	return drain(ctx, st, &budget, cfg.CleanupBatchSize, func(ctx context.Context, limit int) error {
+	err := drain(ctx, st, &budget, cfg.CleanupBatchSize, func(ctx context.Context, limit int) error {
 		_, err := r.svc.CleanupExpiredTemporaryFiles(ctx, nil, limit)
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	for range maxBatches {
+		n, err := r.svc.UnsafeSystemExpireIdempotencyKeys(ctx, cfg.CleanupBatchSize)
+		st.Examined.Add(int64(n))
+		st.Done.Add(int64(n))
+		if err != nil || n < cfg.CleanupBatchSize {
+			return err
+		}
+	}
+	return nil
 }
 
 // reconcile runs the reconcile track: every finding is logged (an

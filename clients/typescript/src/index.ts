@@ -84,6 +84,15 @@ export interface UploadOptions {
   onProgress?: (sent: number, total: number) => void;
   /** Aborts the upload; the pending file is then aborted too. */
   signal?: AbortSignal;
+  /**
+   * The upload's Idempotency-Key (default a random UUID): its initiate and
+   * complete are sent with keys derived from it, so a retry after a lost
+   * answer never starts a second upload. Pass the same key to continue an
+   * upload whose first try failed.
+   */
+  idempotencyKey?: string;
+  /** How many times a retryable answer (503, 409, a network error) is retried; default 4. */
+  retries?: number;
 }
 
 /**
@@ -97,9 +106,13 @@ export async function upload(client: Client, file: Blob, options: UploadOptions 
   const name = options.name ?? (file as File).name ?? "file";
   const contentType = options.contentType || file.type || "application/octet-stream";
   const input = { originalName: name, contentType, sizeBytes: bytes.length, checksum: await sha256Checksum(bytes), disposition: options.disposition };
-  const init = options.temporary
-    ? await client.POST("/uploaded-file/temporary/initiate", { body: input, signal: options.signal })
-    : await client.POST("/uploaded-file/initiate", { body: input, signal: options.signal });
+  const key = options.idempotencyKey ?? crypto.randomUUID();
+  const keyed = (step: string) => ({ header: { "Idempotency-Key": `${key}.${step}` } });
+  const init = await retrying(options, () =>
+    options.temporary
+      ? client.POST("/uploaded-file/temporary/initiate", { body: input, params: keyed("initiate"), signal: options.signal })
+      : client.POST("/uploaded-file/initiate", { body: input, params: keyed("initiate"), signal: options.signal }),
+  );
   if (!init.data) throw new UploadError(init.response.status, init.error as Problem);
   const { id, upload: target } = init.data;
   try {
@@ -110,9 +123,39 @@ export async function upload(client: Client, file: Blob, options: UploadOptions 
     }
     throw err;
   }
-  const done = await client.POST("/uploaded-file/{id}/complete", { params: { path: { id } }, signal: options.signal });
+  const done = await retrying(options, () =>
+    client.POST("/uploaded-file/{id}/complete", { params: { path: { id }, ...keyed("complete") }, signal: options.signal }),
+  );
   if (!done.data) throw new UploadError(done.response.status, done.error as Problem);
   return done.data;
+}
+
+/**
+ * retrying runs call until its answer is not retryable -- a 503 or a 409
+ * (a dependency that did not answer, a request with the same key still
+ * running) or a network error are -- at most options.retries more times,
+ * waiting Retry-After when the server gave one, else a backoff doubling
+ * from half a second with full jitter (at most 10 s).
+ */
+async function retrying<R extends { response: Response; error?: unknown }>(options: UploadOptions, call: () => Promise<R>): Promise<R> {
+  const retries = options.retries ?? 4;
+  for (let attempt = 0; ; attempt++) {
+    let result: R | undefined;
+    try {
+      result = await call();
+    } catch (err) {
+      if (options.signal?.aborted || attempt >= retries) throw err;
+    }
+    if (result) {
+      const status = result.response.status;
+      const retryable = status === 503 || status === 409 || (status >= 500 && (result.error as Partial<Problem> | undefined)?.retryable === true);
+      if (!retryable || attempt >= retries) return result;
+    }
+    const after = Number(result?.response.headers.get("Retry-After"));
+    const wait = after > 0 ? Math.min(after, 10) * 1000 : Math.random() * Math.min(10_000, 500 * 2 ** attempt);
+    await new Promise((resolve) => setTimeout(resolve, wait));
+    if (options.signal?.aborted) throw new DOMException("The upload was aborted.", "AbortError");
+  }
 }
 
 /** send writes the bytes to an upload target, reporting progress. */

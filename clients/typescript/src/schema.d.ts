@@ -827,6 +827,16 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description A request with the same Idempotency-Key is still running (or another instance is completing this upload); retry after Retry-After. */
+        InFlight: {
+            headers: {
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description The file's bytes. */
         Bytes: {
             headers: {
@@ -868,6 +878,17 @@ export interface components {
         ListWithUrls: boolean;
         /** @description A configured preset name (variants.presets); any other is 400 invalid-meta. */
         VariantPreset: string;
+        /**
+         * @description One key per logical write (IETF httpapi draft "The Idempotency-Key
+         *     HTTP Header Field"), sent again on every retry of it: within 24 hours
+         *     the same key from the same caller with the same request replays the
+         *     first answer (with `Idempotent-Replayed: true`) instead of running
+         *     it again -- a retry after a lost answer never makes a second file.
+         *     The same key with another request is 422 `core.idempotency.key-reused`;
+         *     while the first request still runs, 409 `core.idempotency.in-flight`
+         *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+         */
+        IdempotencyKey: string;
         /** @description The file's UUID. */
         FileID: string;
     };
@@ -880,7 +901,19 @@ export interface operations {
     initiateUpload: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description One key per logical write (IETF httpapi draft "The Idempotency-Key
+                 *     HTTP Header Field"), sent again on every retry of it: within 24 hours
+                 *     the same key from the same caller with the same request replays the
+                 *     first answer (with `Idempotent-Replayed: true`) instead of running
+                 *     it again -- a retry after a lost answer never makes a second file.
+                 *     The same key with another request is 422 `core.idempotency.key-reused`;
+                 *     while the first request still runs, 409 `core.idempotency.in-flight`
+                 *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -903,6 +936,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
+            409: components["responses"]["InFlight"];
             413: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -911,7 +945,19 @@ export interface operations {
     initiateTemporaryUpload: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description One key per logical write (IETF httpapi draft "The Idempotency-Key
+                 *     HTTP Header Field"), sent again on every retry of it: within 24 hours
+                 *     the same key from the same caller with the same request replays the
+                 *     first answer (with `Idempotent-Replayed: true`) instead of running
+                 *     it again -- a retry after a lost answer never makes a second file.
+                 *     The same key with another request is 422 `core.idempotency.key-reused`;
+                 *     while the first request still runs, 409 `core.idempotency.in-flight`
+                 *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -933,6 +979,7 @@ export interface operations {
             400: components["responses"]["Problem"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["Problem"];
+            409: components["responses"]["InFlight"];
             413: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -941,7 +988,19 @@ export interface operations {
     completeUpload: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description One key per logical write (IETF httpapi draft "The Idempotency-Key
+                 *     HTTP Header Field"), sent again on every retry of it: within 24 hours
+                 *     the same key from the same caller with the same request replays the
+                 *     first answer (with `Idempotent-Replayed: true`) instead of running
+                 *     it again -- a retry after a lost answer never makes a second file.
+                 *     The same key with another request is 422 `core.idempotency.key-reused`;
+                 *     while the first request still runs, 409 `core.idempotency.in-flight`
+                 *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description The file's UUID. */
                 id: components["parameters"]["FileID"];
@@ -1059,7 +1118,19 @@ export interface operations {
     deleteFile: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description One key per logical write (IETF httpapi draft "The Idempotency-Key
+                 *     HTTP Header Field"), sent again on every retry of it: within 24 hours
+                 *     the same key from the same caller with the same request replays the
+                 *     first answer (with `Idempotent-Replayed: true`) instead of running
+                 *     it again -- a retry after a lost answer never makes a second file.
+                 *     The same key with another request is 422 `core.idempotency.key-reused`;
+                 *     while the first request still runs, 409 `core.idempotency.in-flight`
+                 *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description The file's UUID. */
                 id: components["parameters"]["FileID"];
@@ -1078,6 +1149,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["Problem"];
             409: components["responses"]["Completing"];
+            422: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
         };
     };
@@ -1133,7 +1205,19 @@ export interface operations {
     uploadFile: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description One key per logical write (IETF httpapi draft "The Idempotency-Key
+                 *     HTTP Header Field"), sent again on every retry of it: within 24 hours
+                 *     the same key from the same caller with the same request replays the
+                 *     first answer (with `Idempotent-Replayed: true`) instead of running
+                 *     it again -- a retry after a lost answer never makes a second file.
+                 *     The same key with another request is 422 `core.idempotency.key-reused`;
+                 *     while the first request still runs, 409 `core.idempotency.in-flight`
+                 *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1159,6 +1243,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
+            409: components["responses"]["InFlight"];
             413: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -1257,7 +1342,19 @@ export interface operations {
     hostInitiateUpload: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description One key per logical write (IETF httpapi draft "The Idempotency-Key
+                 *     HTTP Header Field"), sent again on every retry of it: within 24 hours
+                 *     the same key from the same caller with the same request replays the
+                 *     first answer (with `Idempotent-Replayed: true`) instead of running
+                 *     it again -- a retry after a lost answer never makes a second file.
+                 *     The same key with another request is 422 `core.idempotency.key-reused`;
+                 *     while the first request still runs, 409 `core.idempotency.in-flight`
+                 *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1280,6 +1377,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
+            409: components["responses"]["InFlight"];
             413: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -1288,7 +1386,19 @@ export interface operations {
     hostUpload: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description One key per logical write (IETF httpapi draft "The Idempotency-Key
+                 *     HTTP Header Field"), sent again on every retry of it: within 24 hours
+                 *     the same key from the same caller with the same request replays the
+                 *     first answer (with `Idempotent-Replayed: true`) instead of running
+                 *     it again -- a retry after a lost answer never makes a second file.
+                 *     The same key with another request is 422 `core.idempotency.key-reused`;
+                 *     while the first request still runs, 409 `core.idempotency.in-flight`
+                 *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1324,6 +1434,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
+            409: components["responses"]["InFlight"];
             413: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
             503: components["responses"]["Problem"];
@@ -1332,7 +1443,19 @@ export interface operations {
     hostCloneFromUrl: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description One key per logical write (IETF httpapi draft "The Idempotency-Key
+                 *     HTTP Header Field"), sent again on every retry of it: within 24 hours
+                 *     the same key from the same caller with the same request replays the
+                 *     first answer (with `Idempotent-Replayed: true`) instead of running
+                 *     it again -- a retry after a lost answer never makes a second file.
+                 *     The same key with another request is 422 `core.idempotency.key-reused`;
+                 *     while the first request still runs, 409 `core.idempotency.in-flight`
+                 *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1355,6 +1478,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
+            409: components["responses"]["InFlight"];
             413: components["responses"]["Problem"];
             422: components["responses"]["Problem"];
             502: components["responses"]["Problem"];
@@ -1571,7 +1695,19 @@ export interface operations {
     hostMarkUsed: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description One key per logical write (IETF httpapi draft "The Idempotency-Key
+                 *     HTTP Header Field"), sent again on every retry of it: within 24 hours
+                 *     the same key from the same caller with the same request replays the
+                 *     first answer (with `Idempotent-Replayed: true`) instead of running
+                 *     it again -- a retry after a lost answer never makes a second file.
+                 *     The same key with another request is 422 `core.idempotency.key-reused`;
+                 *     while the first request still runs, 409 `core.idempotency.in-flight`
+                 *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1591,12 +1727,27 @@ export interface operations {
             400: components["responses"]["Problem"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["Problem"];
+            409: components["responses"]["InFlight"];
+            422: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
         };
     };
     hostUseFiles: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description One key per logical write (IETF httpapi draft "The Idempotency-Key
+                 *     HTTP Header Field"), sent again on every retry of it: within 24 hours
+                 *     the same key from the same caller with the same request replays the
+                 *     first answer (with `Idempotent-Replayed: true`) instead of running
+                 *     it again -- a retry after a lost answer never makes a second file.
+                 *     The same key with another request is 422 `core.idempotency.key-reused`;
+                 *     while the first request still runs, 409 `core.idempotency.in-flight`
+                 *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1616,12 +1767,27 @@ export interface operations {
             400: components["responses"]["Problem"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["Problem"];
+            409: components["responses"]["InFlight"];
+            422: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
         };
     };
     hostChangeFiles: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description One key per logical write (IETF httpapi draft "The Idempotency-Key
+                 *     HTTP Header Field"), sent again on every retry of it: within 24 hours
+                 *     the same key from the same caller with the same request replays the
+                 *     first answer (with `Idempotent-Replayed: true`) instead of running
+                 *     it again -- a retry after a lost answer never makes a second file.
+                 *     The same key with another request is 422 `core.idempotency.key-reused`;
+                 *     while the first request still runs, 409 `core.idempotency.in-flight`
+                 *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1641,12 +1807,27 @@ export interface operations {
             400: components["responses"]["Problem"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["Problem"];
+            409: components["responses"]["InFlight"];
+            422: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
         };
     };
     hostDelete: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description One key per logical write (IETF httpapi draft "The Idempotency-Key
+                 *     HTTP Header Field"), sent again on every retry of it: within 24 hours
+                 *     the same key from the same caller with the same request replays the
+                 *     first answer (with `Idempotent-Replayed: true`) instead of running
+                 *     it again -- a retry after a lost answer never makes a second file.
+                 *     The same key with another request is 422 `core.idempotency.key-reused`;
+                 *     while the first request still runs, 409 `core.idempotency.in-flight`
+                 *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1666,6 +1847,9 @@ export interface operations {
             400: components["responses"]["Problem"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["Problem"];
+            409: components["responses"]["InFlight"];
+            422: components["responses"]["Problem"];
+            503: components["responses"]["Problem"];
         };
     };
     healthz: {

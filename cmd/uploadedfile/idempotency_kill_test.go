@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+)
+
+// serveProcess is `uploadedfile serve` in a process of its own (the test
+// binary as the real command line).
+type serveProcess struct {
+	cmd  *exec.Cmd
+	base string
+}
+
+// startServe starts serve on dbURL with cfgFile and waits until it listens.
+func startServe(t *testing.T, dbURL, cfgFile string) *serveProcess {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "--database-url", dbURL, "serve", "--config", cfgFile, "--listen", "127.0.0.1:0", "--no-maintenance")
+	cmd.Env = append(os.Environ(), "UF_RUN_MAIN=1")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = io.Discard
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := bufio.NewScanner(out)
+	re := regexp.MustCompile(`listening on (http://[0-9.:]+)`)
+	for lines.Scan() {
+		if m := re.FindStringSubmatch(lines.Text()); m != nil {
+			go io.Copy(io.Discard, out) //nolint:errcheck
+			return &serveProcess{cmd: cmd, base: m[1]}
+		}
+	}
+	t.Fatal("serve did not start")
+	return nil
+}
+
+// TestIdempotentRetryAfterKill: a buffer upload and an initiate whose
+// server is SIGKILLed after the write committed and before the client read
+// the answer: the retry under the same Idempotency-Key, to a new server,
+// answers with the original file -- one row, quota counted once -- and the
+// initiate's retry hands out the same upload again.
+func TestIdempotentRetryAfterKill(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewDatabase(t)
+	secret := strings.Repeat("k", 40)
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+"\nauth:\n  hmacSecret: "+secret+"\n"), 0o600))
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "alice", "tenant": "acme", "exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte(secret))
+	require.NoError(t, err)
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	count := func(sql string) int {
+		var n int
+		require.NoError(t, conn.QueryRow(context.Background(), sql).Scan(&n))
+		return n
+	}
+	content := []byte("%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n")
+	form := func() (string, []byte) { // built anew for each try, with its own boundary
+		var b bytes.Buffer
+		w := multipart.NewWriter(&b)
+		part, err := w.CreateFormFile("file", "r.pdf")
+		require.NoError(t, err)
+		_, _ = part.Write(content)
+		require.NoError(t, w.Close())
+		return w.FormDataContentType(), b.Bytes()
+	}
+	initiate := []byte(fmt.Sprintf(`{"originalName":"p.pdf","contentType":"application/pdf","sizeBytes":%d,"checksum":"sha256:z6MYHB7jbovOXjn4SVn0VY6nujLA5FOairPIzoxxbsY="}`, len(content)))
+
+	// The first tries: sent, committed, and the server killed before the
+	// answer is read.
+	first := startServe(t, dbURL, cfgFile)
+	ct, body := form()
+	sendUnread(t, first.base, "/uploaded-file", ct, "upload-1", tok, body)
+	require.Eventually(t, func() bool {
+		return count("SELECT count(*) FROM uploaded_file WHERE status = 'ready' AND upload_pending_at IS NULL") == 1
+	},
+		10*time.Second, 20*time.Millisecond, "the upload committed")
+	sendUnread(t, first.base, "/uploaded-file/initiate", "application/json", "initiate-1", tok, initiate)
+	require.Eventually(t, func() bool { return count("SELECT count(*) FROM uploaded_file WHERE status = 'pending'") == 1 },
+		10*time.Second, 20*time.Millisecond, "the initiate committed")
+	require.NoError(t, first.cmd.Process.Kill())
+	_ = first.cmd.Wait()
+
+	// The retries, to a new server.
+	second := startServe(t, dbURL, cfgFile)
+	ct, body = form()
+	status, answer := post(t, second.base, "/uploaded-file", ct, "upload-1", tok, body)
+	require.Equal(t, http.StatusCreated, status, answer)
+	var f struct{ ID, Status string }
+	require.NoError(t, json.Unmarshal(answer, &f))
+	var stored string
+	require.NoError(t, conn.QueryRow(context.Background(), "SELECT id::text FROM uploaded_file WHERE status = 'ready'").Scan(&stored))
+	require.Equal(t, stored, f.ID, "the original file")
+	require.Equal(t, "ready", f.Status)
+	require.Equal(t, 1, count("SELECT count(*) FROM uploaded_file WHERE status = 'ready'"), "one row")
+
+	status, answer = post(t, second.base, "/uploaded-file/initiate", "application/json", "initiate-1", tok, initiate)
+	require.Equal(t, http.StatusCreated, status, answer)
+	var init struct {
+		ID     string
+		Upload struct{ URL string }
+	}
+	require.NoError(t, json.Unmarshal(answer, &init))
+	var pending string
+	require.NoError(t, conn.QueryRow(context.Background(), "SELECT id::text FROM uploaded_file WHERE status = 'pending'").Scan(&pending))
+	require.Equal(t, pending, init.ID, "the same upload again")
+	require.Contains(t, init.Upload.URL, init.ID)
+	require.Equal(t, 1, count("SELECT count(*) FROM uploaded_file WHERE status = 'pending'"))
+	require.Equal(t, 2, count("SELECT files::int FROM uploaded_file_usage WHERE tenant_code = 'acme' AND user_id = 'alice'"),
+		"quota counts each once: the upload and the pending upload")
+}
+
+// sendUnread sends a POST with an Idempotency-Key on a connection of its
+// own and never reads the answer.
+func sendUnread(t *testing.T, base, path, contentType, key, token string, body []byte) {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	_, err = fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nIdempotency-Key: %s\r\nContent-Length: %d\r\n\r\n", path, token, contentType, key, len(body))
+	require.NoError(t, err)
+	_, err = c.Write(body)
+	require.NoError(t, err)
+}
+
+// post sends a POST with an Idempotency-Key and returns the answer.
+func post(t *testing.T, base, path, contentType, key, token string, body []byte) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+path, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, b
+}

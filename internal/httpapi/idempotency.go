@@ -1,0 +1,359 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"hash"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/uploadedfile/uploadedfile/service"
+)
+
+// IdempotencyKeyHeader is the request header of the IETF httpapi draft
+// "The Idempotency-Key HTTP Header Field": a client sends one key per
+// logical write and the same key on every retry of it.
+const IdempotencyKeyHeader = "Idempotency-Key"
+
+// maxIdempotentAnswer bounds a recorded answer (every answer of the
+// idempotent routes is a small JSON document or empty).
+const maxIdempotentAnswer = 64 << 10
+
+// Codes of idempotent requests.
+const (
+	// codeIdempotencyKeyInvalid: the key is empty, longer than 255 bytes,
+	// or not printable ASCII (400).
+	codeIdempotencyKeyInvalid = "core.idempotency.key-invalid"
+	// codeIdempotencyKeyReused: the key was used for another request --
+	// another route, path or body (422).
+	codeIdempotencyKeyReused = "core.idempotency.key-reused"
+	// codeIdempotencyInFlight: a request with the key is still running
+	// (409, with Retry-After).
+	codeIdempotencyInFlight = "core.idempotency.in-flight"
+)
+
+// idempotentRoute is a write that takes an Idempotency-Key.
+type idempotentRoute struct {
+	// createsFile: the request creates a file, whose id the key names
+	// before anything is written.
+	createsFile bool
+	// recover answers a retry from the file a dead request with the key
+	// was creating (id); ok is false when that file is not the answer (it
+	// was never made, or failed): the retry then runs again.
+	recover func(ctx context.Context, s *Server, id uuid.UUID) (answer service.IdempotentAnswer, ok bool)
+}
+
+// idempotentRoutes are the writes a retry could otherwise repeat: uploads,
+// initiates and clones (a second file, counted twice), complete, abort and
+// delete, and the host's batch routes.
+var idempotentRoutes = map[string]idempotentRoute{
+	"POST /uploaded-file":                       {createsFile: true, recover: recoverUpload(false)},
+	"POST /uploaded-file/initiate":              {createsFile: true, recover: recoverInitiate},
+	"POST /uploaded-file/temporary/initiate":    {createsFile: true, recover: recoverInitiate},
+	"POST /uploaded-file/{id}/complete":         {},
+	"DELETE /uploaded-file/{id}":                {},
+	"POST /internal/uploaded-file/initiate":     {createsFile: true, recover: recoverInitiate},
+	"POST /internal/uploaded-file/uploads":      {createsFile: true, recover: recoverUpload(true)},
+	"POST /internal/uploaded-file/clone":        {createsFile: true, recover: recoverUpload(true)},
+	"POST /internal/uploaded-file/mark-used":    {},
+	"POST /internal/uploaded-file/use-files":    {},
+	"POST /internal/uploaded-file/change-files": {},
+	"POST /internal/uploaded-file/delete":       {},
+}
+
+// idempotent runs a write that carries an Idempotency-Key at most once per
+// key, caller and 24 hours (the generated router's per-operation
+// middleware: r.Pattern names the route). The first request with a key
+// runs and its answer is recorded, unless it is a 5xx (the key is then
+// given back: the retry runs again); a retry with the same request gets
+// the recorded answer; one with another request (route, path, content
+// type, body) is 422; one while the first still runs is 409 with
+// Retry-After. A request that creates a file names the file's id under the
+// key before it writes, so a retry after a crash answers from that file
+// instead of making a second one.
+func (s *Server) idempotent(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get(IdempotencyKeyHeader)
+		route, ok := idempotentRoutes[r.Pattern]
+		if key == "" || !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if !validIdempotencyKey(key) {
+			writeProblem(w, http.StatusBadRequest, codeIdempotencyKeyInvalid)
+			return
+		}
+		k, err := s.svc.ClaimIdempotencyKey(r.Context(), key, r.Pattern, route.createsFile)
+		if err != nil {
+			errorWriter{log: s.log}.response(w, r, err)
+			return
+		}
+		switch k.State {
+		case service.KeyDone:
+			s.replay(w, r, k)
+		case service.KeyRunning:
+			if k.FileID != nil && route.recover != nil {
+				if a, ok := route.recover(r.Context(), s, *k.FileID); ok {
+					writeAnswer(w, a, true) // the running request committed; its answer is on its way
+					return
+				}
+			}
+			w.Header().Set("Retry-After", strconv.Itoa(max(1, int(k.RetryAfter.Round(time.Second)/time.Second))))
+			writeProblem(w, http.StatusConflict, codeIdempotencyInFlight)
+		default:
+			s.runIdempotent(w, r, k, route, next)
+		}
+	})
+}
+
+// validIdempotencyKey: 1 to 255 bytes of printable ASCII (a structured
+// field string, as the draft has it, without its quotes).
+func validIdempotencyKey(key string) bool {
+	if len(key) > 255 {
+		return false
+	}
+	for i := range len(key) {
+		if key[i] < 0x20 || key[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// replay answers a retry of a request whose answer is recorded: the answer
+// again when the request is the same, 422 when it is not.
+func (s *Server) replay(w http.ResponseWriter, r *http.Request, k *service.IdempotencyKey) {
+	fp, err := fingerprintOf(r, nil)
+	if err != nil {
+		return // the body did not arrive: its own error already ended the request
+	}
+	if k.Route != r.Pattern || !bytes.Equal(fp, k.Answer.Fingerprint) {
+		writeProblem(w, http.StatusUnprocessableEntity, codeIdempotencyKeyReused)
+		return
+	}
+	writeAnswer(w, k.Answer, true)
+}
+
+// runIdempotent runs next holding k: from the file a dead request with the
+// key left when that file is the answer, otherwise by running the request,
+// with the key's file id and a heartbeat; then records or releases k.
+func (s *Server) runIdempotent(w http.ResponseWriter, r *http.Request, k *service.IdempotencyKey, route idempotentRoute, next http.Handler) {
+	ctx := r.Context()
+	if k.State == service.KeyTakenOver && k.PreviousFileID != nil && route.recover != nil {
+		if a, ok := route.recover(ctx, s, *k.PreviousFileID); ok {
+			fp, err := fingerprintOf(r, nil)
+			if err != nil {
+				k.Release(context.WithoutCancel(ctx))
+				return
+			}
+			a.Fingerprint = fp
+			k.Finish(context.WithoutCancel(ctx), a)
+			writeAnswer(w, a, true)
+			return
+		}
+	}
+	if k.FileID != nil {
+		ctx = service.WithNewFileID(ctx, *k.FileID)
+	}
+	stop := heartbeat(context.WithoutCancel(ctx), k)
+	h := newFingerprint(r)
+	r.Body = &hashingBody{ReadCloser: r.Body, h: h}
+	rec := &recordingWriter{ResponseWriter: w}
+	next.ServeHTTP(rec, r.WithContext(ctx))
+	stop()
+	// What the handler left of the body is part of the request too: a
+	// retry is compared with all of it.
+	_, drainErr := io.Copy(io.Discard, r.Body)
+	switch {
+	case rec.status >= 500 || rec.status == 0 || rec.overflow || drainErr != nil:
+		k.Release(context.WithoutCancel(ctx))
+	default:
+		k.Finish(context.WithoutCancel(ctx), service.IdempotentAnswer{
+			Fingerprint: h.Sum(nil), Status: rec.status, ContentType: rec.Header().Get("Content-Type"), Body: rec.body.Bytes(),
+		})
+	}
+}
+
+// heartbeat extends k's claim every third of its lease until the returned
+// function is called (or the claim is lost).
+func heartbeat(ctx context.Context, k *service.IdempotencyKey) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(service.IdempotencyLease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if !k.Heartbeat(ctx) {
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// writeAnswer writes a recorded answer (replayed: it was not made by this
+// request).
+func writeAnswer(w http.ResponseWriter, a service.IdempotentAnswer, replayed bool) {
+	if a.ContentType != "" {
+		w.Header().Set("Content-Type", a.ContentType)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	w.WriteHeader(a.Status)
+	_, _ = w.Write(a.Body)
+}
+
+// newFingerprint starts the fingerprint of r: its route, its path (the
+// file it names), its content type without a multipart boundary; the body
+// follows as it is read.
+func newFingerprint(r *http.Request) hash.Hash {
+	h := sha256.New()
+	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	for _, part := range []string{r.Pattern, r.URL.Path, ct} {
+		h.Write([]byte(strconv.Itoa(len(part)) + ":" + part + "\n"))
+	}
+	if b := params["boundary"]; b != "" {
+		// A client builds the form again for a retry, with a boundary of
+		// its own: the fingerprint is the form's content, without it.
+		return &unbounded{Hash: h, boundary: []byte(b)}
+	}
+	return h
+}
+
+// fingerprintOf reads what is left of r's body into the fingerprint begun
+// by newFingerprint (or h, when given) and returns it.
+func fingerprintOf(r *http.Request, h hash.Hash) ([]byte, error) {
+	if h == nil {
+		h = newFingerprint(r)
+	}
+	if _, err := io.Copy(h, r.Body); err != nil {
+		return nil, err
+	}
+	return h.Sum(nil), nil
+}
+
+// unbounded hashes what is written with every occurrence of a multipart
+// boundary left out (an occurrence may straddle two writes: the last
+// len(boundary)-1 bytes are held back until the next write or Sum).
+type unbounded struct {
+	hash.Hash
+	boundary []byte
+	held     []byte
+}
+
+func (u *unbounded) Write(p []byte) (int, error) {
+	buf := append(u.held, p...)
+	for {
+		i := bytes.Index(buf, u.boundary)
+		if i < 0 {
+			break
+		}
+		u.Hash.Write(buf[:i])
+		buf = buf[i+len(u.boundary):]
+	}
+	keep := min(len(buf), len(u.boundary)-1)
+	u.Hash.Write(buf[:len(buf)-keep])
+	u.held = append(u.held[:0], buf[len(buf)-keep:]...)
+	return len(p), nil
+}
+
+func (u *unbounded) Sum(b []byte) []byte {
+	u.Hash.Write(u.held)
+	u.held = u.held[:0]
+	return u.Hash.Sum(b)
+}
+
+// hashingBody feeds what is read of a body to a fingerprint.
+type hashingBody struct {
+	io.ReadCloser
+	h hash.Hash
+}
+
+func (b *hashingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.h.Write(p[:n])
+	return n, err
+}
+
+// recordingWriter writes through to the client and keeps the status and
+// (up to maxIdempotentAnswer) the body, to record them.
+type recordingWriter struct {
+	http.ResponseWriter
+	status   int
+	body     bytes.Buffer
+	overflow bool
+}
+
+func (w *recordingWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *recordingWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if w.body.Len()+len(p) > maxIdempotentAnswer {
+		w.overflow = true
+	} else {
+		w.body.Write(p)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// recoverUpload answers an upload, host upload or clone again from the
+// file a dead request made: ready and visible, it is the answer (201, the
+// end user's or the host's view).
+func recoverUpload(host bool) func(context.Context, *Server, uuid.UUID) (service.IdempotentAnswer, bool) {
+	return func(ctx context.Context, s *Server, id uuid.UUID) (service.IdempotentAnswer, bool) {
+		r, err := s.svc.Find(ctx, id.String())
+		if err != nil || r.Status != service.StatusReady {
+			return service.IdempotentAnswer{}, false
+		}
+		var v any = httpResult(r)
+		if host {
+			v = hostFile(r)
+		}
+		return jsonAnswer(http.StatusCreated, v)
+	}
+}
+
+// recoverInitiate answers an initiate again from the pending upload a dead
+// request made: its id and a target until its own expiry (201).
+func recoverInitiate(ctx context.Context, s *Server, id uuid.UUID) (service.IdempotentAnswer, bool) {
+	r, err := s.svc.ResumeUpload(ctx, id.String())
+	if err != nil {
+		return service.IdempotentAnswer{}, false
+	}
+	return jsonAnswer(http.StatusCreated, initiateResult(r))
+}
+
+func jsonAnswer(status int, v any) (service.IdempotentAnswer, bool) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return service.IdempotentAnswer{}, false
+	}
+	return service.IdempotentAnswer{Status: status, ContentType: "application/json", Body: append(b, '\n')}, true
+}

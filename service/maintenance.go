@@ -112,6 +112,30 @@ func (s *Service) purgeUnused(ctx context.Context, cutoff time.Time, max int) (d
 	return s.finishAll(ctx, changedRows(rows)), len(rows), nil
 }
 
+// AbandonedUploadHold is the longest a direct upload whose client never
+// completed nor aborted it holds its quota after its initiate, but for the
+// interval of the track that releases it (the temporary track, every 15
+// minutes by default): its target's lifetime (uploadUrlTtlSeconds), the
+// completion lease, and the grace after which its cleanup lease elapses.
+func (s *Service) AbandonedUploadHold() time.Duration {
+	return s.cfg.uploadURLTTL + completionLease + directCleanupGrace
+}
+
+// ReleaseAbandonedUploads claims, for deletion, up to limit direct uploads
+// whose cleanup lease elapsed without a complete or an abort -- their
+// quota given back in the same statement, their objects then deleted --
+// and returns how many it finished. The temporary track runs it, so a dead
+// client's upload holds its space at most AbandonedUploadHold plus that
+// track's interval, not until the daily pending track. Cross-tenant;
+// trusted maintenance only.
+func (s *Service) ReleaseAbandonedUploads(ctx context.Context, limit int) (int, error) {
+	rows, err := s.q.FileClaimExpiredDirectUploads(ctx, s.db, db.FileClaimExpiredDirectUploadsParams{Max: int32(s.batch(limit)), DeletionLease: deletionLease, Now: s.now()})
+	if err != nil {
+		return 0, s.internalError(ctx, ErrCleanupFailed, "claim expired direct uploads", err)
+	}
+	return s.finishAll(ctx, changedRows(rows)), nil
+}
+
 // CleanupPendingUploads is the pending sweep of one batch of at most limit
 // rows in all: direct uploads whose upload window and cleanup lease passed
 // without completion are deleted (staging and final objects), then

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/internal/maintenance"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
@@ -213,4 +214,41 @@ func TestRecountUsage(t *testing.T) {
 		rb, rf := b.rowsHolding("acme", user)
 		require.Equal(t, [2]int64{rb, rf}, [2]int64{ub, uf}, "usage of %q", user)
 	}
+}
+
+// TestAbandonedUploadReleasesItsQuota: a direct upload whose client is
+// gone (never completed, never aborted) holds its quota at most
+// AbandonedUploadHold, then the temporary track -- every 15 minutes by
+// default, not the daily pending track -- claims it and gives the space
+// back; an abort gives it back at once.
+func TestAbandonedUploadReleasesItsQuota(t *testing.T) {
+	t.Parallel()
+	b := setup(t, service.DriverLocal)
+	ctx := context.Background()
+	body := []byte("id,amount\n1,42\n")
+	_, err := b.svc.InitiateUpload(alice, input("rows.csv", "text/csv", body), nil)
+	require.NoError(t, err)
+	aborted, err := b.svc.InitiateUpload(alice, input("other.csv", "text/csv", body), nil)
+	require.NoError(t, err)
+	_, files := b.usageOf("acme", "alice")
+	require.EqualValues(t, 2, files)
+	require.NoError(t, b.svc.AbortUpload(alice, aborted.ID.String()))
+	_, files = b.usageOf("acme", "alice")
+	require.EqualValues(t, 1, files, "an abort gives the space back at once")
+
+	runner := maintenance.New(b.svc, b.db.Pool, nil, nil)
+	b.clock.Advance(b.svc.AbandonedUploadHold() - time.Minute)
+	_, err = runner.Run(ctx, maintenance.TrackTemporary)
+	require.NoError(t, err)
+	_, files = b.usageOf("acme", "alice")
+	require.EqualValues(t, 1, files, "still within the hold: the client may yet complete")
+
+	b.clock.Advance(2 * time.Minute)
+	res, err := runner.Run(ctx, maintenance.TrackTemporary)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, res.Done)
+	_, files = b.usageOf("acme", "alice")
+	require.Zero(t, files, "released by the temporary track once the hold is over")
+	b.settle()
+	b.checkInvariants()
 }

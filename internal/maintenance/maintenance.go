@@ -56,6 +56,7 @@ type Sweeper interface {
 	CleanupExpiredTemporaryFiles(ctx context.Context, now *time.Time, limit int) (int, error)
 	UnsafeSystemPurgeUnusedBatch(ctx context.Context, cutoff time.Time, limit int) (int, error)
 	UnsafeSystemExpireIdempotencyKeys(ctx context.Context, max int) (int, error)
+	ReleaseAbandonedUploads(ctx context.Context, limit int) (int, error)
 	UnsafeSystemReconcile(ctx context.Context, opts service.ReconcileOptions, emit func(service.Finding) error) (service.ReconcileCounts, error)
 	EffectiveConfig() service.Config
 }
@@ -197,14 +198,23 @@ func (r *Runner) pending(ctx context.Context, st *service.SweepStats) error {
 	})
 }
 
-// temporary runs the temporary track: expired temporary files, then
-// idempotency keys past their 24 hours (up to maxBatches batches of their
-// own: a key is a small row, and no file depends on it).
+// temporary runs the temporary track: expired temporary files and
+// abandoned direct uploads (their quota given back: a dead client's upload
+// never waits for the daily pending track), within the run's ten batches,
+// then idempotency keys past their 24 hours (up to maxBatches batches of
+// their own: a key is a small row, and no file depends on it).
 func (r *Runner) temporary(ctx context.Context, st *service.SweepStats) error {
 	cfg := r.svc.EffectiveConfig()
 	budget := int64(maxBatches * cfg.CleanupBatchSize)
 	err := drain(ctx, st, &budget, cfg.CleanupBatchSize, func(ctx context.Context, limit int) error {
 		_, err := r.svc.CleanupExpiredTemporaryFiles(ctx, nil, limit)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	err = drain(ctx, st, &budget, cfg.CleanupBatchSize, func(ctx context.Context, limit int) error {
+		_, err := r.svc.ReleaseAbandonedUploads(ctx, limit)
 		return err
 	})
 	if err != nil {

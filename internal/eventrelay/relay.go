@@ -277,9 +277,23 @@ func (r *Relay) serve(ctx context.Context, sc SinkConfig, row db.UploadedFileEve
 	return n, nil
 }
 
-// batch delivers the events after the held sink's cursor. It reports
+// InFlightLimiter is implemented by a sink whose deliveries are
+// acknowledged one request at a time (a webhook): the relay hands it at
+// most MaxInFlight events at once and moves the cursor past each
+// acknowledged group before it sends the next, so a relay killed mid-batch
+// sends again only what was in flight. A sink without it (JetStream, which
+// drops redeliveries by message id) gets the whole batch.
+type InFlightLimiter interface {
+	MaxInFlight() int
+}
+
+// batch delivers the events after the held sink's cursor, in groups of
+// the sink's MaxInFlight, advancing the cursor after each. It reports
 // failed when a delivery failed (the sink is then left backing off, or the
-// event parked and the rest left to the next pass).
+// event parked and the rest left to the next pass). A pass that runs out
+// of its time (the lease) while a slow receiver still answers is not a
+// failure: what was acknowledged stays acknowledged and the next pass goes
+// on.
 func (r *Relay) batch(ctx context.Context, h *holding) (n int, failed bool, err error) {
 	rows, err := r.q.EventBatchAfter(ctx, r.pool, db.EventBatchAfterParams{
 		AfterTx: h.row.AfterTx, AfterSeq: h.row.AfterSeq, Max: int32(r.cfg.Batch),
@@ -301,32 +315,69 @@ func (r *Relay) batch(ctx context.Context, h *holding) (n int, failed bool, err 
 		}
 		events = append(events, e)
 	}
-	delivered, derr := h.sink.Sink.Deliver(ctx, events)
-	r.cfg.Metrics.delivered(h.sink.Name, delivered)
-	// The cursor moves past everything before the first undelivered event
-	// (filtered-out rows included).
+	group := len(events)
+	if l, ok := h.sink.Sink.(InFlightLimiter); ok && l.MaxInFlight() > 0 {
+		group = l.MaxInFlight()
+	}
+	delivered := 0
+	var derr error
+	for delivered < len(events) && ctx.Err() == nil {
+		start, end := delivered, min(delivered+group, len(events))
+		k, err := r.deliver(ctx, h, events[start:end])
+		r.cfg.Metrics.delivered(h.sink.Name, k)
+		delivered += k
+		if err := r.advance(ctx, h, rows, events, delivered); err != nil {
+			return 0, false, err
+		}
+		if k < end-start {
+			derr = err
+			break
+		}
+	}
+	if len(events) == 0 { // every row filtered out: passed all the same
+		if err := r.advance(ctx, h, rows, events, 0); err != nil {
+			return 0, false, err
+		}
+	}
+	passed := len(rows)
+	if delivered < len(events) {
+		passed = slices.IndexFunc(rows, func(x db.UploadedFileEvent) bool { return x.Seq == events[delivered].Seq })
+	}
+	if delivered == len(events) {
+		return passed, false, nil
+	}
+	if derr == nil {
+		// The pass ran out of its time between two groups: not the
+		// receiver's failure; the next pass goes on.
+		return passed, false, nil
+	}
+	return passed + r.failed(ctx, h, events[delivered], derr), true, nil
+}
+
+// deliver hands one group to the sink. The group runs to its end even when
+// the pass's time (ctx) runs out meanwhile -- cutting a request the
+// receiver is answering would only send it again -- bounded by a third of
+// the lease (renewed by the last advance), so the relay never delivers
+// past its lease; a relay that is stopping starts no new group.
+func (r *Relay) deliver(ctx context.Context, h *holding, events []Event) (int, error) {
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Lease/3)
+	defer cancel()
+	return h.sink.Sink.Deliver(gctx, events)
+}
+
+// advance moves the held sink's cursor past the rows before the first
+// undelivered event -- events[delivered], or past every row when all were
+// delivered -- and renews its lease. Nothing to pass: nothing is written.
+func (r *Relay) advance(ctx context.Context, h *holding, rows []db.UploadedFileEvent, events []Event, delivered int) error {
 	last := len(rows) - 1
 	if delivered < len(events) {
 		last = slices.IndexFunc(rows, func(x db.UploadedFileEvent) bool { return x.Seq == events[delivered].Seq }) - 1
 	}
-	if last >= 0 {
-		if err := r.advance(ctx, h, rows[last].Tx, rows[last].Seq); err != nil {
-			return 0, false, err
-		}
+	if last < 0 || (rows[last].Tx == h.row.AfterTx && rows[last].Seq == h.row.AfterSeq) {
+		return nil
 	}
-	if delivered == len(events) {
-		return last + 1, false, nil
-	}
-	if derr == nil {
-		derr = context.DeadlineExceeded // the pass ran out of lease
-	}
-	return last + 1 + r.failed(ctx, h, events[delivered], derr), true, nil
-}
-
-// advance moves the held sink's cursor and renews its lease.
-func (r *Relay) advance(ctx context.Context, h *holding, tx, seq int64) error {
 	row, err := r.q.EventSinkAdvance(context.WithoutCancel(ctx), r.pool, db.EventSinkAdvanceParams{
-		Name: h.sink.Name, Held: *h.row.LeaseUntil, AfterTx: tx, AfterSeq: seq, Lease: r.cfg.Lease, Now: r.cfg.Now(),
+		Name: h.sink.Name, Held: *h.row.LeaseUntil, AfterTx: rows[last].Tx, AfterSeq: rows[last].Seq, Lease: r.cfg.Lease, Now: r.cfg.Now(),
 	})
 	if err != nil {
 		return fmt.Errorf("eventrelay: advance sink %s (lease lost?): %w", h.sink.Name, err)
@@ -355,7 +406,7 @@ func (r *Relay) failed(ctx context.Context, h *holding, e Event, cause error) in
 		r.backoff(ctx, h, 0, 0, reason)
 		return 1
 	}
-	r.cfg.Logger.InfoContext(ctx, "event delivery failed", "sink", h.sink.Name, "event_id", e.ID, "type", e.Type, "attempts", attempts, "error", reason)
+	r.cfg.Logger.WarnContext(ctx, "event delivery failed", "sink", h.sink.Name, "event_id", e.ID, "type", e.Type, "attempts", attempts, "error", reason)
 	r.backoff(ctx, h, 1, h.sink.delay(attempts), reason)
 	return 0
 }

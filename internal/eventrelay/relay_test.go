@@ -578,3 +578,30 @@ func value(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Fatalf("no metric %s", name)
 	return 0
 }
+
+// TestSlowReceiverIsNotATimeout: a receiver that answers every event well
+// within the webhook timeout, but too slowly for a whole batch to fit in
+// one pass (the lease), gets every event, once, in order -- the pass that
+// runs out of time is not recorded as a failure (no "timeout", no attempt,
+// no backoff).
+func TestSlowReceiverIsNotATimeout(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.files(3) // 12 events
+	secret := newSecret(t)
+	rc := newReceiver(t, secret)
+	rc.answer = func(string, int) int { time.Sleep(150 * time.Millisecond); return http.StatusNoContent }
+	s := hook(t, "slow-but-fine", rc.srv.URL, secret)
+	r, err := eventrelay.New(w.pool, eventrelay.Config{Sinks: []eventrelay.SinkConfig{s}, Batch: 12, Lease: time.Second})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		_, err := r.Pass(context.Background())
+		require.NoError(t, err)
+		st, err := r.Status(context.Background())
+		require.NoError(t, err)
+		require.Nil(t, st[0].LastError, "a slow receiver is not a failing one")
+		require.Zero(t, st[0].Attempts)
+		return st[0].Depth == 0
+	}, 30*time.Second, 10*time.Millisecond)
+	require.Len(t, rc.ids(), 12, "each event once")
+}

@@ -89,6 +89,12 @@ func DecodeSecret(secret string) ([]byte, error) {
 	return key, nil
 }
 
+// MaxInFlight implements eventrelay.InFlightLimiter: each POST is
+// acknowledged by its own answer, so the relay moves its cursor after
+// every event and a relay killed mid-batch sends again only the POST that
+// was in flight (and no older event of a file after a newer one).
+func (s *Sink) MaxInFlight() int { return 1 }
+
 // Deliver POSTs the events one after another and stops at the first that
 // is not answered 2xx within the timeout.
 func (s *Sink) Deliver(ctx context.Context, events []eventrelay.Event) (int, error) {

@@ -120,7 +120,7 @@ func TestDatabaseOutageIsNeverNotFound(t *testing.T) {
 	host := s.token("acme", "alice", jwt.MapClaims{"scope": httpapi.HostScope})
 	f := outageSetup(t, s, user, host)
 
-	doc, err := api.GetSwagger()
+	doc, err := api.GetSpec()
 	require.NoError(t, err)
 	requests := outageRequests(t, f)
 	var ops []string

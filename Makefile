@@ -7,6 +7,7 @@
 #   make ts         install and build the TypeScript client, the Uppy plugin and the web page's packages
 #   make web        bundle the development upload page (internal/webui/dist)
 #   make chaos      the chaos test for CHAOS_DURATION (default 2m)
+#   make hostile    the hostile-input suite against a real serve, with its summary (also run by make test)
 #   make bench      the quick benchmark set, side by side with its peers (< 10 min)
 #   make bench-full the whole benchmark matrix
 #
@@ -21,7 +22,7 @@ CHAOS_DURATION ?= 2m
 
 TS := clients/typescript
 
-.PHONY: bench bench-full bench-peers chaos all generate verify verify-generated vet staticcheck fmt-check tidy-check test test-only s3-servers postgres tools fuzz ts web lint-openapi
+.PHONY: bench bench-full bench-peers chaos hostile all generate verify verify-generated vet staticcheck fmt-check tidy-check test test-only s3-servers postgres tools fuzz ts web lint-openapi
 
 all: verify
 
@@ -125,6 +126,11 @@ fuzz:
 ## seconds by `make test`).
 chaos: postgres s3-servers
 	$(GO) test -race -count=1 -run '^TestChaos$$' -v ./internal/maintenance/ -args -chaos.duration=$(CHAOS_DURATION)
+
+## hostile: every attack of docs/security.md against a real serve --dev,
+## with the server's peak memory and open descriptors after each.
+hostile: postgres
+	$(GO) test -count=1 -run '^TestHostileSuite$$' -v ./cmd/uploadedfile/ | grep -v '^=== '
 
 ## bench-peers: install the peers of the benchmarks: tus (@tus/server) and sharp (libvips).
 bench-peers:

@@ -516,8 +516,9 @@ func (s *Server) DownloadFile(ctx context.Context, req api.DownloadFileRequestOb
 	return bytesResponse{ctx: ctx, d: d}, nil
 }
 
-// bytesResponse serves a download: the allowlisted type, nosniff, an
-// attachment disposition with an RFC 6266 filename*, the ETag, and -- when
+// bytesResponse serves a download: the allowlisted type, the sandbox
+// headers (servecontent), the file's disposition (attachment unless it was
+// stored inline) with an RFC 6266 filename*, the ETag, and -- when
 // the body can seek -- Range and conditional requests (http.ServeContent).
 type bytesResponse struct {
 	ctx context.Context
@@ -533,7 +534,13 @@ func (b bytesResponse) visit(w http.ResponseWriter) error {
 	}
 	h.Set("Content-Type", ct)
 	servecontent.SandboxHeaders(h, false)
-	h.Set("Content-Disposition", filecheck.AttachmentDisposition(b.d.FileName))
+	disp := filecheck.AttachmentDisposition(b.d.FileName)
+	if b.d.Disposition == service.DispositionInline {
+		// As an S3 presigned URL answers: the file's own disposition. The
+		// sandbox keeps what a browser renders out of this origin.
+		disp = filecheck.InlineDisposition(b.d.FileName)
+	}
+	h.Set("Content-Disposition", disp)
 	h.Set("Cache-Control", "private, no-store")
 	if b.d.ETag != "" {
 		h.Set("ETag", b.d.ETag)

@@ -248,3 +248,54 @@ func TestAPIReferenceInChromium(t *testing.T) {
 	require.GreaterOrEqual(t, got.Operations, 20, "the reference renders the contract's operations")
 	require.Equal(t, "200", got.Status, "a call from the reference succeeds with the page's token")
 }
+
+// TestDownloadsAreSandboxedInChromium: an uploaded text file that looks
+// like HTML, stored with an inline disposition, opened in Chromium from
+// the download route: it is shown as text in an opaque origin (the
+// sandbox), its script never runs, and it cannot reach the API origin's
+// cookies.
+func TestDownloadsAreSandboxedInChromium(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	apiSrv := httptest.NewUnstartedServer(nil)
+	t.Cleanup(apiSrv.Close)
+	apiURL := "http://" + apiSrv.Listener.Addr().String()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc, err := service.New(ctx, service.Config{Driver: service.DriverLocal, LocalRoot: t.TempDir(), Host: apiURL}, pgtest.New(t), service.WithLogger(quiet))
+	require.NoError(t, err)
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	guard, err := httpapi.NewGuard(ctx, httpapi.AuthConfig{HMACSecret: secret})
+	require.NoError(t, err)
+	apiSrv.Config.Handler = httpapi.New(httpapi.Options{Service: svc, Guard: guard, Logger: quiet, DownloadPath: svc.EffectiveConfig().DownloadPath})
+	apiSrv.Start()
+	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "dev-user", "tenant": "dev", "exp": time.Now().Add(time.Hour).Unix()}).SignedString(secret)
+	require.NoError(t, err)
+
+	html := "<!doctype html><title>owned</title><script>window.uploadedScriptRan = true; document.title = 'ran'</script><h1>hello</h1>\n"
+	user := service.WithRequestContext(ctx, service.RequestContext{Tenant: "dev", UserID: "dev-user"})
+	f, err := svc.Upload(user, strings.NewReader(html), "page.txt", &service.UploadOptions{Disposition: service.DispositionInline})
+	require.NoError(t, err)
+
+	cmd := exec.Command("node", "e2e/sandbox.mjs")
+	cmd.Dir = filepath.Join(repoRoot(t), "web")
+	cmd.Env = append(os.Environ(), "UF_DOWNLOAD="+apiURL+"/uploaded-file/"+f.ID.String()+"/download", "UF_TOKEN="+token, "UF_SHOTS="+artifacts(t))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "browser: %s", stderr.String())
+	var got struct {
+		Status             int
+		CSP, Origin, Title string
+		Text               string
+		Ran, CookieAccess  bool
+	}
+	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
+	require.Equal(t, http.StatusOK, got.Status)
+	require.Equal(t, "null", got.Origin, "an opaque origin: not the API's")
+	require.Contains(t, got.CSP, "sandbox")
+	require.False(t, got.Ran, "the file's script never runs")
+	require.NotEqual(t, "ran", got.Title)
+	require.Contains(t, got.Text, "<script>", "shown as the text it was declared to be")
+	require.False(t, got.CookieAccess, "no access to the API origin's cookies")
+}

@@ -149,6 +149,10 @@ func TestScanGateFailsClosed(t *testing.T) {
 	d.Pause() // slower than the timeout
 	_, err = b.svc.CompleteUpload(alice, init.ID.String())
 	require.ErrorIs(t, err, service.ErrUploadFailed)
+	require.ErrorIs(t, err, service.ErrUnavailable, "the scanner did not answer: not the upload's fault")
+	dep, _ := service.Unavailable(err)
+	require.Equal(t, service.DependencyScanner, dep)
+	require.Equal(t, "core.scanner.unavailable", err.Error())
 	require.Equal(t, service.RuleScanUnavailable, service.Rule(err))
 	require.True(t, service.Retryable(err))
 	require.Equal(t, "pending", b.row(init.ID).Status, "still pending: it can be completed again")

@@ -67,7 +67,7 @@ func startServer(t *testing.T, driver string, opts func(*httpapi.Options), svcOp
 	for _, m := range mods {
 		m(&cfg)
 	}
-	if driver == service.DriverS3 {
+	if driver == service.DriverS3 && cfg.Endpoint == "" {
 		s3cfg := s3test.New(t)
 		cfg.Bucket, cfg.Endpoint, cfg.Region, cfg.ForcePathStyle = s3cfg.Bucket, s3cfg.Endpoint, s3cfg.Region, true
 		cfg.AccessID, cfg.AccessKey = s3cfg.AccessID, s3cfg.AccessKey

@@ -18,6 +18,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/httpapi"
 	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 	"github.com/uploadedfile/uploadedfile/internal/remote"
+	"github.com/uploadedfile/uploadedfile/internal/storage/s3test"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
@@ -264,4 +265,51 @@ func outageSetup(t *testing.T, s *server, user, host string) outageFiles {
 	require.NoError(t, json.Unmarshal([]byte(init.body), &target))
 	f.pending, f.signedPut, f.signedHeaders = target.Id, target.Upload.Url, target.Upload.Headers
 	return f
+}
+
+// TestStorageOutageIsNeverNotFound: with the S3 server stopped (a real
+// server of the selected kind, killed), reading a stored file's bytes,
+// uploading and completing answer 503 core.storage.unavailable, retryable
+// -- never 404 -- while what needs no storage round trip (the detail with
+// its presigned URL) still answers.
+func TestStorageOutageIsNeverNotFound(t *testing.T) {
+	t.Parallel()
+	kind := s3test.Selected()
+	if kind == s3test.External {
+		kind = s3test.VersityGW // an external endpoint cannot be stopped: a server of our own is
+	}
+	srv, err := s3test.StartKind(kind)
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	bucket := srv.NewBucket(t)
+	s := start(t, service.DriverS3, func(c *service.Config) {
+		c.Bucket, c.Endpoint, c.Region, c.ForcePathStyle = bucket.Bucket, bucket.Endpoint, bucket.Region, true
+		c.AccessID, c.AccessKey = bucket.AccessID, bucket.AccessKey
+	})
+	user := s.token("acme", "alice", nil)
+	ct, form := multipartBody(t, map[string][]byte{"r.pdf": []byte(pdf)})
+	up := do(t, s, outageRequest{method: "POST", path: "/uploaded-file", contentType: ct, body: form.Bytes()}, user, "")
+	require.Equal(t, http.StatusCreated, up.status, up.body)
+	var f struct{ Id string }
+	require.NoError(t, json.Unmarshal([]byte(up.body), &f))
+	init := do(t, s, outageRequest{method: "POST", path: "/uploaded-file/initiate", contentType: "application/json",
+		body: mustJSON(t, map[string]any{"originalName": "p.pdf", "contentType": "application/pdf", "sizeBytes": len(pdf), "checksum": checksum([]byte(pdf))})}, user, "")
+	require.Equal(t, http.StatusCreated, init.status, init.body)
+	var pending struct{ Id string }
+	require.NoError(t, json.Unmarshal([]byte(init.body), &pending))
+
+	srv.Stop()
+	for _, r := range []outageRequest{
+		{method: "GET", path: "/uploaded-file/" + f.Id + "/download"},
+		{method: "POST", path: "/uploaded-file", contentType: ct, body: form.Bytes()},
+		{method: "POST", path: "/uploaded-file/" + pending.Id + "/complete"},
+	} {
+		resp := do(t, s, r, user, "")
+		require.Equal(t, http.StatusServiceUnavailable, resp.status, "%s %s: %s", r.method, r.path, resp.body)
+		require.Contains(t, resp.body, `"code":"core.storage.unavailable"`)
+		require.Contains(t, resp.body, `"retryable":true`)
+		require.NotEmpty(t, resp.header.Get("Retry-After"))
+	}
+	detail := do(t, s, outageRequest{method: "GET", path: "/uploaded-file/" + f.Id}, user, "")
+	require.Equal(t, http.StatusOK, detail.status, "the detail needs no storage round trip: %s", detail.body)
 }

@@ -1,0 +1,74 @@
+package uploader_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/uploader"
+)
+
+// exampleServer is the server the examples upload to (a test server on a
+// throw-away database: in your code, the URL of your uploadedfile and a
+// token source of yours).
+var exampleServer *server
+
+func TestMain(m *testing.M) {
+	url, drop, err := pgtest.Temporary()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "the examples need PostgreSQL:", err)
+		os.Exit(1)
+	}
+	dir, err := os.MkdirTemp("", "uploader-example-*")
+	if err != nil {
+		panic(err)
+	}
+	s, stop, err := newServer(url, dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start the example server:", err)
+		os.Exit(1)
+	}
+	exampleServer = s
+	code := m.Run()
+	stop()
+	drop()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func startExampleServer() *server { return exampleServer }
+
+// Example uploads a file with the direct lifecycle: initiate, the bytes to
+// the target, complete -- each retried under the upload's key.
+func Example() {
+	s := startExampleServer()
+	c, err := uploader.New(s.url, s.token)
+	if err != nil {
+		panic(err)
+	}
+	body := "id,amount\n1,42\n"
+	f, err := c.Upload(context.Background(), uploader.File{Name: "rows.csv", ContentType: "text/csv", Body: strings.NewReader(body), Size: int64(len(body))})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(f.Status, f.OriginalName, f.SizeBytes)
+	// Output: ready rows.csv 15
+}
+
+// ExampleClient_BufferUpload sends a small file in one request.
+func ExampleClient_BufferUpload() {
+	s := startExampleServer()
+	c, err := uploader.New(s.url, s.token)
+	if err != nil {
+		panic(err)
+	}
+	f, err := c.BufferUpload(context.Background(), "notes.txt", strings.NewReader("hello\n"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(f.Status, f.OriginalName)
+	// Output: ready notes.txt
+}

@@ -1,0 +1,287 @@
+// Package uploader uploads files to an uploadedfile server over its HTTP
+// API, through the client generated from the OpenAPI document (gen/client),
+// so that Go callers of the HTTP API do not hand-roll the lifecycle:
+//
+//   - Upload runs a direct upload: initiate, send the bytes to the returned
+//     target with exactly its method, URL and headers, complete;
+//   - BufferUpload sends a small file in one multipart request.
+//
+// Every write carries an Idempotency-Key derived from one key per logical
+// upload, and every retryable answer (503 and 409 with their Retry-After, a
+// network error) is retried with backoff and jitter under the same key: a
+// retry after a lost answer never makes a second file. A refusal is an
+// *Error with the problem's stable code and rule.
+package uploader
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	mathrand "math/rand/v2"
+	"mime/multipart"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/uploadedfile/uploadedfile/gen/client"
+)
+
+// Client uploads through one server with one token source.
+type Client struct {
+	api     *client.ClientWithResponses
+	http    *http.Client
+	retries int
+	backoff time.Duration
+}
+
+// Option adjusts a Client.
+type Option func(*Client)
+
+// WithHTTPClient sends every request (the API's and the upload target's)
+// with hc (default http.DefaultClient).
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = hc } }
+
+// WithRetries sets how many times a retryable answer is retried (default
+// 4), and the first backoff (default 500 ms, doubled per retry up to 10 s,
+// with full jitter; a Retry-After of the server wins).
+func WithRetries(n int, first time.Duration) Option {
+	return func(c *Client) { c.retries, c.backoff = n, first }
+}
+
+// New returns a Client of the server at baseURL; token is called for every
+// request and returns the bearer token to send.
+func New(baseURL string, token func(context.Context) (string, error), opts ...Option) (*Client, error) {
+	c := &Client{http: http.DefaultClient, retries: 4, backoff: 500 * time.Millisecond}
+	for _, o := range opts {
+		o(c)
+	}
+	api, err := client.NewClientWithResponses(baseURL, client.WithHTTPClient(c.http), client.WithRequestEditorFn(func(ctx context.Context, r *http.Request) error {
+		tok, err := token(ctx)
+		if err != nil {
+			return fmt.Errorf("uploader: token: %w", err)
+		}
+		r.Header.Set("Authorization", "Bearer "+tok)
+		return nil
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("uploader: %w", err)
+	}
+	return &Client{api: api, http: c.http, retries: c.retries, backoff: c.backoff}, nil
+}
+
+// File is what Upload sends.
+type File struct {
+	// Name is the original name; its extension must match ContentType.
+	Name        string
+	ContentType string
+	// Body is read twice: once for its checksum, once to send it (and
+	// again for a retry of the send); Size is its length.
+	Body io.ReadSeeker
+	Size int64
+	// Temporary: private, expiring 24 hours after completion.
+	Temporary bool
+	// Key is the upload's Idempotency-Key (default a random one): pass
+	// the key of an upload whose first try failed to continue it.
+	Key string
+}
+
+// Error is a refused or failed request: the HTTP status and the problem's
+// stable code, the rule an upload broke, and whether the same call can
+// succeed later.
+type Error struct {
+	Status    int
+	Code      string
+	Rule      string
+	Retryable bool
+}
+
+func (e *Error) Error() string {
+	if e.Rule != "" {
+		return fmt.Sprintf("uploader: %d %s (%s)", e.Status, e.Code, e.Rule)
+	}
+	return fmt.Sprintf("uploader: %d %s", e.Status, e.Code)
+}
+
+// Upload runs the direct lifecycle for f and returns the ready file.
+func (c *Client) Upload(ctx context.Context, f File) (*client.UploadedFile, error) {
+	key := f.Key
+	if key == "" {
+		key = newKey()
+	}
+	sum, err := checksum(f.Body)
+	if err != nil {
+		return nil, err
+	}
+	input := client.InitiateUploadInput{OriginalName: f.Name, ContentType: f.ContentType, SizeBytes: f.Size, Checksum: sum}
+	var init *client.InitiateUploadResult
+	err = c.retry(ctx, func() (int, []byte, http.Header, error) {
+		if f.Temporary {
+			r, err := c.api.InitiateTemporaryUploadWithResponse(ctx, &client.InitiateTemporaryUploadParams{IdempotencyKey: ptr(key + ".initiate")}, client.InitiateTemporaryUploadJSONRequestBody(input))
+			if err != nil {
+				return 0, nil, nil, err
+			}
+			init = r.JSON201
+			return r.StatusCode(), r.Body, r.HTTPResponse.Header, nil
+		}
+		r, err := c.api.InitiateUploadWithResponse(ctx, &client.InitiateUploadParams{IdempotencyKey: ptr(key + ".initiate")}, input)
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		init = r.JSON201
+		return r.StatusCode(), r.Body, r.HTTPResponse.Header, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.retry(ctx, func() (int, []byte, http.Header, error) { return c.send(ctx, init.Upload, f) }); err != nil {
+		return nil, err
+	}
+	var done *client.UploadedFile
+	err = c.retry(ctx, func() (int, []byte, http.Header, error) {
+		r, err := c.api.CompleteUploadWithResponse(ctx, init.Id.String(), &client.CompleteUploadParams{IdempotencyKey: ptr(key + ".complete")})
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		done = r.JSON200
+		return r.StatusCode(), r.Body, r.HTTPResponse.Header, nil
+	})
+	return done, err
+}
+
+// send writes f's bytes to the upload target. A target already written
+// (a retry whose first send's answer was lost) counts as sent: complete
+// verifies what is there.
+func (c *Client) send(ctx context.Context, t client.UploadTarget, f File) (int, []byte, http.Header, error) {
+	if _, err := f.Body.Seek(0, io.SeekStart); err != nil {
+		return 0, nil, nil, fmt.Errorf("uploader: rewind the body: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, t.Method, t.Url, io.LimitReader(f.Body, f.Size))
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("uploader: %w", err)
+	}
+	req.ContentLength = f.Size
+	for k, v := range t.Headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode == http.StatusPreconditionFailed || bytes.Contains(body, []byte(`"rule":"content.already-written"`)) {
+		return http.StatusOK, nil, resp.Header, nil // S3's If-None-Match, the local target's rule: written before
+	}
+	return resp.StatusCode, body, resp.Header, nil
+}
+
+// BufferUpload sends a small file (at most the server's size limit; it is
+// held in memory for retries) in one multipart request, and returns the
+// ready file.
+func (c *Client) BufferUpload(ctx context.Context, name string, body io.Reader) (*client.UploadedFile, error) {
+	var form bytes.Buffer
+	w := multipart.NewWriter(&form)
+	part, err := w.CreateFormFile("file", name)
+	if err != nil {
+		return nil, fmt.Errorf("uploader: %w", err)
+	}
+	if _, err := io.Copy(part, body); err != nil {
+		return nil, fmt.Errorf("uploader: read the body: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("uploader: %w", err)
+	}
+	key := newKey()
+	var done *client.UploadedFile
+	err = c.retry(ctx, func() (int, []byte, http.Header, error) {
+		r, err := c.api.UploadFileWithBodyWithResponse(ctx, &client.UploadFileParams{IdempotencyKey: &key}, w.FormDataContentType(), bytes.NewReader(form.Bytes()))
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		done = r.JSON201
+		return r.StatusCode(), r.Body, r.HTTPResponse.Header, nil
+	})
+	return done, err
+}
+
+// retry runs call until it succeeds (2xx) or fails for good: a network
+// error, a 503 or a 409 is retried up to c.retries times, after the
+// answer's Retry-After or a jittered, doubling backoff; any other answer
+// is an *Error.
+func (c *Client) retry(ctx context.Context, call func() (status int, body []byte, h http.Header, err error)) error {
+	for attempt := 0; ; attempt++ {
+		status, body, h, err := call()
+		if err == nil && status >= 200 && status < 300 {
+			return nil
+		}
+		retryable := err != nil || status == http.StatusServiceUnavailable || status == http.StatusConflict
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !retryable || attempt >= c.retries {
+			if err != nil {
+				return fmt.Errorf("uploader: %w", err)
+			}
+			return problem(status, body)
+		}
+		wait := c.backoff << attempt
+		wait = min(wait, 10*time.Second)
+		wait = time.Duration(mathrand.Int64N(int64(wait) + 1))
+		if s, perr := strconv.Atoi(h.Get("Retry-After")); perr == nil && s > 0 {
+			wait = min(time.Duration(s)*time.Second, 10*time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// problem is the *Error of an answer's problem body.
+func problem(status int, body []byte) error {
+	var p struct {
+		Code      string `json:"code"`
+		Rule      string `json:"rule"`
+		Retryable *bool  `json:"retryable"`
+	}
+	_ = json.Unmarshal(body, &p)
+	if p.Code == "" {
+		p.Code = "http." + strconv.Itoa(status)
+	}
+	return &Error{Status: status, Code: p.Code, Rule: p.Rule, Retryable: p.Retryable != nil && *p.Retryable}
+}
+
+// checksum is "sha256:<base64>" of r from its start.
+func checksum(r io.ReadSeeker) (string, error) {
+	if _, err := r.Seek(0, io.SeekStart); err != nil {
+		return "", fmt.Errorf("uploader: rewind the body: %w", err)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, r); err != nil {
+		return "", fmt.Errorf("uploader: read the body: %w", err)
+	}
+	return "sha256:" + base64.StdEncoding.EncodeToString(h.Sum(nil)), nil
+}
+
+// newKey is a random Idempotency-Key.
+func newKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// IsRetryable reports whether err is worth trying again later.
+func IsRetryable(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Retryable
+}

@@ -1,0 +1,132 @@
+package uploader_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/internal/httpapi"
+	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/service"
+	"github.com/uploadedfile/uploadedfile/uploader"
+)
+
+// server is a real uploadedfile HTTP server (local driver) with a token
+// source for one user.
+type server struct {
+	url   string
+	token func(context.Context) (string, error)
+	pool  *pgxpool.Pool
+}
+
+func startServer(t *testing.T) *server {
+	t.Helper()
+	s, stop, err := newServer(pgtest.NewDatabase(t), t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(stop)
+	return s
+}
+
+// newServer serves the API over the database at databaseURL (migrated) and
+// files under dir; stop ends it.
+func newServer(databaseURL, dir string) (*server, func(), error) {
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	service.ConfigurePool(cfg)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	ts := httptest.NewUnstartedServer(nil)
+	url := "http://" + ts.Listener.Addr().String()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc, err := service.New(ctx, service.Config{Driver: service.DriverLocal, LocalRoot: dir, Host: url}, pool, service.WithLogger(quiet))
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	guard, err := httpapi.NewGuard(ctx, httpapi.AuthConfig{HMACSecret: secret})
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	ts.Config.Handler = httpapi.New(httpapi.Options{Service: svc, Guard: guard, Logger: quiet, DownloadPath: svc.EffectiveConfig().DownloadPath})
+	ts.Start()
+	token := func(context.Context) (string, error) {
+		return jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "alice", "tenant": "acme", "exp": time.Now().Add(time.Hour).Unix()}).SignedString(secret)
+	}
+	return &server{url: url, pool: pool, token: token}, func() { ts.Close(); pool.Close() }, nil
+}
+
+const pdf = "%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"
+
+// TestUploadAndBufferUpload: both styles make a ready file with the bytes
+// sent; a refused file is an *Error with the problem's code and rule.
+func TestUploadAndBufferUpload(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	c, err := uploader.New(s.url, s.token)
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	f, err := c.Upload(ctx, uploader.File{Name: "report.pdf", ContentType: "application/pdf", Body: strings.NewReader(pdf), Size: int64(len(pdf))})
+	require.NoError(t, err)
+	require.EqualValues(t, "ready", f.Status)
+	require.EqualValues(t, len(pdf), f.SizeBytes)
+	b, err := c.BufferUpload(ctx, "notes.txt", strings.NewReader("hello\n"))
+	require.NoError(t, err)
+	require.EqualValues(t, "ready", b.Status)
+
+	_, err = c.Upload(ctx, uploader.File{Name: "photo.png", ContentType: "image/png", Body: strings.NewReader(pdf), Size: int64(len(pdf))})
+	var ue *uploader.Error
+	require.ErrorAs(t, err, &ue)
+	require.Equal(t, http.StatusUnprocessableEntity, ue.Status)
+	require.Equal(t, "core.file.upload-verification-failed", ue.Code)
+	require.NotEmpty(t, ue.Rule)
+	require.False(t, uploader.IsRetryable(err))
+}
+
+// TestUploadRetriesThroughAnOutage: the database refuses connections when
+// the upload starts and comes back a moment later; the upload retries its
+// 503s under the same keys and makes exactly one file.
+func TestUploadRetriesThroughAnOutage(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	c, err := uploader.New(s.url, s.token, uploader.WithRetries(12, 50*time.Millisecond))
+	require.NoError(t, err)
+	restore := pgtest.CutConnections(t, s.pool)
+	go func() { time.Sleep(700 * time.Millisecond); restore() }()
+	f, err := c.Upload(context.Background(), uploader.File{Name: "report.pdf", ContentType: "application/pdf", Body: bytes.NewReader([]byte(pdf)), Size: int64(len(pdf))})
+	require.NoError(t, err)
+	require.EqualValues(t, "ready", f.Status)
+	var n int
+	require.NoError(t, s.pool.QueryRow(context.Background(), "SELECT count(*) FROM uploaded_file").Scan(&n))
+	require.Equal(t, 1, n, "one file, whatever the retries")
+
+	// Out of retries, the outage is the error, marked retryable.
+	c, err = uploader.New(s.url, s.token, uploader.WithRetries(1, time.Millisecond))
+	require.NoError(t, err)
+	pgtest.CutConnections(t, s.pool)
+	_, err = c.BufferUpload(context.Background(), "notes.txt", strings.NewReader("hello\n"))
+	var ue *uploader.Error
+	require.True(t, errors.As(err, &ue), "%v", err)
+	require.Equal(t, "core.database.unavailable", ue.Code)
+	require.True(t, uploader.IsRetryable(err))
+}

@@ -56,7 +56,7 @@ func TestMigrateCommand(t *testing.T) {
 
 	out, err = run(t, ctx, url, "migrate", "down", "--steps", "1")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261124100000\n", out)
+	require.Equal(t, "version: 20261125000000\n", out)
 
 	out, err = run(t, ctx, url, "migrate", "down", "--all")
 	require.NoError(t, err)

@@ -2,6 +2,8 @@ package service_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,4 +129,30 @@ func TestFailedFinalizationReleasesTheClaim(t *testing.T) {
 	require.Equal(t, 1, n)
 	require.NotNil(t, b.row(r.ID).DeletedAt)
 	b.checkInvariants()
+}
+
+// TestPurgeDoesNotStallBehindIneligibleRows: more than a batch of old,
+// never-used files the purge must not take (quarantined) in front of
+// eligible ones: the eligible ones are purged all the same (the candidates
+// used to include rows the update refused, and a batch of those ended the
+// run having done nothing).
+func TestPurgeDoesNotStallBehindIneligibleRows(t *testing.T) {
+	t.Parallel()
+	b := setup(t, service.DriverLocal)
+	ctx := context.Background()
+	var ids []string
+	for i := range 160 {
+		f, err := b.svc.Upload(alice, strings.NewReader(fmt.Sprintf("row %d\n", i)), "rows.csv", nil)
+		require.NoError(t, err)
+		ids = append(ids, f.ID.String())
+	}
+	// The first 150 are older than the rest and quarantined.
+	b.exec(`UPDATE uploaded_file SET status = 'quarantined', created_at = created_at - interval '10 days' WHERE id = ANY($1::uuid[])`, ids[:150])
+	b.exec(`UPDATE uploaded_file SET created_at = created_at - interval '5 days' WHERE id = ANY($1::uuid[])`, ids[150:])
+	n, err := b.svc.UnsafeSystemPurgeUnusedBefore(ctx, b.clock.Now().Add(-24*time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, 10, n, "the ten eligible files, behind 150 that are not")
+	var quarantined int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT count(*) FROM uploaded_file WHERE status = 'quarantined' AND deletion_pending_at IS NULL AND deleted_at IS NULL").Scan(&quarantined))
+	require.Equal(t, 150, quarantined, "the quarantined files stay")
 }

@@ -201,6 +201,7 @@ func (c *Client) BufferUpload(ctx context.Context, name string, body io.Reader) 
 	key := newKey()
 	var done *client.UploadedFile
 	err = c.retry(ctx, func() (int, []byte, http.Header, error) {
+		//lint:ignore SA1019 the multipart route is deprecated for browsers; a small server-side upload in one request is what it is for
 		r, err := c.api.UploadFileWithBodyWithResponse(ctx, &client.UploadFileParams{IdempotencyKey: &key}, w.FormDataContentType(), bytes.NewReader(form.Bytes()))
 		if err != nil {
 			return 0, nil, nil, err

@@ -238,19 +238,21 @@ ORDER BY uploaded_file_event_sink.name;
 -- name: EventPrune :execrows
 -- Deletes at most @max events that occurred before @cutoff and that every
 -- configured sink (@names) has passed, and that are neither parked nor
--- queued for a replay. Returns how many it deleted.
+-- queued for a replay -- each condition applied to the candidates before
+-- the LIMIT, so events that must stay (parked, not yet passed) never fill
+-- a batch and stop the prune behind them. Returns how many it deleted.
 DELETE FROM uploaded_file_event
 WHERE seq IN (
-        SELECT candidate.seq
-        FROM uploaded_file_event AS candidate
-        WHERE candidate.occurred_at < @cutoff::timestamptz
-        ORDER BY candidate.occurred_at
-        LIMIT @max::integer
-    )
-    AND NOT EXISTS (
-        SELECT 1 FROM uploaded_file_event_sink
-        WHERE uploaded_file_event_sink.name = any(@names::text[])
-            AND (uploaded_file_event_sink.after_tx, uploaded_file_event_sink.after_seq) < (uploaded_file_event.tx, uploaded_file_event.seq)
-    )
-    AND NOT EXISTS (SELECT 1 FROM uploaded_file_event_parked WHERE uploaded_file_event_parked.event_seq = uploaded_file_event.seq)
-    AND NOT EXISTS (SELECT 1 FROM uploaded_file_event_replay WHERE uploaded_file_event_replay.event_seq = uploaded_file_event.seq);
+    SELECT candidate.seq
+    FROM uploaded_file_event AS candidate
+    WHERE candidate.occurred_at < @cutoff::timestamptz
+        AND NOT EXISTS (
+            SELECT 1 FROM uploaded_file_event_sink
+            WHERE uploaded_file_event_sink.name = any(@names::text[])
+                AND (uploaded_file_event_sink.after_tx, uploaded_file_event_sink.after_seq) < (candidate.tx, candidate.seq)
+        )
+        AND NOT EXISTS (SELECT 1 FROM uploaded_file_event_parked WHERE uploaded_file_event_parked.event_seq = candidate.seq)
+        AND NOT EXISTS (SELECT 1 FROM uploaded_file_event_replay WHERE uploaded_file_event_replay.event_seq = candidate.seq)
+    ORDER BY candidate.occurred_at
+    LIMIT @max::integer
+);

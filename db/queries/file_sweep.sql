@@ -248,13 +248,17 @@ SELECT * FROM changed;
 -- name: FileClaimUnusedBefore :many
 -- Active permanent files never marked used and created before @cutoff -> 
 -- claimed for deletion (the legacy age purge; cleanupAfterDays). Temporary
--- files are left to their own 24-hour expiry.
+-- files are left to their own 24-hour expiry. The candidates are exactly
+-- the rows the update accepts (status ready included: a quarantined file
+-- is not purged), before the LIMIT: rows the update would refuse never
+-- fill a batch and stall the purge behind them.
 -- Writes file.expired.
 WITH candidate AS (
     SELECT id
     FROM uploaded_file
     WHERE used_at IS NULL
         AND created_at < @cutoff::timestamptz
+        AND status = 'ready'
         AND deleted_at IS NULL
         AND deletion_pending_at IS NULL
         AND upload_pending_at IS NULL

@@ -172,32 +172,34 @@ func (q *Queries) EventPark(ctx context.Context, db DBTX, arg EventParkParams) (
 const eventPrune = `-- name: EventPrune :execrows
 DELETE FROM uploaded_file_event
 WHERE seq IN (
-        SELECT candidate.seq
-        FROM uploaded_file_event AS candidate
-        WHERE candidate.occurred_at < $1::timestamptz
-        ORDER BY candidate.occurred_at
-        LIMIT $2::integer
-    )
-    AND NOT EXISTS (
-        SELECT 1 FROM uploaded_file_event_sink
-        WHERE uploaded_file_event_sink.name = any($3::text[])
-            AND (uploaded_file_event_sink.after_tx, uploaded_file_event_sink.after_seq) < (uploaded_file_event.tx, uploaded_file_event.seq)
-    )
-    AND NOT EXISTS (SELECT 1 FROM uploaded_file_event_parked WHERE uploaded_file_event_parked.event_seq = uploaded_file_event.seq)
-    AND NOT EXISTS (SELECT 1 FROM uploaded_file_event_replay WHERE uploaded_file_event_replay.event_seq = uploaded_file_event.seq)
+    SELECT candidate.seq
+    FROM uploaded_file_event AS candidate
+    WHERE candidate.occurred_at < $1::timestamptz
+        AND NOT EXISTS (
+            SELECT 1 FROM uploaded_file_event_sink
+            WHERE uploaded_file_event_sink.name = any($2::text[])
+                AND (uploaded_file_event_sink.after_tx, uploaded_file_event_sink.after_seq) < (candidate.tx, candidate.seq)
+        )
+        AND NOT EXISTS (SELECT 1 FROM uploaded_file_event_parked WHERE uploaded_file_event_parked.event_seq = candidate.seq)
+        AND NOT EXISTS (SELECT 1 FROM uploaded_file_event_replay WHERE uploaded_file_event_replay.event_seq = candidate.seq)
+    ORDER BY candidate.occurred_at
+    LIMIT $3::integer
+)
 `
 
 type EventPruneParams struct {
 	Cutoff time.Time
-	Max    int32
 	Names  []string
+	Max    int32
 }
 
 // Deletes at most @max events that occurred before @cutoff and that every
 // configured sink (@names) has passed, and that are neither parked nor
-// queued for a replay. Returns how many it deleted.
+// queued for a replay -- each condition applied to the candidates before
+// the LIMIT, so events that must stay (parked, not yet passed) never fill
+// a batch and stop the prune behind them. Returns how many it deleted.
 func (q *Queries) EventPrune(ctx context.Context, db DBTX, arg EventPruneParams) (int64, error) {
-	result, err := db.Exec(ctx, eventPrune, arg.Cutoff, arg.Max, arg.Names)
+	result, err := db.Exec(ctx, eventPrune, arg.Cutoff, arg.Names, arg.Max)
 	if err != nil {
 		return 0, err
 	}

@@ -611,6 +611,7 @@ WITH candidate AS (
     FROM uploaded_file
     WHERE used_at IS NULL
         AND created_at < $1::timestamptz
+        AND status = 'ready'
         AND deleted_at IS NULL
         AND deletion_pending_at IS NULL
         AND upload_pending_at IS NULL
@@ -711,7 +712,10 @@ type FileClaimUnusedBeforeRow struct {
 
 // Active permanent files never marked used and created before @cutoff ->
 // claimed for deletion (the legacy age purge; cleanupAfterDays). Temporary
-// files are left to their own 24-hour expiry.
+// files are left to their own 24-hour expiry. The candidates are exactly
+// the rows the update accepts (status ready included: a quarantined file
+// is not purged), before the LIMIT: rows the update would refuse never
+// fill a batch and stall the purge behind them.
 // Writes file.expired.
 func (q *Queries) FileClaimUnusedBefore(ctx context.Context, db DBTX, arg FileClaimUnusedBeforeParams) ([]FileClaimUnusedBeforeRow, error) {
 	rows, err := db.Query(ctx, fileClaimUnusedBefore,

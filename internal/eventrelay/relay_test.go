@@ -605,3 +605,35 @@ func TestSlowReceiverIsNotATimeout(t *testing.T) {
 	}, 30*time.Second, 10*time.Millisecond)
 	require.Len(t, rc.ids(), 12, "each event once")
 }
+
+// TestPruneDoesNotStallBehindParkedEvents: more than a prune batch (1,000)
+// of old parked events in front of passed ones: the passed ones are pruned
+// all the same (the LIMIT used to come before the parked filter, and a
+// pass that pruned fewer than a batch ended the prune).
+func TestPruneDoesNotStallBehindParkedEvents(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	ctx := context.Background()
+	// 1,100 old events, the first 1,050 parked; every one passed.
+	_, err := w.pool.Exec(ctx, `INSERT INTO uploaded_file_event_sink (name, after_tx, after_seq) VALUES ('hook', 0, 0)`)
+	require.NoError(t, err)
+	_, err = w.pool.Exec(ctx, `INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, data)
+		SELECT 'file.ready', 'acme', gen_random_uuid(), now() - interval '10 days' + i * interval '1 second', '{}'::jsonb
+		FROM generate_series(1, 1100) AS i`)
+	require.NoError(t, err)
+	_, err = w.pool.Exec(ctx, `UPDATE uploaded_file_event_sink SET after_tx = (SELECT max(tx) FROM uploaded_file_event), after_seq = (SELECT max(seq) FROM uploaded_file_event)`)
+	require.NoError(t, err)
+	_, err = w.pool.Exec(ctx, `INSERT INTO uploaded_file_event_parked (sink, event_seq, attempts, parked_at)
+		SELECT 'hook', seq, 1, now() FROM uploaded_file_event ORDER BY occurred_at LIMIT 1050`)
+	require.NoError(t, err)
+	secret := newSecret(t)
+	rc := newReceiver(t, secret)
+	r, err := eventrelay.New(w.pool, eventrelay.Config{Sinks: []eventrelay.SinkConfig{hook(t, "hook", rc.srv.URL, secret)}, Retention: 24 * time.Hour})
+	require.NoError(t, err)
+	n, err := r.Prune(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 50, n, "the 50 passed events behind 1,050 parked ones")
+	var left int
+	require.NoError(t, w.pool.QueryRow(ctx, "SELECT count(*) FROM uploaded_file_event").Scan(&left))
+	require.Equal(t, 1050, left, "the parked events stay")
+}

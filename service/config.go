@@ -182,6 +182,7 @@ type Config struct {
 // resolved is a validated Config with its derived values.
 type resolved struct {
 	Config
+	given               Config // as configured, before defaults and bounds
 	policy              filecheck.Policy
 	uploadURLTTL        time.Duration
 	privateDownloadTTL  time.Duration
@@ -197,7 +198,7 @@ func configError(option, format string, args ...any) error {
 
 // resolve validates and normalizes c (the spec's rules and bounds).
 func resolve(c Config) (resolved, error) {
-	r := resolved{Config: c}
+	r := resolved{Config: c, given: c}
 	if err := r.resolveStorage(); err != nil {
 		return resolved{}, err
 	}
@@ -448,4 +449,30 @@ func EffectiveMaxFileSize(c Config) int64 {
 		return 0
 	}
 	return r.policy.MaxFileSizeBytes
+}
+
+// Clamp is an option configured past its bound, and the bound used instead
+// (the spec clamps these rather than refusing them).
+type Clamp struct {
+	Option      string
+	Given, Used int64
+}
+
+// Clamped lists the options whose configured value was replaced by its
+// bound: the file-size ceiling (25 MiB), the URL lifetimes (an hour), the
+// sweep batch (100). serve logs them at start.
+func (s *Service) Clamped() []Clamp {
+	var out []Clamp
+	for _, c := range []Clamp{
+		{"maxFileSizeBytes", s.cfg.given.MaxFileSizeBytes, s.cfg.policy.MaxFileSizeBytes},
+		{"uploadUrlTtlSeconds", int64(s.cfg.given.UploadURLTTLSeconds), int64(s.cfg.UploadURLTTLSeconds)},
+		{"maxPrivateDownloadUrlTtlSeconds", int64(s.cfg.given.MaxPrivateDownloadURLTTLSeconds), int64(s.cfg.MaxPrivateDownloadURLTTLSeconds)},
+		{"privateDownloadUrlTtlSeconds", int64(s.cfg.given.PrivateDownloadURLTTLSeconds), int64(s.cfg.PrivateDownloadURLTTLSeconds)},
+		{"cleanupBatchSize", int64(s.cfg.given.CleanupBatchSize), int64(s.cfg.CleanupBatchSize)},
+	} {
+		if c.Given > 0 && c.Given != c.Used {
+			out = append(out, c)
+		}
+	}
+	return out
 }

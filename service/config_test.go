@@ -117,3 +117,18 @@ func TestConfigLocalRootDefault(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, "upload"))
 	require.NoError(t, err, "created")
 }
+
+// TestClampedOptionsAreReported: an option past its bound is replaced by
+// the bound, and Clamped says which, with both values (serve logs them).
+func TestClampedOptionsAreReported(t *testing.T) {
+	t.Parallel()
+	b := setup(t, service.DriverLocal, func(c *service.Config) {
+		c.MaxFileSizeBytes = 100 << 20
+		c.UploadURLTTLSeconds = 7200
+		c.CleanupBatchSize = 50
+	})
+	require.ElementsMatch(t, []service.Clamp{
+		{Option: "maxFileSizeBytes", Given: 100 << 20, Used: 25 << 20},
+		{Option: "uploadUrlTtlSeconds", Given: 7200, Used: 3600},
+	}, b.svc.Clamped(), "cleanupBatchSize 50 is within its bound")
+}

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -29,6 +30,10 @@ import (
 // variables (camelCase option names in upper snake case, "__" for nesting:
 // UPLOADEDFILE_LOCAL_ROOT, UPLOADEDFILE_REMOTE_CLONE__ALLOWED_HOSTS=a,b).
 type fileConfig struct {
+	// sources says where each key's value came from ("config file X",
+	// "environment variable Y"), for error messages.
+	sources map[string]string
+
 	Listen      string `koanf:"listen"`
 	DatabaseURL string `koanf:"databaseUrl"`
 	Migrate     *bool  `koanf:"migrate"`
@@ -193,19 +198,25 @@ type sinkConfig struct {
 	} `koanf:"nats"`
 }
 
-// loadConfig reads path (optional) and the environment. An unknown key is
-// an error that says where it came from (the file and its key, or the
-// environment variable) and suggests the nearest known key.
+// loadConfig reads path (optional) and the environment (UPLOADEDFILE_*
+// over the file). An unknown key, or a duration written without its unit,
+// is an error that says where it came from (the file and its key, or the
+// environment variable) -- an unknown key with the nearest known one.
 func loadConfig(path string, environ func() []string) (fileConfig, error) {
 	k := koanf.New(".")
 	known := knownKeys(reflect.TypeFor[fileConfig](), "")
+	durations := durationKeys(reflect.TypeFor[fileConfig](), "")
+	sources := map[string]string{}
 	if path != "" {
 		fk := koanf.New(".")
 		if err := fk.Load(file.Provider(path), yaml.Parser()); err != nil {
 			return fileConfig{}, fmt.Errorf("config file %s: %w", path, err)
 		}
-		if err := unknownKey(fk.Keys(), known, func(key string) string { return fmt.Sprintf("config file %s: unknown key %q", path, key) }); err != nil {
+		if err := checkKeys(fk, known, durations, func(string) string { return "config file " + path }); err != nil {
 			return fileConfig{}, err
+		}
+		for _, key := range fk.Keys() {
+			sources[key] = fmt.Sprintf("config file %s", path)
 		}
 		if err := k.Merge(fk); err != nil {
 			return fileConfig{}, fmt.Errorf("config file %s: %w", path, err)
@@ -214,8 +225,8 @@ func loadConfig(path string, environ func() []string) (fileConfig, error) {
 	fromEnv := map[string]string{} // key -> the variable it came from
 	ek := koanf.New(".")
 	envOpt := env.Opt{Prefix: "UPLOADEDFILE_", EnvironFunc: environ, TransformFunc: func(name, v string) (string, any) {
-		if flagOnlyEnv[name] {
-			return "", nil // read by a flag's default, not a configuration key
+		if flagOnlyEnv[name] || strings.HasPrefix(name, "UPLOADEDFILE_TEST_") {
+			return "", nil // a flag's default, or the test suite's own settings: not configuration keys
 		}
 		key, val := envKey(name, v)
 		fromEnv[key] = name
@@ -224,10 +235,11 @@ func loadConfig(path string, environ func() []string) (fileConfig, error) {
 	if err := ek.Load(env.Provider(".", envOpt), nil); err != nil {
 		return fileConfig{}, fmt.Errorf("environment: %w", err)
 	}
-	if err := unknownKey(ek.Keys(), known, func(key string) string {
-		return fmt.Sprintf("environment variable %s: unknown key %q", fromEnv[key], key)
-	}); err != nil {
+	if err := checkKeys(ek, known, durations, func(key string) string { return "environment variable " + fromEnv[key] }); err != nil {
 		return fileConfig{}, err
+	}
+	for key, name := range fromEnv {
+		sources[key] = "environment variable " + name
 	}
 	if err := k.Merge(ek); err != nil {
 		return fileConfig{}, fmt.Errorf("environment: %w", err)
@@ -235,7 +247,7 @@ func loadConfig(path string, environ func() []string) (fileConfig, error) {
 	var c fileConfig
 	err := k.UnmarshalWithConf("", &c, koanf.UnmarshalConf{DecoderConfig: &mapstructure.DecoderConfig{
 		DecodeHook: mapstructure.ComposeDecodeHookFunc(
-			mapstructure.StringToTimeDurationHookFunc(), mapstructure.StringToWeakSliceHookFunc(",")),
+			strictDuration, mapstructure.StringToWeakSliceHookFunc(",")),
 		ErrorUnused:      true,
 		WeaklyTypedInput: true,
 		Result:           &c,
@@ -244,10 +256,81 @@ func loadConfig(path string, environ func() []string) (fileConfig, error) {
 	if err != nil {
 		return fileConfig{}, fmt.Errorf("configuration: %w", err)
 	}
-	if v := lookup(environ, "DATABASE_URL"); v != "" && c.DatabaseURL == "" {
-		c.DatabaseURL = v
-	}
+	c.sources = sources
 	return c, nil
+}
+
+// sourceOf is where key's value came from.
+func (c fileConfig) sourceOf(key string) string {
+	if s, ok := c.sources[key]; ok {
+		return s
+	}
+	return "the default"
+}
+
+// checkKeys refuses the first unknown key of kk and the first duration
+// written without a unit, naming the key and where it came from (source).
+func checkKeys(kk *koanf.Koanf, known, durations []string, source func(key string) string) error {
+	if err := unknownKey(kk.Keys(), known, func(key string) string { return source(key) + ": unknown key " + strconv.Quote(key) }); err != nil {
+		return err
+	}
+	keys := kk.Keys()
+	sort.Strings(keys)
+	for _, key := range keys {
+		if !slices.ContainsFunc(durations, func(p string) bool { return keyMatches(p, key) }) {
+			continue
+		}
+		if _, err := parseDuration(kk.Get(key)); err != nil {
+			return fmt.Errorf("%s: %s: %w", source(key), key, err)
+		}
+	}
+	return nil
+}
+
+// durationKeys lists the dotted keys of t's time.Duration fields (a * for
+// a named section), as knownKeys does for every field.
+func durationKeys(t reflect.Type, prefix string) []string {
+	var keys []string
+	for f := range t.Fields() {
+		tag := f.Tag.Get("koanf")
+		switch {
+		case tag == "":
+		case f.Type == reflect.TypeFor[time.Duration]():
+			keys = append(keys, prefix+tag)
+		case f.Type.Kind() == reflect.Struct:
+			keys = append(keys, durationKeys(f.Type, prefix+tag+".")...)
+		case f.Type.Kind() == reflect.Map && f.Type.Elem().Kind() == reflect.Struct:
+			keys = append(keys, durationKeys(f.Type.Elem(), prefix+tag+".*.")...)
+		}
+	}
+	return keys
+}
+
+// parseDuration reads a duration as the configuration writes it: a string
+// with a unit ("30s", "5m", "1h30m"). A bare number -- YAML's 5, or "5" --
+// is refused: it would be 5 nanoseconds.
+func parseDuration(v any) (time.Duration, error) {
+	s, ok := v.(string)
+	if !ok {
+		return 0, fmt.Errorf("%v is not a duration with a unit (write 30s, 5m or 1h)", v)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration with a unit (write 30s, 5m or 1h)", s)
+	}
+	return d, nil
+}
+
+// strictDuration is the decode hook of time.Duration fields: parseDuration
+// (never mapstructure's weak number-to-nanoseconds conversion).
+func strictDuration(_ reflect.Type, to reflect.Type, data any) (any, error) {
+	if to != reflect.TypeFor[time.Duration]() {
+		return data, nil
+	}
+	if d, ok := data.(time.Duration); ok {
+		return d, nil
+	}
+	return parseDuration(data)
 }
 
 // flagOnlyEnv are UPLOADEDFILE_ variables that set a flag's default rather

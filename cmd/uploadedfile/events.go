@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"text/tabwriter"
 	"time"
@@ -23,7 +22,6 @@ import (
 
 // newEventsCommand is the operators' entry to the lifecycle event relay.
 func newEventsCommand(g *globals) *cobra.Command {
-	var configFile string
 	cmd := &cobra.Command{
 		Use:   "events",
 		Short: "Run the lifecycle event relay, list parked events, replay events",
@@ -33,10 +31,9 @@ func newEventsCommand(g *globals) *cobra.Command {
   uploadedfile events replay 0192f0c4-6a1e-7c3d-9b2a-5e8f7a6b4c3d
   uploadedfile events replay --since 2026-11-22T00:00:00Z --sink billing`,
 	}
-	cmd.PersistentFlags().StringVar(&configFile, "config", os.Getenv("UPLOADEDFILE_CONFIG"), "YAML configuration file (env UPLOADEDFILE_CONFIG)")
 
 	withPool := func(ctx context.Context, fn func(fileConfig, *pgxpool.Pool) error) error {
-		return withConfiguredPool(ctx, g, configFile, cmd.Flags().Changed("database-url"), fn)
+		return withConfiguredPool(ctx, g, fn)
 	}
 	// withRelay also builds the configured sinks (connecting to NATS).
 	// With eager variant presets it runs the built-in sink that generates

@@ -46,9 +46,47 @@ func main() {
 
 // globals are the settings every subcommand shares.
 type globals struct {
-	databaseURL string
-	stdout      io.Writer
-	logger      *slog.Logger
+	// configFile is --config (default UPLOADEDFILE_CONFIG); dbFlag is
+	// --database-url as given ("": not given).
+	configFile, dbFlag string
+	// databaseURL and databaseSource are the database every command uses
+	// and where that came from, resolved by config.
+	databaseURL, databaseSource string
+	cfg                         *fileConfig // loaded once, by config
+	environ                     func() []string // nil: os.Environ
+	stdout                      io.Writer
+	logger                      *slog.Logger
+}
+
+// config is the configuration every command reads the same way: the file
+// (--config, else UPLOADEDFILE_CONFIG) and UPLOADEDFILE_* variables over it
+// (loadConfig), loaded once; it also resolves the database: --database-url,
+// else UPLOADEDFILE_DATABASE_URL, else the file's databaseUrl, else
+// DATABASE_URL (a fallback), else the local default.
+func (g *globals) config() (fileConfig, error) {
+	if g.cfg != nil {
+		return *g.cfg, nil
+	}
+	environ := g.environ
+	if environ == nil {
+		environ = os.Environ
+	}
+	cfg, err := loadConfig(g.configFile, environ)
+	if err != nil {
+		return fileConfig{}, err
+	}
+	switch fallback := lookup(environ, "DATABASE_URL"); {
+	case g.dbFlag != "":
+		g.databaseURL, g.databaseSource = g.dbFlag, "--database-url"
+	case cfg.DatabaseURL != "":
+		g.databaseURL, g.databaseSource = cfg.DatabaseURL, cfg.sourceOf("databaseUrl")
+	case fallback != "":
+		g.databaseURL, g.databaseSource = fallback, "DATABASE_URL"
+	default:
+		g.databaseURL, g.databaseSource = defaultDatabaseURL, "the default"
+	}
+	g.cfg = &cfg
+	return cfg, nil
 }
 
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -66,35 +104,36 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 			g.logger = slog.New(slog.NewJSONHandler(stderr, nil))
 		},
 	}
-	root.PersistentFlags().StringVar(&g.databaseURL, "database-url", envOr("DATABASE_URL", defaultDatabaseURL),
-		"PostgreSQL URL (env DATABASE_URL)")
+	root.PersistentFlags().StringVar(&g.configFile, "config", os.Getenv("UPLOADEDFILE_CONFIG"), "YAML configuration file (env UPLOADEDFILE_CONFIG); UPLOADEDFILE_* variables override its keys, flags override both")
+	root.PersistentFlags().StringVar(&g.dbFlag, "database-url", "",
+		"PostgreSQL URL (else UPLOADEDFILE_DATABASE_URL, else databaseUrl in --config, else DATABASE_URL, else "+defaultDatabaseURL+")")
 	root.AddCommand(newMigrateCommand(g), newServeCommand(g), newMaintenanceCommand(g), newEventsCommand(g), newQuotaCommand(g), newVersionCommand(g))
 	root.SetOut(stdout) // help and the completion scripts
 	root.SetErr(stderr)
 	return root
 }
 
-// reachDatabase connects to databaseURL once, so that a database that is not
-// there is reported before anything else, as databaseError explains it.
-func reachDatabase(ctx context.Context, databaseURL string) error {
+// reachDatabase connects to the database once, so that a database that is
+// not there is reported before anything else, as databaseError explains it.
+func (g *globals) reachDatabase(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(cctx, pgurl.SingleConn(databaseURL))
+	conn, err := pgx.Connect(cctx, pgurl.SingleConn(g.databaseURL))
 	if err != nil {
-		return databaseError(databaseURL, err)
+		return g.databaseError(err)
 	}
 	return conn.Close(ctx)
 }
 
 // databaseError explains a database that cannot be reached: the URL that
-// was tried (its password redacted), where it comes from, and the fix.
-func databaseError(databaseURL string, err error) error {
+// was tried (its password redacted), where it came from, and the fix.
+func (g *globals) databaseError(err error) error {
 	shown := "(an invalid URL)"
-	if u, perr := url.Parse(databaseURL); perr == nil {
+	if u, perr := url.Parse(g.databaseURL); perr == nil {
 		shown = u.Redacted()
 	}
-	return fmt.Errorf("cannot reach the database at %s (from --database-url, else DATABASE_URL, else the default %s): %v\n"+
-		"  start PostgreSQL there (Debian: pg_ctlcluster $(ls /etc/postgresql) main start), or point DATABASE_URL at a running server", shown, defaultDatabaseURL, err)
+	return fmt.Errorf("cannot reach the database at %s (from %s): %v\n"+
+		"  start PostgreSQL there (Debian: pg_ctlcluster $(ls /etc/postgresql) main start), or give the right URL: --database-url, UPLOADEDFILE_DATABASE_URL or databaseUrl (DATABASE_URL is the last fallback)", shown, g.databaseSource, err)
 }
 
 func envOr(name, fallback string) string {

@@ -276,7 +276,7 @@ func TestEnvKeys(t *testing.T) {
 	require.Equal(t, []string{"image/png", "application/pdf"}, c.AllowedMIMETypes)
 	require.Equal(t, []string{"a.example.com", "b.example.com"}, c.RemoteClone.AllowedHosts)
 	require.Equal(t, "s3cr3t", c.Auth.HMACSecret)
-	require.Equal(t, "postgres://db/x", c.DatabaseURL)
+	require.Empty(t, c.DatabaseURL, "DATABASE_URL is the last fallback of the database, not the key (TestConfigurationPrecedence)")
 	require.Equal(t, "/var/spool/uf", c.SpoolDir)
 	require.Equal(t, []int{8443, 9000}, c.RemoteClone.AllowedPorts)
 
@@ -471,7 +471,8 @@ func TestEagerPresetsAddTheBuiltinSink(t *testing.T) {
 func TestPoolParametersInTheDatabaseURL(t *testing.T) {
 	t.Parallel()
 	withPool := pgtest.WithQuery(pgtest.NewEmptyDatabase(t), "pool_max_conns=4&pool_max_conn_idle_time=10s")
-	require.NoError(t, reachDatabase(context.Background(), withPool))
+	g := &globals{databaseURL: withPool}
+	require.NoError(t, g.reachDatabase(context.Background()))
 	require.NoError(t, ensureDatabase(context.Background(), withPool))
 	pool, err := openPool(context.Background(), withPool, nil)
 	require.NoError(t, err)
@@ -523,4 +524,66 @@ func TestServeExitsOnFailure(t *testing.T) {
 			require.Less(t, time.Since(start), 20*time.Second, "a prompt exit")
 		})
 	}
+}
+
+// TestConfigurationPrecedence: every command resolves its settings one way
+// -- a flag over UPLOADEDFILE_* over the --config file, DATABASE_URL the last
+// fallback of the database -- and says where a value came from; a duration
+// without a unit is refused, naming the key and its source; the test
+// suite's own UPLOADEDFILE_TEST_* variables are not configuration.
+func TestConfigurationPrecedence(t *testing.T) {
+	t.Parallel()
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte("databaseUrl: postgres://file/db\nbodyReadTimeout: 2m\n"), 0o600))
+	resolve := func(flag string, env ...string) (string, string) {
+		g := &globals{configFile: cfgFile, dbFlag: flag, environ: func() []string { return env }}
+		_, err := g.config()
+		require.NoError(t, err)
+		return g.databaseURL, g.databaseSource
+	}
+	url, src := resolve("postgres://flag/db", "UPLOADEDFILE_DATABASE_URL=postgres://env/db", "DATABASE_URL=postgres://fallback/db")
+	require.Equal(t, "postgres://flag/db", url)
+	require.Equal(t, "--database-url", src)
+	url, src = resolve("", "UPLOADEDFILE_DATABASE_URL=postgres://env/db", "DATABASE_URL=postgres://fallback/db")
+	require.Equal(t, "postgres://env/db", url)
+	require.Equal(t, "environment variable UPLOADEDFILE_DATABASE_URL", src)
+	url, src = resolve("", "DATABASE_URL=postgres://fallback/db")
+	require.Equal(t, "postgres://file/db", url, "the file's key before the DATABASE_URL fallback")
+	require.Equal(t, "config file "+cfgFile, src)
+
+	g := &globals{environ: func() []string { return []string{"DATABASE_URL=postgres://fallback/db", "UPLOADEDFILE_TEST_S3=minio"} }}
+	_, err := g.config()
+	require.NoError(t, err, "UPLOADEDFILE_TEST_* are the test suite's, not keys")
+	require.Equal(t, "postgres://fallback/db", g.databaseURL)
+	require.Equal(t, "DATABASE_URL", g.databaseSource)
+
+	require.NoError(t, os.WriteFile(cfgFile, []byte("bodyReadTimeout: 5\n"), 0o600))
+	_, err = loadConfig(cfgFile, func() []string { return nil })
+	require.ErrorContains(t, err, "config file "+cfgFile+": bodyReadTimeout: 5 is not a duration with a unit")
+	_, err = loadConfig("", func() []string { return []string{"UPLOADEDFILE_EVENTS__SINKS__HOOK__WEBHOOK__TIMEOUT=30"} })
+	require.ErrorContains(t, err, `environment variable UPLOADEDFILE_EVENTS__SINKS__HOOK__WEBHOOK__TIMEOUT: events.sinks.hook.webhook.timeout: "30" is not a duration with a unit`)
+	c, err := loadConfig("", func() []string { return []string{"UPLOADEDFILE_BODY_IDLE_TIMEOUT=45s"} })
+	require.NoError(t, err)
+	require.Equal(t, 45*time.Second, c.BodyIdleTimeout)
+}
+
+// TestMigrateHonoursTheConfiguration: migrate reads --config and
+// UPLOADEDFILE_DATABASE_URL like every other command (it used to fall back
+// to the default database, and could migrate the wrong one).
+func TestMigrateHonoursTheConfiguration(t *testing.T) {
+	t.Parallel()
+	target := pgtest.NewEmptyDatabase(t)
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte("databaseUrl: "+target+"\n"), 0o600))
+	var out bytes.Buffer
+	cmd := newRootCommand(&out, io.Discard)
+	cmd.SetArgs([]string{"migrate", "up", "--config", cfgFile})
+	require.NoError(t, cmd.ExecuteContext(context.Background()))
+	require.Equal(t, "version: 20261126000000\n", out.String())
+	conn, err := pgx.Connect(context.Background(), target)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	var tables int
+	require.NoError(t, conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_tables WHERE tablename = 'uploaded_file'").Scan(&tables))
+	require.Equal(t, 1, tables, "the configured database was migrated")
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/google/uuid"
@@ -19,19 +18,17 @@ import (
 // newMaintenanceCommand is the operators' entry to the sweeps. These are
 // cross-tenant operations: they are commands, never HTTP routes.
 func newMaintenanceCommand(g *globals) *cobra.Command {
-	var configFile string
 	var limit int
 	cmd := &cobra.Command{
 		Use:     "maintenance",
 		Short:   "Run a maintenance sweep once (cross-tenant; operators only)",
 		Example: "  DATABASE_URL=postgres://… uploadedfile maintenance --config /etc/uploadedfile.yaml reconcile",
 	}
-	cmd.PersistentFlags().StringVar(&configFile, "config", os.Getenv("UPLOADEDFILE_CONFIG"), "YAML configuration file (env UPLOADEDFILE_CONFIG)")
 	cmd.PersistentFlags().IntVar(&limit, "limit", 0, "rows per batch (default and maximum: cleanupBatchSize)")
 
 	// withService opens the configured service for one command.
 	withService := func(ctx context.Context, fn func(*service.Service, *pgxpool.Pool) error) error {
-		return withConfiguredService(ctx, g, configFile, cmd.Flags().Changed("database-url"), fn)
+		return withConfiguredService(ctx, g, fn)
 	}
 	count := func(name string, run func(context.Context, *service.Service) (int, error)) *cobra.Command {
 		return &cobra.Command{
@@ -210,32 +207,28 @@ refuses a live upload lease and a live deletion lease.`,
 	return cmd
 }
 
-// withConfiguredPool opens the configuration (configFile and the
-// environment; DATABASE_URL or the configuration's databaseUrl unless the
-// flag was given) and the database for one command.
-func withConfiguredPool(ctx context.Context, g *globals, configFile string, dbFlag bool, fn func(fileConfig, *pgxpool.Pool) error) error {
-	cfg, err := loadConfig(configFile, os.Environ)
+// withConfiguredPool opens the configuration (g.config) and the database
+// (openPool, as serve does) for one command.
+func withConfiguredPool(ctx context.Context, g *globals, fn func(fileConfig, *pgxpool.Pool) error) error {
+	cfg, err := g.config()
 	if err != nil {
 		return err
 	}
-	if cfg.DatabaseURL != "" && os.Getenv("DATABASE_URL") == "" && !dbFlag {
-		g.databaseURL = cfg.DatabaseURL
-	}
-	pool, err := pgxpool.New(ctx, g.databaseURL)
+	pool, err := openPool(ctx, g.databaseURL, nil)
 	if err != nil {
-		return databaseError(g.databaseURL, err)
+		return g.databaseError(err)
 	}
 	defer pool.Close()
 	if err := pool.Ping(ctx); err != nil { // the pool connects lazily: ask once, explain a failure
-		return databaseError(g.databaseURL, err)
+		return g.databaseError(err)
 	}
 	return fn(cfg, pool)
 }
 
 // withConfiguredService is withConfiguredPool with the configured service,
 // closed after fn.
-func withConfiguredService(ctx context.Context, g *globals, configFile string, dbFlag bool, fn func(*service.Service, *pgxpool.Pool) error) error {
-	return withConfiguredPool(ctx, g, configFile, dbFlag, func(cfg fileConfig, pool *pgxpool.Pool) error {
+func withConfiguredService(ctx context.Context, g *globals, fn func(*service.Service, *pgxpool.Pool) error) error {
+	return withConfiguredPool(ctx, g, func(cfg fileConfig, pool *pgxpool.Pool) error {
 		svc, err := cfg.newService(ctx, g, pool)
 		if err != nil {
 			return err

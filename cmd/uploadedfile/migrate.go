@@ -71,9 +71,12 @@ func newMigrateCommand(g *globals) *cobra.Command {
 }
 
 func withMigrator(g *globals, fn func(*migrate.Migrate) error) error {
+	if _, err := g.config(); err != nil {
+		return err
+	}
 	m, err := migrations.Open(g.databaseURL)
 	if err != nil {
-		return databaseError(g.databaseURL, err)
+		return g.databaseError(err)
 	}
 	defer m.Close()
 	return fn(m)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"text/tabwriter"
 
@@ -15,7 +14,6 @@ import (
 
 // newQuotaCommand is the operators' entry to per-tenant storage limits.
 func newQuotaCommand(g *globals) *cobra.Command {
-	var configFile string
 	cmd := &cobra.Command{
 		Use:   "quota",
 		Short: "Show and set per-tenant storage limits (overrides of quota.*)",
@@ -23,9 +21,8 @@ func newQuotaCommand(g *globals) *cobra.Command {
   uploadedfile quota get acme
   uploadedfile quota list`,
 	}
-	cmd.PersistentFlags().StringVar(&configFile, "config", os.Getenv("UPLOADEDFILE_CONFIG"), "YAML configuration file (env UPLOADEDFILE_CONFIG)")
 	withService := func(ctx context.Context, fn func(*service.Service) error) error {
-		return withConfiguredService(ctx, g, configFile, cmd.Flags().Changed("database-url"), func(s *service.Service, _ *pgxpool.Pool) error { return fn(s) })
+		return withConfiguredService(ctx, g, func(s *service.Service, _ *pgxpool.Pool) error { return fn(s) })
 	}
 
 	limits := map[string]*string{"tenant-bytes": new(string), "tenant-files": new(string), "owner-bytes": new(string), "owner-files": new(string)}

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -41,7 +40,6 @@ import (
 
 // serveOptions are the flags of `serve`.
 type serveOptions struct {
-	config    string
 	listen    string
 	dev       bool
 	noMigrate bool
@@ -67,18 +65,14 @@ go to ./upload, a random HMAC secret signs a ready-to-use token, and the
 token and curl lines to try the API are printed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(o.config, os.Environ)
+			cfg, err := g.config()
 			if err != nil {
 				return err
-			}
-			if cfg.DatabaseURL != "" && !cmd.Flags().Changed("database-url") && os.Getenv("DATABASE_URL") == "" {
-				g.databaseURL = cfg.DatabaseURL
 			}
 			o.applyFile(cfg, cmd.Flags().Changed)
 			return serve(cmd.Context(), g, o, cfg)
 		},
 	}
-	cmd.Flags().StringVar(&o.config, "config", os.Getenv("UPLOADEDFILE_CONFIG"), "YAML configuration file (env UPLOADEDFILE_CONFIG)")
 	cmd.Flags().StringVar(&o.listen, "listen", envOr("UPLOADEDFILE_LISTEN", "127.0.0.1:8080"), "address to listen on (env UPLOADEDFILE_LISTEN)")
 	cmd.Flags().BoolVar(&o.dev, "dev", false, "development mode: local files, a random signing secret, a printed token")
 	cmd.Flags().BoolVar(&o.noMigrate, "no-migrate", false, "do not apply migrations at start")
@@ -105,7 +99,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 			return err
 		}
 	}
-	if err := reachDatabase(ctx, g.databaseURL); err != nil {
+	if err := g.reachDatabase(ctx); err != nil {
 		return err
 	}
 	if !o.noMigrate {
@@ -148,6 +142,9 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		return err
 	}
 	defer svc.Close()
+	for _, c := range svc.Clamped() {
+		g.logger.Warn("configured value past its bound: the bound is used", "key", c.Option, "given", c.Given, "used", c.Used, "source", cfg.sourceOf(c.Option))
+	}
 	auth, err := cfg.authConfig()
 	if err != nil {
 		return err
@@ -310,7 +307,7 @@ func (i *inflightRequests) wrap(next http.Handler) http.Handler {
 // unless one is configured.
 func devDefaults(ctx context.Context, g *globals, cfg *fileConfig, base string) ([]byte, error) {
 	if err := ensureDatabase(ctx, g.databaseURL); err != nil {
-		return nil, databaseError(g.databaseURL, err)
+		return nil, g.databaseError(err)
 	}
 	if cfg.Driver == "" && cfg.AccessID == "" {
 		cfg.Driver = service.DriverLocal

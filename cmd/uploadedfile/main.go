@@ -52,7 +52,7 @@ type globals struct {
 	// databaseURL and databaseSource are the database every command uses
 	// and where that came from, resolved by config.
 	databaseURL, databaseSource string
-	cfg                         *fileConfig // loaded once, by config
+	cfg                         *fileConfig     // loaded once, by config
 	environ                     func() []string // nil: os.Environ
 	stdout                      io.Writer
 	logger                      *slog.Logger

@@ -100,6 +100,9 @@ func (s *Service) initiate(ctx context.Context, in InitiateInput, o UploadOption
 	if in.ContentType == "" {
 		return nil, ErrInvalidMeta
 	}
+	if err := s.storeUp(ctx); err != nil {
+		return nil, s.internalError(ctx, ErrUploadFailed, "the store did not answer a probe: no target handed out", err)
+	}
 	sum, err := parseChecksum(in.Checksum)
 	if err != nil {
 		return nil, err

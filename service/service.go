@@ -31,6 +31,7 @@ import (
 	"errors"
 	"go.opentelemetry.io/otel/trace"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -73,6 +74,38 @@ type Service struct {
 	variantSlots chan struct{}
 	// uploads commits the buffer upload's statements in groups.
 	uploads uploadStatements
+	// probe is the store's last probe (storeUp).
+	probe storeProbe
+}
+
+// storeProbe is the outcome of the store's last probe, and when.
+type storeProbe struct {
+	mu  sync.Mutex
+	at  time.Time
+	err error
+}
+
+// probeEvery is how long a probe of the store is trusted.
+const probeEvery = 2 * time.Second
+
+// storeUp reports whether the object store answers, from a probe at most
+// probeEvery old: an initiate on S3 makes no storage round trip of its own,
+// so without it a stopped endpoint, a missing bucket or refused credentials
+// would still get targets that cannot work. The local driver's disk is
+// always there.
+func (s *Service) storeUp(ctx context.Context) error {
+	if s.store.Kind() != storage.KindS3 {
+		return nil
+	}
+	s.probe.mu.Lock()
+	defer s.probe.mu.Unlock()
+	if !s.probe.at.IsZero() && time.Since(s.probe.at) < probeEvery {
+		return s.probe.err
+	}
+	pctx, cancel := context.WithTimeout(ctx, probeEvery)
+	defer cancel()
+	s.probe.err, s.probe.at = s.Ping(pctx), time.Now()
+	return s.probe.err
 }
 
 // Option adjusts a Service beyond its Config.

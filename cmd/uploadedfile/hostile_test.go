@@ -42,6 +42,12 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 // (YAML, localRoot added) and extra flags until t ends.
 func startDev(t *testing.T, config string, args ...string) *devServer {
 	t.Helper()
+	return startDevOn(t, pgtest.NewDatabase(t), config, args...)
+}
+
+// startDevOn is startDev on the database at dbURL.
+func startDevOn(t *testing.T, dbURL, config string, args ...string) *devServer {
+	t.Helper()
 	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
 	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+"\n"+config), 0o600))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -49,7 +55,7 @@ func startDev(t *testing.T, config string, args ...string) *devServer {
 	done := make(chan error, 1)
 	go func() {
 		cmd := newRootCommand(out, io.Discard)
-		cmd.SetArgs(append([]string{"--database-url", pgtest.NewDatabase(t), "serve", "--dev", "--listen", "127.0.0.1:0", "--config", cfgFile, "--no-maintenance"}, args...))
+		cmd.SetArgs(append([]string{"--database-url", dbURL, "serve", "--dev", "--listen", "127.0.0.1:0", "--config", cfgFile, "--no-maintenance"}, args...))
 		done <- cmd.ExecuteContext(ctx)
 	}()
 	t.Cleanup(func() {

@@ -222,19 +222,19 @@ func TestServeRefusesBadConfig(t *testing.T) {
 	t.Parallel()
 	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
 	require.NoError(t, os.WriteFile(cfgFile, []byte("driver: local\nlocalRoot: "+t.TempDir()+"\nuploadUrlTtlSecs: 5\n"), 0o600))
-	_, err := run(t, context.Background(), pgtest.NewEmptyDatabase(t), "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
+	_, err := run(t, context.Background(), pgtest.NewDatabase(t), "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
 	require.ErrorContains(t, err, "uploadUrlTtlSecs", "an unknown option is named")
 
 	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+"\nauth:\n  hmacSecret: "+strings.Repeat("s", 40)+"\npendingCleanupInterval: sometimes\n"), 0o600))
-	_, err = run(t, context.Background(), pgtest.NewEmptyDatabase(t), "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
+	_, err = run(t, context.Background(), pgtest.NewDatabase(t), "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
 	require.ErrorContains(t, err, "pendingCleanupInterval")
 
 	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+"\n"), 0o600))
-	_, err = run(t, context.Background(), pgtest.NewEmptyDatabase(t), "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
+	_, err = run(t, context.Background(), pgtest.NewDatabase(t), "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
 	require.ErrorContains(t, err, "auth", "no key source outside --dev")
 
 	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+"\nauthorizationPolicy: 'context.roles.exists('\n"), 0o600))
-	_, err = run(t, context.Background(), pgtest.NewEmptyDatabase(t), "serve", "--dev", "--config", cfgFile, "--listen", "127.0.0.1:0")
+	_, err = run(t, context.Background(), pgtest.NewDatabase(t), "serve", "--dev", "--config", cfgFile, "--listen", "127.0.0.1:0")
 	require.ErrorContains(t, err, "authorizationPolicy", "a bad CEL expression stops start-up, named")
 }
 
@@ -311,23 +311,31 @@ func TestServeDebug(t *testing.T) {
 // unless a flag was given.
 func TestServeOptionsFromFile(t *testing.T) {
 	t.Parallel()
-	no := false
+	no, yes := false, true
 	cfg := fileConfig{Listen: "127.0.0.1:9999", Migrate: &no}
 
-	o := serveOptions{listen: "127.0.0.1:8080"}
+	o := serveOptions{listen: "127.0.0.1:8080", dev: true}
 	o.applyFile(cfg, func(string) bool { return false })
 	require.Equal(t, "127.0.0.1:9999", o.listen)
-	require.True(t, o.noMigrate, "migrate: false in the file skips migrations")
+	require.False(t, o.migrate, "migrate: false in the file skips migrations, even with --dev")
 
-	o = serveOptions{listen: "127.0.0.1:7777"}
-	o.applyFile(cfg, func(string) bool { return true })
+	o = serveOptions{listen: "127.0.0.1:7777", migrate: true}
+	o.applyFile(cfg, func(name string) bool { return name == "listen" || name == "migrate" })
 	require.Equal(t, "127.0.0.1:7777", o.listen, "a flag wins over the file")
-	require.False(t, o.noMigrate, "a flag wins over the file")
+	require.True(t, o.migrate, "--migrate wins over the file")
 
 	o = serveOptions{listen: "127.0.0.1:8080"}
 	o.applyFile(fileConfig{}, func(string) bool { return false })
-	require.Equal(t, "127.0.0.1:8080", o.listen)
-	require.False(t, o.noMigrate, "migrations run by default")
+	require.False(t, o.migrate, "outside --dev, no migration unless asked")
+	o = serveOptions{listen: "127.0.0.1:8080"}
+	o.applyFile(fileConfig{Migrate: &yes}, func(string) bool { return false })
+	require.True(t, o.migrate, "migrate: true asks")
+	o = serveOptions{listen: "127.0.0.1:8080", dev: true}
+	o.applyFile(fileConfig{}, func(string) bool { return false })
+	require.True(t, o.migrate, "--dev migrates by default")
+	o = serveOptions{listen: "127.0.0.1:8080", dev: true, noMigrate: true}
+	o.applyFile(fileConfig{}, func(name string) bool { return name == "no-migrate" })
+	require.False(t, o.migrate, "--no-migrate wins")
 }
 
 // TestEventSinksConfig: sinks are named sections from the file or the
@@ -586,4 +594,58 @@ func TestMigrateHonoursTheConfiguration(t *testing.T) {
 	var tables int
 	require.NoError(t, conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_tables WHERE tablename = 'uploaded_file'").Scan(&tables))
 	require.Equal(t, 1, tables, "the configured database was migrated")
+}
+
+// TestServeChecksTheSchema: outside --dev, serve refuses to start against
+// a database whose schema is not the binary's -- unmigrated, behind, ahead
+// -- naming both versions and the fix; with --dev --no-migrate it starts and
+// /readyz says why it is not ready.
+func TestServeChecksTheSchema(t *testing.T) {
+	t.Parallel()
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+"\nauth:\n  hmacSecret: "+strings.Repeat("s", 40)+"\n"), 0o600))
+	_, err := run(t, context.Background(), pgtest.NewEmptyDatabase(t), "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
+	require.ErrorContains(t, err, "the database has no schema; this binary needs version 20261126000000: run uploadedfile migrate up")
+
+	behind := pgtest.NewDatabase(t)
+	conn, err := pgx.Connect(context.Background(), behind)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(context.Background(), "UPDATE schema_migrations SET version = 20261125000000")
+	require.NoError(t, err)
+	_, err = run(t, context.Background(), behind, "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
+	require.ErrorContains(t, err, "the database schema is at version 20261125000000, behind this binary's 20261126000000")
+	_, err = conn.Exec(context.Background(), "UPDATE schema_migrations SET version = 20991231000000")
+	require.NoError(t, err)
+	_, err = run(t, context.Background(), behind, "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
+	require.ErrorContains(t, err, "ahead of this binary's 20261126000000")
+
+	d := startDevOn(t, pgtest.NewEmptyDatabase(t), "", "--no-migrate")
+	resp, err := http.Get(d.base + "/readyz")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.Contains(t, string(body), "schema not ready: the database has no schema")
+}
+
+// TestMigrateUpTwiceAtOnce: replicas that run migrate up at the same time
+// never migrate at once (golang-migrate's advisory lock): each ends at the
+// binary's version, none fails.
+func TestMigrateUpTwiceAtOnce(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewEmptyDatabase(t)
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() {
+			_, err := run(t, context.Background(), url, "migrate", "up")
+			errs <- err
+		}()
+	}
+	for range 3 {
+		require.NoError(t, <-errs)
+	}
+	out, err := run(t, context.Background(), url, "migrate", "version")
+	require.NoError(t, err)
+	require.Equal(t, "version: 20261126000000\n", out)
 }

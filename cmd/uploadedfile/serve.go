@@ -28,11 +28,13 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/uploadedfile/uploadedfile/db/migrations"
+	"github.com/uploadedfile/uploadedfile/internal/clamd"
 	"github.com/uploadedfile/uploadedfile/internal/eventrelay"
 	"github.com/uploadedfile/uploadedfile/internal/eventrelay/variantsink"
 	"github.com/uploadedfile/uploadedfile/internal/httpapi"
 	"github.com/uploadedfile/uploadedfile/internal/maintenance"
 	"github.com/uploadedfile/uploadedfile/internal/pgurl"
+	"github.com/uploadedfile/uploadedfile/internal/storage"
 	"github.com/uploadedfile/uploadedfile/internal/tracing"
 	"github.com/uploadedfile/uploadedfile/internal/webui"
 	"github.com/uploadedfile/uploadedfile/service"
@@ -42,6 +44,7 @@ import (
 type serveOptions struct {
 	listen    string
 	dev       bool
+	migrate   bool
 	noMigrate bool
 	noSweeps  bool
 	debug     string
@@ -58,7 +61,10 @@ func newServeCommand(g *globals) *cobra.Command {
   uploadedfile serve --config /etc/uploadedfile.yaml --listen 0.0.0.0:8080 --metrics-listen 127.0.0.1:9090`,
 		Long: `Run the HTTP server. Configuration: --config FILE (YAML, the spec's option
 names) and UPLOADEDFILE_<OPTION> environment variables; the database is
-DATABASE_URL. Migrations are applied at start unless --no-migrate.
+DATABASE_URL. With --dev, migrations are applied at start (unless
+--no-migrate); otherwise only with --migrate (or migrate: true): deploy
+with uploadedfile migrate up, then roll the replicas. serve refuses to
+start against a schema older or newer than the binary's.
 
 --dev is for a first local run: the database is created when missing, files
 go to ./upload, a random HMAC secret signs a ready-to-use token, and the
@@ -75,7 +81,8 @@ token and curl lines to try the API are printed.`,
 	}
 	cmd.Flags().StringVar(&o.listen, "listen", envOr("UPLOADEDFILE_LISTEN", "127.0.0.1:8080"), "address to listen on (env UPLOADEDFILE_LISTEN)")
 	cmd.Flags().BoolVar(&o.dev, "dev", false, "development mode: local files, a random signing secret, a printed token")
-	cmd.Flags().BoolVar(&o.noMigrate, "no-migrate", false, "do not apply migrations at start")
+	cmd.Flags().BoolVar(&o.migrate, "migrate", false, "apply migrations at start (the default with --dev only; config migrate)")
+	cmd.Flags().BoolVar(&o.noMigrate, "no-migrate", false, "do not apply migrations at start, even with --dev")
 	cmd.Flags().BoolVar(&o.noSweeps, "no-maintenance", false, "do not run the maintenance cron tracks in this process")
 	cmd.Flags().StringVar(&o.debug, "debug-listen", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060; off by default)")
 	cmd.Flags().StringVar(&o.metrics, "metrics-listen", "", "serve /metrics on this operator address (e.g. 127.0.0.1:9090; config metricsListen; off by default)")
@@ -102,7 +109,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	if err := g.reachDatabase(ctx); err != nil {
 		return err
 	}
-	if !o.noMigrate {
+	if o.migrate {
 		if err := migrations.Up(g.databaseURL); err != nil {
 			return err
 		}
@@ -122,6 +129,9 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		return err
 	}
 	defer pool.Close()
+	if err := checkSchema(ctx, g, pool, o.dev); err != nil {
+		return err
+	}
 	scfg, err := cfg.serviceConfig()
 	if err != nil {
 		return err
@@ -154,9 +164,13 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		return err
 	}
 	defer guard.Close()
+	health := readiness(cfg, pool, svc, guard).WithLog(g.logger)
+	if causes := health.Check(ctx, 5*time.Second); len(causes) > 0 {
+		g.logger.Error("starting, not ready", "causes", causes)
+	}
 	handler := httpapi.New(httpapi.Options{
 		Service: svc, Guard: guard, Logger: g.logger, DownloadPath: svc.EffectiveConfig().DownloadPath,
-		Health:          httpapi.Health{Dependencies: map[string]httpapi.Pinger{"database": pool, "storage": svc}},
+		Health:          health,
 		Registerer:      reg,
 		BodyReadTimeout: cfg.BodyReadTimeout, BodyIdleTimeout: cfg.BodyIdleTimeout,
 		CORSAllowedOrigins: cfg.CORS.AllowedOrigins,
@@ -220,6 +234,66 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		sweeps: !o.noSweeps, runner: runner, relay: relay,
 		srv: srv, ln: httpapi.LimitConnectionsPerClient(ln, cfg.maxConnectionsPerClient()), drain: o.drain, inflight: inflight,
 	})
+}
+
+// checkSchema compares the database's schema with the binary's: outside
+// --dev a difference refuses the start (it names both versions and the
+// fix); in --dev it is logged, and /readyz says it.
+func checkSchema(ctx context.Context, g *globals, pool *pgxpool.Pool, dev bool) error {
+	err := migrations.Check(ctx, pool)
+	var se *migrations.SchemaError
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &se):
+		return g.databaseError(err)
+	case dev:
+		g.logger.Error("schema", "error", err.Error())
+		return nil
+	}
+	return fmt.Errorf("serve: %w", err)
+}
+
+// readiness is what /readyz checks, each failure with a cause that names
+// no host or credential: the database, its schema against the binary's,
+// the store (bucket and credentials, on S3), the key set (a JWKS URL), and
+// clamd when the scan gate is on.
+func readiness(cfg fileConfig, pool *pgxpool.Pool, svc *service.Service, guard *httpapi.Guard) httpapi.Health {
+	deps := map[string]httpapi.Pinger{
+		"database": pool,
+		"schema": httpapi.PingFunc(func(ctx context.Context) error {
+			err := migrations.Check(ctx, pool)
+			var se *migrations.SchemaError
+			if errors.As(err, &se) {
+				return &httpapi.NotReady{Cause: se.Error()}
+			}
+			return err
+		}),
+		"storage": httpapi.PingFunc(func(ctx context.Context) error {
+			err := svc.Ping(ctx)
+			switch {
+			case err == nil:
+				return nil
+			case errors.Is(err, storage.ErrBucketMissing):
+				return &httpapi.NotReady{Cause: "the bucket does not exist", Err: err}
+			case errors.Is(err, storage.ErrCredentialsRefused):
+				return &httpapi.NotReady{Cause: "the storage credentials were refused", Err: err}
+			}
+			return &httpapi.NotReady{Cause: "the object store did not answer", Err: err}
+		}),
+		"keys": httpapi.PingFunc(guard.Ready),
+	}
+	if cfg.Scan.Mode == service.ScanGate {
+		if c, err := clamd.New(cfg.Scan.Clamd, cfg.Scan.Timeout); err == nil {
+			deps["scanner"] = httpapi.PingFunc(func(ctx context.Context) error {
+				if err := c.Ping(ctx); err != nil {
+					return &httpapi.NotReady{Cause: "clamd did not answer", Err: err}
+				}
+				return nil
+			})
+		}
+	}
+	return httpapi.Health{Dependencies: deps}
 }
 
 // maxHeaderBytes bounds a request's headers (net/http's default is 1 MiB):
@@ -476,8 +550,14 @@ func (o *serveOptions) applyFile(cfg fileConfig, changed func(string) bool) {
 	if cfg.Listen != "" && !changed("listen") {
 		o.listen = cfg.Listen
 	}
-	if cfg.Migrate != nil && !changed("no-migrate") {
-		o.noMigrate = !*cfg.Migrate
+	if !changed("migrate") {
+		o.migrate = o.dev
+		if cfg.Migrate != nil {
+			o.migrate = *cfg.Migrate
+		}
+	}
+	if o.noMigrate {
+		o.migrate = false
 	}
 	if cfg.MetricsListen != "" && !changed("metrics-listen") {
 		o.metrics = cfg.MetricsListen

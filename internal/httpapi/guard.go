@@ -139,6 +139,20 @@ func NewGuard(ctx context.Context, cfg AuthConfig) (*Guard, error) {
 // Close stops a JWKS refresh.
 func (g *Guard) Close() { g.close() }
 
+// Ready reports whether the guard can verify tokens: with a JWKS URL, a key
+// set has been loaded (at least one key); an HMAC secret or a JWKS file is
+// always ready.
+func (g *Guard) Ready(ctx context.Context) error {
+	if g.cfg.JWKSURL == "" || g.jwks == nil {
+		return nil
+	}
+	keys, err := g.jwks.KeyReadAll(ctx)
+	if err != nil || len(keys) == 0 {
+		return &NotReady{Cause: "no key set loaded from auth.jwksUrl", Err: err}
+	}
+	return nil
+}
+
 // clone copies the identity's maps and lists, so no two requests share
 // them (a cached identity serves many).
 func (id identity) clone() identity {

@@ -43,7 +43,12 @@ func TestHealth(t *testing.T) {
 	dbErr = errors.New("dial tcp 10.0.0.7:5432: password authentication failed for user app")
 	code, body = get(t, mux, "/readyz")
 	require.Equal(t, http.StatusServiceUnavailable, code)
-	require.Equal(t, "database unavailable\n", body, "the dependency is named, its error text is not")
+	require.Equal(t, "database not ready: did not answer\n", body, "the dependency is named, its error text is not")
 	code, _ = get(t, mux, "/healthz")
 	require.Equal(t, http.StatusOK, code, "liveness does not depend on the database")
+
+	dbErr = &httpapi.NotReady{Cause: "the database schema is at version 1, behind this binary's 2", Err: errors.New("detail for the log")}
+	code, body = get(t, mux, "/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Equal(t, "database not ready: the database schema is at version 1, behind this binary's 2\n", body, "a named cause is shown, its detail is not")
 }

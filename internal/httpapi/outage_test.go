@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
@@ -299,7 +300,10 @@ func TestStorageOutageIsNeverNotFound(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(init.body), &pending))
 
 	srv.Stop()
+	time.Sleep(2100 * time.Millisecond) // past the service's last probe of the store
 	for _, r := range []outageRequest{
+		{method: "POST", path: "/uploaded-file/initiate", contentType: "application/json", // no target while the store does not answer
+			body: mustJSON(t, map[string]any{"originalName": "q.pdf", "contentType": "application/pdf", "sizeBytes": len(pdf), "checksum": checksum([]byte(pdf))})},
 		{method: "GET", path: "/uploaded-file/" + f.Id + "/download"},
 		{method: "POST", path: "/uploaded-file", contentType: ct, body: form.Bytes()},
 		{method: "POST", path: "/uploaded-file/" + pending.Id + "/complete"},

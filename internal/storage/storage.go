@@ -72,6 +72,12 @@ var (
 	// error). Every error of a driver that is none of the sentinels above
 	// wraps it; the same call can succeed once the store is back.
 	ErrUnavailable = errors.New("storage: unavailable")
+	// ErrBucketMissing: a probe found no bucket of the configured name
+	// (wraps ErrUnavailable).
+	ErrBucketMissing = fmt.Errorf("%w: the bucket does not exist", ErrUnavailable)
+	// ErrCredentialsRefused: a probe's credentials were refused (wraps
+	// ErrUnavailable).
+	ErrCredentialsRefused = fmt.Errorf("%w: the credentials were refused", ErrUnavailable)
 )
 
 // ObjectInfo is what a driver knows about a stored object.

@@ -128,9 +128,20 @@ func (s *Store) Kind() storage.Kind { return storage.KindS3 }
 // Bucket returns the configured bucket.
 func (s *Store) Bucket() string { return s.cfg.Bucket }
 
-// Ping checks that the bucket is reachable with the configured credentials.
+// Ping checks that the bucket is reachable with the configured
+// credentials: a missing bucket is storage.ErrBucketMissing, refused
+// credentials storage.ErrCredentialsRefused, anything else
+// storage.ErrUnavailable.
 func (s *Store) Ping(ctx context.Context) error {
 	_, err := s.client.HeadBucket(ctx, &awss3.HeadBucketInput{Bucket: &s.cfg.Bucket})
+	switch {
+	case err == nil:
+		return nil
+	case isStatus(err, http.StatusNotFound) || isCode(err, "NoSuchBucket"):
+		return fmt.Errorf("%w: %s", storage.ErrBucketMissing, s.cfg.Bucket)
+	case isStatus(err, http.StatusForbidden) || isStatus(err, http.StatusUnauthorized):
+		return fmt.Errorf("%w (bucket %s): %s", storage.ErrCredentialsRefused, s.cfg.Bucket, codeOf(err))
+	}
 	return mapError(err)
 }
 

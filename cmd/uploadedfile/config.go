@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"reflect"
 	"slices"
 	"sort"
@@ -515,13 +516,13 @@ func (c fileConfig) serviceConfig() (service.Config, error) {
 }
 
 // authConfig maps the auth section.
-func (c fileConfig) authConfig() (httpapi.AuthConfig, error) {
+func (c fileConfig) authConfig(log *slog.Logger) (httpapi.AuthConfig, error) {
 	a := c.Auth
 	if a.HMACSecret == "" && a.JWKSFile == "" && a.JWKSURL == "" {
 		return httpapi.AuthConfig{}, errors.New("auth: configure auth.hmacSecret, auth.jwksFile or auth.jwksUrl (or run with --dev)")
 	}
 	return httpapi.AuthConfig{
-		HMACSecret: []byte(a.HMACSecret), JWKSFile: a.JWKSFile, JWKSURL: a.JWKSURL, Issuer: a.Issuer, Audience: a.Audience, TokenCacheSize: a.TokenCacheSize,
+		HMACSecret: []byte(a.HMACSecret), JWKSFile: a.JWKSFile, JWKSURL: a.JWKSURL, Issuer: a.Issuer, Audience: a.Audience, TokenCacheSize: a.TokenCacheSize, Logger: log,
 		Claims: httpapi.ClaimNames{Tenant: a.Claims.Tenant, Department: a.Claims.Department, User: a.Claims.User, Roles: a.Claims.Roles, Permissions: a.Claims.Permissions},
 	}, nil
 }

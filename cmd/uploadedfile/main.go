@@ -102,6 +102,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		SilenceErrors: true,
 		PersistentPreRun: func(*cobra.Command, []string) {
 			g.logger = slog.New(slog.NewJSONHandler(stderr, nil))
+			slog.SetDefault(g.logger) // what libraries log goes out as JSON lines too
 		},
 	}
 	root.PersistentFlags().StringVar(&g.configFile, "config", os.Getenv("UPLOADEDFILE_CONFIG"), "YAML configuration file (env UPLOADEDFILE_CONFIG); UPLOADEDFILE_* variables override its keys, flags override both")

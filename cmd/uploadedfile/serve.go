@@ -155,7 +155,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	for _, c := range svc.Clamped() {
 		g.logger.Warn("configured value past its bound: the bound is used", "key", c.Option, "given", c.Given, "used", c.Used, "source", cfg.sourceOf(c.Option))
 	}
-	auth, err := cfg.authConfig()
+	auth, err := cfg.authConfig(g.logger)
 	if err != nil {
 		return err
 	}

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	"github.com/MicahParks/jwkset"
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
+	"golang.org/x/time/rate"
 
 	"github.com/uploadedfile/uploadedfile/service"
 )
@@ -56,12 +59,20 @@ type AuthConfig struct {
 	// its token pays the signature once); 0: DefaultTokenCacheSize,
 	// negative: no cache.
 	TokenCacheSize int
+	// JWKSRefreshMin is the shortest time between two fetches of a JWKS URL
+	// asked for by a token of an unknown kid, or by the retries of a key
+	// set that could not be loaded (default 5 s).
+	JWKSRefreshMin time.Duration
+	// Logger receives every refusal with its reason (never the token) and
+	// the JWKS fetch failures (default slog.Default()).
+	Logger *slog.Logger
 }
 
 // Guard verifies bearer tokens and puts the trusted RequestContext in the
 // request's context.
 type Guard struct {
 	cfg     AuthConfig
+	log     *slog.Logger
 	keyfunc jwt.Keyfunc
 	parser  *jwt.Parser
 	close   func()
@@ -83,7 +94,7 @@ func NewGuard(ctx context.Context, cfg AuthConfig) (*Guard, error) {
 	if cfg.Leeway == 0 {
 		cfg.Leeway = 30 * time.Second
 	}
-	g := &Guard{cfg: cfg, close: func() {}, now: time.Now}
+	g := &Guard{cfg: cfg, close: func() {}, now: time.Now, log: cmp.Or(cfg.Logger, slog.Default())}
 	if cfg.TokenCacheSize >= 0 {
 		g.cache = newTokenCache(cmp.Or(cfg.TokenCacheSize, DefaultTokenCacheSize), TokenCacheBytes)
 	}
@@ -123,13 +134,9 @@ func NewGuard(ctx context.Context, cfg AuthConfig) (*Guard, error) {
 		g.keyfunc, g.jwks = kf.Keyfunc, kf.Storage()
 		opts = append(opts, jwt.WithValidMethods([]string{"RS256", "ES256", "EdDSA"}))
 	default:
-		kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		kf, err := keyfunc.NewDefaultCtx(kctx, []string{cfg.JWKSURL})
-		if err != nil {
-			cancel()
-			return nil, fmt.Errorf("auth.jwksUrl: %w", err)
+		if err := g.remoteKeys(ctx); err != nil {
+			return nil, err
 		}
-		g.keyfunc, g.close, g.jwks = kf.Keyfunc, cancel, kf.Storage()
 		opts = append(opts, jwt.WithValidMethods([]string{"RS256", "ES256", "EdDSA"}))
 	}
 	g.parser = jwt.NewParser(opts...)
@@ -138,6 +145,82 @@ func NewGuard(ctx context.Context, cfg AuthConfig) (*Guard, error) {
 
 // Close stops a JWKS refresh.
 func (g *Guard) Close() { g.close() }
+
+// remoteKeys sets g up to verify with the key set at cfg.JWKSURL: fetched
+// within 5 s, refreshed every 15 minutes, again at once (at most every
+// JWKSRefreshMin) for a token of an unknown kid, and, while no key set could
+// be loaded, retried every JWKSRefreshMin -- never the library's five
+// minutes of 401s. A request waits for a refresh at most 2 s. Fetch
+// failures go to the JSON log, the URL without its query.
+func (g *Guard) remoteKeys(ctx context.Context) error {
+	every := cmp.Or(g.cfg.JWKSRefreshMin, 5*time.Second)
+	shown := g.cfg.JWKSURL
+	if u, err := url.Parse(shown); err == nil {
+		u.RawQuery, u.User = "", nil
+		shown = u.String()
+	}
+	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	kf, err := keyfunc.NewDefaultOverrideCtx(kctx, []string{g.cfg.JWKSURL}, keyfunc.Override{
+		HTTPTimeout:       5 * time.Second,
+		RateLimitWaitMax:  2 * time.Second,
+		RefreshInterval:   15 * time.Minute,
+		RefreshUnknownKID: rate.NewLimiter(rate.Every(every), 1),
+		RefreshErrorHandlerFunc: func(string) func(context.Context, error) {
+			return func(ctx context.Context, err error) {
+				g.log.WarnContext(ctx, "JWKS fetch failed", "url", shown, "error", err.Error())
+			}
+		},
+	})
+	if err != nil {
+		cancel()
+		return fmt.Errorf("auth.jwksUrl: %w", err)
+	}
+	g.keyfunc, g.close, g.jwks = g.kidlessFallback(kf.Keyfunc), cancel, kf.Storage()
+	go g.retryUntilLoaded(kctx, every)
+	return nil
+}
+
+// retryUntilLoaded asks for the key set every period until one is loaded
+// (a read of an unknown kid makes the client fetch, within its limiter).
+func (g *Guard) retryUntilLoaded(ctx context.Context, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for g.Ready(ctx) != nil {
+		_, _ = g.jwks.KeyRead(ctx, "uploadedfile-key-set-probe")
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+	g.log.InfoContext(ctx, "JWKS loaded")
+}
+
+// kidlessFallback is kf, but a token whose kid is in no key may be verified
+// by the key set's keys that have no kid (a JWKS of one key often omits
+// it): those keys are the ones such a token could have been signed with.
+func (g *Guard) kidlessFallback(kf jwt.Keyfunc) jwt.Keyfunc {
+	return func(t *jwt.Token) (any, error) {
+		key, err := kf(t)
+		if err == nil || !errors.Is(err, jwkset.ErrKeyNotFound) {
+			return key, err
+		}
+		all, rerr := g.jwks.KeyReadAll(context.Background())
+		if rerr != nil {
+			return nil, err
+		}
+		var set jwt.VerificationKeySet
+		for _, k := range all {
+			if k.Marshal().KID == "" {
+				set.Keys = append(set.Keys, k.Key())
+			}
+		}
+		if len(set.Keys) == 0 {
+			return nil, err
+		}
+		return set, nil
+	}
+}
 
 // Ready reports whether the guard can verify tokens: with a JWKS URL, a key
 // set has been loaded (at least one key); an HMAC secret or a JWKS file is
@@ -334,6 +417,16 @@ func (g *Guard) Middleware(next http.Handler) http.Handler {
 			// at once).
 			w.Header().Set("Connection", "close")
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+			reason := refusal(ok, err)
+			if ok && g.Ready(r.Context()) != nil {
+				// No key set could be loaded: the token may be good, the
+				// keys to tell are missing -- not the caller's fault.
+				g.log.WarnContext(r.Context(), "token not verified: no key set loaded", "request_id", requestID(r), "reason", reason)
+				retryable := true
+				writeDetailedProblem(w, problem{Status: http.StatusServiceUnavailable, Code: codeKeysUnavailable, Retryable: &retryable})
+				return
+			}
+			g.log.InfoContext(r.Context(), "token refused", "request_id", requestID(r), "reason", reason)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="uploadedfile", error="invalid_token"`)
 			code := codeUnauthorized
 			switch {
@@ -351,4 +444,35 @@ func (g *Guard) Middleware(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(service.WithRequestContext(r.Context(), id.rc)))
 	})
+}
+
+// refusal is why a token was refused, for the log: never the token.
+func refusal(present bool, err error) string {
+	switch {
+	case !present:
+		return "no bearer token"
+	case errors.Is(err, errTokenTooLarge):
+		return "token too large"
+	case errors.Is(err, errBadClaims):
+		return "claims out of bounds"
+	case errors.Is(err, jwkset.ErrKeyNotFound):
+		return "unknown kid"
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return "expired"
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
+		return "not valid yet"
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		return "issuer"
+	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+		return "audience"
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
+		return "signature"
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return "malformed"
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return "required claim missing"
+	case errors.Is(err, jwt.ErrTokenUnverifiable):
+		return "unverifiable (algorithm or key)"
+	}
+	return "invalid"
 }

@@ -151,7 +151,7 @@ func TestDatabaseOutageIsNeverNotFound(t *testing.T) {
 				require.Equal(t, http.StatusOK, resp.status, "%s %s", r.method, r.path)
 			case "readyz":
 				require.Equal(t, http.StatusServiceUnavailable, resp.status, "%s %s", r.method, r.path)
-				require.Contains(t, resp.body, "database unavailable")
+				require.Contains(t, resp.body, "database not ready")
 			default:
 				require.Equal(t, http.StatusServiceUnavailable, resp.status, "%s %s %s: %s", op, r.method, r.path, resp.body)
 				var p struct {

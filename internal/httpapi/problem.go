@@ -62,7 +62,10 @@ const (
 	codeInvalidClaims = "core.auth.invalid-claims"
 	// codeTokenTooLarge: the bearer token is longer than MaxTokenBytes.
 	codeTokenTooLarge = "core.auth.token-too-large"
-	codeInternal      = "core.internal"
+	// codeKeysUnavailable: no key set could be loaded from the JWKS URL
+	// (503, retryable): a token cannot be judged, good or bad.
+	codeKeysUnavailable = "core.keys.unavailable"
+	codeInternal        = "core.internal"
 )
 
 func writeProblem(w http.ResponseWriter, status int, code string) {

@@ -345,6 +345,7 @@ func (s *Service) completeClaimed(ctx context.Context, row db.UploadedFile) (*Re
 	if err != nil {
 		return nil, s.claimLost(ctx, err)
 	}
+	s.observeUpload(ready.SizeBytes)
 	return s.result(ctx, db.UploadedFile(ready), nil)
 }
 

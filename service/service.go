@@ -76,6 +76,9 @@ type Service struct {
 	uploads uploadStatements
 	// probe is the store's last probe (storeUp).
 	probe storeProbe
+	// uploadSizes observes the size of every upload that became ready
+	// (WithMetrics; nil: none).
+	uploadSizes prometheus.Observer
 }
 
 // storeProbe is the outcome of the store's last probe, and when.
@@ -157,6 +160,12 @@ func New(ctx context.Context, cfg Config, database DB, opts ...Option) (*Service
 	}
 	if s.metrics != nil {
 		s.store = storagemetrics.Wrap(s.store, s.metrics)
+		sizes := prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "uploadedfile_upload_size_bytes", Help: "Size of the uploads that became ready (buffer uploads, clones and completed direct uploads).",
+			Buckets: prometheus.ExponentialBuckets(1<<10, 4, 9), // 1 KiB .. 64 MiB
+		})
+		s.metrics.MustRegister(sizes)
+		s.uploadSizes = sizes
 	}
 	if s.tracer != nil {
 		s.store = storagetrace.Wrap(s.store, s.tracer)
@@ -208,6 +217,13 @@ func (s *Service) Ping(ctx context.Context) error {
 		return p.Ping(ctx)
 	}
 	return nil
+}
+
+// observeUpload counts a file that became ready by its size.
+func (s *Service) observeUpload(size int64) {
+	if s.uploadSizes != nil {
+		s.uploadSizes.Observe(float64(size))
+	}
 }
 
 // clock is the service's time outside a query: the pinned time (WithClock)

@@ -232,6 +232,7 @@ func (s *Service) writeAndActivate(ctx context.Context, a access, row db.Uploade
 			ID: row.ID, UploadMarker: marker, Checksum: ptr(sp.checksum()), ETag: optional(oi.ETag), Now: s.now(),
 		})
 		if err == nil {
+			s.observeUpload(active.SizeBytes)
 			return db.UploadedFile(active), nil
 		}
 	}

@@ -45,6 +45,8 @@ type fileConfig struct {
 	// BodyIdleTimeout the time the client may send nothing while it does.
 	BodyReadTimeout time.Duration `koanf:"bodyReadTimeout"`
 	BodyIdleTimeout time.Duration `koanf:"bodyIdleTimeout"`
+	// AccessLog writes one JSON line per request (default true).
+	AccessLog *bool `koanf:"accessLog"`
 	// MaxConnectionsPerClient bounds the connections one client address
 	// holds open at once (0: the default, negative: no limit).
 	MaxConnectionsPerClient int `koanf:"maxConnectionsPerClient"`

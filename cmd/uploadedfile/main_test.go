@@ -16,13 +16,18 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/internal/clamd/clamdtest"
+	"github.com/uploadedfile/uploadedfile/internal/eventrelay"
+	"github.com/uploadedfile/uploadedfile/internal/httpapi"
+	"github.com/uploadedfile/uploadedfile/internal/maintenance"
 	"github.com/uploadedfile/uploadedfile/internal/eventrelay/variantsink"
 	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 	"github.com/uploadedfile/uploadedfile/service"
@@ -203,7 +208,8 @@ func TestServeDev(t *testing.T) {
 	resp.Body.Close()
 	require.Contains(t, string(metrics), `uploadedfile_http_requests_total{code="201",route="POST /uploaded-file"} 1`)
 	require.Contains(t, string(metrics), `uploadedfile_http_requests_total{code="404",route="GET /uploaded-file/{id}"} 1`)
-	require.Contains(t, string(metrics), `uploadedfile_storage_requests_total{op="put"} 1`)
+	require.Contains(t, string(metrics), `uploadedfile_storage_requests_total{op="put",outcome="ok"} 1`)
+	require.Contains(t, string(metrics), `uploadedfile_http_requests_total{code="401",route="unmatched"}`, "a 401 is counted")
 
 	out2, err := run(t, context.Background(), missing, "migrate", "version")
 	require.NoError(t, err)
@@ -648,4 +654,66 @@ func TestMigrateUpTwiceAtOnce(t *testing.T) {
 	out, err := run(t, context.Background(), url, "migrate", "version")
 	require.NoError(t, err)
 	require.Equal(t, "version: 20261126000000\n", out)
+}
+
+// recordingRegisterer records the name of every metric registered through
+// it, vectors included (they appear in /metrics only once they have a
+// sample).
+type recordingRegisterer struct {
+	prometheus.Registerer
+	mu    sync.Mutex
+	names map[string]bool
+}
+
+func (r *recordingRegisterer) Register(c prometheus.Collector) error {
+	ch := make(chan *prometheus.Desc, 16)
+	go func() { c.Describe(ch); close(ch) }()
+	for d := range ch {
+		if m := regexp.MustCompile(`fqName: "([a-z_]+)"`).FindStringSubmatch(d.String()); m != nil {
+			r.mu.Lock()
+			r.names[m[1]] = true
+			r.mu.Unlock()
+		}
+	}
+	return r.Registerer.Register(c)
+}
+
+func (r *recordingRegisterer) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := r.Register(c); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// TestMetricNamesAreDocumented: every uploadedfile_* metric that serve's
+// components register is in the tables of docs/operations.md and
+// docs/events.md, and every metric those tables name is registered.
+func TestMetricNamesAreDocumented(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rec := &recordingRegisterer{Registerer: prometheus.NewRegistry(), names: map[string]bool{}}
+	pool := pgtest.New(t)
+	svc, err := service.New(ctx, service.Config{Driver: service.DriverLocal, LocalRoot: t.TempDir()}, pool, service.WithMetrics(rec))
+	require.NoError(t, err)
+	guard, err := httpapi.NewGuard(ctx, httpapi.AuthConfig{HMACSecret: []byte(strings.Repeat("s", 32))})
+	require.NoError(t, err)
+	_ = httpapi.New(httpapi.Options{Service: svc, Guard: guard, Registerer: rec})
+	_ = maintenance.New(svc, pool, nil, rec)
+	_ = eventrelay.NewMetrics(rec)
+	var registered []string
+	for n := range rec.names {
+		registered = append(registered, n)
+	}
+
+	var documented []string
+	row := regexp.MustCompile("(?m)^\\| `(uploadedfile_[a-z_]+)(?:\\{[a-z_]+\\})?`")
+	for _, doc := range []string{"../../docs/operations.md", "../../docs/events.md"} {
+		b, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		for _, m := range row.FindAllStringSubmatch(string(b), -1) {
+			documented = append(documented, m[1])
+		}
+	}
+	require.ElementsMatch(t, registered, documented, "the metric tables of docs/operations.md and docs/events.md against what serve registers")
 }

@@ -122,8 +122,10 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	if tp != nil {
 		tracer = tp
 		defer func() { _ = tp.Shutdown(context.Background()) }() // flushes the last spans
-		g.logger = slog.New(tracing.LogHandler{Handler: g.logger.Handler(), RequestID: httpapi.RequestIDFrom})
 	}
+	// Every line logged inside a request carries its request id (and, with
+	// tracing, its trace and span).
+	g.logger = slog.New(tracing.LogHandler{Handler: g.logger.Handler(), RequestID: httpapi.RequestIDFrom})
 	pool, err := openPool(ctx, g.databaseURL, tracer)
 	if err != nil {
 		return err
@@ -175,6 +177,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		BodyReadTimeout: cfg.BodyReadTimeout, BodyIdleTimeout: cfg.BodyIdleTimeout,
 		CORSAllowedOrigins: cfg.CORS.AllowedOrigins,
 		TracerProvider:     tracer,
+		AccessLog:          cfg.AccessLog == nil || *cfg.AccessLog,
 	})
 	if o.metrics == "" && o.dev {
 		o.metrics = "127.0.0.1:0" // development: a loopback operator listener

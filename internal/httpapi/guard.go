@@ -421,12 +421,12 @@ func (g *Guard) Middleware(next http.Handler) http.Handler {
 			if ok && g.Ready(r.Context()) != nil {
 				// No key set could be loaded: the token may be good, the
 				// keys to tell are missing -- not the caller's fault.
-				g.log.WarnContext(r.Context(), "token not verified: no key set loaded", "request_id", requestID(r), "reason", reason)
+				g.log.WarnContext(r.Context(), "token not verified: no key set loaded", "reason", reason)
 				retryable := true
-				writeDetailedProblem(w, problem{Status: http.StatusServiceUnavailable, Code: codeKeysUnavailable, Retryable: &retryable})
+				writeDetailedProblem(w, problem{Status: http.StatusServiceUnavailable, Code: codeKeysUnavailable, Retryable: &retryable, RequestID: requestID(r)})
 				return
 			}
-			g.log.InfoContext(r.Context(), "token refused", "request_id", requestID(r), "reason", reason)
+			g.log.InfoContext(r.Context(), "token refused", "reason", reason)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="uploadedfile", error="invalid_token"`)
 			code := codeUnauthorized
 			switch {

@@ -84,8 +84,12 @@ type syncWriter struct {
 	b  bytes.Buffer
 }
 
-func (w *syncWriter) Write(p []byte) (int, error) { w.mu.Lock(); defer w.mu.Unlock(); return w.b.Write(p) }
-func (w *syncWriter) String() string              { w.mu.Lock(); defer w.mu.Unlock(); return w.b.String() }
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+func (w *syncWriter) String() string { w.mu.Lock(); defer w.mu.Unlock(); return w.b.String() }
 
 // TestJWKSOutageRecoveryAndRotation: a JWKS that is down when the server
 // starts makes requests 503 core.keys.unavailable (not 401) and the guard

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"sort"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 	"github.com/uploadedfile/uploadedfile/internal/remote"
 	"github.com/uploadedfile/uploadedfile/internal/storage/s3test"
+	"github.com/uploadedfile/uploadedfile/internal/tracing"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
@@ -316,4 +318,45 @@ func TestStorageOutageIsNeverNotFound(t *testing.T) {
 	}
 	detail := do(t, s, outageRequest{method: "GET", path: "/uploaded-file/" + f.Id}, user, "")
 	require.Equal(t, http.StatusOK, detail.status, "the detail needs no storage round trip: %s", detail.body)
+}
+
+// TestAccessLogAndRequestIDs: one JSON line per request -- a 401 and an
+// unmatched route included -- with route, status, bytes and request id,
+// never the query or the token; a 5xx answer carries the request id its
+// log lines carry.
+func TestAccessLogAndRequestIDs(t *testing.T) {
+	t.Parallel()
+	var logs syncWriter
+	s := startWith(t, service.DriverLocal, func(o *httpapi.Options) {
+		o.AccessLog, o.Logger = true, slog.New(tracing.LogHandler{Handler: slog.NewJSONHandler(&logs, nil), RequestID: httpapi.RequestIDFrom})
+	})
+	user := s.token("acme", "alice", nil)
+	ok := do(t, s, outageRequest{method: "GET", path: "/uploaded-file/usage?sig=secret-signature", headers: map[string]string{"X-Request-Id": "req-1"}}, user, "")
+	require.Equal(t, http.StatusOK, ok.status)
+	do(t, s, outageRequest{method: "GET", path: "/uploaded-file/usage", anonymous: true}, user, "")
+	do(t, s, outageRequest{method: "GET", path: "/nowhere"}, user, "")
+	restore := pgtest.CutConnections(t, s.pool)
+	failed := do(t, s, outageRequest{method: "GET", path: "/uploaded-file/usage", headers: map[string]string{"X-Request-Id": "req-503"}}, user, "")
+	restore()
+	require.Equal(t, http.StatusServiceUnavailable, failed.status)
+	require.Contains(t, failed.body, `"requestId":"req-503"`)
+
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
+		if m["msg"] == "request" {
+			lines = append(lines, m)
+		}
+	}
+	require.Len(t, lines, 4, logs.String())
+	require.Equal(t, "GET /uploaded-file/usage", lines[0]["route"])
+	require.EqualValues(t, 200, lines[0]["status"])
+	require.Equal(t, "req-1", lines[0]["request_id"])
+	require.Positive(t, lines[0]["bytes_out"])
+	require.EqualValues(t, 401, lines[1]["status"], "a 401 has its line")
+	require.Equal(t, "unmatched", lines[2]["route"])
+	require.NotContains(t, logs.String(), "secret-signature", "never the query")
+	require.NotContains(t, logs.String(), user[:30], "never the token")
+	require.Contains(t, logs.String(), `"request_id":"req-503"`, "the 503's own log lines carry its request id")
 }

@@ -26,6 +26,10 @@ type problem struct {
 	// Retryable says whether the same call can succeed later; absent on
 	// codes where the question does not arise (not-found, credentials).
 	Retryable *bool `json:"retryable,omitempty"`
+	// RequestID is the id of the request a 5xx answered, the one its log
+	// lines carry (request_id), for an operator to find them; absent below
+	// 500, so that answers about resources never differ by request.
+	RequestID string `json:"requestId,omitempty"`
 }
 
 // statusOf maps a service code to its HTTP status (DESIGN.md section 5).
@@ -110,30 +114,35 @@ type errorWriter struct{ log *slog.Logger }
 func (e errorWriter) response(w http.ResponseWriter, r *http.Request, err error) {
 	var se *service.Error
 	var ue *service.UnavailableError
+	var p problem
 	switch {
 	case errors.As(err, &ue):
-		writeDetailedProblem(w, serviceProblem(err, http.StatusServiceUnavailable, ue.Code()))
+		p = serviceProblem(err, http.StatusServiceUnavailable, ue.Code())
 	case service.SizeOnly(err):
-		writeDetailedProblem(w, serviceProblem(err, http.StatusRequestEntityTooLarge, service.ErrInvalidUpload.Code))
+		p = serviceProblem(err, http.StatusRequestEntityTooLarge, service.ErrInvalidUpload.Code)
 	case errors.Is(err, service.ErrInvalidUpload):
-		writeDetailedProblem(w, serviceProblem(err, http.StatusUnprocessableEntity, service.ErrInvalidUpload.Code))
+		p = serviceProblem(err, http.StatusUnprocessableEntity, service.ErrInvalidUpload.Code)
 	case errors.Is(err, service.ErrUploadVerificationFailed):
-		writeDetailedProblem(w, serviceProblem(err, http.StatusUnprocessableEntity, service.ErrUploadVerificationFailed.Code))
+		p = serviceProblem(err, http.StatusUnprocessableEntity, service.ErrUploadVerificationFailed.Code)
 	case errors.Is(err, service.ErrQuotaExceeded):
-		writeDetailedProblem(w, serviceProblem(err, http.StatusRequestEntityTooLarge, service.ErrQuotaExceeded.Code))
+		p = serviceProblem(err, http.StatusRequestEntityTooLarge, service.ErrQuotaExceeded.Code)
 	case errors.Is(err, service.ErrVariantRefused):
-		writeDetailedProblem(w, serviceProblem(err, http.StatusUnprocessableEntity, service.ErrVariantRefused.Code))
+		p = serviceProblem(err, http.StatusUnprocessableEntity, service.ErrVariantRefused.Code)
 	case errors.As(err, &se) && statusOf[se.Code] != 0:
-		writeDetailedProblem(w, serviceProblem(err, statusOf[se.Code], se.Code))
+		p = serviceProblem(err, statusOf[se.Code], se.Code)
 	default:
-		e.log.ErrorContext(r.Context(), "unexpected handler error", "request_id", requestID(r), "route", r.Pattern, "error", err.Error())
-		writeProblem(w, http.StatusInternalServerError, codeInternal)
+		e.log.ErrorContext(r.Context(), "unexpected handler error", "route", r.Pattern, "error", err.Error())
+		p = problem{Status: http.StatusInternalServerError, Code: codeInternal}
 	}
+	if p.Status >= 500 {
+		p.RequestID = requestID(r)
+	}
+	writeDetailedProblem(w, p)
 }
 
 // request answers a request the generated code could not decode (bad JSON,
 // bad parameters): invalid meta, without echoing the parser's message.
 func (e errorWriter) request(w http.ResponseWriter, r *http.Request, err error) {
-	e.log.InfoContext(r.Context(), "bad request", "request_id", requestID(r), "route", r.Pattern, "error", err.Error())
+	e.log.InfoContext(r.Context(), "bad request", "route", r.Pattern, "error", err.Error())
 	writeProblem(w, http.StatusBadRequest, service.ErrInvalidMeta.Code)
 }

@@ -71,6 +71,8 @@ type Options struct {
 	// TracerProvider, when set, traces every request (otelhttp) and the
 	// guard's verification; nil traces nothing and wraps nothing.
 	TracerProvider trace.TracerProvider
+	// AccessLog writes one line per request to Logger (observe).
+	AccessLog bool
 }
 
 // Defaults of the body read bounds: a 25 MiB upload at 1 Mbit/s fits in the
@@ -99,14 +101,20 @@ func New(o Options) http.Handler {
 		writeProblem(w, http.StatusNotFound, service.ErrNotFound.Code)
 	})
 	h := strictJSON(mux)
-	if o.Registerer != nil {
-		h = newRequestMetrics(o.Registerer).wrap(h)
-	}
 	if o.TracerProvider != nil {
 		o.Guard.tracer = o.TracerProvider.Tracer("github.com/uploadedfile/uploadedfile/internal/httpapi")
 	}
 	h = o.Guard.Middleware(h)
 	h = limitBodies(h, bodyTimeouts{total: cmp.Or(o.BodyReadTimeout, DefaultBodyReadTimeout), idle: cmp.Or(o.BodyIdleTimeout, DefaultBodyIdleTimeout)})
+	var metrics *requestMetrics
+	if o.Registerer != nil {
+		metrics = newRequestMetrics(o.Registerer)
+	}
+	var accessLog *slog.Logger
+	if o.AccessLog {
+		accessLog = log
+	}
+	h = observe(h, mux, metrics, accessLog)
 	h = movedRoutes(o.DownloadPath, h)
 	h = withCORS(o.CORSAllowedOrigins, h)
 	h = withRequestID(h)

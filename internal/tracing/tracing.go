@@ -138,12 +138,23 @@ func (h LogHandler) Handle(ctx context.Context, r slog.Record) error {
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
 	}
-	if h.RequestID != nil {
+	if h.RequestID != nil && !hasAttr(r, "request_id") {
 		if id := h.RequestID(ctx); id != "" {
 			r.AddAttrs(slog.String("request_id", id))
 		}
 	}
 	return h.Handler.Handle(ctx, r)
+}
+
+// hasAttr reports whether r carries an attribute named key (a line that
+// names its request id itself, such as the access line).
+func hasAttr(r slog.Record, key string) bool {
+	found := false
+	r.Attrs(func(a slog.Attr) bool {
+		found = a.Key == key
+		return !found
+	})
+	return found
 }
 
 // WithAttrs implements slog.Handler.

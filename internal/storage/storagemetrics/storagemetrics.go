@@ -5,6 +5,7 @@ package storagemetrics
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 
@@ -30,8 +31,8 @@ func Wrap(s storage.Store, reg prometheus.Registerer) *Store {
 	w := &Store{
 		Store: s,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "uploadedfile_storage_requests_total", Help: "Storage requests by operation.",
-		}, []string{"op"}),
+			Name: "uploadedfile_storage_requests_total", Help: "Storage requests by operation and outcome (ok, not_found, exists, precondition, unavailable, error).",
+		}, []string{"op", "outcome"}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "uploadedfile_storage_bytes_total", Help: "Object bytes that passed through the service process (read or written).",
 		}, []string{"direction"}),
@@ -58,48 +59,72 @@ func (w *Store) Ping(ctx context.Context) error {
 
 // Put implements storage.Store.
 func (w *Store) Put(ctx context.Context, key string, body io.Reader, opts storage.PutOptions) (storage.ObjectInfo, error) {
-	w.requests.WithLabelValues("put").Inc()
-	return w.Store.Put(ctx, key, &counting{r: body, c: w.bytes.WithLabelValues("written")}, opts)
+	oi, err := w.Store.Put(ctx, key, &counting{r: body, c: w.bytes.WithLabelValues("written")}, opts)
+	return oi, w.count("put", err)
 }
 
 // Stat implements storage.Store.
 func (w *Store) Stat(ctx context.Context, key string) (storage.ObjectInfo, error) {
-	w.requests.WithLabelValues("stat").Inc()
-	return w.Store.Stat(ctx, key)
+	oi, err := w.Store.Stat(ctx, key)
+	return oi, w.count("stat", err)
 }
 
 // Open implements storage.Store.
 func (w *Store) Open(ctx context.Context, key string, rng *storage.Range) (io.ReadCloser, error) {
-	w.requests.WithLabelValues("open").Inc()
 	rc, err := w.Store.Open(ctx, key, rng)
 	if err != nil {
-		return nil, err
+		return nil, w.count("open", err)
 	}
+	w.count("open", nil)
 	return &countingCloser{counting: counting{r: rc, c: w.bytes.WithLabelValues("read")}, closer: rc}, nil
 }
 
 // Promote implements storage.Store.
 func (w *Store) Promote(ctx context.Context, src, dst, etag string, opts storage.PromoteOptions) (storage.ObjectInfo, error) {
-	w.requests.WithLabelValues("promote").Inc()
-	return w.Store.Promote(ctx, src, dst, etag, opts)
+	oi, err := w.Store.Promote(ctx, src, dst, etag, opts)
+	return oi, w.count("promote", err)
 }
 
 // Delete implements storage.Store.
 func (w *Store) Delete(ctx context.Context, key string) error {
-	w.requests.WithLabelValues("delete").Inc()
-	return w.Store.Delete(ctx, key)
+	return w.count("delete", w.Store.Delete(ctx, key))
 }
 
 // PresignPut implements storage.Store.
 func (w *Store) PresignPut(ctx context.Context, key string, opts storage.PresignPutOptions) (storage.Presigned, error) {
-	w.requests.WithLabelValues("presign_put").Inc()
-	return w.Store.PresignPut(ctx, key, opts)
+	p, err := w.Store.PresignPut(ctx, key, opts)
+	return p, w.count("presign_put", err)
 }
 
 // PresignGet implements storage.Store.
 func (w *Store) PresignGet(ctx context.Context, key string, opts storage.PresignGetOptions) (storage.Presigned, error) {
-	w.requests.WithLabelValues("presign_get").Inc()
-	return w.Store.PresignGet(ctx, key, opts)
+	p, err := w.Store.PresignGet(ctx, key, opts)
+	return p, w.count("presign_get", err)
+}
+
+// List implements storage.Store: one count per listing, however many
+// pages it read.
+func (w *Store) List(ctx context.Context, prefix string, fn func(storage.ObjectInfo) error) error {
+	return w.count("list", w.Store.List(ctx, prefix, fn))
+}
+
+// count counts one request of op by its outcome and returns err.
+func (w *Store) count(op string, err error) error {
+	outcome := "error"
+	switch {
+	case err == nil:
+		outcome = "ok"
+	case errors.Is(err, storage.ErrNotFound):
+		outcome = "not_found"
+	case errors.Is(err, storage.ErrExists):
+		outcome = "exists"
+	case errors.Is(err, storage.ErrPrecondition):
+		outcome = "precondition"
+	case errors.Is(err, storage.ErrUnavailable):
+		outcome = "unavailable"
+	}
+	w.requests.WithLabelValues(op, outcome).Inc()
+	return err
 }
 
 type counting struct {
@@ -127,8 +152,8 @@ func (w *Store) OpenFile(key string) (*os.File, storage.ObjectInfo, error) {
 	if !ok {
 		return nil, storage.ObjectInfo{}, storage.ErrUnsupported
 	}
-	w.requests.WithLabelValues("open").Inc()
-	return fo.OpenFile(key)
+	f, oi, err := fo.OpenFile(key)
+	return f, oi, w.count("open", err)
 }
 
 // Spool forwards to a store that has spools; others answer
@@ -152,8 +177,8 @@ type spool struct {
 }
 
 func (sp *spool) Commit(ctx context.Context, key string, opts storage.PutOptions) (storage.ObjectInfo, error) {
-	sp.w.requests.WithLabelValues("put").Inc()
 	oi, err := sp.Spool.Commit(ctx, key, opts)
+	sp.w.count("put", err)
 	if err == nil {
 		sp.w.bytes.WithLabelValues("written").Add(float64(sp.Size()))
 	}

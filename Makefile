@@ -1,6 +1,7 @@
 # uploadedfile -- build, generate, verify, test.
 #
 #   make test       verify, then every test with the race detector (the CI command)
+#   make build      bin/uploadedfile, its version stamped with the commit
 #   make generate   regenerate gen/ from db/queries and api/openapi.yaml
 #   make verify     generated code fresh, go vet, staticcheck, gofmt, go mod tidy
 #   make fuzz       every fuzz target for FUZZTIME each (default 60s)
@@ -22,9 +23,14 @@ CHAOS_DURATION ?= 2m
 
 TS := clients/typescript
 
-.PHONY: bench bench-full bench-peers chaos hostile all generate verify verify-generated vet staticcheck fmt-check tidy-check test test-only s3-servers postgres tools fuzz ts web lint-openapi
+.PHONY: build bench bench-full bench-peers chaos hostile all generate verify verify-generated vet staticcheck fmt-check tidy-check test test-only s3-servers postgres tools fuzz ts web lint-openapi
 
 all: verify
+
+## build: the binary, with the commit stamped into `uploadedfile version`
+## (whatever the toolchain's VCS stamping can see).
+build:
+	$(GO) build -ldflags "-X main.buildCommit=$$(git rev-parse HEAD 2>/dev/null)" -o bin/uploadedfile ./cmd/uploadedfile
 
 ## tools: build the pinned tools once (cached by the Go build cache).
 tools:

@@ -5,11 +5,16 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 )
 
@@ -74,4 +79,55 @@ func TestMissingDatabaseIsExplained(t *testing.T) {
 		require.Contains(t, msg, "DATABASE_URL", args)
 		require.Contains(t, msg, "start PostgreSQL", args)
 	}
+}
+
+// TestHelpNamesRealKeys: every configuration key a command's help names
+// (quota.tenantBytes, events.sinks.*, ...) is a key of the configuration
+// model.
+func TestHelpNamesRealKeys(t *testing.T) {
+	t.Parallel()
+	known := knownKeys(reflect.TypeFor[fileConfig](), "")
+	key := regexp.MustCompile(`\b(?:quota|auth|events|variants|scan|remoteClone|cors|docs|tracing)\.[A-Za-z*.]*[A-Za-z*]`)
+	var walk func(c *cobra.Command)
+	checked := 0
+	walk = func(c *cobra.Command) {
+		texts := []string{c.Short, c.Long, c.Example}
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) { texts = append(texts, f.Usage) })
+		for _, text := range texts {
+			for _, k := range key.FindAllString(text, -1) {
+				checked++
+				family := strings.TrimSuffix(k, "*") // "quota.*": any key of the family
+				ok := slices.ContainsFunc(known, func(p string) bool {
+					return keyMatches(p, k) || strings.HasPrefix(p, k+".") || (family != k && strings.HasPrefix(p, family))
+				})
+				require.True(t, ok, "%q in the help of %q is no configuration key", k, c.CommandPath())
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCommand(io.Discard, io.Discard))
+	require.Positive(t, checked, "the help names keys")
+}
+
+// TestVersionCarriesTheStampedCommit: a build without VCS information
+// (outside a repository, -buildvcs=false) reports the commit make build
+// stamps with -ldflags.
+func TestVersionCarriesTheStampedCommit(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "uploadedfile")
+	out, err := exec.Command("go", "build", "-buildvcs=false", "-ldflags", "-X main.buildCommit=0123456789abcdef", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	out, err = exec.Command(bin, "version", "--output", "json").Output()
+	require.NoError(t, err)
+	require.Contains(t, string(out), `"commit":"0123456789abcdef"`)
+	out, err = exec.Command(bin, "completion", "bash").Output()
+	require.NoError(t, err)
+	require.Contains(t, string(out), "__start_uploadedfile", "completion for the binary's own name")
+	renamed := filepath.Join(t.TempDir(), "uf")
+	require.NoError(t, os.Rename(bin, renamed))
+	out, err = exec.Command(renamed, "completion", "bash").Output()
+	require.NoError(t, err)
+	require.Contains(t, string(out), "__start_uf", "a renamed binary completes under its name")
 }

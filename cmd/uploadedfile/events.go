@@ -81,6 +81,18 @@ func newEventsCommand(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if g.output == "json" {
+					for _, s := range rows {
+						v := map[string]any{"sink": s.Name, "backlog": s.Depth, "attempts": s.Attempts, "lastError": s.LastError}
+						if s.Depth > 0 {
+							v["nextEventAt"] = s.Oldest.UTC()
+						}
+						if err := g.emit("", v); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
 				tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "SINK\tBACKLOG\tNEXT EVENT AT\tATTEMPTS\tLAST ERROR")
 				for _, s := range rows {
@@ -110,6 +122,16 @@ func newEventsCommand(g *globals) *cobra.Command {
 				rows, err := db.New().EventListParked(cmd.Context(), pool, int32(limit))
 				if err != nil {
 					return err
+				}
+				if g.output == "json" {
+					for _, p := range rows {
+						e := p.UploadedFileEvent
+						if err := g.emit("", map[string]any{"event": e.ID, "type": e.Type, "file": e.FileID, "sink": p.Sink,
+							"attempts": p.Attempts, "parkedAt": p.ParkedAt.UTC(), "lastError": p.LastError}); err != nil {
+							return err
+						}
+					}
+					return nil
 				}
 				tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "EVENT\tTYPE\tFILE\tSINK\tATTEMPTS\tPARKED AT\tLAST ERROR")
@@ -165,7 +187,9 @@ replays before new events; a receiver sees the same event ids again.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(g.stdout, "events replay: %d deliveries queued\n", n)
+				if err := g.emit(fmt.Sprintf("events replay: %d deliveries queued\n", n), map[string]any{"command": "events replay", "queued": n}); err != nil {
+					return err
+				}
 				if n == 0 {
 					return errors.New("events replay: nothing matched (no such event, or no sink of that name)")
 				}

@@ -17,12 +17,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -39,9 +43,54 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCommand(os.Stdout, os.Stderr).ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "uploadedfile:", err)
-		os.Exit(1)
+		fmt.Fprintln(os.Stderr, binaryName()+":", err)
+		os.Exit(exitCode(err))
 	}
+}
+
+// exitError is a command's failure with an exit code of its own (1 is
+// every other failure's).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// Exit codes.
+const (
+	// exitFindings: reconcile --fail-on-findings found something.
+	exitFindings = 3
+)
+
+// exitCode is err's exit code: an exitError's, else 1.
+func exitCode(err error) int {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return 1
+}
+
+// binaryName is the name the binary was run as (completion scripts
+// register for it), or uploadedfile for a test binary.
+func binaryName() string {
+	name := filepath.Base(os.Args[0])
+	if name == "" || name == "." || strings.HasSuffix(name, ".test") {
+		return "uploadedfile"
+	}
+	return name
+}
+
+// emit writes a command's result: text, or with --output json the value
+// as one JSON object on a line of its own.
+func (g *globals) emit(text string, v any) error {
+	if g.output == "json" {
+		return json.NewEncoder(g.stdout).Encode(v)
+	}
+	_, err := fmt.Fprint(g.stdout, text)
+	return err
 }
 
 // globals are the settings every subcommand shares.
@@ -52,6 +101,7 @@ type globals struct {
 	// databaseURL and databaseSource are the database every command uses
 	// and where that came from, resolved by config.
 	databaseURL, databaseSource string
+	output                      string          // --output: text or json
 	cfg                         *fileConfig     // loaded once, by config
 	environ                     func() []string // nil: os.Environ
 	stdout                      io.Writer
@@ -92,7 +142,7 @@ func (g *globals) config() (fileConfig, error) {
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	g := &globals{stdout: stdout}
 	root := &cobra.Command{
-		Use:   "uploadedfile",
+		Use:   binaryName(),
 		Short: "Stores uploaded files: metadata in PostgreSQL, bytes on disk or in S3",
 		Example: `  uploadedfile serve --dev
   uploadedfile migrate up
@@ -100,11 +150,16 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
   source <(uploadedfile completion bash)`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(*cobra.Command, []string) {
+		PersistentPreRunE: func(*cobra.Command, []string) error {
 			g.logger = slog.New(slog.NewJSONHandler(stderr, nil))
 			slog.SetDefault(g.logger) // what libraries log goes out as JSON lines too
+			if g.output != "text" && g.output != "json" {
+				return fmt.Errorf("--output %q: want text or json", g.output)
+			}
+			return nil
 		},
 	}
+	root.PersistentFlags().StringVarP(&g.output, "output", "o", "text", "text, or json: one JSON object per line, for scripts")
 	root.PersistentFlags().StringVar(&g.configFile, "config", os.Getenv("UPLOADEDFILE_CONFIG"), "YAML configuration file (env UPLOADEDFILE_CONFIG); UPLOADEDFILE_* variables override its keys, flags override both")
 	root.PersistentFlags().StringVar(&g.dbFlag, "database-url", "",
 		"PostgreSQL URL (else UPLOADEDFILE_DATABASE_URL, else databaseUrl in --config, else DATABASE_URL, else "+defaultDatabaseURL+")")

@@ -37,7 +37,9 @@ func newMaintenanceCommand(g *globals) *cobra.Command {
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				return withService(cmd.Context(), func(svc *service.Service, _ *pgxpool.Pool) error {
 					n, err := run(cmd.Context(), svc)
-					fmt.Fprintf(g.stdout, "%s: %d rows done\n", name, n)
+					if eerr := g.emit(fmt.Sprintf("%s: %d rows done\n", name, n), map[string]any{"command": name, "done": n}); err == nil {
+						err = eerr
+					}
 					return err
 				})
 			},
@@ -78,7 +80,10 @@ func newMaintenanceCommand(g *globals) *cobra.Command {
 			}
 			return withService(cmd.Context(), func(svc *service.Service, _ *pgxpool.Pool) error {
 				n, err := svc.UnsafeSystemPurgeUnusedBefore(cmd.Context(), cutoff)
-				fmt.Fprintf(g.stdout, "purge-unused: %d rows done (created before %s)\n", n, cutoff.Format(time.RFC3339))
+				if eerr := g.emit(fmt.Sprintf("purge-unused: %d rows done (created before %s)\n", n, cutoff.Format(time.RFC3339)),
+					map[string]any{"command": "purge-unused", "done": n, "before": cutoff}); err == nil {
+					err = eerr
+				}
 				return err
 			})
 		},
@@ -115,7 +120,9 @@ refuses a live upload lease and a live deletion lease.`,
 				if !ok {
 					return fmt.Errorf("retire-tombstone: %s is not an expired tombstone, or a lease on it is still live", id)
 				}
-				fmt.Fprintf(g.stdout, "retire-tombstone: %s retired; run retry-deletions to settle it\n", id)
+				if err := g.emit(fmt.Sprintf("retire-tombstone: %s retired; run retry-deletions to settle it\n", id), map[string]any{"command": "retire-tombstone", "id": id, "retired": true}); err != nil {
+					return err
+				}
 				return nil
 			})
 		},
@@ -135,10 +142,15 @@ refuses a live upload lease and a live deletion lease.`,
 					return err
 				}
 				if !res.Ran {
-					fmt.Fprintf(g.stdout, "run-track %s: skipped, another replica is running it\n", args[0])
+					if err := g.emit(fmt.Sprintf("run-track %s: skipped, another replica is running it\n", args[0]), map[string]any{"command": "run-track", "track": args[0], "ran": false}); err != nil {
+						return err
+					}
 					return nil
 				}
-				fmt.Fprintf(g.stdout, "run-track %s: %d examined, %d done, %d failed\n", args[0], res.Examined, res.Done, res.Failed)
+				if eerr := g.emit(fmt.Sprintf("run-track %s: %d examined, %d done, %d failed\n", args[0], res.Examined, res.Done, res.Failed),
+					map[string]any{"command": "run-track", "track": args[0], "ran": true, "examined": res.Examined, "done": res.Done, "failed": res.Failed}); err == nil {
+					err = eerr
+				}
 				return nil
 			})
 		},
@@ -153,7 +165,9 @@ refuses a live upload lease and a live deletion lease.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withService(cmd.Context(), func(svc *service.Service, _ *pgxpool.Pool) error {
 				n, err := svc.UnsafeSystemRecountUsage(cmd.Context(), recountTenant)
-				fmt.Fprintf(g.stdout, "recount-usage: %d usage rows written\n", n)
+				if eerr := g.emit(fmt.Sprintf("recount-usage: %d usage rows written\n", n), map[string]any{"command": "recount-usage", "written": n}); err == nil {
+					err = eerr
+				}
 				return err
 			})
 		},
@@ -178,9 +192,13 @@ refuses a live upload lease and a live deletion lease.`,
 			}
 			return withService(cmd.Context(), func(svc *service.Service, _ *pgxpool.Pool) error {
 				rep, err := svc.UnsafeSystemRescan(cmd.Context(), o, func(d service.Detection) {
-					fmt.Fprintf(g.stdout, "detected %s tenant=%s signature=%s quarantined=%t\n", d.ID, d.Tenant, d.Signature, d.Quarantined)
+					_ = g.emit(fmt.Sprintf("detected %s tenant=%s signature=%s quarantined=%t\n", d.ID, d.Tenant, d.Signature, d.Quarantined),
+						map[string]any{"detected": d.ID, "tenant": d.Tenant, "signature": d.Signature, "quarantined": d.Quarantined})
 				})
-				fmt.Fprintf(g.stdout, "rescan: %d scanned, %d detected, %d quarantined\n", rep.Scanned, rep.Detected, rep.Quarantined)
+				if eerr := g.emit(fmt.Sprintf("rescan: %d scanned, %d detected, %d quarantined\n", rep.Scanned, rep.Detected, rep.Quarantined),
+					map[string]any{"command": "rescan", "scanned": rep.Scanned, "detected": rep.Detected, "quarantined": rep.Quarantined}); err == nil {
+					err = eerr
+				}
 				return err
 			})
 		},
@@ -198,7 +216,9 @@ refuses a live upload lease and a live deletion lease.`,
 				if err := svc.UnsafeSystemUnquarantine(cmd.Context(), args[0]); err != nil {
 					return fmt.Errorf("unquarantine %s: %w (not a quarantined file)", args[0], err)
 				}
-				fmt.Fprintf(g.stdout, "unquarantine: %s is visible again\n", args[0])
+				if err := g.emit(fmt.Sprintf("unquarantine: %s is visible again\n", args[0]), map[string]any{"command": "unquarantine", "id": args[0], "visible": true}); err != nil {
+					return err
+				}
 				return nil
 			})
 		},
@@ -256,9 +276,9 @@ func (c fileConfig) newService(ctx context.Context, g *globals, pool *pgxpool.Po
 // JSON object per line with --output json), then the counts.
 func newReconcileCommand(g *globals, withService func(context.Context, func(*service.Service, *pgxpool.Pool) error) error) *cobra.Command {
 	var opts service.ReconcileOptions
-	var output string
+	var failOnFindings bool
 	cmd := &cobra.Command{
-		Use:   "reconcile [--repair] [--grace 24h] [--prefix KEY-PREFIX] [--output text|json]",
+		Use:   "reconcile [--repair] [--grace 24h] [--prefix KEY-PREFIX] [--fail-on-findings] [--output text|json]",
 		Short: "Compare the store with the rows: orphan, missing and mismatched objects, staging leftovers",
 		Long: `Stream the store's listing and every storage reference of the rows, both in
 key order, and merge-join them (memory does not grow with the number of
@@ -272,15 +292,17 @@ objects). Reports, one line each:
 Objects younger than --grace are never reported or touched. --repair deletes
 orphans and staging leftovers through durable claims (a crash mid-repair is
 finished by the pending sweep); missing objects and mismatches are only
-reported -- no row is ever deleted.`,
+reported -- no row is ever deleted.
+
+Exit status: 0 when the walk completed (findings or not), 3 with
+--fail-on-findings when it reported a finding that is still there after
+--repair, 1 when a repair failed (named) or the walk could not complete.`,
 		Example: `  uploadedfile maintenance reconcile
   uploadedfile maintenance reconcile --prefix core/_staging/ --output json
   uploadedfile maintenance reconcile --repair --grace 48h`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "text" && output != "json" {
-				return fmt.Errorf("reconcile: --output %q: want text or json", output)
-			}
+			output := g.output
 			if opts.Grace < 0 {
 				return errors.New("reconcile: --grace must not be negative")
 			}
@@ -304,6 +326,9 @@ reported -- no row is ever deleted.`,
 				if err == nil && counts.RepairFailed > 0 {
 					err = fmt.Errorf("reconcile: %d repairs failed (their claims are retried by the pending sweep)", counts.RepairFailed)
 				}
+				if left := counts.Orphans + counts.StagingLeftovers + counts.Missing + counts.Mismatches - counts.Repaired; err == nil && failOnFindings && left > 0 {
+					err = &exitError{code: exitFindings, err: fmt.Errorf("reconcile: %d findings", left)}
+				}
 				return err
 			})
 		},
@@ -311,7 +336,7 @@ reported -- no row is ever deleted.`,
 	cmd.Flags().BoolVar(&opts.Repair, "repair", false, "delete orphans and staging leftovers through durable claims")
 	cmd.Flags().DurationVar(&opts.Grace, "grace", service.DefaultReconcileGrace, "leave objects younger than this alone")
 	cmd.Flags().StringVar(&opts.Prefix, "prefix", "", "only keys starting with this")
-	cmd.Flags().StringVar(&output, "output", "text", "text or json (one object per line)")
+	cmd.Flags().BoolVar(&failOnFindings, "fail-on-findings", false, "exit 3 when a finding remains (for a scheduled check)")
 	return cmd
 }
 

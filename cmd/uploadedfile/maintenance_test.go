@@ -215,8 +215,12 @@ func TestReconcileCommand(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(lines[1]), &counts))
 	require.EqualValues(t, 1, counts.Counts["orphans"])
 
-	out, err = run(t, ctx, url, "maintenance", "--config", cfgFile, "reconcile", "--grace", "0s", "--repair")
-	require.NoError(t, err)
+	_, err = run(t, ctx, url, "maintenance", "--config", cfgFile, "reconcile", "--grace", "0s", "--fail-on-findings")
+	require.Error(t, err)
+	require.Equal(t, exitFindings, exitCode(err), "a finding is an exit status of its own with --fail-on-findings")
+
+	out, err = run(t, ctx, url, "maintenance", "--config", cfgFile, "reconcile", "--grace", "0s", "--repair", "--fail-on-findings")
+	require.NoError(t, err, "the repaired orphan is no longer a finding")
 	require.Contains(t, out, "orphan "+filepath.ToSlash(rel)+" size=9")
 	require.Contains(t, out, " repaired ")
 	require.NoFileExists(t, orphan)
@@ -235,11 +239,26 @@ func TestQuotaCommands(t *testing.T) {
 
 	out, err := run(t, ctx, url, "quota", "set", "acme", "--config", cfg, "--tenant-files", "3", "--owner-bytes", "0")
 	require.NoError(t, err)
-	require.Regexp(t, `acme\s+0\s+0\s+default\s+3\s+unlimited\s+default`, out)
+	require.Regexp(t, `acme\s+0\s+0\s+unlimited \(default\)\s+3\s+unlimited\s+100 \(default\)`, out, "the limits in force: the override, else the configured default")
 
 	out, err = run(t, ctx, url, "quota", "set", "acme", "--config", cfg, "--tenant-files", "default", "--owner-files", "7")
 	require.NoError(t, err)
-	require.Regexp(t, `acme\s+0\s+0\s+default\s+default\s+unlimited\s+7`, out, "default clears one override, the others stay")
+	require.Regexp(t, `acme\s+0\s+0\s+unlimited \(default\)\s+unlimited \(default\)\s+unlimited\s+7`, out, "default clears one override, the others stay")
+
+	out, err = run(t, ctx, url, "quota", "get", "acme", "--config", cfg, "--output", "json")
+	require.NoError(t, err)
+	var q struct {
+		Tenant                              string
+		OwnerFiles, TenantFiles, OwnerBytes struct {
+			Value  int64
+			Source string
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &q))
+	require.Equal(t, "acme", q.Tenant)
+	require.EqualValues(t, 7, q.OwnerFiles.Value)
+	require.Equal(t, "override", q.OwnerFiles.Source)
+	require.Equal(t, "default", q.TenantFiles.Source)
 
 	_, err = run(t, ctx, url, "quota", "set", "acme", "--config", cfg, "--owner-files", "-5")
 	require.ErrorContains(t, err, "--owner-files must be a number of at least 0, or default")
@@ -254,4 +273,7 @@ func TestQuotaCommands(t *testing.T) {
 	out, err = run(t, ctx, url, "maintenance", "--config", cfg, "recount-usage", "--tenant", "acme")
 	require.NoError(t, err)
 	require.Equal(t, "recount-usage: 0 usage rows written\n", out, "acme holds no file")
+	out, err = run(t, ctx, url, "maintenance", "--config", cfg, "recount-usage", "--tenant", "acme", "-o", "json")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"command":"recount-usage","written":0}`, out)
 }

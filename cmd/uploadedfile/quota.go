@@ -51,7 +51,7 @@ func newQuotaCommand(g *globals) *cobra.Command {
 		},
 	}
 	for name, v := range limits {
-		set.Flags().StringVar(v, name, "", "limit (bytes or files; 0 unlimited; default: the configured quota."+name+")")
+		set.Flags().StringVar(v, name, "", "limit (bytes or files; 0 unlimited; default: back to the configured "+quotaKeys[name]+")")
 	}
 	get := &cobra.Command{
 		Use:     "get <tenant>",
@@ -75,6 +75,9 @@ func newQuotaCommand(g *globals) *cobra.Command {
 	return cmd
 }
 
+// quotaKeys are the configuration keys of the limit flags' defaults.
+var quotaKeys = map[string]string{"tenant-bytes": "quota.tenantBytes", "tenant-files": "quota.tenantFiles", "owner-bytes": "quota.ownerBytes", "owner-files": "quota.ownerFiles"}
+
 // limitValue parses one limit flag: unset is nil (keep), "default" is -1
 // (back to quota.*), otherwise a count of at least 0.
 func limitValue(flag, v string, given bool) (*int64, error) {
@@ -97,21 +100,50 @@ func printQuotas(ctx context.Context, g *globals, s *service.Service, tenant str
 	if err != nil {
 		return err
 	}
+	def := s.EffectiveConfig().Quota
+	if g.output == "json" {
+		for _, q := range rows {
+			v := map[string]any{"tenant": q.Tenant, "usedBytes": q.UsedBytes, "usedFiles": q.UsedFiles,
+				"tenantBytes": effective(q.TenantBytes, def.TenantBytes), "tenantFiles": effective(q.TenantFiles, def.TenantFiles),
+				"ownerBytes": effective(q.OwnerBytes, def.OwnerBytes), "ownerFiles": effective(q.OwnerFiles, def.OwnerFiles)}
+			if err := g.emit("", v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TENANT\tUSED BYTES\tUSED FILES\tTENANT BYTES\tTENANT FILES\tOWNER BYTES\tOWNER FILES")
 	for _, q := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", q.Tenant, q.UsedBytes, q.UsedFiles, limitText(q.TenantBytes), limitText(q.TenantFiles), limitText(q.OwnerBytes), limitText(q.OwnerFiles))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", q.Tenant, q.UsedBytes, q.UsedFiles,
+			effective(q.TenantBytes, def.TenantBytes).text(), effective(q.TenantFiles, def.TenantFiles).text(),
+			effective(q.OwnerBytes, def.OwnerBytes).text(), effective(q.OwnerFiles, def.OwnerFiles).text())
 	}
 	return tw.Flush()
 }
 
-func limitText(v *int64) string {
-	switch {
-	case v == nil:
-		return "default"
-	case *v == 0:
-		return "unlimited"
-	default:
-		return strconv.FormatInt(*v, 10)
+// limit is a limit in force and where it comes from.
+type limit struct {
+	Value  int64  `json:"value"` // 0: unlimited
+	Source string `json:"source"`
+}
+
+// effective is the limit in force: the tenant's override, else the
+// configured default.
+func effective(override *int64, def int64) limit {
+	if override != nil {
+		return limit{Value: *override, Source: "override"}
 	}
+	return limit{Value: def, Source: "default"}
+}
+
+func (l limit) text() string {
+	v := strconv.FormatInt(l.Value, 10)
+	if l.Value == 0 {
+		v = "unlimited"
+	}
+	if l.Source == "default" {
+		v += " (default)"
+	}
+	return v
 }

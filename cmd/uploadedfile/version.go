@@ -7,6 +7,11 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// buildCommit is the commit `make build` stamps (-ldflags -X
+// main.buildCommit=...): the version's commit when the toolchain embedded
+// none (a build outside the repository, or with -buildvcs=false).
+var buildCommit string
+
 // newVersionCommand prints what the binary was built from: the module
 // version, the commit (and whether the tree had changes), the Go version.
 func newVersionCommand(g *globals) *cobra.Command {
@@ -16,32 +21,52 @@ func newVersionCommand(g *globals) *cobra.Command {
 		Example: "  uploadedfile version",
 		Args:    cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			fmt.Fprint(g.stdout, versionText())
-			return nil
+			v := readVersion()
+			return g.emit(v.text(), v)
 		},
 	}
 }
 
-// versionText reads the build information the Go toolchain embeds.
-func versionText() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "uploadedfile (no build information)\n"
+// version is what the binary was built from.
+type version struct {
+	Module   string `json:"module"`
+	Commit   string `json:"commit"`
+	Modified bool   `json:"modified,omitempty"`
+	Time     string `json:"commitTime,omitempty"`
+	Go       string `json:"go"`
+}
+
+// readVersion reads the build information the Go toolchain embeds, the
+// commit of make build's stamp when it embedded none.
+func readVersion() version {
+	v := version{Module: "(devel)", Commit: buildCommit}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		v.Module, v.Go = info.Main.Version, info.GoVersion
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				v.Commit = s.Value
+			case "vcs.modified":
+				v.Modified = s.Value == "true"
+			case "vcs.time":
+				v.Time = s.Value
+			}
+		}
 	}
-	settings := map[string]string{}
-	for _, s := range info.Settings {
-		settings[s.Key] = s.Value
+	if v.Commit == "" {
+		v.Commit = "unknown"
 	}
-	commit := settings["vcs.revision"]
-	if commit == "" {
-		commit = "unknown"
-	}
-	if settings["vcs.modified"] == "true" {
+	return v
+}
+
+func (v version) text() string {
+	commit := v.Commit
+	if v.Modified {
 		commit += " (modified)"
 	}
-	out := fmt.Sprintf("uploadedfile %s\ncommit: %s\n", info.Main.Version, commit)
-	if t := settings["vcs.time"]; t != "" {
-		out += "commit time: " + t + "\n"
+	out := fmt.Sprintf("uploadedfile %s\ncommit: %s\n", v.Module, commit)
+	if v.Time != "" {
+		out += "commit time: " + v.Time + "\n"
 	}
-	return out + "go: " + info.GoVersion + "\n"
+	return out + "go: " + v.Go + "\n"
 }

@@ -142,16 +142,10 @@ refuses a live upload lease and a live deletion lease.`,
 					return err
 				}
 				if !res.Ran {
-					if err := g.emit(fmt.Sprintf("run-track %s: skipped, another replica is running it\n", args[0]), map[string]any{"command": "run-track", "track": args[0], "ran": false}); err != nil {
-						return err
-					}
-					return nil
+					return g.emit(fmt.Sprintf("run-track %s: skipped, another replica is running it\n", args[0]), map[string]any{"command": "run-track", "track": args[0], "ran": false})
 				}
-				if eerr := g.emit(fmt.Sprintf("run-track %s: %d examined, %d done, %d failed\n", args[0], res.Examined, res.Done, res.Failed),
-					map[string]any{"command": "run-track", "track": args[0], "ran": true, "examined": res.Examined, "done": res.Done, "failed": res.Failed}); err == nil {
-					err = eerr
-				}
-				return nil
+				return g.emit(fmt.Sprintf("run-track %s: %d examined, %d done, %d failed\n", args[0], res.Examined, res.Done, res.Failed),
+					map[string]any{"command": "run-track", "track": args[0], "ran": true, "examined": res.Examined, "done": res.Done, "failed": res.Failed})
 			})
 		},
 	}

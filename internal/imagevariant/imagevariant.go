@@ -12,10 +12,6 @@
 // metadata (EXIF, GPS, ICC, comments), and a JPEG's EXIF orientation is
 // applied to the pixels first.
 //
-// A JPEG that a preset shrinks to an eighth or less is decoded at an
-// eighth by jpegscale (each block's mean, as libjpeg's shrink-on-load);
-// others are decoded in full.
-//
 // Inputs: PNG, JPEG, GIF (first frame), WebP (still). Outputs: JPEG, PNG
 // and lossless WebP (golang.org/x/image has no WebP encoder; nativewebp
 // writes VP8L only, so Quality applies to JPEG alone). Pure Go.
@@ -34,7 +30,6 @@ import (
 	"math"
 
 	"github.com/HugoSmits86/nativewebp"
-	"github.com/uploadedfile/uploadedfile/internal/imagevariant/jpegscale"
 	"golang.org/x/image/draw"
 	_ "golang.org/x/image/webp" // registers the WebP decoder with image.Decode
 )
@@ -263,20 +258,14 @@ func generate(src []byte, hdr header, spec Spec) (Result, error) {
 	return Result{Data: buf.Bytes(), Width: b.Dx(), Height: b.Dy(), ContentType: spec.Format.ContentType()}, nil
 }
 
-// decode decodes exactly one frame (gif.Decode stops after the first) and
-// returns it with its scale's denominator. A JPEG that the preset shrinks
-// to an eighth or less is decoded at an eighth (jpegscale: each block's
-// mean, what the box filter would make of those pixels anyway), as
-// libjpeg's shrink-on-load does; one it does not scale is decoded in full.
-func decode(src []byte, hdr header, spec Spec) (image.Image, int, error) {
-	switch {
-	case hdr.format == "gif":
+// decode decodes exactly one frame (gif.Decode stops after the first),
+// with the denominator of its scale: 1, every decoder here decodes in
+// full (a scaled decode, libjpeg's shrink-on-load, is the libvips
+// engine's).
+func decode(src []byte, hdr header, _ Spec) (image.Image, int, error) {
+	if hdr.format == "gif" {
 		img, err := gif.Decode(bytes.NewReader(src))
 		return img, 1, err
-	case hdr.format == "jpeg" && shrink(hdr, spec) <= 1.0/8:
-		if img, err := jpegscale.DecodeEighth(src); err == nil {
-			return img, 8, nil
-		}
 	}
 	img, _, err := image.Decode(bytes.NewReader(src))
 	return img, 1, err

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/storage/s3test"
 )
 
 // devServer is a `serve --dev` running in this process.
@@ -217,5 +218,46 @@ func TestDevIsForThisMachineOnly(t *testing.T) {
 				require.NotContains(t, string(body), d.token)
 			}
 		}
+	}
+}
+
+// TestServeNamesBrokenStorage: serve against a bucket that does not exist,
+// and against credentials the store refuses, starts and says why it is not
+// ready -- /readyz names the cause -- and hands out no upload target (503
+// core.storage.unavailable) instead of targets that cannot work.
+func TestServeNamesBrokenStorage(t *testing.T) {
+	t.Parallel()
+	srv, err := s3test.StartKind(s3test.VersityGW)
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	bucket := srv.NewBucket(t)
+	for name, tc := range map[string]struct{ bucket, key, cause string }{
+		"missing bucket":      {bucket: bucket.Bucket + "-missing", key: bucket.AccessKey, cause: "storage not ready: the bucket does not exist"},
+		"refused credentials": {bucket: bucket.Bucket, key: "wrong-" + bucket.AccessKey, cause: "storage not ready: the storage credentials were refused"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			d := startDev(t, fmt.Sprintf("driver: s3\nendpoint: %s\nregion: %s\nforcePathStyle: true\nbucket: %s\naccessId: %s\naccessKey: %s\n",
+				bucket.Endpoint, bucket.Region, tc.bucket, bucket.AccessID, tc.key))
+			resp, err := http.Get(d.base + "/readyz")
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+			require.Contains(t, string(body), tc.cause)
+			require.NotContains(t, string(body), tc.key, "never a credential")
+
+			req, err := http.NewRequest(http.MethodPost, d.base+"/uploaded-file/initiate",
+				strings.NewReader(`{"originalName":"a.txt","contentType":"text/plain","sizeBytes":1,"checksum":"sha256:ypeBEsobvcr6wjGzmiPcTaeG7/gUfE5yuYB3ha/uSLs="}`))
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+d.token)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err = http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, string(body))
+			require.Contains(t, string(body), `"code":"core.storage.unavailable"`)
+		})
 	}
 }

@@ -3,6 +3,7 @@ package service
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -201,31 +202,81 @@ func (m *merge) rest(ctx context.Context) error {
 }
 
 // absent handles a reference the listing does not have: missing when its
-// file is visible and was so before the reconcile began.
+// file is visible, was so before the reconcile began, and still is with no
+// object now (the row and the store are read again: a file deleted while
+// the walk went on, or an object the listing passed before it was written,
+// is not missing).
 func (m *merge) absent(ref db.ReconcileReferencesFromRow) error {
+	ctx := m.ctx
 	if !ref.Visible || !ref.UpdatedAt.Before(m.start) {
 		return nil
+	}
+	cur, err := m.current(ctx, ref.Ref)
+	if err != nil || cur == nil || !cur.Visible {
+		return err
+	}
+	if _, exists, err := m.stat(ctx, ref.Ref); err != nil || exists {
+		return err
 	}
 	m.counts.Missing++
 	return m.report(Finding{Kind: FindingMissing, Key: ref.Ref, FileID: &ref.ID, ExpectedSize: ref.SizeBytes, Detail: "a visible file has no object"})
 }
 
-// present compares a visible file's object with its row.
+// present compares a visible file's object with its row; a difference is
+// reported only when it holds on a second read of both (a file deleted and
+// its key's object gone since the listing is no mismatch).
 func (m *merge) present(oi storage.ObjectInfo, ref db.ReconcileReferencesFromRow) error {
-	if !ref.Visible {
+	ctx := m.ctx
+	if !ref.Visible || mismatch(oi, ref) == "" {
 		return nil
 	}
-	f := Finding{Kind: FindingMismatch, Key: oi.Key, FileID: &ref.ID, Size: oi.Size, ExpectedSize: ref.SizeBytes, LastModified: &oi.LastModified}
-	switch {
-	case oi.Size != ref.SizeBytes:
-		f.Detail = "size differs from the row"
-	case oi.SHA256 != nil && ref.Checksum != nil && !checksumIs(*ref.Checksum, oi.SHA256):
-		f.Detail = "checksum differs from the row"
-	default:
+	cur, err := m.current(ctx, oi.Key)
+	if err != nil || cur == nil || !cur.Visible {
+		return err
+	}
+	now, exists, err := m.stat(ctx, oi.Key)
+	if err != nil || !exists {
+		return err
+	}
+	if now.SHA256 == nil {
+		now.SHA256 = oi.SHA256 // a Stat need not carry the listing's checksum
+	}
+	detail := mismatch(now, *cur)
+	if detail == "" {
 		return nil
 	}
 	m.counts.Mismatches++
-	return m.report(f)
+	return m.report(Finding{Kind: FindingMismatch, Key: oi.Key, FileID: &cur.ID, Size: now.Size, ExpectedSize: cur.SizeBytes, LastModified: &now.LastModified, Detail: detail})
+}
+
+// mismatch names how an object differs from its visible row ("" when it
+// does not).
+func mismatch(oi storage.ObjectInfo, ref db.ReconcileReferencesFromRow) string {
+	switch {
+	case oi.Size != ref.SizeBytes:
+		return "size differs from the row"
+	case oi.SHA256 != nil && ref.Checksum != nil && !checksumIs(*ref.Checksum, oi.SHA256):
+		return "checksum differs from the row"
+	}
+	return ""
+}
+
+// current reads @key's reference again, now; nil when no row refers to it.
+func (m *merge) current(ctx context.Context, key string) (*db.ReconcileReferencesFromRow, error) {
+	rows, err := m.s.q.ReconcileReferencesFrom(ctx, m.s.db, db.ReconcileReferencesFromParams{StartKey: key, Max: 1})
+	if err != nil || len(rows) == 0 || rows[0].Ref != key {
+		return nil, err
+	}
+	return &rows[0], nil
+}
+
+// stat reads @key's object again, now; exists is false when it is gone.
+func (m *merge) stat(ctx context.Context, key string) (storage.ObjectInfo, bool, error) {
+	oi, err := m.s.store.Stat(ctx, key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return storage.ObjectInfo{}, false, nil
+	}
+	return oi, err == nil, err
 }
 
 func checksumIs(declared string, sum []byte) bool {
@@ -233,9 +284,13 @@ func checksumIs(declared string, sum []byte) bool {
 	return err == nil && bytes.Equal(want, sum)
 }
 
-// unowned handles an object no row owns: an orphan (a staging leftover
-// when a row once had it as its staging key), reported once older than the
-// grace and, with Repair, deleted through a durable claim.
+// unowned handles an object no row owned when its references were read:
+// an orphan (a staging leftover when a row once had it as its staging
+// key), reported once older than the grace, and only when, read again now,
+// no row owns it and the object still exists (an upload that began, or a
+// deletion that finished, while the walk went on is no orphan). With
+// Repair it is deleted through a durable claim; a claim refused because a
+// row has come to own the key is no finding either.
 func (m *merge) unowned(ctx context.Context, oi storage.ObjectInfo, ref *db.ReconcileReferencesFromRow) error {
 	if m.opts.Grace > 0 && m.start.Sub(oi.LastModified) < m.opts.Grace {
 		m.counts.Young++
@@ -244,26 +299,37 @@ func (m *merge) unowned(ctx context.Context, oi storage.ObjectInfo, ref *db.Reco
 	if claimed, err := m.s.q.OrphanIsClaimed(ctx, m.s.db, oi.Key); err != nil || claimed {
 		return err // a repair is deleting it already
 	}
+	cur, err := m.current(ctx, oi.Key)
+	if err != nil || (cur != nil && cur.Owned) {
+		return err
+	}
+	if _, exists, err := m.stat(ctx, oi.Key); err != nil || !exists {
+		return err
+	}
 	f := Finding{Kind: FindingOrphan, Key: oi.Key, Size: oi.Size, LastModified: &oi.LastModified, Detail: "no row owns this object"}
-	if ref != nil {
-		f.FileID = &ref.ID
+	if cur != nil {
+		f.FileID = &cur.ID
 		f.Detail = "its row no longer owns it"
-		if ref.Staging {
+		if cur.Staging {
 			f.Kind, f.Detail = FindingStagingLeftover, "a staging object whose upload is over"
+		}
+	}
+	if m.opts.Repair {
+		repaired, owned := m.s.repairOrphan(ctx, oi.Key)
+		if owned {
+			return nil
+		}
+		f.Repaired = repaired
+		if repaired {
+			m.counts.Repaired++
+		} else {
+			m.counts.RepairFailed++
 		}
 	}
 	if f.Kind == FindingOrphan {
 		m.counts.Orphans++
 	} else {
 		m.counts.StagingLeftovers++
-	}
-	if m.opts.Repair {
-		f.Repaired = m.s.repairOrphan(ctx, oi.Key)
-		if f.Repaired {
-			m.counts.Repaired++
-		} else {
-			m.counts.RepairFailed++
-		}
 	}
 	return m.report(f)
 }
@@ -282,16 +348,19 @@ func (m *merge) report(f Finding) error {
 // repairOrphan deletes an orphan object through a durable claim: the claim
 // (refused when a row owns the key) before the delete, its removal after.
 // A failed delete releases the claim to a retry marker; the pending sweep
-// finishes it, as it finishes the claim of a repair that died.
-func (s *Service) repairOrphan(ctx context.Context, key string) bool {
+// finishes it, as it finishes the claim of a repair that died. owned
+// reports a claim refused because a row owns the key (or another repair
+// holds it): nothing to repair.
+func (s *Service) repairOrphan(ctx context.Context, key string) (repaired, owned bool) {
 	claim, err := s.q.OrphanClaim(ctx, s.db, db.OrphanClaimParams{Key: key, Lease: deletionLease, Now: s.now()})
-	if err != nil {
-		if !isNoRows(err) {
-			s.log.ErrorContext(ctx, "reconcile: claim orphan", "error", err.Error())
-		}
-		return false
+	if isNoRows(err) {
+		return false, true
 	}
-	return s.finishOrphan(ctx, claim)
+	if err != nil {
+		s.log.ErrorContext(ctx, "reconcile: claim orphan", "error", err.Error())
+		return false, false
+	}
+	return s.finishOrphan(ctx, claim), false
 }
 
 // finishOrphan deletes a claimed orphan and settles its claim, or releases

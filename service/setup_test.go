@@ -55,13 +55,36 @@ var drivers = []string{service.DriverLocal, service.DriverS3}
 
 // clock is the pinned time every query of a test service uses.
 type clock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu   sync.Mutex
+	now  time.Time
+	real bool // running: the wall clock plus what Advance added (useRealClock)
+	skew time.Duration
 }
 
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.real {
+		return time.Now().UTC().Truncate(time.Microsecond).Add(c.skew)
+	}
+	return c.now
+}
 
-func (c *clock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	c.skew += d
+}
+
+// useRealClock makes the bundle's clock run (for tests of concurrent
+// traffic, where rows written during a walk must differ in time from the
+// walk's start); Advance still moves it on.
+func (b *bundle) useRealClock() {
+	b.clock.mu.Lock()
+	defer b.clock.mu.Unlock()
+	b.clock.real = true
+}
 
 // wrappedDB counts transactions and can lose the response of one query
 // after it committed.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -302,7 +303,11 @@ Exit status: 0 when the walk completed (findings or not), 3 with
 			}
 			return withService(cmd.Context(), func(svc *service.Service, _ *pgxpool.Pool) error {
 				enc := json.NewEncoder(g.stdout)
+				var failed []string // the first keys whose repair failed
 				counts, err := svc.UnsafeSystemReconcile(cmd.Context(), opts, func(f service.Finding) error {
+					if opts.Repair && !f.Repaired && (f.Kind == service.FindingOrphan || f.Kind == service.FindingStagingLeftover) && len(failed) < 10 {
+						failed = append(failed, f.Key)
+					}
 					if output == "json" {
 						return enc.Encode(f)
 					}
@@ -318,7 +323,7 @@ Exit status: 0 when the walk completed (findings or not), 3 with
 						counts.Objects, counts.References, counts.Orphans, counts.StagingLeftovers, counts.Missing, counts.Mismatches, counts.Young, counts.Repaired, counts.RepairFailed)
 				}
 				if err == nil && counts.RepairFailed > 0 {
-					err = fmt.Errorf("reconcile: %d repairs failed (their claims are retried by the pending sweep)", counts.RepairFailed)
+					err = fmt.Errorf("reconcile: %d repairs failed (their claims are retried by the pending sweep): %s", counts.RepairFailed, strings.Join(failed, ", "))
 				}
 				if left := counts.Orphans + counts.StagingLeftovers + counts.Missing + counts.Mismatches - counts.Repaired; err == nil && failOnFindings && left > 0 {
 					err = &exitError{code: exitFindings, err: fmt.Errorf("reconcile: %d findings", left)}

@@ -423,4 +423,3 @@ func TestYCbCrShrinkMatchesTheGenericOne(t *testing.T) {
 		}
 	}
 }
-

@@ -3,6 +3,8 @@ package db_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/golang-migrate/migrate/v4"
@@ -71,7 +73,7 @@ func tableExists(t *testing.T, url string) bool {
 }
 
 // TestMigrationsUpDownUp: on an empty database the migrations go up, down
-// step by step, and up again to the identical schema.
+// feature by feature, and up again to the identical schema.
 func TestMigrationsUpDownUp(t *testing.T) {
 	t.Parallel()
 	url, m := emptyMigrator(t)
@@ -91,14 +93,14 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_idempotency') IS NOT NULL", &idempotency))
 	require.True(t, idempotency)
 
-	// One step down: the idempotency keys go.
-	require.NoError(t, m.Steps(-1))
+	// Down past the idempotency keys.
+	require.NoError(t, m.Migrate(20261125000001))
 	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_idempotency') IS NOT NULL", &idempotency))
 	require.False(t, idempotency)
 
-	// One step down: one CHECK constraint per invariant again, the row
-	// check functions gone.
-	require.NoError(t, m.Steps(-1))
+	// Down past the row checks: one CHECK constraint per invariant again,
+	// the row check functions gone.
+	require.NoError(t, m.Migrate(20261124100000))
 	_, perInvariant, _, _ := schemaShape(t, url)
 	require.Contains(t, perInvariant, "uploaded_file_status_check")
 	require.NotContains(t, perInvariant, "uploaded_file_row_check")
@@ -109,8 +111,8 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	require.NoError(t, pgxQueryRow(t, url, "SELECT l.lanname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE p.proname = 'uploaded_file_event_data'", &lang))
 	require.Equal(t, "plpgsql", lang)
 
-	// One step down: the event data function is LANGUAGE sql again.
-	require.NoError(t, m.Steps(-1))
+	// Down past it: the event data function is LANGUAGE sql again.
+	require.NoError(t, m.Migrate(20261124000001))
 	require.NoError(t, pgxQueryRow(t, url, "SELECT l.lanname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE p.proname = 'uploaded_file_event_data'", &lang))
 	require.Equal(t, "sql", lang)
 	require.Contains(t, idx, "uploaded_file_rescan_idx")
@@ -118,15 +120,15 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_variant_lease_idx') IS NOT NULL", &variants))
 	require.True(t, variants)
 
-	// One step down: variants go.
-	require.NoError(t, m.Steps(-1))
+	// Down past variants.
+	require.NoError(t, m.Migrate(20261123300002))
 	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_variant') IS NOT NULL", &variants))
 	require.False(t, variants)
 	_, _, downIdx, _ := schemaShape(t, url)
 	require.Contains(t, downIdx, "uploaded_file_rescan_idx")
 
-	// Another: quarantine goes.
-	require.NoError(t, m.Steps(-1))
+	// Down past quarantine.
+	require.NoError(t, m.Migrate(20261123200000))
 	_, downCons, downIdx, _ := schemaShape(t, url)
 	require.NotContains(t, downIdx, "uploaded_file_rescan_idx")
 	require.Contains(t, downCons, "uploaded_file_status_check")
@@ -135,8 +137,8 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_usage') IS NOT NULL", &usage))
 	require.True(t, usage)
 
-	// Another: quotas go, the files stay.
-	require.NoError(t, m.Steps(-1))
+	// Down past quotas: the files stay.
+	require.NoError(t, m.Migrate(20261123100005))
 	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_usage') IS NOT NULL", &usage))
 	require.False(t, usage)
 	require.True(t, tableExists(t, url))
@@ -146,32 +148,32 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_event_order_idx') IS NOT NULL", &events))
 	require.True(t, events)
 
-	// Another: the listing indexes go.
-	require.NoError(t, m.Steps(-1))
+	// Down past the listing indexes.
+	require.NoError(t, m.Migrate(20261123000000))
 	_, _, listIdx, _ := schemaShape(t, url)
 	require.NotContains(t, listIdx, "uploaded_file_list_owner_created_idx")
 
-	// Another: the event outbox goes, the files stay.
-	require.NoError(t, m.Steps(-1))
+	// Down past the event outbox: the files stay.
+	require.NoError(t, m.Migrate(20261122120000))
 	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_event') IS NOT NULL", &events))
 	require.False(t, events)
 	require.True(t, tableExists(t, url))
 
-	// Another: the shared signing keys go.
-	require.NoError(t, m.Steps(-1))
+	// Down past the shared signing keys.
+	require.NoError(t, m.Migrate(20261122100002))
 	var keys bool
 	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_signing_key') IS NOT NULL", &keys))
 	require.False(t, keys)
 
-	// Another: reconcile's indexes and claims go, the rows stay.
-	require.NoError(t, m.Steps(-1))
+	// Down past reconcile's indexes and claims: the rows stay.
+	require.NoError(t, m.Migrate(20261122000007))
 	_, _, directIdx, _ := schemaShape(t, url)
 	require.NotContains(t, directIdx, "uploaded_file_key_bytes_idx")
 	require.Contains(t, directIdx, "uploaded_file_direct_pending_idx")
 	require.True(t, tableExists(t, url))
 
-	// Another: the legacy shape, with its own index back.
-	require.NoError(t, m.Steps(-1))
+	// Down to the legacy shape, with its own index back.
+	require.NoError(t, m.Migrate(1))
 	legacyCols, _, legacyIdx, uncommented := schemaShape(t, url)
 	require.Empty(t, uncommented)
 	require.NotContains(t, legacyCols, "status")
@@ -233,4 +235,106 @@ func TestMigrationsTakeAPoolURL(t *testing.T) {
 	_, dirty, err := m.Version()
 	require.NoError(t, err)
 	require.False(t, dirty)
+}
+
+// TestApplyRecoversADiedIndexBuild: a CONCURRENTLY index build that died
+// leaves its version dirty and an INVALID index of its name; Apply drops
+// that index, runs the migration again and finishes -- the index valid and
+// as the migration defines it.
+func TestApplyRecoversADiedIndexBuild(t *testing.T) {
+	t.Parallel()
+	url, m := emptyMigrator(t)
+	require.NoError(t, m.Migrate(20261123100000))
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `
+INSERT INTO uploaded_file (id, tenant_code, user_id, key, original_name, size_bytes, content_type)
+VALUES (gen_random_uuid(), 'acme', 'alice', 'k1', 'a.pdf', 1, 'application/pdf'),
+       (gen_random_uuid(), 'acme', 'bob', 'k2', 'b.pdf', 1, 'application/pdf')`)
+	require.NoError(t, err)
+	// A build of 20261123100001's index that failed half way (here: a
+	// unique build over duplicates) leaves it INVALID.
+	_, err = conn.Exec(ctx, "CREATE UNIQUE INDEX CONCURRENTLY uploaded_file_list_tenant_created_idx ON uploaded_file (tenant_code)")
+	require.Error(t, err)
+	_, err = conn.Exec(ctx, "UPDATE schema_migrations SET version = 20261123100001, dirty = true")
+	require.NoError(t, err)
+	require.ErrorContains(t, migrations.Check(ctx, conn), "dirty at version 20261123100001 (its migration died half way): run uploadedfile migrate up, which runs it again")
+
+	var logs []string
+	require.NoError(t, migrations.Apply(ctx, url, func(format string, args ...any) { logs = append(logs, fmt.Sprintf(format, args...)) }))
+	require.NoError(t, migrations.Check(ctx, conn))
+	require.Contains(t, strings.Join(logs, "\n"), "dropping the INVALID index uploaded_file_list_tenant_created_idx")
+	var def string
+	var valid bool
+	require.NoError(t, conn.QueryRow(ctx, `
+SELECT pg_get_indexdef(indexrelid), indisvalid FROM pg_index
+WHERE indexrelid = 'uploaded_file_list_tenant_created_idx'::regclass`).Scan(&def, &valid))
+	require.True(t, valid)
+	require.Contains(t, def, "(tenant_code, created_at DESC, id DESC)")
+}
+
+// TestApplyRetriesALockTimeout: a migration that cannot take its table
+// lock within its lock_timeout (a long transaction holds the table) is
+// rolled back and tried again, and goes through once the transaction ends;
+// writers never queue behind it for longer than the timeout.
+func TestApplyRetriesALockTimeout(t *testing.T) {
+	t.Parallel()
+	url, m := emptyMigrator(t)
+	require.NoError(t, m.Migrate(20261124100000)) // before the row checks' ALTER TABLE
+	ctx := context.Background()
+	holder, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer holder.Close(ctx)
+	tx, err := holder.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "SELECT count(*) FROM uploaded_file") // ACCESS SHARE until the end of tx
+	require.NoError(t, err)
+
+	timedOut := make(chan struct{}, 8)
+	done := make(chan error, 1)
+	go func() {
+		done <- migrations.Apply(ctx, url, func(format string, args ...any) {
+			if strings.Contains(fmt.Sprintf(format, args...), "timed out waiting for its table lock") {
+				timedOut <- struct{}{}
+			}
+		})
+	}()
+	select {
+	case <-timedOut:
+	case err := <-done:
+		t.Fatalf("Apply ended before timing out: %v", err)
+	}
+	require.NoError(t, tx.Commit(ctx))
+	require.NoError(t, <-done)
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	require.NoError(t, migrations.Check(ctx, conn))
+}
+
+// TestApplyRefusesADirtyMigrationItCannotRerun: a dirty version whose
+// migration is not safe to run again is left to the operator, with the
+// command that clears it once they have.
+func TestApplyRefusesADirtyMigrationItCannotRerun(t *testing.T) {
+	t.Parallel()
+	url, m := emptyMigrator(t)
+	require.NoError(t, m.Migrate(20261125000000))
+	require.NoError(t, m.Force(20261125000000))
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "UPDATE schema_migrations SET dirty = true")
+	require.NoError(t, err)
+	err = migrations.Apply(ctx, url, nil)
+	var se *migrations.SchemaError
+	require.ErrorAs(t, err, &se)
+	require.ErrorContains(t, err, "uploadedfile migrate force 20261124100000 and uploadedfile migrate up")
+	var version int64
+	var dirty bool
+	require.NoError(t, conn.QueryRow(ctx, "SELECT version, dirty FROM schema_migrations").Scan(&version, &dirty))
+	require.EqualValues(t, 20261125000000, version)
+	require.True(t, dirty, "nothing was run or cleared")
 }

@@ -215,7 +215,7 @@ func (m *merge) absent(ref db.ReconcileReferencesFromRow) error {
 	if err != nil || cur == nil || !cur.Visible {
 		return err
 	}
-	if _, exists, err := m.stat(ctx, ref.Ref); err != nil || exists {
+	if _, exists, err := m.stat(ctx, ref.Ref, storage.ObjectInfo{Key: ref.Ref}); err != nil || exists {
 		return err
 	}
 	m.counts.Missing++
@@ -234,7 +234,7 @@ func (m *merge) present(oi storage.ObjectInfo, ref db.ReconcileReferencesFromRow
 	if err != nil || cur == nil || !cur.Visible {
 		return err
 	}
-	now, exists, err := m.stat(ctx, oi.Key)
+	now, exists, err := m.stat(ctx, oi.Key, oi)
 	if err != nil || !exists {
 		return err
 	}
@@ -271,12 +271,20 @@ func (m *merge) current(ctx context.Context, key string) (*db.ReconcileReference
 }
 
 // stat reads @key's object again, now; exists is false when it is gone.
-func (m *merge) stat(ctx context.Context, key string) (storage.ObjectInfo, bool, error) {
+// An object the driver cannot describe (a file it did not write, without
+// its checksum attribute) exists as listed.
+func (m *merge) stat(ctx context.Context, key string, listed storage.ObjectInfo) (storage.ObjectInfo, bool, error) {
 	oi, err := m.s.store.Stat(ctx, key)
-	if errors.Is(err, storage.ErrNotFound) {
+	switch {
+	case err == nil:
+		return oi, true, nil
+	case errors.Is(err, storage.ErrNotFound):
 		return storage.ObjectInfo{}, false, nil
+	case errors.Is(err, storage.ErrUnavailable), ctx.Err() != nil:
+		return storage.ObjectInfo{}, false, err
+	default:
+		return listed, true, nil
 	}
-	return oi, err == nil, err
 }
 
 func checksumIs(declared string, sum []byte) bool {
@@ -303,7 +311,7 @@ func (m *merge) unowned(ctx context.Context, oi storage.ObjectInfo, ref *db.Reco
 	if err != nil || (cur != nil && cur.Owned) {
 		return err
 	}
-	if _, exists, err := m.stat(ctx, oi.Key); err != nil || !exists {
+	if _, exists, err := m.stat(ctx, oi.Key, oi); err != nil || !exists {
 		return err
 	}
 	f := Finding{Kind: FindingOrphan, Key: oi.Key, Size: oi.Size, LastModified: &oi.LastModified, Detail: "no row owns this object"}

@@ -61,7 +61,13 @@ func TestMigrateCommand(t *testing.T) {
 
 	out, err = run(t, ctx, url, "migrate", "down", "--steps", "1")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261125000000\n", out)
+	require.Equal(t, "version: 20261125000001\n", out)
+
+	_, err = run(t, ctx, url, "migrate", "force", "123")
+	require.ErrorContains(t, err, `"123" is not one of this binary's versions`)
+	out, err = run(t, ctx, url, "migrate", "force", "20261125000001")
+	require.NoError(t, err)
+	require.Equal(t, "version: 20261125000001\n", out)
 
 	out, err = run(t, ctx, url, "migrate", "down", "--all")
 	require.NoError(t, err)

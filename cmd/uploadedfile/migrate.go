@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/spf13/cobra"
@@ -20,14 +21,21 @@ func newMigrateCommand(g *globals) *cobra.Command {
 		Use:     "up",
 		Short:   "Apply every migration not yet applied",
 		Example: "  uploadedfile migrate up",
-		Args:    cobra.NoArgs,
+		Long: `Apply every migration not yet applied, one replica at a time (others
+wait for the first). Index builds run CONCURRENTLY and constraints are
+validated apart, so writers go on; a migration that times out waiting for
+its table lock is tried again; one that died half way is run again when
+that is safe (see docs/operations.md, "Upgrading").`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withMigrator(g, func(m *migrate.Migrate) error {
-				if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
-					return err
-				}
-				return printVersion(g, m)
-			})
+			if _, err := g.config(); err != nil {
+				return err
+			}
+			logf := func(format string, args ...any) { fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", args...) }
+			if err := migrations.Apply(cmd.Context(), g.databaseURL, logf); err != nil {
+				return g.databaseError(err)
+			}
+			return withMigrator(g, func(m *migrate.Migrate) error { return printVersion(g, m) })
 		},
 	}
 	var steps int
@@ -66,7 +74,33 @@ func newMigrateCommand(g *globals) *cobra.Command {
 			return withMigrator(g, func(m *migrate.Migrate) error { return printVersion(g, m) })
 		},
 	}
-	cmd.AddCommand(up, down, version)
+	force := &cobra.Command{
+		Use:   "force VERSION",
+		Short: "Record VERSION (or none) as applied and clean, after repairing a dirty migration by hand",
+		Long: `Record VERSION as the applied, clean version without running anything:
+for a migration that died half way and cannot simply run again, once what
+it applied has been completed or undone by hand. "none" records that no
+migration is applied.`,
+		Example: "  uploadedfile migrate force 20261125000000",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v := -1
+			if args[0] != "none" {
+				n, err := strconv.ParseUint(args[0], 10, 64)
+				if err != nil || !migrations.Known(uint(n)) {
+					return fmt.Errorf("migrate force: %q is not one of this binary's versions (uploadedfile migrate version lists the applied one; db/migrations holds them all)", args[0])
+				}
+				v = int(n)
+			}
+			return withMigrator(g, func(m *migrate.Migrate) error {
+				if err := m.Force(v); err != nil {
+					return err
+				}
+				return printVersion(g, m)
+			})
+		},
+	}
+	cmd.AddCommand(up, down, version, force)
 	return cmd
 }
 
@@ -91,7 +125,7 @@ func printVersion(g *globals, m *migrate.Migrate) error {
 	case err != nil:
 		return err
 	case dirty:
-		return fmt.Errorf("version %d is dirty: a migration failed half way; fix the schema by hand, then force the version", v)
+		return &migrations.SchemaError{Have: v, Want: migrations.Latest(), Dirty: true}
 	default:
 		fmt.Fprintf(g.stdout, "version: %d\n", v)
 		return nil

@@ -110,7 +110,8 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		return err
 	}
 	if o.migrate {
-		if err := migrations.Up(g.databaseURL); err != nil {
+		logf := func(format string, args ...any) { g.logger.Warn(fmt.Sprintf(format, args...)) }
+		if err := migrations.Apply(ctx, g.databaseURL, logf); err != nil {
 			return err
 		}
 	}

@@ -2,11 +2,6 @@
 -- completing, failed) keep their upload marker and so stay hidden, as in the
 -- legacy shape; their staging objects are no longer referenced by any row, so
 -- run the pending sweep to completion before migrating down.
-DROP INDEX IF EXISTS uploaded_file_staging_cleanup_idx;
-DROP INDEX IF EXISTS uploaded_file_direct_pending_idx;
-DROP INDEX IF EXISTS uploaded_file_owner_status_idx;
-CREATE INDEX IF NOT EXISTS uploaded_file_owner_idx ON uploaded_file (tenant_code, user_id);
-
 ALTER TABLE uploaded_file
     DROP CONSTRAINT IF EXISTS uploaded_file_staging_cleanup_check,
     DROP CONSTRAINT IF EXISTS uploaded_file_cleanup_after_upload_check,

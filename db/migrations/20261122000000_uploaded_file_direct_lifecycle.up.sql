@@ -1,8 +1,17 @@
 -- The direct upload lifecycle (the spec's UploadedFileDirectLifecycle
 -- migration): initiate -> the client writes one staging object -> complete
 -- verifies, promotes and finalizes. Additive only: every new column is
--- nullable or has a default, so rows written by the legacy shape stay valid
--- and a running legacy writer is not broken by it.
+-- nullable or has a constant default, so rows written by the legacy shape
+-- stay valid and a running legacy writer is not broken by it.
+--
+-- Nothing here scans the table under a lock: the constraints are added NOT
+-- VALID (enforced for every row written from now on) and validated by
+-- 20261122000003; the unique staging key and the indexes are built
+-- CONCURRENTLY by the migrations after this one.
+
+-- Writers queue behind a DDL statement waiting for its lock: wait at most
+-- 5 s (then nothing is applied and `uploadedfile migrate up` tries again).
+SET LOCAL lock_timeout = '5s';
 
 ALTER TABLE uploaded_file
     ADD COLUMN status text NOT NULL DEFAULT 'ready',
@@ -20,19 +29,18 @@ ALTER TABLE uploaded_file
 UPDATE uploaded_file SET status = 'pending' WHERE upload_pending_at IS NOT NULL;
 
 ALTER TABLE uploaded_file
-    ADD CONSTRAINT uploaded_file_status_check CHECK (status IN ('pending', 'completing', 'ready', 'failed')),
-    ADD CONSTRAINT uploaded_file_disposition_check CHECK (disposition IN ('inline', 'attachment')),
-    ADD CONSTRAINT uploaded_file_pending_key_unique UNIQUE (pending_key),
-    ADD CONSTRAINT uploaded_file_pending_key_length_check CHECK (pending_key IS NULL OR char_length(pending_key) BETWEEN 1 AND 1024),
-    ADD CONSTRAINT uploaded_file_pending_key_distinct_check CHECK (pending_key IS NULL OR pending_key <> key),
+    ADD CONSTRAINT uploaded_file_status_check CHECK (status IN ('pending', 'completing', 'ready', 'failed')) NOT VALID,
+    ADD CONSTRAINT uploaded_file_disposition_check CHECK (disposition IN ('inline', 'attachment')) NOT VALID,
+    ADD CONSTRAINT uploaded_file_pending_key_length_check CHECK (pending_key IS NULL OR char_length(pending_key) BETWEEN 1 AND 1024) NOT VALID,
+    ADD CONSTRAINT uploaded_file_pending_key_distinct_check CHECK (pending_key IS NULL OR pending_key <> key) NOT VALID,
     -- Only a completing row holds a completion lease, and it always holds one.
-    ADD CONSTRAINT uploaded_file_completion_lease_check CHECK ((status = 'completing') = (completion_lease_until IS NOT NULL)),
+    ADD CONSTRAINT uploaded_file_completion_lease_check CHECK ((status = 'completing') = (completion_lease_until IS NOT NULL)) NOT VALID,
     -- A ready row carries no upload marker: it is either visible or being deleted.
-    ADD CONSTRAINT uploaded_file_ready_no_upload_marker_check CHECK (status <> 'ready' OR upload_pending_at IS NULL),
+    ADD CONSTRAINT uploaded_file_ready_no_upload_marker_check CHECK (status <> 'ready' OR upload_pending_at IS NULL) NOT VALID,
     -- A direct upload's cleanup lease never ends before its upload target does.
-    ADD CONSTRAINT uploaded_file_cleanup_after_upload_check CHECK (upload_expires_at IS NULL OR upload_pending_at IS NULL OR upload_pending_at >= upload_expires_at),
+    ADD CONSTRAINT uploaded_file_cleanup_after_upload_check CHECK (upload_expires_at IS NULL OR upload_pending_at IS NULL OR upload_pending_at >= upload_expires_at) NOT VALID,
     -- Staging cleanup only concerns a ready row that still has its staging key.
-    ADD CONSTRAINT uploaded_file_staging_cleanup_check CHECK (staging_cleanup_at IS NULL OR (status = 'ready' AND pending_key IS NOT NULL));
+    ADD CONSTRAINT uploaded_file_staging_cleanup_check CHECK (staging_cleanup_at IS NULL OR (status = 'ready' AND pending_key IS NOT NULL)) NOT VALID;
 
 COMMENT ON COLUMN uploaded_file.status IS 'Direct-lifecycle state: pending (initiated or hidden buffer upload), completing (a completion lease is held), ready, failed (verification refused; cleanup claimed). Legacy rows are ready.';
 COMMENT ON COLUMN uploaded_file.pending_key IS 'Private staging key the client writes during a direct upload; distinct from key. Cleared on local promotion; on S3 kept until the staging sweep deletes the staging object.';
@@ -43,17 +51,3 @@ COMMENT ON COLUMN uploaded_file.completed_at IS 'When the upload became ready (d
 COMMENT ON COLUMN uploaded_file.upload_expires_at IS 'Direct uploads: end of the upload target lifetime (uploadUrlTtlSeconds); completion is refused after it.';
 COMMENT ON COLUMN uploaded_file.completion_lease_until IS 'Completion lease held while status is completing; another instance may take the row over once it has passed.';
 COMMENT ON COLUMN uploaded_file.staging_cleanup_at IS 'S3 direct uploads: when the staging sweep may delete the retained staging object (a future value is a claim or a retry marker).';
-
--- Owner listings by state replace the owner-only index of the legacy shape.
-DROP INDEX uploaded_file_owner_idx;
-CREATE INDEX uploaded_file_owner_status_idx ON uploaded_file (tenant_code, user_id, status);
-
--- Direct uploads still in flight, in the order their cleanup lease runs out,
--- for the pending sweep.
-CREATE INDEX uploaded_file_direct_pending_idx ON uploaded_file (upload_pending_at)
-    WHERE pending_key IS NOT NULL AND status IN ('pending', 'completing')
-        AND deletion_pending_at IS NULL AND deleted_at IS NULL;
-
--- Retained staging objects of ready S3 uploads, for the staging sweep.
-CREATE INDEX uploaded_file_staging_cleanup_idx ON uploaded_file (staging_cleanup_at)
-    WHERE staging_cleanup_at IS NOT NULL;

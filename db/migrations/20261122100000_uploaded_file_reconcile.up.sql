@@ -3,12 +3,8 @@
 -- the local walk in the same order), and durable claims for the orphans a
 -- repair deletes.
 
--- Every final key and every staging key in byte order, whatever the
--- database's default collation, so ReconcileReferencesFrom reads both as a
--- merge of two index scans.
-CREATE INDEX uploaded_file_key_bytes_idx ON uploaded_file ((key COLLATE "C"));
-CREATE INDEX uploaded_file_pending_key_bytes_idx ON uploaded_file ((pending_key COLLATE "C"))
-    WHERE pending_key IS NOT NULL;
+-- The byte-order key indexes the merge reads are built by 20261122100001
+-- and 20261122100002.
 
 -- An orphan object a repair is deleting: the claim is written (after
 -- checking that no row still owns the key) before the storage delete and

@@ -1,5 +1,4 @@
 -- Reverts quarantine: quarantined files become ready (visible) again.
-DROP INDEX IF EXISTS uploaded_file_rescan_idx;
 DELETE FROM uploaded_file_event WHERE type IN ('file.quarantined', 'file.unquarantined');
 ALTER TABLE uploaded_file_event DROP CONSTRAINT uploaded_file_event_type_check;
 ALTER TABLE uploaded_file_event ADD CONSTRAINT uploaded_file_event_type_check CHECK (type IN (

@@ -18,6 +18,10 @@
 -- are never updated to a new key: a stale generation taken over writes the
 -- same key again.
 
+-- Writers queue behind a DDL statement waiting for its lock: wait at most
+-- 5 s (then nothing is applied and `uploadedfile migrate up` tries again).
+SET LOCAL lock_timeout = '5s';
+
 CREATE TABLE uploaded_file_variant (
     id uuid PRIMARY KEY,
     file_id uuid NOT NULL REFERENCES uploaded_file (id),
@@ -69,4 +73,4 @@ ALTER TABLE uploaded_file_event DROP CONSTRAINT uploaded_file_event_type_check;
 ALTER TABLE uploaded_file_event ADD CONSTRAINT uploaded_file_event_type_check CHECK (type IN (
     'file.ready', 'file.deleted', 'file.purged', 'file.expired',
     'file.attached', 'file.detached', 'upload.failed', 'upload.abandoned',
-    'file.quarantined', 'file.unquarantined', 'file.variant-ready'));
+    'file.quarantined', 'file.unquarantined', 'file.variant-ready')) NOT VALID;

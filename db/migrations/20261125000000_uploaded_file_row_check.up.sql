@@ -27,6 +27,10 @@
 -- existing row is checked against the new function. Replacing the function
 -- alone would not re-check the rows that exist.
 
+-- Writers queue behind a DDL statement waiting for its lock: wait at most
+-- 5 s (then nothing is applied and `uploadedfile migrate up` tries again).
+SET LOCAL lock_timeout = '5s';
+
 CREATE FUNCTION uploaded_file_row_check(
     tenant_code text,
     department_code text,
@@ -147,10 +151,11 @@ ALTER TABLE uploaded_file
     DROP CONSTRAINT uploaded_file_tenant_code_check,
     DROP CONSTRAINT uploaded_file_user_id_check,
     DROP CONSTRAINT uploaded_file_visibility_check,
-    -- Checks every existing row.
+    -- Enforced for every row written from now on; the existing rows, which
+    -- the constraints it replaces held, are checked by 20261125000001.
     ADD CONSTRAINT uploaded_file_row_check CHECK (uploaded_file_row_check(
         tenant_code, department_code, user_id, key, cdn, pending_key, size_bytes, status, visibility, disposition,
-        is_temporary, extra_data, upload_pending_at, upload_expires_at, completion_lease_until, staging_cleanup_at));
+        is_temporary, extra_data, upload_pending_at, upload_expires_at, completion_lease_until, staging_cleanup_at)) NOT VALID;
 
 COMMENT ON CONSTRAINT uploaded_file_row_check ON uploaded_file IS 'The row invariants (function uploaded_file_row_check), each reported under its own name.';
 
@@ -158,6 +163,6 @@ ALTER TABLE uploaded_file_event
     DROP CONSTRAINT uploaded_file_event_data_object_check,
     DROP CONSTRAINT uploaded_file_event_rule_check,
     DROP CONSTRAINT uploaded_file_event_type_check,
-    ADD CONSTRAINT uploaded_file_event_row_check CHECK (uploaded_file_event_row_check(type, rule, data));
+    ADD CONSTRAINT uploaded_file_event_row_check CHECK (uploaded_file_event_row_check(type, rule, data)) NOT VALID;
 
 COMMENT ON CONSTRAINT uploaded_file_event_row_check ON uploaded_file_event IS 'The row invariants (function uploaded_file_event_row_check), each reported under its own name.';

@@ -11,13 +11,17 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/golang-migrate/migrate/v4"
+	"github.com/golang-migrate/migrate/v4/database"
 	// Registers the pgx5:// database driver.
 	_ "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
@@ -48,17 +52,251 @@ func Open(databaseURL string) (*migrate.Migrate, error) {
 	return m, nil
 }
 
-// Up applies every migration not yet applied. Applying none is not an error.
+// Up applies every migration not yet applied (Apply, without a log).
+// Applying none is not an error.
 func Up(databaseURL string) error {
+	return Apply(context.Background(), databaseURL, nil)
+}
+
+// applyLock is the session advisory lock Apply holds for its whole run
+// ("uploaded" in ASCII).
+const applyLock int64 = 0x75706c6f61646564
+
+// lockRetries and lockBackoff bound how Apply retries a migration that
+// timed out waiting for its table lock.
+const (
+	lockRetries = 5
+	lockBackoff = 2 * time.Second
+)
+
+// Apply brings the database's schema to Latest, one caller at a time: it
+// holds a session advisory lock for the whole run, so replicas started
+// together migrate once and the others wait (polling, holding no snapshot
+// a concurrent index build would wait for), however long the index builds
+// take (golang-migrate's own lock gives up after 15 s).
+//
+// A migration that timed out waiting for its table lock (its SET LOCAL
+// lock_timeout; nothing of it was applied, its transaction rolled back) is
+// tried again after a pause, up to lockRetries times. A dirty version left
+// by a migration that died is recovered when the migration is safe to run
+// again -- an index built or dropped CONCURRENTLY (an INVALID index it left
+// is dropped first), or validations -- and otherwise reported as a
+// *SchemaError naming the version. logf (may be nil) receives one line per
+// recovery or retry.
+func Apply(ctx context.Context, databaseURL string, logf func(format string, args ...any)) error {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	if _, err := driverURL(databaseURL); err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, pgurl.SingleConn(databaseURL))
+	if err != nil {
+		return fmt.Errorf("migrations: connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if err := takeApplyLock(ctx, conn); err != nil {
+		return err
+	}
 	m, err := Open(databaseURL)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
-		return fmt.Errorf("migrations: up: %w", err)
+	if err := recoverDirty(ctx, conn, m, false, logf); err != nil {
+		return err
+	}
+	for attempt := 1; ; attempt++ {
+		err := m.Up()
+		if err == nil || errors.Is(err, migrate.ErrNoChange) {
+			return nil
+		}
+		if !lockTimedOut(err) || attempt > lockRetries {
+			return fmt.Errorf("migrations: up: %w", err)
+		}
+		logf("migrations: a migration timed out waiting for its table lock (a long transaction holds it); nothing of it was applied; trying again (%d of %d)", attempt, lockRetries)
+		if err := recoverDirty(ctx, conn, m, true, logf); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(lockBackoff * time.Duration(attempt)):
+		}
+	}
+}
+
+// takeApplyLock takes applyLock on conn, polling: a waiter blocked in
+// pg_advisory_lock would be a running statement, whose snapshot a
+// CONCURRENTLY index build of the holder waits for -- a deadlock
+// PostgreSQL does not see. Between tries the waiter holds nothing.
+func takeApplyLock(ctx context.Context, conn *pgx.Conn) error {
+	for {
+		var got bool
+		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", applyLock).Scan(&got); err != nil {
+			return fmt.Errorf("migrations: take the migration lock: %w", err)
+		}
+		if got {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// lockTimedOut reports whether a migration failed with lock_not_available.
+func lockTimedOut(err error) bool {
+	var de database.Error
+	if errors.As(err, &de) {
+		err = de.OrigErr
+	}
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "55P03"
+}
+
+// recoverDirty clears a dirty version so the migration runs again: always
+// after a lock timeout (rolledBack), otherwise only when the migration is
+// safe to re-run; any other dirty version is a *SchemaError.
+func recoverDirty(ctx context.Context, conn *pgx.Conn, m *migrate.Migrate, rolledBack bool, logf func(string, ...any)) error {
+	v, dirty, err := m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) || (err == nil && !dirty) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("migrations: read the version: %w", err)
+	}
+	body, err := upFile(v)
+	if err != nil {
+		return err
+	}
+	index, again := rerunnable(body)
+	if !again && !rolledBack {
+		return &SchemaError{Have: v, Want: Latest(), Dirty: true}
+	}
+	if index != "" {
+		var invalid bool
+		err := conn.QueryRow(ctx, "SELECT NOT (indisvalid AND indisready) FROM pg_index WHERE indexrelid = to_regclass($1)", index).Scan(&invalid)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("migrations: inspect index %s: %w", index, err)
+		}
+		if invalid {
+			logf("migrations: dropping the INVALID index %s a failed build left", index)
+			if _, err := conn.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+pgx.Identifier{index}.Sanitize()); err != nil {
+				return fmt.Errorf("migrations: drop the invalid index %s: %w", index, err)
+			}
+		}
+	}
+	logf("migrations: version %d is dirty; it is run again", v)
+	if err := m.Force(previous(v)); err != nil {
+		return fmt.Errorf("migrations: clear the dirty version %d: %w", v, err)
 	}
 	return nil
+}
+
+// upFile is the body of the up migration of version v.
+func upFile(v uint) (string, error) {
+	names, _ := fs.Glob(Files, fmt.Sprintf("%d_*.up.sql", v))
+	if len(names) != 1 {
+		return "", fmt.Errorf("migrations: version %d is not one of this binary's migrations", v)
+	}
+	body, err := fs.ReadFile(Files, names[0])
+	return string(body), err
+}
+
+// previous is the version before v (-1: none, golang-migrate's nil version).
+func previous(v uint) int {
+	prev := -1
+	for _, have := range versions() {
+		if have < v {
+			prev = int(have)
+		}
+	}
+	return prev
+}
+
+// versions lists the embedded versions in order.
+func versions() []uint {
+	names, _ := fs.Glob(Files, "*.up.sql")
+	var out []uint
+	for _, n := range names {
+		if v, err := strconv.ParseUint(n[:strings.IndexByte(n, '_')], 10, 64); err == nil {
+			out = append(out, uint(v))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Known reports whether v is one of the embedded versions.
+func Known(v uint) bool {
+	return slices.Contains(versions(), v)
+}
+
+var (
+	concurrentIndex = regexp.MustCompile(`(?is)^CREATE (?:UNIQUE )?INDEX CONCURRENTLY IF NOT EXISTS (\w+) ON `)
+	concurrentDrop  = regexp.MustCompile(`(?is)^DROP INDEX CONCURRENTLY IF EXISTS \w+$`)
+	validateOnly    = regexp.MustCompile(`(?is)^ALTER TABLE \w+\s+VALIDATE CONSTRAINT \w+(\s*,\s*VALIDATE CONSTRAINT \w+)*$`)
+)
+
+// rerunnable reports whether a migration may be run again after it died
+// half way: a lone index build or drop CONCURRENTLY IF (NOT) EXISTS (index
+// names the index a build creates, which may be left INVALID), or
+// validations only.
+func rerunnable(body string) (index string, ok bool) {
+	stmts := statements(body)
+	if len(stmts) == 1 {
+		if m := concurrentIndex.FindStringSubmatch(stmts[0]); m != nil {
+			return m[1], true
+		}
+		if concurrentDrop.MatchString(stmts[0]) {
+			return "", true
+		}
+	}
+	for _, s := range stmts {
+		if !validateOnly.MatchString(s) {
+			return "", false
+		}
+	}
+	return "", len(stmts) > 0
+}
+
+// statements splits a migration into its statements, comments removed (a
+// ';' inside a dollar-quoted body does not end a statement).
+func statements(body string) []string {
+	var lines []string
+	for _, l := range strings.Split(body, "\n") {
+		if i := strings.Index(l, "--"); i >= 0 {
+			l = l[:i]
+		}
+		lines = append(lines, l)
+	}
+	text := strings.Join(lines, "\n")
+	var out []string
+	var cur strings.Builder
+	quoted := false
+	for i := 0; i < len(text); i++ {
+		if strings.HasPrefix(text[i:], "$$") {
+			quoted = !quoted
+			cur.WriteString("$$")
+			i++
+			continue
+		}
+		if text[i] == ';' && !quoted {
+			if s := strings.TrimSpace(cur.String()); s != "" {
+				out = append(out, s)
+			}
+			cur.Reset()
+			continue
+		}
+		cur.WriteByte(text[i])
+	}
+	if s := strings.TrimSpace(cur.String()); s != "" {
+		out = append(out, s)
+	}
+	return out
 }
 
 // driverURL rewrites a postgres:// URL to the pgx5:// scheme golang-migrate
@@ -102,8 +340,10 @@ type SchemaError struct {
 
 func (e *SchemaError) Error() string {
 	switch {
+	case e.Dirty && safeAgain(e.Have):
+		return fmt.Sprintf("the database schema is dirty at version %d (its migration died half way): run uploadedfile migrate up, which runs it again", e.Have)
 	case e.Dirty:
-		return fmt.Sprintf("the database schema is dirty at version %d (a migration failed half way): fix it, then run uploadedfile migrate up", e.Have)
+		return fmt.Sprintf("the database schema is dirty at version %d (its migration died half way and cannot simply run again): complete or undo what it applied by hand (db/migrations/%d_*.up.sql), then run uploadedfile migrate force %s and uploadedfile migrate up", e.Have, e.Have, forceTarget(e.Have))
 	case e.Have == 0:
 		return fmt.Sprintf("the database has no schema; this binary needs version %d: run uploadedfile migrate up", e.Want)
 	case e.Have < e.Want:
@@ -111,6 +351,25 @@ func (e *SchemaError) Error() string {
 	default:
 		return fmt.Sprintf("the database schema is at version %d, ahead of this binary's %d: run the binary that migrated it (or newer)", e.Have, e.Want)
 	}
+}
+
+// safeAgain reports whether version v's migration may simply run again.
+func safeAgain(v uint) bool {
+	body, err := upFile(v)
+	if err != nil {
+		return false
+	}
+	_, ok := rerunnable(body)
+	return ok
+}
+
+// forceTarget is what to force a dirty version v back to once its
+// migration was undone: the version before it ("none" for the first).
+func forceTarget(v uint) string {
+	if p := previous(v); p >= 0 {
+		return strconv.Itoa(p)
+	}
+	return "none"
 }
 
 // Querier runs one query (a pool, a connection).

@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -30,6 +31,7 @@ type explainer struct {
 	conn  *pgx.Conn
 	mu    sync.Mutex
 	plans map[string]string // query name -> JSON plan
+	unrun []string          // queries explained without running them
 }
 
 var queryName = regexp.MustCompile(`^-- name: (\w+) :`)
@@ -38,10 +40,20 @@ func (e *explainer) explain(ctx context.Context, sql string, args []any) {
 	e.t.Helper()
 	m := queryName.FindStringSubmatch(sql)
 	require.NotNil(e.t, m, "statement without a sqlc name: %s", sql)
+	// Run for real (EXPLAIN ANALYZE, rolled back) for the row counts of
+	// every node; a statement that fails with these arguments (a sample
+	// that breaks a constraint or raises) is explained without running.
 	var plan string
-	require.NoError(e.t, e.conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+sql, args...).Scan(&plan), m[1])
+	tx, err := e.conn.Begin(ctx)
+	require.NoError(e.t, err)
+	err = tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+sql, args...).Scan(&plan)
+	require.NoError(e.t, tx.Rollback(ctx))
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if err != nil {
+		require.NoError(e.t, e.conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+sql, args...).Scan(&plan), m[1])
+		e.unrun = append(e.unrun, m[1])
+	}
 	e.plans[m[1]] = plan
 }
 
@@ -552,6 +564,18 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			require.NotContains(t, []string{"uploaded_file", "uploaded_file_event", "uploaded_file_variant"}, scan, "%s scans %s sequentially:\n%s", name, scan, plan)
 		}
 	}
+	// No node's filter throws away far more rows than it passes on: a
+	// candidate query whose index does not match its filter reads rows it
+	// cannot use (and one that does so before its LIMIT stalls once enough
+	// of them sit in front of the rows it wants).
+	for name, plan := range e.plans {
+		var nodes []any
+		require.NoError(t, json.Unmarshal([]byte(plan), &nodes))
+		for _, w := range wastefulFilters(nodes) {
+			t.Errorf("%s: %s\n%s", name, w, plan)
+		}
+	}
+	t.Logf("explained without running (their sample arguments fail): %v", e.unrun)
 	if testing.Verbose() {
 		for _, name := range keys(e.plans) {
 			t.Logf("%s: %s", name, strings.Join(indexesUsed(e.plans[name]), ", "))
@@ -614,4 +638,42 @@ func indexesUsed(plan string) []string {
 		out = append(out, m[1])
 	}
 	return out
+}
+
+// wastefulFilters describes every scan of a table (in a plan run by
+// EXPLAIN ANALYZE) whose filter removed at least 1,000 rows and more than
+// ten times the rows it returned. (Join filters between the CTEs of one
+// statement compare rows already read; they are not counted.)
+func wastefulFilters(v any) []string {
+	var out []string
+	switch n := v.(type) {
+	case []any:
+		for _, c := range n {
+			out = append(out, wastefulFilters(c)...)
+		}
+	case map[string]any:
+		loops, _ := n["Actual Loops"].(float64)
+		rows, _ := n["Actual Rows"].(float64)
+		removed, _ := n["Rows Removed by Filter"].(float64)
+		if table, ok := n["Relation Name"].(string); ok && removed*max(loops, 1) >= 1000 && removed > 10*(rows+1) {
+			out = append(out, fmt.Sprintf("its filter on %s (%v, %v) removed %.0f rows for %.0f returned, %.0f loops", table, n["Node Type"], n["Index Name"], removed, rows, loops))
+		}
+		for _, c := range n {
+			out = append(out, wastefulFilters(c)...)
+		}
+	}
+	return out
+}
+
+// TestWastefulFilters: the filter check flags a table scan that throws
+// away most of what it reads, not one that keeps it, nor a join filter.
+func TestWastefulFilters(t *testing.T) {
+	var plan []any
+	require.NoError(t, json.Unmarshal([]byte(`[{"Plan": {"Node Type": "Limit", "Plans": [
+		{"Node Type": "Index Scan", "Relation Name": "uploaded_file", "Index Name": "i1", "Actual Rows": 10, "Actual Loops": 1, "Rows Removed by Filter": 5000},
+		{"Node Type": "Index Scan", "Relation Name": "uploaded_file", "Index Name": "i2", "Actual Rows": 900, "Actual Loops": 1, "Rows Removed by Filter": 5000},
+		{"Node Type": "Nested Loop", "Actual Rows": 10, "Actual Loops": 1, "Rows Removed by Join Filter": 9000}]}}]`), &plan))
+	got := wastefulFilters(plan)
+	require.Len(t, got, 1)
+	require.Contains(t, got[0], "i1")
 }

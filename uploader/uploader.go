@@ -4,7 +4,8 @@
 //
 //   - Upload runs a direct upload: initiate, send the bytes to the returned
 //     target with exactly its method, URL and headers, complete;
-//   - BufferUpload sends a small file in one multipart request.
+//   - BufferUpload sends a small file in one multipart request;
+//   - Delete deletes a file.
 //
 // Every write carries an Idempotency-Key derived from one key per logical
 // upload, and every retryable answer (503 and 409 with their Retry-After, a
@@ -212,8 +213,25 @@ func (c *Client) BufferUpload(ctx context.Context, name string, body io.Reader) 
 	return done, err
 }
 
+// Delete deletes the file id (its bytes go with it, durably), under one
+// Idempotency-Key for all its retries: a retry after a lost answer is
+// answered as the first try was, never 404. Deleting a file that does not
+// exist (or is another tenant's) is an *Error with status 404.
+func (c *Client) Delete(ctx context.Context, id string) error {
+	key := newKey()
+	return c.retry(ctx, func() (int, []byte, http.Header, error) {
+		r, err := c.api.DeleteFileWithResponse(ctx, id, &client.DeleteFileParams{IdempotencyKey: &key})
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		return r.StatusCode(), r.Body, r.HTTPResponse.Header, nil
+	})
+}
+
 // retry runs call until it succeeds (2xx) or fails for good: a network
-// error, a 503 or a 409 is retried up to c.retries times, after the
+// error, a 503 or a 409, and a 502 or 504 (a proxy or load balancer whose
+// upstream died or timed out: every write carries its Idempotency-Key, so
+// sending it again is safe) is retried up to c.retries times, after the
 // answer's Retry-After or a jittered, doubling backoff; any other answer
 // is an *Error.
 func (c *Client) retry(ctx context.Context, call func() (status int, body []byte, h http.Header, err error)) error {
@@ -222,7 +240,8 @@ func (c *Client) retry(ctx context.Context, call func() (status int, body []byte
 		if err == nil && status >= 200 && status < 300 {
 			return nil
 		}
-		retryable := err != nil || status == http.StatusServiceUnavailable || status == http.StatusConflict
+		retryable := err != nil || status == http.StatusServiceUnavailable || status == http.StatusConflict ||
+			status == http.StatusBadGateway || status == http.StatusGatewayTimeout
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -9,7 +9,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,4 +132,42 @@ func TestUploadRetriesThroughAnOutage(t *testing.T) {
 	require.True(t, errors.As(err, &ue), "%v", err)
 	require.Equal(t, "core.database.unavailable", ue.Code)
 	require.True(t, uploader.IsRetryable(err))
+}
+
+// TestDeleteThroughAProxyThatLosesTheAnswer: a load balancer forwards the
+// delete, the server deletes the file, and the answer is lost on the way
+// back (the balancer answers 502). The uploader retries under the same
+// Idempotency-Key and is answered as the first try was -- 204, not 404;
+// deleting it again is a 404 *Error.
+func TestDeleteThroughAProxyThatLosesTheAnswer(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	target, err := url.Parse(s.url)
+	require.NoError(t, err)
+	var lost atomic.Int32
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(r *http.Response) error {
+		if r.Request.Method == http.MethodDelete && lost.Add(1) == 1 {
+			return errors.New("the connection to the client broke")
+		}
+		return nil
+	}
+	lb := httptest.NewServer(proxy) // an error in ModifyResponse is a 502
+	defer lb.Close()
+	c, err := uploader.New(lb.URL, s.token, uploader.WithRetries(3, time.Millisecond))
+	require.NoError(t, err)
+	ctx := context.Background()
+	f, err := c.BufferUpload(ctx, "notes.txt", strings.NewReader("hello\n"))
+	require.NoError(t, err)
+
+	require.NoError(t, c.Delete(ctx, f.Id.String()))
+	require.EqualValues(t, 2, lost.Load(), "the first answer was lost, the retry answered")
+	var visible int
+	require.NoError(t, s.pool.QueryRow(ctx, "SELECT count(*) FROM uploaded_file WHERE deleted_at IS NULL AND deletion_pending_at IS NULL").Scan(&visible))
+	require.Zero(t, visible)
+
+	err = c.Delete(ctx, f.Id.String())
+	var ue *uploader.Error
+	require.ErrorAs(t, err, &ue)
+	require.Equal(t, http.StatusNotFound, ue.Status)
 }

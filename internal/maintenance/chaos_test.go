@@ -8,7 +8,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/google/uuid"
 	"image"
 	"image/png"
 	"io"
@@ -29,13 +28,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/uploadedfile/uploadedfile/gen/db"
 	"github.com/uploadedfile/uploadedfile/internal/clamd"
 	"github.com/uploadedfile/uploadedfile/internal/clamd/clamdtest"
+	"github.com/uploadedfile/uploadedfile/internal/invariant"
 	"github.com/uploadedfile/uploadedfile/internal/maintenance"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 	"github.com/uploadedfile/uploadedfile/internal/storage/local"
@@ -414,9 +412,8 @@ func runChaos(t *testing.T, driver string) {
 	}
 	counts := checkChaosInvariants(t, e, c)
 	t.Logf("chaos[%s]: %d reconcile repairs ran during the work", driver, repairs)
-	t.Logf("chaos[%s]: %s of work, %d worker kills; checked %d rows (%d ready, %d deleted, %d tombstones, %d other) and %d objects (%d final, %d staging): 0 violations",
-		driver, *chaosDuration, kills, counts.rows, counts.ready, counts.deleted, counts.tombstones, counts.other, counts.objects, counts.final, counts.staging)
-	require.Positive(t, counts.rows, "the workers did work")
+	t.Logf("chaos[%s]: %s of work, %d worker kills; checked %s", driver, *chaosDuration, kills, counts.Summary())
+	require.Positive(t, counts.Rows, "the workers did work")
 
 	// A reconcile of the settled store, with no grace, finds nothing.
 	rec, err := newService(later(100*48*time.Hour)).UnsafeSystemReconcile(context.Background(), service.ReconcileOptions{}, func(f service.Finding) error {
@@ -424,7 +421,7 @@ func runChaos(t *testing.T, driver string) {
 		return nil
 	})
 	require.NoError(t, err)
-	require.EqualValues(t, counts.objects, rec.Objects)
+	require.EqualValues(t, counts.Objects, rec.Objects)
 	t.Logf("chaos[%s]: reconcile after settling: %d objects, %d references, 0 findings", driver, rec.Objects, rec.References)
 }
 
@@ -500,86 +497,35 @@ func onlyTombstones(t *testing.T, pool *pgxpool.Pool) bool {
 	return n == 0
 }
 
-type chaosCounts struct {
-	rows, ready, deleted, tombstones, other, objects, final, staging int
-	scannedClean                                                     int
-}
-
-// checkChaosInvariants: no visible row without its object, whose bytes match
-// its checksum (a final key written once, with the declared bytes); no
-// object anywhere in the store -- final or staging namespace -- without a
-// row that still owns it; nothing left for a deleted row; every staging
-// object swept once its upload is over.
-func checkChaosInvariants(t *testing.T, e *env, c chaosTarget) chaosCounts {
+// checkChaosInvariants: every invariant of a settled run holds
+// (internal/invariant), and what the chaos workers exercised shows: no
+// visible file holds an infected upload, the gate refused some, buffer
+// uploads were activated together, variants were made.
+func checkChaosInvariants(t *testing.T, e *env, c chaosTarget) *invariant.Report {
 	t.Helper()
 	ctx := context.Background()
-	rows, err := e.pool.Query(ctx, "SELECT * FROM uploaded_file")
+	r, err := invariant.Check(ctx, e.pool, c.store, c.list())
 	require.NoError(t, err)
-	all, err := pgx.CollectRows(rows, pgx.RowToStructByPos[db.UploadedFile])
-	require.NoError(t, err)
-	var n chaosCounts
-	owned := map[string]bool{}
-	for _, r := range all {
-		n.rows++
-		visible := r.Status == "ready" && r.UploadPendingAt == nil && r.DeletionPendingAt == nil && r.DeletedAt == nil
-		tombstone := r.UploadPendingAt != nil && r.UploadExpiresAt == nil && r.DeletedAt != nil
-		switch {
-		case visible:
-			n.ready++
-			oi, err := c.store.Stat(ctx, r.Key)
-			require.NoError(t, err, "visible row %s has no object", r.ID)
-			if oi.SHA256 != nil {
-				require.Equal(t, *r.Checksum, "sha256:"+base64.StdEncoding.EncodeToString(oi.SHA256), "row %s: its object holds other bytes", r.ID)
-			} else {
-				require.Equal(t, r.SizeBytes, oi.Size, "row %s: its object holds other bytes", r.ID)
-			}
-			owned[r.Key] = true
-			rc, err := c.store.Open(ctx, r.Key, nil)
-			require.NoError(t, err)
-			content, err := io.ReadAll(rc)
-			rc.Close()
-			require.NoError(t, err)
-			require.NotContains(t, string(content), clamdtest.EICAR, "row %s: an infected upload became visible", r.ID)
-			n.scannedClean++
-		case tombstone:
-			n.tombstones++
-			owned[r.Key] = true // may still receive a late write; the sweeps keep deleting it
-		case r.DeletedAt != nil && r.DeletionPendingAt == nil:
-			n.deleted++
-		default:
-			n.other++
-			owned[r.Key] = true
-			if r.PendingKey != nil {
-				owned[*r.PendingKey] = true
-			}
-		}
-		require.Nil(t, r.StagingCleanupAt, "row %s: its staging object was not swept", r.ID)
+	require.Empty(t, r.Violations, r.Summary())
+	for id, key := range r.Visible {
+		rc, err := c.store.Open(ctx, key, nil)
+		require.NoError(t, err)
+		content, err := io.ReadAll(rc)
+		rc.Close()
+		require.NoError(t, err)
+		require.NotContains(t, string(content), clamdtest.EICAR, "file %s: an infected upload became visible", id)
 	}
-	variants := checkChaosVariants(t, e, c, owned)
-	for _, key := range c.list() {
-		n.objects++
-		if strings.Contains(key, "/_staging/") {
-			n.staging++
-		} else {
-			n.final++
-		}
-		require.True(t, owned[key], "object %s has no row or pending claim", key)
-	}
-	require.Zero(t, n.other, "everything settled: no claim or in-flight row is left but tombstones")
-	checkChaosEvents(t, e, all)
-	checkChaosUsage(t, e)
 	var infected int
 	require.NoError(t, e.pool.QueryRow(ctx, "SELECT count(*) FROM uploaded_file_event WHERE type = 'upload.failed' AND rule = 'content.infected'").Scan(&infected))
 	require.Positive(t, infected, "the gate refused infected uploads")
-	t.Logf("scan gate: %d infected uploads refused, %d visible files read back clean", infected, n.scannedClean)
+	t.Logf("scan gate: %d infected uploads refused, %d visible files read back clean", infected, len(r.Visible))
 	var batched int
 	require.NoError(t, e.pool.QueryRow(ctx, `SELECT count(*) FROM (
 		SELECT FROM uploaded_file_event WHERE type = 'file.ready' GROUP BY xmin::text HAVING count(*) > 1) AS together`).Scan(&batched))
 	require.Positive(t, batched, "buffer uploads were activated in shared transactions")
 	t.Logf("group commit: %d transactions activated more than one buffer upload", batched)
-	t.Logf("variants: %d ready, each with its object, of visible files only", variants)
-	require.Positive(t, variants, "the workers made variants")
-	return n
+	require.Positive(t, r.Variants, "the workers made variants")
+	return r
 }
 
 // chaosCovered reports whether the work so far reached what
@@ -595,119 +541,4 @@ SELECT EXISTS (SELECT FROM uploaded_file_event WHERE type = 'upload.failed' AND 
    AND EXISTS (SELECT FROM uploaded_file_variant v JOIN uploaded_file f ON f.id = v.file_id
                WHERE v.status = 'ready' AND f.status = 'ready' AND f.deleted_at IS NULL AND f.deletion_pending_at IS NULL)`).Scan(&covered))
 	return covered
-}
-
-// checkChaosVariants: once settled, every variant row is ready, of a
-// visible file, with its object; it owns its key (so the store check
-// below counts variant objects too). It returns how many there are.
-func checkChaosVariants(t *testing.T, e *env, c chaosTarget, owned map[string]bool) int {
-	t.Helper()
-	rows, err := e.pool.Query(context.Background(), `
-SELECT v.key, v.status, v.size_bytes,
-    (f.status = 'ready' AND f.upload_pending_at IS NULL AND f.deletion_pending_at IS NULL AND f.deleted_at IS NULL)
-FROM uploaded_file_variant v JOIN uploaded_file f ON f.id = v.file_id`)
-	require.NoError(t, err)
-	defer rows.Close()
-	n := 0
-	for rows.Next() {
-		var key, status string
-		var size *int64
-		var fileVisible bool
-		require.NoError(t, rows.Scan(&key, &status, &size, &fileVisible))
-		require.Equal(t, "ready", status, "variant %s left %s after settling", key, status)
-		require.True(t, fileVisible, "variant %s outlived its file", key)
-		oi, err := c.store.Stat(context.Background(), key)
-		require.NoError(t, err, "ready variant %s has no object", key)
-		require.Equal(t, *size, oi.Size, "variant %s: its object holds other bytes", key)
-		owned[key] = true
-		n++
-	}
-	require.NoError(t, rows.Err())
-	return n
-}
-
-// checkChaosUsage: the usage the transitions kept equals the sum over the
-// rows that hold space, for every owner and every tenant -- through
-// reservations refused, writers killed and sweeps releasing.
-func checkChaosUsage(t *testing.T, e *env) {
-	t.Helper()
-	rows, err := e.pool.Query(context.Background(), `
-WITH holding AS (
-    SELECT tenant_code, user_id, size_bytes, 1 AS files
-    FROM uploaded_file
-    WHERE deletion_pending_at IS NULL AND deleted_at IS NULL
-    UNION ALL
-    SELECT f.tenant_code, f.user_id, v.size_bytes, 0
-    FROM uploaded_file_variant v JOIN uploaded_file f ON f.id = v.file_id
-    WHERE v.size_bytes IS NOT NULL
-), counted AS (
-    SELECT tenant_code, coalesce(user_id, '') AS user_id, sum(size_bytes)::bigint AS bytes, sum(files)::bigint AS files
-    FROM holding
-    GROUP BY GROUPING SETS ((tenant_code, user_id), (tenant_code))
-)
-SELECT coalesce(u.tenant_code, c.tenant_code), coalesce(u.user_id, c.user_id),
-    coalesce(u.bytes, 0), coalesce(u.files, 0), coalesce(c.bytes, 0), coalesce(c.files, 0)
-FROM uploaded_file_usage u
-FULL JOIN counted c ON c.tenant_code = u.tenant_code AND c.user_id = u.user_id`)
-	require.NoError(t, err)
-	defer rows.Close()
-	n := 0
-	for rows.Next() {
-		var tenant, user string
-		var ub, uf, cb, cf int64
-		require.NoError(t, rows.Scan(&tenant, &user, &ub, &uf, &cb, &cf))
-		require.Equal(t, [2]int64{cb, cf}, [2]int64{ub, uf}, "usage of %s/%q: kept vs the rows", tenant, user)
-		n++
-	}
-	require.NoError(t, rows.Err())
-	t.Logf("usage: %d usage rows, each the sum over its rows", n)
-}
-
-// checkChaosEvents: every row has the lifecycle events of what happened to
-// it, in order -- a ready row its file.ready; a row that was ready and is
-// deleted file.ready, then file.deleted or file.expired, then file.purged;
-// an upload that never became ready and is gone upload.failed or
-// upload.abandoned, and never file.ready or file.purged.
-func checkChaosEvents(t *testing.T, e *env, all []db.UploadedFile) {
-	t.Helper()
-	rows, err := e.pool.Query(context.Background(), "SELECT file_id, type FROM uploaded_file_event ORDER BY tx, seq")
-	require.NoError(t, err)
-	events := map[uuid.UUID][]string{}
-	total := 0
-	for rows.Next() {
-		var id uuid.UUID
-		var typ string
-		require.NoError(t, rows.Scan(&id, &typ))
-		events[id] = append(events[id], typ)
-		total++
-	}
-	require.NoError(t, rows.Err())
-	ends := func(es []string) []string { // without attached, detached, variant-ready
-		var out []string
-		for _, e := range es {
-			if e != "file.attached" && e != "file.detached" && e != "file.variant-ready" {
-				out = append(out, e)
-			}
-		}
-		return out
-	}
-	for _, r := range all {
-		es := ends(events[r.ID])
-		wasReady := r.CompletedAt != nil
-		visible := r.Status == "ready" && r.UploadPendingAt == nil && r.DeletionPendingAt == nil && r.DeletedAt == nil
-		settled := r.DeletedAt != nil && r.DeletionPendingAt == nil
-		switch {
-		case visible:
-			require.Equal(t, []string{"file.ready"}, es, "ready row %s", r.ID)
-		case wasReady && settled:
-			require.Len(t, es, 3, "deleted row %s: %v", r.ID, es)
-			require.Equal(t, "file.ready", es[0], "row %s", r.ID)
-			require.Contains(t, []string{"file.deleted", "file.expired"}, es[1], "row %s", r.ID)
-			require.Equal(t, "file.purged", es[2], "row %s", r.ID)
-		case !wasReady && settled:
-			require.Len(t, es, 1, "a gone upload %s: %v", r.ID, es)
-			require.Contains(t, []string{"upload.failed", "upload.abandoned"}, es[0], "row %s", r.ID)
-		}
-	}
-	t.Logf("events: %d in the outbox, each row's lifecycle complete", total)
 }

@@ -54,7 +54,7 @@ const (
 	ActivationLease                     = 15 * time.Minute
 	DeletionRetryBackoff                = time.Minute
 	deletionLease                       = 5 * time.Minute
-	completionLease                     = 2 * time.Minute
+	completionLease                     = 30 * time.Second
 	directCleanupGrace                  = time.Hour
 	targetClockSkew                     = 15 * time.Minute
 	defaultRemoteCloneTimeout           = 5 * time.Second

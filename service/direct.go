@@ -300,40 +300,26 @@ func (s *Service) claimLost(ctx context.Context, err error) error {
 	return s.internalError(ctx, ErrUploadFailed, "claim completion", err)
 }
 
-// completeClaimed runs the completion while holding the lease in row.
+// completeClaimed runs the completion while holding the lease in row. It
+// keeps the lease alive while it verifies, scans and promotes (the lease is
+// short: the one a killed completer leaves runs out soon and the client's
+// retry takes the upload over), then ends the completion in one statement
+// naming the lease in force: ready, failed (a *refusal), or pending again
+// (the scanner gave no verdict).
 func (s *Service) completeClaimed(ctx context.Context, row db.UploadedFile) (*Result, error) {
-	sum, err := parseChecksum(deref(row.Checksum))
-	if err != nil {
-		return nil, s.failUpload(ctx, row, RuleContentMismatch, "bad declared checksum")
-	}
-	final, err := s.store.Stat(ctx, row.Key)
-	if errors.Is(err, storage.ErrNotFound) {
-		if err := s.verifyStaging(ctx, row, sum); err != nil {
-			return nil, err
-		}
-		if err := s.scanStaging(ctx, row); err != nil {
-			return nil, err
-		}
-		final, err = s.store.Promote(ctx, *row.PendingKey, row.Key, deref(row.ETag), storage.PromoteOptions{Public: isPublic(row)})
-		switch {
-		case errors.Is(err, storage.ErrExists):
-			final, err = s.store.Stat(ctx, row.Key)
-		case errors.Is(err, storage.ErrPrecondition), errors.Is(err, storage.ErrNotFound):
-			return nil, s.failUpload(ctx, row, RuleContentChanged, "staging object changed after verification")
-		}
-	}
-	if err != nil {
-		return nil, s.internalError(ctx, ErrUploadFailed, "promote upload", err, "file_id", row.ID)
-	}
-	if final.Size != row.SizeBytes || !bytes.Equal(final.SHA256, sum) {
-		return nil, s.failUpload(ctx, row, RuleContentMismatch, "final object does not match the declaration")
-	}
-	retain := s.store.Kind() == storage.KindS3
-	if !retain {
-		// Local: the final name is a hard link; drop the staging name now.
-		if err := s.store.Delete(ctx, *row.PendingKey); err != nil {
-			return nil, s.internalError(ctx, ErrUploadFailed, "unlink staging name", err, "file_id", row.ID)
-		}
+	keeper := s.keepCompletion(ctx, row)
+	final, retain, err := s.promoteClaimed(ctx, row)
+	row.CompletionLeaseUntil = ptr(keeper.stop())
+	var refused *refusal
+	var noVerdict *scanUnavailable
+	switch {
+	case errors.As(err, &refused):
+		return nil, s.failUploadWith(ctx, row, refused.rule, refused.reason, refused.answer)
+	case errors.As(err, &noVerdict):
+		s.releaseCompletion(ctx, row)
+		return nil, noVerdict.err
+	case err != nil:
+		return nil, err
 	}
 	ready, err := s.q.FileFinalizeCompletion(ctx, s.db, db.FileFinalizeCompletionParams{
 		ID: row.ID, Lease: *row.CompletionLeaseUntil, FinalETag: optional(final.ETag), RetainStaging: retain,
@@ -347,6 +333,79 @@ func (s *Service) completeClaimed(ctx context.Context, row db.UploadedFile) (*Re
 	}
 	s.observeUpload(ready.SizeBytes)
 	return s.result(ctx, db.UploadedFile(ready), nil)
+}
+
+// promoteClaimed verifies and scans the staging object, promotes it to the
+// final key and verifies the final object; retain reports that the
+// staging object stays for the staging sweep (S3). A verdict against the
+// upload is a *refusal, a scanner without a verdict a *scanUnavailable; it
+// writes no row.
+func (s *Service) promoteClaimed(ctx context.Context, row db.UploadedFile) (final storage.ObjectInfo, retain bool, err error) {
+	sum, err := parseChecksum(deref(row.Checksum))
+	if err != nil {
+		return final, false, refuse(RuleContentMismatch, "bad declared checksum")
+	}
+	final, err = s.store.Stat(ctx, row.Key)
+	if errors.Is(err, storage.ErrNotFound) {
+		if err := s.verifyStaging(ctx, row, sum); err != nil {
+			return final, false, err
+		}
+		if err := s.scanStaging(ctx, row); err != nil {
+			return final, false, err
+		}
+		final, err = s.store.Promote(ctx, *row.PendingKey, row.Key, deref(row.ETag), storage.PromoteOptions{Public: isPublic(row)})
+		switch {
+		case errors.Is(err, storage.ErrExists):
+			final, err = s.store.Stat(ctx, row.Key)
+		case errors.Is(err, storage.ErrPrecondition), errors.Is(err, storage.ErrNotFound):
+			return final, false, refuse(RuleContentChanged, "staging object changed after verification")
+		}
+	}
+	if err != nil {
+		return final, false, s.internalError(ctx, ErrUploadFailed, "promote upload", err, "file_id", row.ID)
+	}
+	if final.Size != row.SizeBytes || !bytes.Equal(final.SHA256, sum) {
+		return final, false, refuse(RuleContentMismatch, "final object does not match the declaration")
+	}
+	retain = s.store.Kind() == storage.KindS3
+	if !retain {
+		// Local: the final name is a hard link; drop the staging name now.
+		if err := s.store.Delete(ctx, *row.PendingKey); err != nil {
+			return final, false, s.internalError(ctx, ErrUploadFailed, "unlink staging name", err, "file_id", row.ID)
+		}
+	}
+	return final, retain, nil
+}
+
+// refusal is a completion check's verdict against the upload: the rule it
+// broke, why, and the answer (nil: verification failed with the rule).
+type refusal struct {
+	rule, reason string
+	answer       error
+}
+
+func (r *refusal) Error() string { return "upload refused: " + r.reason }
+
+// refuse is the verification failure of rule.
+func refuse(rule, reason string) *refusal {
+	return &refusal{rule: rule, reason: reason, answer: verificationFailed(rule, false)}
+}
+
+// scanUnavailable: the scan gate got no verdict (err says why); the upload
+// goes back to pending so the client can complete it again.
+type scanUnavailable struct{ err error }
+
+func (e *scanUnavailable) Error() string { return e.err.Error() }
+func (e *scanUnavailable) Unwrap() error { return e.err }
+
+// releaseCompletion gives a completing upload back to pending (the holder
+// of the lease in row); a release that fails leaves the lease to run out.
+func (s *Service) releaseCompletion(ctx context.Context, row db.UploadedFile) {
+	if _, err := s.q.FileReleaseCompletion(context.WithoutCancel(ctx), s.db, db.FileReleaseCompletionParams{
+		ID: row.ID, Lease: *row.CompletionLeaseUntil, Now: s.now(),
+	}); err != nil && !isNoRows(err) {
+		s.log.WarnContext(ctx, "release completion failed; its lease will run out", "file_id", row.ID, "error", err.Error())
+	}
 }
 
 // isPublic: the row's object is publicly readable (a temporary file never is).
@@ -376,7 +435,8 @@ func (s *Service) lostAfterPromote(ctx context.Context, row db.UploadedFile) {
 }
 
 // verifyStaging checks the staging object against the declaration with
-// metadata and bounded ranged reads; wrong bytes fail the upload durably.
+// metadata and bounded ranged reads; wrong bytes are a *refusal (the upload
+// fails durably).
 func (s *Service) verifyStaging(ctx context.Context, row db.UploadedFile, sum []byte) error {
 	oi, err := s.store.Stat(ctx, *row.PendingKey)
 	if err != nil {
@@ -384,13 +444,13 @@ func (s *Service) verifyStaging(ctx context.Context, row db.UploadedFile, sum []
 	}
 	switch {
 	case oi.ETag != deref(row.ETag):
-		return s.failUpload(ctx, row, RuleContentChanged, "staging object changed after the claim")
+		return refuse(RuleContentChanged, "staging object changed after the claim")
 	case oi.Size != row.SizeBytes:
-		return s.failUpload(ctx, row, RuleContentMismatch, "size differs from the declaration")
+		return refuse(RuleContentMismatch, "size differs from the declaration")
 	case !bytes.Equal(oi.SHA256, sum):
-		return s.failUpload(ctx, row, RuleContentMismatch, "checksum differs from the declaration")
+		return refuse(RuleContentMismatch, "checksum differs from the declaration")
 	case oi.ContentType != "" && oi.ContentType != row.ContentType:
-		return s.failUpload(ctx, row, RuleTypeMismatch, "content type differs from the declaration")
+		return refuse(RuleTypeMismatch, "content type differs from the declaration")
 	}
 	ra := &objectReaderAt{ctx: ctx, store: s.store, key: *row.PendingKey}
 	_, _, err = s.cfg.policy.CheckStored(filecheck.Meta{Name: row.OriginalName, DeclaredType: row.ContentType, Size: row.SizeBytes}, ra)
@@ -398,20 +458,14 @@ func (s *Service) verifyStaging(ctx context.Context, row db.UploadedFile, sum []
 		return s.internalError(ctx, ErrUploadFailed, "read staging object", ra.err, "file_id", row.ID)
 	}
 	if err != nil {
-		return s.failUpload(ctx, row, filecheck.RuleOf(err), "content check")
+		return refuse(filecheck.RuleOf(err), "content check")
 	}
 	return nil
 }
 
-// failUpload fails a completing upload durably (with a deletion claim in
-// the same statement), deletes its objects and reports the verification
-// failure with the rule it broke (final: the upload failed).
-func (s *Service) failUpload(ctx context.Context, row db.UploadedFile, rule, reason string) error {
-	return s.failUploadWith(ctx, row, rule, reason, verificationFailed(rule, false))
-}
-
-// failUploadWith is failUpload answering refused instead (the scan gate's
-// invalid-upload); a lost lease is still reported as such.
+// failUploadWith fails a completing upload durably (with a deletion claim
+// in the same statement, by the holder of the lease in row), deletes its
+// objects and answers refused; a lost lease is reported as such.
 func (s *Service) failUploadWith(ctx context.Context, row db.UploadedFile, rule, reason string, refused error) error {
 	s.log.InfoContext(ctx, "direct upload refused", "file_id", row.ID, "rule", rule, "reason", reason)
 	failed, err := s.q.FileFailCompletion(ctx, s.db, db.FileFailCompletionParams{

@@ -414,6 +414,49 @@ func TestAbandonedCompleterIsRecovered(t *testing.T) {
 	}
 }
 
+// TestLongCompletionKeepsItsLease: a completion that runs longer than its
+// lease (its promotion hangs) keeps the lease alive, so nobody takes the
+// upload over under it; once it is gone the lease runs out within
+// CompletionLease and another instance finishes the upload.
+func TestLongCompletionKeepsItsLease(t *testing.T) {
+	t.Parallel()
+	for _, driver := range drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, driver)
+			service.SetCompletionBeat(b.svc, 10*time.Millisecond)
+			other := b.secondInstance()
+			body := realDOCX(t)
+			init, err := b.svc.InitiateUpload(alice, input("plan.docx", docxType, body), nil)
+			require.NoError(t, err)
+			b.write(alice, init, body)
+
+			ctx, cancel := context.WithCancel(alice)
+			b.store.Inject(storagefault.Fault{Op: storagefault.OpPromote, Mode: storagefault.Hang, Nth: 1})
+			done := make(chan error, 1)
+			go func() { _, err := b.svc.CompleteUpload(ctx, init.ID.String()); done <- err }()
+			require.Eventually(t, func() bool { return b.store.Calls(storagefault.OpPromote) == 1 }, 10*time.Second, 5*time.Millisecond)
+			for range 3 {
+				// Far past the lease it took: the running completion has
+				// extended it meanwhile.
+				b.clock.Advance(2 * service.CompletionLease)
+				lease := *b.row(init.ID).CompletionLeaseUntil
+				require.Eventually(t, func() bool { return b.row(init.ID).CompletionLeaseUntil.After(lease) }, 10*time.Second, 5*time.Millisecond)
+				_, err = other.CompleteUpload(alice, init.ID.String())
+				require.ErrorIs(t, err, service.ErrUploadCompleting, "a live completion is not taken over")
+			}
+
+			cancel() // the completer dies
+			require.Error(t, <-done)
+			b.clock.Advance(service.CompletionLease)
+			r, err := other.CompleteUpload(alice, init.ID.String())
+			require.NoError(t, err, "the lease it left ran out and was taken over")
+			require.Equal(t, service.StatusReady, r.Status)
+			b.checkInvariants()
+		})
+	}
+}
+
 // TestDirectFaultsAtEveryStep injects a failure at each storage step of
 // initiate, put, complete and abort; afterwards, and after the sweeps
 // settle, the invariants hold and the upload is either ready with its

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -62,3 +63,10 @@ func (s *Service) QueuedInserts() int { return s.uploads.insert.Queued() }
 // QueuedActivations is how many buffer uploads wait for a batch of their
 // FileActivateUpload.
 func (s *Service) QueuedActivations() int { return s.uploads.activate.Queued() }
+
+// SetCompletionBeat sets how often s's running completions extend their
+// lease.
+func SetCompletionBeat(s *Service, d time.Duration) { s.completionBeat = d }
+
+// CompletionLease is completionLease.
+const CompletionLease = completionLease

@@ -82,10 +82,10 @@ func (s *Service) scan(ctx context.Context, r io.Reader, row db.UploadedFile) er
 }
 
 // scanStaging runs the gate on a claimed direct upload's staging object
-// before it is promoted. Infected: the upload fails durably (its objects
-// deleted through its claim, upload.failed with the rule). No verdict: the
-// claim is given back and the upload stays pending, so the client can
-// complete it again.
+// before it is promoted. Infected or unscannable: a *refusal (the upload
+// fails durably, its objects deleted through its claim, upload.failed with
+// the rule). No verdict: a *scanUnavailable (the claim is given back and
+// the upload stays pending, so the client can complete it again).
 func (s *Service) scanStaging(ctx context.Context, row db.UploadedFile) error {
 	if s.cfg.ScanMode != ScanGate {
 		return nil
@@ -100,14 +100,9 @@ func (s *Service) scanStaging(ctx context.Context, row db.UploadedFile) error {
 	case err == nil:
 		return nil
 	case Rule(err) == RuleContentInfected, Rule(err) == RuleContentUnscannable:
-		return s.failUploadWith(ctx, row, Rule(err), "scan verdict", err)
+		return &refusal{rule: Rule(err), reason: "scan verdict", answer: err}
 	default:
-		if _, rerr := s.q.FileReleaseCompletion(context.WithoutCancel(ctx), s.db, db.FileReleaseCompletionParams{
-			ID: row.ID, Lease: *row.CompletionLeaseUntil, Now: s.now(),
-		}); rerr != nil && !isNoRows(rerr) {
-			s.log.WarnContext(ctx, "release completion failed; its lease will run out", "file_id", row.ID, "error", rerr.Error())
-		}
-		return err
+		return &scanUnavailable{err: err}
 	}
 }
 

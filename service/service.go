@@ -79,6 +79,9 @@ type Service struct {
 	// uploadSizes observes the size of every upload that became ready
 	// (WithMetrics; nil: none).
 	uploadSizes prometheus.Observer
+	// completionBeat is how often a running completion extends its lease
+	// (0: completionLease/3; tests shorten it).
+	completionBeat time.Duration
 }
 
 // storeProbe is the outcome of the store's last probe, and when.

@@ -7,6 +7,8 @@
 --                                                  the staging object)
 --   FileClaimCompletion      pending             -> completing (lease)
 --   FileTakeOverCompletion   completing, expired -> completing (new lease)
+--   FileExtendCompletion     completing (lease)  -> completing (lease moved on,
+--                                                  while the completion runs)
 --   FileFinalizeCompletion   completing (lease)  -> ready
 --   FileFailCompletion       completing (lease)  -> failed, claimed for deletion
 --   FileReleaseCompletion    completing (lease)  -> pending (the scanner was down)
@@ -16,7 +18,8 @@
 -- in-flight cleanup lease after which the pending sweep may reclaim it, and it
 -- keeps the row out of every visible lookup. The completion lease is matched
 -- by its exact value, so a completer whose lease was taken over can no longer
--- finalize or fail the row.
+-- finalize or fail the row. The lease is short and a live completer extends
+-- it as it works, so the one a killed completer leaves is taken over soon.
 --
 -- Every transition that changes what a file is (ready, attached, deleted,
 -- expired, purged, failed, abandoned) writes its lifecycle event in the same
@@ -181,6 +184,22 @@ WHERE id = @id
     AND deletion_pending_at IS NULL
     AND deleted_at IS NULL
 RETURNING *;
+
+-- name: FileExtendCompletion :one
+-- completing -> completing with the lease moved on to now + @completion_lease
+-- (and the in-flight cleanup lease at least as far), by the holder of
+-- exactly @lease while its completion runs. Zero rows: the lease was taken
+-- over (it had run out: the holder stalled) or the row left completing.
+UPDATE uploaded_file
+SET
+    completion_lease_until = coalesce(sqlc.narg('now')::timestamptz, now()) + @completion_lease::interval,
+    upload_pending_at = greatest(upload_pending_at, coalesce(sqlc.narg('now')::timestamptz, now()) + @completion_lease::interval)
+WHERE id = @id
+    AND status = 'completing'
+    AND completion_lease_until = @lease::timestamptz
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+RETURNING completion_lease_until;
 
 -- name: FileFinalizeCompletion :one
 -- completing -> ready, by the holder of exactly @lease, after the promoted

@@ -90,6 +90,42 @@ func (q *Queries) FileClaimCompletion(ctx context.Context, db DBTX, arg FileClai
 	return i, err
 }
 
+const fileExtendCompletion = `-- name: FileExtendCompletion :one
+UPDATE uploaded_file
+SET
+    completion_lease_until = coalesce($1::timestamptz, now()) + $2::interval,
+    upload_pending_at = greatest(upload_pending_at, coalesce($1::timestamptz, now()) + $2::interval)
+WHERE id = $3
+    AND status = 'completing'
+    AND completion_lease_until = $4::timestamptz
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+RETURNING completion_lease_until
+`
+
+type FileExtendCompletionParams struct {
+	Now             *time.Time
+	CompletionLease time.Duration
+	ID              uuid.UUID
+	Lease           time.Time
+}
+
+// completing -> completing with the lease moved on to now + @completion_lease
+// (and the in-flight cleanup lease at least as far), by the holder of
+// exactly @lease while its completion runs. Zero rows: the lease was taken
+// over (it had run out: the holder stalled) or the row left completing.
+func (q *Queries) FileExtendCompletion(ctx context.Context, db DBTX, arg FileExtendCompletionParams) (*time.Time, error) {
+	row := db.QueryRow(ctx, fileExtendCompletion,
+		arg.Now,
+		arg.CompletionLease,
+		arg.ID,
+		arg.Lease,
+	)
+	var completion_lease_until *time.Time
+	err := row.Scan(&completion_lease_until)
+	return completion_lease_until, err
+}
+
 const fileFailCompletion = `-- name: FileFailCompletion :one
 WITH changed AS (
     UPDATE uploaded_file
@@ -527,6 +563,8 @@ type FileInsertPendingRow struct {
 //	                                               the staging object)
 //	FileClaimCompletion      pending             -> completing (lease)
 //	FileTakeOverCompletion   completing, expired -> completing (new lease)
+//	FileExtendCompletion     completing (lease)  -> completing (lease moved on,
+//	                                               while the completion runs)
 //	FileFinalizeCompletion   completing (lease)  -> ready
 //	FileFailCompletion       completing (lease)  -> failed, claimed for deletion
 //	FileReleaseCompletion    completing (lease)  -> pending (the scanner was down)
@@ -536,7 +574,8 @@ type FileInsertPendingRow struct {
 // in-flight cleanup lease after which the pending sweep may reclaim it, and it
 // keeps the row out of every visible lookup. The completion lease is matched
 // by its exact value, so a completer whose lease was taken over can no longer
-// finalize or fail the row.
+// finalize or fail the row. The lease is short and a live completer extends
+// it as it works, so the one a killed completer leaves is taken over soon.
 //
 // Every transition that changes what a file is (ready, attached, deleted,
 // expired, purged, failed, abandoned) writes its lifecycle event in the same

@@ -257,6 +257,14 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			return err
 		},
 		func() error {
+			_, err := q.FileDeletedSince(ctx, e, db.FileDeletedSinceParams{ID: id, TenantCode: ten, OwnerUserID: user, Since: t0})
+			return err
+		},
+		func() error {
+			_, err := q.FileExtendCompletion(ctx, e, db.FileExtendCompletionParams{ID: id, Lease: lease, CompletionLease: time.Minute, Now: now})
+			return err
+		},
+		func() error {
 			_, err := q.FileFinalizeCompletion(ctx, e, db.FileFinalizeCompletionParams{ID: id, Lease: lease, Now: now})
 			return err
 		},

@@ -221,3 +221,27 @@ func (s *Service) inTx(ctx context.Context, tx pgx.Tx, fn func(pgx.Tx) error) er
 	}
 	return nil
 }
+
+// DeletedSince reports whether the file id, within the caller's scope and
+// under the same authorization as DeleteByID, was deleted (or its upload
+// abandoned) at or after since: what a delete retried under an
+// Idempotency-Key asks when the try that held the key died after
+// committing -- the retry is answered as a success, not as 404. A file out
+// of scope, missing or deleted earlier is false.
+func (s *Service) DeletedSince(ctx context.Context, id string, since time.Time) (bool, error) {
+	uid, err := parseID(id)
+	if err != nil {
+		return false, nil
+	}
+	a, err := s.authorize(ctx, OpDelete, []uuid.UUID{uid}, nil)
+	if err != nil {
+		return false, nil
+	}
+	deleted, err := s.q.FileDeletedSince(ctx, s.db, db.FileDeletedSinceParams{
+		ID: uid, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(), Since: since,
+	})
+	if err != nil {
+		return false, s.internalError(ctx, ErrDeleteFailed, "read deletion", err, "file_id", uid)
+	}
+	return deleted, nil
+}

@@ -49,6 +49,9 @@ type IdempotencyKey struct {
 	// PreviousFileID: for KeyTakenOver, the file the dead request was
 	// creating.
 	PreviousFileID *uuid.UUID
+	// FirstClaimed: for KeyTakenOver, when the key was first claimed (the
+	// dead request's writes are no older).
+	FirstClaimed time.Time
 	// Route is the route the key was first used on.
 	Route string
 	// RetryAfter: for KeyRunning, how long until its lease runs out.
@@ -124,6 +127,7 @@ func (s *Service) ClaimIdempotencyKey(ctx context.Context, key, route string, cr
 			return nil, s.internalError(ctx, ErrUploadFailed, "take over idempotency key", err)
 		}
 		k.State, k.FileID, k.PreviousFileID, k.claim = KeyTakenOver, id, taken.PreviousFileID, *taken.LeaseUntil
+		k.FirstClaimed = taken.FirstClaimed
 		return k, nil
 	}
 	return nil, ErrUploadCompleting // the key kept changing under us: retry later

@@ -243,3 +243,21 @@ WHERE id = @id
     AND deletion_pending_at = @claim::timestamptz
     AND upload_pending_at = @upload_marker::timestamptz
 RETURNING *;
+
+-- name: FileDeletedSince :one
+-- Whether the file @id, within the scope, was deleted or its upload
+-- abandoned at or after @since (its file.deleted or upload.abandoned
+-- event): a delete retried under an Idempotency-Key whose first try died
+-- after committing is answered as that try would have been, not 404.
+-- Reads the file's events through uploaded_file_event_file_idx.
+SELECT EXISTS (
+    SELECT 1
+    FROM uploaded_file f
+    JOIN uploaded_file_event e ON e.file_id = f.id
+    WHERE f.id = @id
+        AND f.tenant_code = @tenant_code
+        AND (sqlc.narg('department_code')::text IS NULL OR f.department_code = sqlc.narg('department_code')::text)
+        AND (sqlc.narg('owner_user_id')::text IS NULL OR f.user_id = sqlc.narg('owner_user_id')::text)
+        AND e.type IN ('file.deleted', 'upload.abandoned')
+        AND e.occurred_at >= @since::timestamptz
+)::boolean AS deleted;

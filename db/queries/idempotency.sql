@@ -34,8 +34,8 @@ WHERE tenant_code = @tenant_code AND caller = @caller AND key = @key
 -- name: IdempotencyTakeOver :one
 -- Takes over a running key whose lease ran out (the request that held it
 -- died): a new lease and the id of the file this attempt will create; the
--- old file id is returned, so the new holder can look at what the dead
--- request left. Guard: still running, still under the lease @expired that
+-- old file id and the key's first claim are returned, so the new holder
+-- can look at what the dead request left. Guard: still running, still under the lease @expired that
 -- was read. Zero rows: another retry took it, or it finished meanwhile.
 UPDATE uploaded_file_idempotency AS i
 SET lease_until = coalesce(sqlc.narg('now')::timestamptz, now()) + @lease::interval,
@@ -45,7 +45,7 @@ FROM (SELECT file_id FROM uploaded_file_idempotency
 WHERE i.tenant_code = @tenant_code AND i.caller = @caller AND i.key = @key
   AND i.state = 'running' AND i.lease_until = @expired::timestamptz
   AND i.lease_until <= coalesce(sqlc.narg('now')::timestamptz, now())
-RETURNING i.lease_until, old.file_id AS previous_file_id;
+RETURNING i.lease_until, old.file_id AS previous_file_id, i.created_at AS first_claimed;
 
 -- name: IdempotencyExtend :one
 -- The heartbeat of the request that holds @key under @claim: a new lease

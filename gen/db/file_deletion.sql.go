@@ -490,6 +490,46 @@ func (q *Queries) FileClaimDeletionByReferences(ctx context.Context, db DBTX, ar
 	return items, nil
 }
 
+const fileDeletedSince = `-- name: FileDeletedSince :one
+SELECT EXISTS (
+    SELECT 1
+    FROM uploaded_file f
+    JOIN uploaded_file_event e ON e.file_id = f.id
+    WHERE f.id = $1
+        AND f.tenant_code = $2
+        AND ($3::text IS NULL OR f.department_code = $3::text)
+        AND ($4::text IS NULL OR f.user_id = $4::text)
+        AND e.type IN ('file.deleted', 'upload.abandoned')
+        AND e.occurred_at >= $5::timestamptz
+)::boolean AS deleted
+`
+
+type FileDeletedSinceParams struct {
+	ID             uuid.UUID
+	TenantCode     string
+	DepartmentCode *string
+	OwnerUserID    *string
+	Since          time.Time
+}
+
+// Whether the file @id, within the scope, was deleted or its upload
+// abandoned at or after @since (its file.deleted or upload.abandoned
+// event): a delete retried under an Idempotency-Key whose first try died
+// after committing is answered as that try would have been, not 404.
+// Reads the file's events through uploaded_file_event_file_idx.
+func (q *Queries) FileDeletedSince(ctx context.Context, db DBTX, arg FileDeletedSinceParams) (bool, error) {
+	row := db.QueryRow(ctx, fileDeletedSince,
+		arg.ID,
+		arg.TenantCode,
+		arg.DepartmentCode,
+		arg.OwnerUserID,
+		arg.Since,
+	)
+	var deleted bool
+	err := row.Scan(&deleted)
+	return deleted, err
+}
+
 const fileReleaseDeletion = `-- name: FileReleaseDeletion :one
 UPDATE uploaded_file
 SET

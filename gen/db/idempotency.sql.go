@@ -255,7 +255,7 @@ FROM (SELECT file_id FROM uploaded_file_idempotency
 WHERE i.tenant_code = $4 AND i.caller = $5 AND i.key = $6
   AND i.state = 'running' AND i.lease_until = $7::timestamptz
   AND i.lease_until <= coalesce($1::timestamptz, now())
-RETURNING i.lease_until, old.file_id AS previous_file_id
+RETURNING i.lease_until, old.file_id AS previous_file_id, i.created_at AS first_claimed
 `
 
 type IdempotencyTakeOverParams struct {
@@ -271,12 +271,13 @@ type IdempotencyTakeOverParams struct {
 type IdempotencyTakeOverRow struct {
 	LeaseUntil     *time.Time
 	PreviousFileID *uuid.UUID
+	FirstClaimed   time.Time
 }
 
 // Takes over a running key whose lease ran out (the request that held it
 // died): a new lease and the id of the file this attempt will create; the
-// old file id is returned, so the new holder can look at what the dead
-// request left. Guard: still running, still under the lease @expired that
+// old file id and the key's first claim are returned, so the new holder
+// can look at what the dead request left. Guard: still running, still under the lease @expired that
 // was read. Zero rows: another retry took it, or it finished meanwhile.
 func (q *Queries) IdempotencyTakeOver(ctx context.Context, db DBTX, arg IdempotencyTakeOverParams) (IdempotencyTakeOverRow, error) {
 	row := db.QueryRow(ctx, idempotencyTakeOver,
@@ -289,6 +290,6 @@ func (q *Queries) IdempotencyTakeOver(ctx context.Context, db DBTX, arg Idempote
 		arg.Expired,
 	)
 	var i IdempotencyTakeOverRow
-	err := row.Scan(&i.LeaseUntil, &i.PreviousFileID)
+	err := row.Scan(&i.LeaseUntil, &i.PreviousFileID, &i.FirstClaimed)
 	return i, err
 }

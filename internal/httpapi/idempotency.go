@@ -49,6 +49,10 @@ type idempotentRoute struct {
 	// was creating (id); ok is false when that file is not the answer (it
 	// was never made, or failed): the retry then runs again.
 	recover func(ctx context.Context, s *Server, id uuid.UUID) (answer service.IdempotentAnswer, ok bool)
+	// recoverRequest answers a retry from what a dead request with the key
+	// (first claimed at since) did to what r names; ok is false when it
+	// did nothing that is the answer: the retry then runs again.
+	recoverRequest func(ctx context.Context, s *Server, r *http.Request, since time.Time) (answer service.IdempotentAnswer, ok bool)
 }
 
 // idempotentRoutes are the writes a retry could otherwise repeat: uploads,
@@ -59,7 +63,7 @@ var idempotentRoutes = map[string]idempotentRoute{
 	"POST /uploaded-file/initiate":              {createsFile: true, recover: recoverInitiate},
 	"POST /uploaded-file/temporary/initiate":    {createsFile: true, recover: recoverInitiate},
 	"POST /uploaded-file/{id}/complete":         {},
-	"DELETE /uploaded-file/{id}":                {},
+	"DELETE /uploaded-file/{id}":                {recoverRequest: recoverDelete},
 	"POST /internal/uploaded-file/initiate":     {createsFile: true, recover: recoverInitiate},
 	"POST /internal/uploaded-file/uploads":      {createsFile: true, recover: recoverUpload(true)},
 	"POST /internal/uploaded-file/clone":        {createsFile: true, recover: recoverUpload(true)},
@@ -147,8 +151,15 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, k *service.Idemp
 // with the key's file id and a heartbeat; then records or releases k.
 func (s *Server) runIdempotent(w http.ResponseWriter, r *http.Request, k *service.IdempotencyKey, route idempotentRoute, next http.Handler) {
 	ctx := r.Context()
-	if k.State == service.KeyTakenOver && k.PreviousFileID != nil && route.recover != nil {
-		if a, ok := route.recover(ctx, s, *k.PreviousFileID); ok {
+	if k.State == service.KeyTakenOver {
+		a, ok := service.IdempotentAnswer{}, false
+		switch {
+		case k.PreviousFileID != nil && route.recover != nil:
+			a, ok = route.recover(ctx, s, *k.PreviousFileID)
+		case route.recoverRequest != nil:
+			a, ok = route.recoverRequest(ctx, s, r, k.FirstClaimed)
+		}
+		if ok {
 			fp, err := fingerprintOf(r, nil)
 			if err != nil {
 				k.Release(context.WithoutCancel(ctx))
@@ -356,4 +367,16 @@ func jsonAnswer(status int, v any) (service.IdempotentAnswer, bool) {
 		return service.IdempotentAnswer{}, false
 	}
 	return service.IdempotentAnswer{Status: status, ContentType: "application/json", Body: append(b, '\n')}, true
+}
+
+// recoverDelete answers a delete again when the file it names was deleted
+// after the key was first claimed -- by the dead request, or by another
+// at the same time: either way the delete's answer is 204. Anything else
+// (missing, out of scope, deleted before) runs the delete again.
+func recoverDelete(ctx context.Context, s *Server, r *http.Request, since time.Time) (service.IdempotentAnswer, bool) {
+	deleted, err := s.svc.DeletedSince(ctx, r.PathValue("id"), since)
+	if err != nil || !deleted {
+		return service.IdempotentAnswer{}, false
+	}
+	return service.IdempotentAnswer{Status: http.StatusNoContent}, true
 }

@@ -94,6 +94,59 @@ func TestIdempotencyKeys(t *testing.T) {
 	require.Equal(t, "true", m2.header.Get("Idempotent-Replayed"))
 }
 
+// TestDeleteRetriedAfterItsRequestDied: a delete whose request committed
+// and died before recording its answer (its key still running, the lease
+// run out) is answered 204 on the retry under the same key -- the file was
+// deleted after the key was first claimed -- not 404; a key first claimed
+// after the file was deleted, and another caller's key, still get 404.
+func TestDeleteRetriedAfterItsRequestDied(t *testing.T) {
+	t.Parallel()
+	s := start(t, service.DriverLocal)
+	user := s.token("acme", "alice", nil)
+	ctx := context.Background()
+	deleteWith := func(key, id, token string) outageResponse {
+		return do(t, s, outageRequest{method: "DELETE", path: "/uploaded-file/" + id, headers: map[string]string{httpapi.IdempotencyKeyHeader: key}}, token, "")
+	}
+	died := func(key string) { // its answer was never recorded and its lease ran out
+		_, err := s.pool.Exec(ctx, `UPDATE uploaded_file_idempotency
+			SET state = 'running', lease_until = now() - interval '1 second', fingerprint = NULL, status = NULL, content_type = NULL, body = NULL
+			WHERE key = $1`, key)
+		require.NoError(t, err)
+	}
+	upload := func() string {
+		ct, body := multipartBody(t, map[string][]byte{"r.pdf": []byte(pdf)})
+		resp := do(t, s, outageRequest{method: "POST", path: "/uploaded-file", contentType: ct, body: body.Bytes()}, user, "")
+		require.Equal(t, http.StatusCreated, resp.status, resp.body)
+		var f struct{ Id string }
+		require.NoError(t, json.Unmarshal([]byte(resp.body), &f))
+		return f.Id
+	}
+
+	id := upload()
+	require.Equal(t, http.StatusNoContent, deleteWith("d-1", id, user).status)
+	died("d-1")
+	retry := deleteWith("d-1", id, user)
+	require.Equal(t, http.StatusNoContent, retry.status, retry.body)
+	require.Equal(t, "true", retry.header.Get("Idempotent-Replayed"))
+	require.Equal(t, http.StatusNoContent, deleteWith("d-1", id, user).status, "and recorded")
+
+	// A key first claimed after the deletion: the file was not deleted
+	// under it.
+	require.Equal(t, http.StatusNotFound, deleteWith("d-2", id, user).status)
+	died("d-2")
+	require.Equal(t, http.StatusNotFound, deleteWith("d-2", id, user).status)
+
+	// Another caller, whose key took the same path: nothing of theirs.
+	other := upload()
+	bob := s.token("acme", "bob", nil)
+	require.Equal(t, http.StatusNotFound, deleteWith("d-3", other, bob).status)
+	require.Equal(t, http.StatusNoContent, deleteWith("d-4", other, user).status)
+	_, err := s.pool.Exec(ctx, "UPDATE uploaded_file_idempotency SET created_at = now() - interval '1 hour' WHERE key = 'd-3'")
+	require.NoError(t, err)
+	died("d-3")
+	require.Equal(t, http.StatusNotFound, deleteWith("d-3", other, bob).status, "bob never sees alice's deletion")
+}
+
 // TestIdempotencyKeyInFlight: a request with a key whose first request is
 // still running is 409 with Retry-After; once the first is answered, the
 // retry gets its answer.

@@ -91,7 +91,7 @@ export interface UploadOptions {
    * upload whose first try failed.
    */
   idempotencyKey?: string;
-  /** How many times a retryable answer (503, 409, a network error) is retried; default 4. */
+  /** How many times a retryable answer (503, 409, a proxy's 502 or 504, a network error) is retried; default 4. */
   retries?: number;
 }
 
@@ -133,7 +133,9 @@ export async function upload(client: Client, file: Blob, options: UploadOptions 
 /**
  * retrying runs call until its answer is not retryable -- a 503 or a 409
  * (a dependency that did not answer, a request with the same key still
- * running) or a network error are -- at most options.retries more times,
+ * running), a 502 or 504 (a proxy whose upstream died or timed out: every
+ * write carries its Idempotency-Key, so sending it again is safe) or a
+ * network error are -- at most options.retries more times,
  * waiting Retry-After when the server gave one, else a backoff doubling
  * from half a second with full jitter (at most 10 s).
  */
@@ -148,7 +150,9 @@ async function retrying<R extends { response: Response; error?: unknown }>(optio
     }
     if (result) {
       const status = result.response.status;
-      const retryable = status === 503 || status === 409 || (status >= 500 && (result.error as Partial<Problem> | undefined)?.retryable === true);
+      const retryable =
+        status === 503 || status === 409 || status === 502 || status === 504 ||
+        (status >= 500 && (result.error as Partial<Problem> | undefined)?.retryable === true);
       if (!retryable || attempt >= retries) return result;
     }
     const after = Number(result?.response.headers.get("Retry-After"));

@@ -71,6 +71,28 @@ test("upload() runs the lifecycle with progress, and refusals carry code and rul
   });
 });
 
+test("upload() retries a proxy's 502 under the same key: the answer lost on the way back makes no second file", async () => {
+  assert.ok(baseUrl && token);
+  const client = createClient({ baseUrl, token: () => token });
+  let lost = 0;
+  client.use({
+    // The server completed the upload; a proxy in between lost its answer.
+    async onResponse({ request, response }) {
+      if (request.method === "POST" && request.url.endsWith("/complete") && lost++ === 0) {
+        return new Response("<html>502 Bad Gateway</html>", { status: 502, headers: { "Content-Type": "text/html" } });
+      }
+      return response;
+    },
+  });
+  const name = `retried-${Date.now()}.csv`;
+  const ready = await upload(client, new File([new TextEncoder().encode("x,y\n3,4\n")], name, { type: "text/csv" }), { retries: 3 });
+  assert.equal(ready.status, "ready");
+  assert.equal(lost, 2, "the first answer was lost, the retry answered");
+  const list = await client.GET("/uploaded-file", { params: { query: { namePrefix: name } } });
+  assert.equal(list.response.status, 200, JSON.stringify(list.error));
+  assert.equal(list.data!.items.filter((f) => f.originalName === name).length, 1, "one file");
+});
+
 test("list pages through the caller's files with a cursor", async () => {
   assert.ok(baseUrl && token);
   const client = createClient({ baseUrl, token: () => token });

@@ -8,11 +8,17 @@
 #   make ts         install and build the TypeScript client, the Uppy plugin and the web page's packages
 #   make web        bundle the development upload page (internal/webui/dist)
 #   make chaos      the chaos test for CHAOS_DURATION (default 2m)
+#   make fleet      three serve replicas behind HAProxy under kills for FLEET_DURATION (default 2m), with its summary
 #   make hostile    the hostile-input suite against a real serve, with its summary (also run by make test)
 #   make bench      the quick benchmark set, side by side with its peers (< 10 min)
 #   make bench-full the whole benchmark matrix
 #
 # Tools are pinned in tools/go.mod and run with `go tool -modfile=tools/go.mod`.
+
+# bash with pipefail: a recipe that filters a test's output still fails
+# when the test does.
+SHELL       := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 
 GO       ?= go
 TOOL     := $(GO) tool -modfile=tools/go.mod
@@ -20,10 +26,11 @@ GOFILES   = $(shell git ls-files '*.go' | grep -v '^gen/')
 
 FUZZTIME ?= 60s
 CHAOS_DURATION ?= 2m
+FLEET_DURATION ?= 2m
 
 TS := clients/typescript
 
-.PHONY: build bench bench-full bench-peers chaos hostile all generate verify verify-generated vet staticcheck fmt-check tidy-check test test-only s3-servers postgres tools fuzz ts web lint-openapi
+.PHONY: build bench bench-full bench-peers chaos fleet hostile all generate verify verify-generated vet staticcheck fmt-check tidy-check test test-only s3-servers postgres tools fuzz ts web lint-openapi
 
 all: verify
 
@@ -132,6 +139,13 @@ fuzz:
 ## seconds by `make test`).
 chaos: postgres s3-servers
 	$(GO) test -race -count=1 -run '^TestChaos$$' -v ./internal/maintenance/ -args -chaos.duration=$(CHAOS_DURATION)
+
+## fleet: three serve replicas on one database and one store behind
+## HAProxy, driven through the uploader with a replica SIGKILLed every few
+## seconds and the database cut once, then settled and checked (also run
+## for 20 s per driver by `make test`).
+fleet: postgres s3-servers
+	$(GO) test -count=1 -timeout 30m -run '^TestFleet$$' -v ./cmd/uploadedfile/ -args -fleet.duration=$(FLEET_DURATION) | grep -v '^=== '
 
 ## hostile: every attack of docs/security.md against a real serve --dev,
 ## with the server's peak memory and open descriptors after each.

@@ -1,0 +1,600 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/gen/client"
+	"github.com/uploadedfile/uploadedfile/internal/invariant"
+	"github.com/uploadedfile/uploadedfile/internal/maintenance"
+	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/storage"
+	"github.com/uploadedfile/uploadedfile/internal/storage/local"
+	s3store "github.com/uploadedfile/uploadedfile/internal/storage/s3"
+	"github.com/uploadedfile/uploadedfile/internal/storage/s3test"
+	"github.com/uploadedfile/uploadedfile/service"
+	"github.com/uploadedfile/uploadedfile/uploader"
+)
+
+// fleetDuration is how long TestFleet drives its load per driver; `make
+// fleet` sets it (`-fleet.duration=2m`), `make test` keeps it short.
+var fleetDuration = flag.Duration("fleet.duration", 20*time.Second, "how long TestFleet drives its load (per driver)")
+
+// fleetReplicas is how many serve processes run behind the balancer.
+const fleetReplicas = 3
+
+// TestFleet: three serve replicas on one database and one store behind
+// HAProxy; clients upload (direct and buffer), delete and read through it
+// with the uploader's retries and Idempotency-Keys while a random replica
+// is SIGKILLed every few seconds and restarted, and the database's
+// connections are cut once. Then the sweeps settle everything and:
+// every acknowledged upload exists exactly once with its bytes, nothing
+// acknowledged as deleted exists, no object outlives its row, the usage
+// counters equal the rows, every row has its events. Both drivers (local
+// on one shared directory).
+func TestFleet(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("haproxy"); err != nil {
+		t.Fatal("TestFleet needs Debian's haproxy (apt-get install haproxy; .ci/run installs it)")
+	}
+	for _, driver := range []string{service.DriverLocal, service.DriverS3} {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			runFleet(t, driver)
+		})
+	}
+}
+
+// fleet is one run: its replicas, its balancer, what it stores on.
+type fleet struct {
+	t        *testing.T
+	bin      string
+	dbURL    string
+	cfgFile  string
+	lb       string // http://127.0.0.1:port of HAProxy
+	secret   []byte
+	mu       sync.Mutex
+	replicas []*exec.Cmd
+	ports    []int
+	logs     []string
+	store    storage.Store
+	svcCfg   service.Config
+	keys     func() []string
+}
+
+func runFleet(t *testing.T, driver string) {
+	bin, err := buildOnce()
+	require.NoError(t, err)
+	f := &fleet{t: t, bin: bin, dbURL: pgtest.NewDatabase(t), secret: []byte(strings.Repeat("f", 40))}
+	f.configure(driver)
+	f.startBalancer()
+	for i := range fleetReplicas {
+		f.start(i)
+	}
+	pool, err := pgxpool.New(context.Background(), f.dbURL)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+
+	// The load, and the faults.
+	ctx, stop := context.WithCancel(context.Background())
+	ledger := &fleetLedger{uploads: map[uuid.UUID]fleetUpload{}, names: map[string]uuid.UUID{}}
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f.work(ctx, w, ledger)
+		}()
+	}
+	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 43))
+	kills, cut := 0, false
+	begin := time.Now()
+	for time.Since(begin) < *fleetDuration {
+		time.Sleep(time.Duration(1500+rnd.IntN(2500)) * time.Millisecond)
+		if !cut && time.Since(begin) > *fleetDuration/3 {
+			restore := pgtest.CutConnections(t, pool)
+			time.Sleep(2 * time.Second)
+			restore()
+			cut = true
+			continue
+		}
+		i := rnd.IntN(fleetReplicas)
+		f.kill(i)
+		kills++
+		time.Sleep(time.Duration(200+rnd.IntN(800)) * time.Millisecond)
+		f.start(i)
+	}
+	stop()
+	wg.Wait()
+	f.stopAll()
+	require.True(t, cut, "the database connections were cut once")
+
+	// Settle: far past every lease, expiry and upload window.
+	f.settle(pool)
+	r, err := invariant.Check(context.Background(), pool, f.store, f.keys())
+	require.NoError(t, err)
+
+	// What the clients were told, against what is there.
+	present, duplicates, deletedButThere, lost := 0, 0, 0, 0
+	byName := map[string]int{}
+	rows, err := pool.Query(context.Background(), `
+SELECT original_name FROM uploaded_file
+WHERE status = 'ready' AND upload_pending_at IS NULL AND deletion_pending_at IS NULL AND deleted_at IS NULL`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var name string
+		require.NoError(t, rows.Scan(&name))
+		byName[name]++
+	}
+	require.NoError(t, rows.Err())
+	for name, n := range byName {
+		if n > 1 {
+			duplicates += n - 1
+			r.Violations = append(r.Violations, fmt.Sprintf("logical upload %s made %d visible files", name, n))
+		}
+	}
+	for id, u := range ledger.uploads {
+		key, visible := r.Visible[id]
+		switch {
+		case u.deleted && visible:
+			deletedButThere++
+			r.Violations = append(r.Violations, fmt.Sprintf("file %s was acknowledged as deleted and is still there", id))
+		case u.deleted || u.maybeDeleted:
+		case !visible:
+			lost++
+			r.Violations = append(r.Violations, fmt.Sprintf("acknowledged upload %s (%s) is not there", id, u.name))
+		default:
+			present++
+			if got := f.sum(key); got != u.sum {
+				r.Violations = append(r.Violations, fmt.Sprintf("acknowledged upload %s holds other bytes", id))
+			}
+		}
+	}
+	r.Violations = append(r.Violations, ledger.violations...)
+	t.Logf("fleet[%s]: %s, %d replicas behind HAProxy, %d kills, 1 database cut; acknowledged %d uploads (%d direct, %d buffer), %d deletes, %d reads; %d client calls failed after their retries",
+		driver, *fleetDuration, fleetReplicas, kills, len(ledger.uploads), ledger.direct, ledger.buffer, ledger.deletes, ledger.reads, ledger.failed)
+	kinds := func(part string) int {
+		n := 0
+		for _, v := range r.Violations {
+			if strings.Contains(v, part) {
+				n++
+			}
+		}
+		return n
+	}
+	t.Logf("fleet[%s]: acknowledged and kept %d, present %d, lost %d, duplicates %d, deleted but present %d, orphans %d, usage drift %d, lifecycles broken %d; checked %s",
+		driver, present+lost, present, lost, duplicates, deletedButThere, kinds("has no row that owns it"), kinds("usage of "), kinds(": events "), r.Summary())
+	if len(ledger.failures) > 0 {
+		t.Logf("fleet[%s]: calls failed after their retries: %v", driver, ledger.failures)
+	}
+	require.Empty(t, r.Violations, "fleet[%s]", driver)
+	require.Positive(t, ledger.direct, "direct uploads were acknowledged")
+	require.Positive(t, ledger.buffer, "buffer uploads were acknowledged")
+	require.Positive(t, ledger.deletes, "deletes were acknowledged")
+	require.Positive(t, kills, "replicas were killed")
+	total := len(ledger.uploads) + ledger.deletes + ledger.reads
+	require.Less(t, ledger.failed*10, total, "the clients' retries carried at least nine calls in ten through the faults")
+}
+
+// configure writes the replicas' configuration for driver and opens the
+// store the checks read.
+func (f *fleet) configure(driver string) {
+	t := f.t
+	lbPort := freePort(t)
+	f.lb = fmt.Sprintf("http://127.0.0.1:%d", lbPort)
+	for range fleetReplicas {
+		f.ports = append(f.ports, freePort(t))
+	}
+	f.replicas = make([]*exec.Cmd, fleetReplicas)
+	var storeCfg string
+	switch driver {
+	case service.DriverLocal:
+		root := t.TempDir()
+		storeCfg = "localRoot: " + root + "\n"
+		st, err := local.New(local.Config{Root: root})
+		require.NoError(t, err)
+		f.store, f.svcCfg = st, service.Config{LocalRoot: root}
+		f.keys = func() []string { return walkKeys(t, root) }
+	default:
+		srv, err := s3test.StartKind(s3test.Selected())
+		require.NoError(t, err)
+		t.Cleanup(srv.Stop)
+		c := srv.NewBucket(t)
+		storeCfg = fmt.Sprintf("driver: s3\nbucket: %s\nregion: %s\nendpoint: %s\nforcePathStyle: true\naccessId: %s\naccessKey: %s\n",
+			c.Bucket, c.Region, c.Endpoint, c.AccessID, c.AccessKey)
+		st, err := s3store.New(context.Background(), c)
+		require.NoError(t, err)
+		f.store, f.svcCfg = st, service.Config{Driver: service.DriverS3, Bucket: c.Bucket}
+		f.keys = func() []string {
+			var keys []string
+			require.NoError(t, st.List(context.Background(), "", func(oi storage.ObjectInfo) error { keys = append(keys, oi.Key); return nil }))
+			return keys
+		}
+	}
+	f.cfgFile = filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(f.cfgFile, []byte(storeCfg+fmt.Sprintf(`host: %s
+auth:
+  hmacSecret: %s
+pendingCleanupInterval: '@every 2s'
+temporaryCleanupInterval: '@every 2s'
+accessLog: false
+`, f.lb, f.secret)), 0o600))
+}
+
+// startBalancer starts HAProxy in front of the replicas: round robin, a
+// replica taken out when its /readyz fails and back once it answers.
+func (f *fleet) startBalancer() {
+	t := f.t
+	var servers strings.Builder
+	for i, p := range f.ports {
+		fmt.Fprintf(&servers, "    server r%d 127.0.0.1:%d check\n", i, p)
+	}
+	cfg := filepath.Join(t.TempDir(), "haproxy.cfg")
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`global
+    maxconn 4096
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 60s
+    timeout server 60s
+    retries 3
+    option redispatch 1
+frontend fleet
+    bind %s
+    default_backend replicas
+backend replicas
+    balance roundrobin
+    option httpchk GET /readyz
+    http-check expect status 200
+    default-server inter 250ms fall 1 rise 2
+%s`, strings.TrimPrefix(f.lb, "http://"), servers.String())), 0o600))
+	cmd := exec.Command("haproxy", "-db", "-q", "-f", cfg)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	require.Eventually(t, func() bool {
+		c, err := net.Dial("tcp", strings.TrimPrefix(f.lb, "http://"))
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, 10*time.Second, 50*time.Millisecond, "haproxy listens: %s", &out)
+}
+
+// start starts replica i on its port and waits until it is ready.
+func (f *fleet) start(i int) {
+	t := f.t
+	cmd := exec.Command(f.bin, "--database-url", f.dbURL, "serve", "--config", f.cfgFile, "--listen", fmt.Sprintf("127.0.0.1:%d", f.ports[i]))
+	logFile, err := os.Create(filepath.Join(t.TempDir(), fmt.Sprintf("replica-%d.log", i)))
+	require.NoError(t, err)
+	cmd.Stdout, cmd.Stderr = io.Discard, logFile
+	require.NoError(t, cmd.Start())
+	f.mu.Lock()
+	f.replicas[i] = cmd
+	f.logs = append(f.logs, logFile.Name())
+	f.mu.Unlock()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logFile.Close() })
+	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", f.ports[i])
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(ready)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 50*time.Millisecond, "replica %d became ready (log: %s)", i, logFile.Name())
+}
+
+// kill SIGKILLs replica i.
+func (f *fleet) kill(i int) {
+	f.mu.Lock()
+	cmd := f.replicas[i]
+	f.mu.Unlock()
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+}
+
+// stopAll stops every replica with SIGTERM (a drain), as a deploy does.
+func (f *fleet) stopAll() {
+	for _, cmd := range f.replicas {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}
+}
+
+// settle runs the tracks in rounds, each 48 hours further on, until a
+// round has nothing left to do but reschedule upload tombstones.
+func (f *fleet) settle(pool *pgxpool.Pool) {
+	t := f.t
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	now := time.Now()
+	for round := 1; round <= 30; round++ {
+		clock := func() time.Time { return now.Add(time.Duration(round) * 48 * time.Hour) }
+		svc, err := service.New(context.Background(), f.svcCfg, pool, service.WithStore(f.store), service.WithClock(clock), service.WithLogger(quiet))
+		require.NoError(t, err)
+		r := maintenance.New(svc, pool, quiet, nil)
+		r.SetClock(clock)
+		p, err := r.Run(context.Background(), maintenance.TrackPending)
+		require.NoError(t, err)
+		tmp, err := r.Run(context.Background(), maintenance.TrackTemporary)
+		require.NoError(t, err)
+		var unsettled int
+		require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM uploaded_file
+			WHERE (deletion_pending_at IS NOT NULL OR upload_pending_at IS NOT NULL OR staging_cleanup_at IS NOT NULL)
+				AND NOT (upload_pending_at IS NOT NULL AND upload_expires_at IS NULL AND deleted_at IS NOT NULL)`).Scan(&unsettled))
+		if p.Examined+tmp.Examined == 0 || (round > 3 && unsettled == 0) {
+			return
+		}
+	}
+}
+
+// sum is the SHA-256 of the object at key.
+func (f *fleet) sum(key string) [32]byte {
+	rc, err := f.store.Open(context.Background(), key, nil)
+	require.NoError(f.t, err)
+	defer rc.Close()
+	h := sha256.New()
+	_, err = io.Copy(h, rc)
+	require.NoError(f.t, err)
+	return [32]byte(h.Sum(nil))
+}
+
+// fleetUpload is one acknowledged upload.
+type fleetUpload struct {
+	name         string
+	sum          [32]byte
+	owner        int // the worker that made it
+	deleted      bool
+	maybeDeleted bool // a delete failed after its retries: it may have happened
+}
+
+// fleetLedger is what the clients were told.
+type fleetLedger struct {
+	mu                                     sync.Mutex
+	uploads                                map[uuid.UUID]fleetUpload
+	names                                  map[string]uuid.UUID
+	direct, buffer, deletes, reads, failed int
+	violations                             []string
+	failures                               map[string]int // why calls failed after their retries
+}
+
+// fail counts a call that failed after its retries (the caller holds mu).
+func (l *fleetLedger) fail(what string, err error) {
+	l.failed++
+	if l.failures == nil {
+		l.failures = map[string]int{}
+	}
+	msg := what + ": " + err.Error()
+	if len(msg) > 160 {
+		msg = msg[:160]
+	}
+	l.failures[msg]++
+}
+
+// work is one client: uploads (direct and buffer), deletes of its own
+// acknowledged files, and reads of them, until ctx ends.
+func (f *fleet) work(ctx context.Context, w int, l *fleetLedger) {
+	tenant := fmt.Sprintf("tenant-%d", w%2)
+	user := fmt.Sprintf("user-%d", w%3)
+	token := func(context.Context) (string, error) {
+		return jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": user, "tenant": tenant, "exp": time.Now().Add(time.Hour).Unix()}).SignedString(f.secret)
+	}
+	hc := &http.Client{Timeout: 30 * time.Second}
+	up, err := uploader.New(f.lb, token, uploader.WithHTTPClient(hc), uploader.WithRetries(8, 200*time.Millisecond))
+	require.NoError(f.t, err)
+	api, err := client.NewClientWithResponses(f.lb, client.WithHTTPClient(hc), client.WithRequestEditorFn(func(ctx context.Context, r *http.Request) error {
+		tok, _ := token(ctx)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		return nil
+	}))
+	require.NoError(f.t, err)
+	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w)))
+	var mine []uuid.UUID
+	for n := 0; ctx.Err() == nil; n++ {
+		// Calls run on a context of their own: the end of the run lets a
+		// call in flight finish (its answer is what the ledger records).
+		call, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		switch op := rnd.IntN(100); {
+		case op < 35 || len(mine) == 0:
+			name := fmt.Sprintf("w%d-%d.txt", w, n)
+			body := fleetBody(rnd)
+			file, err := up.Upload(call, uploader.File{Name: name, ContentType: "text/plain", Body: bytes.NewReader(body), Size: int64(len(body))})
+			if id, ok := l.acknowledge(w, name, body, file, err); ok {
+				mine = append(mine, id)
+				l.count(&l.direct)
+			}
+		case op < 55:
+			name := fmt.Sprintf("w%d-%d.txt", w, n)
+			body := fleetBody(rnd)
+			file, err := up.BufferUpload(call, name, bytes.NewReader(body))
+			if id, ok := l.acknowledge(w, name, body, file, err); ok {
+				mine = append(mine, id)
+				l.count(&l.buffer)
+			}
+		case op < 75:
+			i := rnd.IntN(len(mine))
+			id := mine[i]
+			mine = append(mine[:i], mine[i+1:]...)
+			err := up.Delete(call, id.String())
+			l.mu.Lock()
+			u := l.uploads[id]
+			switch {
+			case err == nil:
+				u.deleted = true
+				l.deletes++
+			case deleteNotFound(err):
+				u.maybeDeleted = true
+				l.violations = append(l.violations, fmt.Sprintf("delete of acknowledged file %s answered 404", id))
+			default:
+				u.maybeDeleted = true
+				l.fail("delete", err)
+			}
+			l.uploads[id] = u
+			l.mu.Unlock()
+		default:
+			id := mine[rnd.IntN(len(mine))]
+			body, err := f.read(call, api, hc, token, id)
+			l.mu.Lock()
+			u := l.uploads[id]
+			switch {
+			case err == nil && sha256.Sum256(body) == u.sum:
+				l.reads++
+			case err == nil:
+				l.violations = append(l.violations, fmt.Sprintf("read of %s returned other bytes", id))
+			case errors.Is(err, errFleetNotFound):
+				l.violations = append(l.violations, fmt.Sprintf("read of acknowledged file %s answered 404", id))
+			default:
+				l.fail("read", err)
+			}
+			l.mu.Unlock()
+		}
+		cancel()
+	}
+}
+
+// acknowledge records an upload the server acknowledged (err nil).
+func (l *fleetLedger) acknowledge(w int, name string, body []byte, file *client.UploadedFile, err error) (uuid.UUID, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil || file == nil {
+		if err == nil {
+			err = errors.New("no file in the answer")
+		}
+		l.fail("upload", err)
+		return uuid.UUID{}, false
+	}
+	id := uuid.UUID(file.Id)
+	if _, dup := l.uploads[id]; dup {
+		l.violations = append(l.violations, fmt.Sprintf("upload %s acknowledged with the id of an earlier one (%s)", name, id))
+	}
+	l.uploads[id] = fleetUpload{name: name, sum: sha256.Sum256(body), owner: w}
+	l.names[name] = id
+	return id, true
+}
+
+func (l *fleetLedger) count(n *int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	*n++
+}
+
+var errFleetNotFound = errors.New("404")
+
+// read reads a file through its detail's URL, retrying what a client
+// retries (a network error, 502, 503, 504).
+func (f *fleet) read(ctx context.Context, api *client.ClientWithResponses, hc *http.Client, token func(context.Context) (string, error), id uuid.UUID) ([]byte, error) {
+	var last error
+	for attempt := range 8 {
+		if attempt > 0 {
+			time.Sleep(time.Duration(100<<min(attempt, 5)) * time.Millisecond)
+		}
+		d, err := api.GetFileWithResponse(ctx, id.String())
+		if err != nil {
+			last = err
+			continue
+		}
+		switch {
+		case d.StatusCode() == http.StatusNotFound:
+			return nil, errFleetNotFound
+		case d.JSON200 == nil || d.JSON200.Url == nil:
+			last = fmt.Errorf("detail: %d", d.StatusCode())
+			continue
+		}
+		// A private file's URL on the service itself is authenticated (it
+		// takes the caller's token); a presigned store URL carries its own.
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, *d.JSON200.Url, nil)
+		if err != nil {
+			return nil, err
+		}
+		if strings.HasPrefix(*d.JSON200.Url, f.lb+"/") {
+			tok, _ := token(ctx)
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			last = err
+			continue
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch {
+		case err != nil:
+			last = err
+		case resp.StatusCode == http.StatusOK:
+			return body, nil
+		case resp.StatusCode == http.StatusNotFound:
+			return nil, errFleetNotFound
+		case resp.StatusCode < 500:
+			return nil, fmt.Errorf("download: %d", resp.StatusCode)
+		default:
+			last = fmt.Errorf("download: %d", resp.StatusCode)
+		}
+	}
+	return nil, last
+}
+
+func deleteNotFound(err error) bool {
+	var ue *uploader.Error
+	return errors.As(err, &ue) && ue.Status == http.StatusNotFound
+}
+
+// fleetBody is 1 to 64 KiB of random text.
+func fleetBody(rnd *rand.Rand) []byte {
+	b := make([]byte, 1024+rnd.IntN(63*1024))
+	for i := range b {
+		b[i] = 'a' + byte(rnd.IntN(26))
+		if i%80 == 79 {
+			b[i] = '\n'
+		}
+	}
+	return b
+}
+
+// freePort is a loopback port free right now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// walkKeys lists every object under a local root (a temporary write file
+// left behind is a key too: nothing owns it).
+func walkKeys(t *testing.T, root string) []string {
+	t.Helper()
+	var keys []string
+	require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		keys = append(keys, filepath.ToSlash(rel))
+		return nil
+	}))
+	return keys
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/uploadedfile/uploadedfile/internal/clamd/clamdtest"
 	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 	"github.com/uploadedfile/uploadedfile/internal/storage/s3test"
 )
@@ -260,4 +261,38 @@ func TestServeNamesBrokenStorage(t *testing.T) {
 			require.Contains(t, string(body), `"code":"core.storage.unavailable"`)
 		})
 	}
+}
+
+// TestServeNamesAStoppedScanner: with the scan gate on, serve refuses to
+// start while clamd does not answer (it cannot check clamd's stream limit
+// against the largest file), naming scan.clamd; a clamd that stops while
+// serve runs makes /readyz name the scanner, and ready again once clamd
+// answers.
+func TestServeNamesAStoppedScanner(t *testing.T) {
+	t.Parallel()
+	scanner := clamdtest.Start(t, 30)
+	scanner.Kill()
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+"\nscan:\n  mode: gate\n  clamd: "+scanner.Addr+"\n"), 0o600))
+	_, err := run(t, context.Background(), pgtest.NewDatabase(t), "serve", "--dev", "--config", cfgFile, "--listen", "127.0.0.1:0")
+	require.ErrorContains(t, err, "scan.clamd: clamd: unavailable")
+
+	scanner.Restart()
+	d := startDev(t, "scan:\n  mode: gate\n  clamd: "+scanner.Addr+"\n")
+	readyz := func() (int, string) {
+		resp, err := http.Get(d.base + "/readyz")
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(body)
+	}
+	status, body := readyz()
+	require.Equal(t, http.StatusOK, status, body)
+	scanner.Kill()
+	require.Eventually(t, func() bool {
+		status, body = readyz()
+		return status == http.StatusServiceUnavailable && strings.Contains(body, "scanner not ready: clamd did not answer")
+	}, 20*time.Second, 100*time.Millisecond, "not ready, naming the scanner: %s", body)
+	scanner.Restart()
+	require.Eventually(t, func() bool { s, _ := readyz(); return s == http.StatusOK }, 20*time.Second, 100*time.Millisecond, "ready once clamd answers")
 }

@@ -296,3 +296,18 @@ func TestServeNamesAStoppedScanner(t *testing.T) {
 	scanner.Restart()
 	require.Eventually(t, func() bool { s, _ := readyz(); return s == http.StatusOK }, 20*time.Second, 100*time.Millisecond, "ready once clamd answers")
 }
+
+// TestDevStartupTextNamesWhatItRunsOn: serve --dev says which store and
+// which signing secret it runs with -- not "./upload" and "a random
+// secret" when S3 and a secret are configured.
+func TestDevStartupTextNamesWhatItRunsOn(t *testing.T) {
+	t.Parallel()
+	d := startDev(t, "")
+	require.Regexp(t, `Development mode: files under /\S+, a random signing secret for this run\.`, d.out.buf.String())
+
+	d = startDev(t, "driver: s3\nbucket: photos\nendpoint: http://127.0.0.1:1\nregion: us-east-1\nforcePathStyle: true\naccessId: id\naccessKey: "+
+		strings.Repeat("k", 20)+"\nauth:\n  hmacSecret: "+strings.Repeat("s", 40)+"\n")
+	out := d.out.buf.String()
+	require.Contains(t, out, "Development mode: files in the S3 bucket photos at http://127.0.0.1:1, tokens signed with the configured secret (auth.hmacSecret).")
+	require.NotContains(t, out, strings.Repeat("s", 40), "never the secret")
+}

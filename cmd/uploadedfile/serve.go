@@ -97,12 +97,12 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	}
 	defer ln.Close()
 	base := "http://" + ln.Addr().String()
-	var devSecret []byte
+	var dev devSetup
 	if o.dev && !loopback(ln.Addr()) {
 		return fmt.Errorf("serve --dev: --listen %s is not a loopback address; --dev hands its token to every page it serves, so it listens on 127.0.0.1 or ::1 only (drop --dev to serve on other addresses)", o.listen)
 	}
 	if o.dev {
-		if devSecret, err = devDefaults(ctx, g, &cfg, base); err != nil {
+		if dev, err = devDefaults(ctx, g, &cfg, base); err != nil {
 			return err
 		}
 	}
@@ -218,8 +218,8 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	// One development token, for the pages and the printed help alike (two
 	// signed a second apart would differ).
 	devTok := ""
-	if o.dev {
-		if devTok, err = devToken(devSecret); err != nil {
+	if o.dev && dev.secret != nil {
+		if devTok, err = devToken(dev.secret); err != nil {
 			return err
 		}
 	}
@@ -232,7 +232,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	g.logger.Info("listening", "addr", ln.Addr().String(), "driver", svc.Driver())
 	fmt.Fprintf(g.stdout, "uploadedfile listening on %s\n", base)
 	if o.dev {
-		printDevHelp(g, base, metricsURL, devTok)
+		printDevHelp(g, dev, base, metricsURL, devTok)
 	}
 	return runServer(ctx, g.logger, background{
 		sweeps: !o.noSweeps, runner: runner, relay: relay,
@@ -380,12 +380,22 @@ func (i *inflightRequests) wrap(next http.Handler) http.Handler {
 	})
 }
 
+// devSetup is what devDefaults settled: the secret the development token
+// is signed with (nil: tokens come from the configured keys) and the words
+// the start-up text uses for the store and the secret.
+type devSetup struct {
+	secret  []byte
+	storage string
+	signing string
+}
+
 // devDefaults fills in a first local run: the database created, local
-// files under ./upload, this server as host, and a random HMAC secret
-// unless one is configured.
-func devDefaults(ctx context.Context, g *globals, cfg *fileConfig, base string) ([]byte, error) {
+// files under ./upload unless a store is configured, this server as host,
+// and a random HMAC secret unless keys are configured.
+func devDefaults(ctx context.Context, g *globals, cfg *fileConfig, base string) (devSetup, error) {
+	var d devSetup
 	if err := ensureDatabase(ctx, g.databaseURL); err != nil {
-		return nil, g.databaseError(err)
+		return d, g.databaseError(err)
 	}
 	if cfg.Driver == "" && cfg.AccessID == "" {
 		cfg.Driver = service.DriverLocal
@@ -393,21 +403,35 @@ func devDefaults(ctx context.Context, g *globals, cfg *fileConfig, base string) 
 	if cfg.LocalRoot == "" {
 		abs, err := filepath.Abs("upload")
 		if err != nil {
-			return nil, err
+			return d, err
 		}
 		cfg.LocalRoot = abs
+	}
+	if cfg.Driver == service.DriverS3 || (cfg.Driver == "" && cfg.AccessID != "") {
+		d.storage = "files in the S3 bucket " + cfg.Bucket
+		if cfg.Endpoint != "" {
+			d.storage += " at " + cfg.Endpoint
+		}
+	} else {
+		d.storage = "files under " + cfg.LocalRoot
 	}
 	if cfg.Host == "" {
 		cfg.Host = base
 	}
 	// The development page is served from this origin.
 	cfg.CORS.AllowedOrigins = append(cfg.CORS.AllowedOrigins, base)
-	if cfg.Auth.HMACSecret == "" && cfg.Auth.JWKSFile == "" && cfg.Auth.JWKSURL == "" {
+	switch {
+	case cfg.Auth.HMACSecret != "":
+		d.secret, d.signing = []byte(cfg.Auth.HMACSecret), "tokens signed with the configured secret (auth.hmacSecret)"
+	case cfg.Auth.JWKSFile != "" || cfg.Auth.JWKSURL != "":
+		d.signing = "tokens verified with the configured keys (auth.jwksUrl or auth.jwksFile); no development token"
+	default:
 		secret := make([]byte, 32)
 		_, _ = rand.Read(secret)
 		cfg.Auth.HMACSecret = hex.EncodeToString(secret)
+		d.secret, d.signing = []byte(cfg.Auth.HMACSecret), "a random signing secret for this run"
 	}
-	return []byte(cfg.Auth.HMACSecret), nil
+	return d, nil
 }
 
 // devToken is the token of the development user: "dev-user" of tenant
@@ -473,16 +497,21 @@ func ownHostOnly(base string, next http.Handler) http.Handler {
 	})
 }
 
-// printDevHelp prints the pages' addresses, a token for the dev user and
-// curl lines to try the API.
-func printDevHelp(g *globals, base, metricsURL, token string) {
+// printDevHelp prints what the development server runs on, the pages'
+// addresses, a token for the dev user and curl lines to try the API.
+func printDevHelp(g *globals, dev devSetup, base, metricsURL, token string) {
 	fmt.Fprintf(g.stdout, `
-Development mode: files under ./upload, a random signing secret for this run.
+Development mode: %s, %s.
 
   upload page:    %s/
   API reference:  %s/docs/
   metrics:        %s
-
+`, dev.storage, dev.signing, base, base, metricsURL)
+	if token == "" {
+		fmt.Fprint(g.stdout, "\nSign in with a token your key set verifies.\n\n")
+		return
+	}
+	fmt.Fprintf(g.stdout, `
 A token for user "dev-user" of tenant "dev", valid 12 hours:
 
   export TOKEN=%s
@@ -495,7 +524,7 @@ Try it:
   curl -s -H "Authorization: Bearer $TOKEN" %s/uploaded-file/<id>/download
   curl -s -X DELETE -H "Authorization: Bearer $TOKEN" %s/uploaded-file/<id>
 
-`, base, base, metricsURL, token, base, base, base, base)
+`, token, base, base, base, base)
 }
 
 // ensureDatabase creates the database named in databaseURL when it does not

@@ -2761,15 +2761,25 @@ type HostCloneFromUrlResponseObject interface {
 	VisitHostCloneFromUrlResponse(w http.ResponseWriter) error
 }
 
-type HostCloneFromUrl201JSONResponse HostFile
+type HostCloneFromUrl201ResponseHeaders struct {
+	Location *string
+}
+
+type HostCloneFromUrl201JSONResponse struct {
+	Body    HostFile
+	Headers HostCloneFromUrl201ResponseHeaders
+}
 
 func (response HostCloneFromUrl201JSONResponse) VisitHostCloneFromUrlResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3035,15 +3045,25 @@ type HostInitiateUploadResponseObject interface {
 	VisitHostInitiateUploadResponse(w http.ResponseWriter) error
 }
 
-type HostInitiateUpload201JSONResponse InitiateUploadResult
+type HostInitiateUpload201ResponseHeaders struct {
+	Location *string
+}
+
+type HostInitiateUpload201JSONResponse struct {
+	Body    InitiateUploadResult
+	Headers HostInitiateUpload201ResponseHeaders
+}
 
 func (response HostInitiateUpload201JSONResponse) VisitHostInitiateUploadResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3295,15 +3315,25 @@ type HostUploadResponseObject interface {
 	VisitHostUploadResponse(w http.ResponseWriter) error
 }
 
-type HostUpload201JSONResponse HostFile
+type HostUpload201ResponseHeaders struct {
+	Location *string
+}
+
+type HostUpload201JSONResponse struct {
+	Body    HostFile
+	Headers HostUpload201ResponseHeaders
+}
 
 func (response HostUpload201JSONResponse) VisitHostUploadResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4133,15 +4163,25 @@ type UploadFileResponseObject interface {
 	VisitUploadFileResponse(w http.ResponseWriter) error
 }
 
-type UploadFile201JSONResponse UploadedFile
+type UploadFile201ResponseHeaders struct {
+	Location *string
+}
+
+type UploadFile201JSONResponse struct {
+	Body    UploadedFile
+	Headers UploadFile201ResponseHeaders
+}
 
 func (response UploadFile201JSONResponse) VisitUploadFileResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4280,15 +4320,25 @@ type InitiateUploadResponseObject interface {
 	VisitInitiateUploadResponse(w http.ResponseWriter) error
 }
 
-type InitiateUpload201JSONResponse InitiateUploadResult
+type InitiateUpload201ResponseHeaders struct {
+	Location *string
+}
+
+type InitiateUpload201JSONResponse struct {
+	Body    InitiateUploadResult
+	Headers InitiateUpload201ResponseHeaders
+}
 
 func (response InitiateUpload201JSONResponse) VisitInitiateUploadResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4427,15 +4477,25 @@ type InitiateTemporaryUploadResponseObject interface {
 	VisitInitiateTemporaryUploadResponse(w http.ResponseWriter) error
 }
 
-type InitiateTemporaryUpload201JSONResponse InitiateUploadResult
+type InitiateTemporaryUpload201ResponseHeaders struct {
+	Location *string
+}
+
+type InitiateTemporaryUpload201JSONResponse struct {
+	Body    InitiateUploadResult
+	Headers InitiateTemporaryUpload201ResponseHeaders
+}
 
 func (response InitiateTemporaryUpload201JSONResponse) VisitInitiateTemporaryUploadResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6425,127 +6485,128 @@ func (sh *strictHandler) DownloadFileVariant(w http.ResponseWriter, r *http.Requ
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H37c9s48ue/0qW7qkh3lKy8Znftnzx5bLybmeRie7J1o1QRIlsS1iTAAUDbmpT/92+hAb4kUg/H8Xh2",
-	"/UvKEUmwCTT6+enG114k00wKFEb3Dr/2MqZYigYV/e8tT/Dktf0rRh0pnhkuRe+wd7ZAmPEEn2g4Pz95",
-	"PeoFPW5/z5hZ9IKeYCn2Dns87gU9hb/lXGHcOzQqx6CnowWmzA6Zsuv3KOZm0Tv84UXQM8vMPqSN4mLe",
-	"u7kJeicxppk0KKLlP3G5TsUHgXCBS8hQQSLnPGIJXCluEPonb87ewsKYjGUcYsVmBiZEdW3M4T9xORHv",
-	"zs4+wjtkMSp4yzGJJ71BABqFATZnXIAUgJeolqDQqCXIGXBzCFfcLLiAZy9gIXOlJ8IsEDRLHUUzJVMo",
-	"f4lYkqCiR6of7bygNqAwS9hS2wsTMeNKG2BCX6GCPj0QlhSb4Se6F+NDsHMZDoALbZDFliiVC8HFfCJ4",
-	"QfhwCMwTzWYGFTBIZDW8sF8FKbtADQw0RlLEtKijiTirfwyRwYQ0C1Ql2VzDi2fPIIykwhGvJnV0gcuh",
-	"wlxjHB5NxNWCJ0gf7T6teFwbniSWZh3Ai/HfWsbhYjhL+HxhwolwE/HJfsrw2H5KOIJjeHl9XXwL1yCk",
-	"HT2SKqb5WaD/dPsONyGjiSj4dEHrXXHqClf0Otj02cuXQS/lovj/0zaufc+1eSWFXbAzurjKtscC8JpF",
-	"Buyz0A95yuZ4kIl5OABpV2nGUp4syyv/JxyUG+y3HNWyojuqvWcTzR1UKmQG4x9xJlULnf4yTOk6mAXX",
-	"YHiKncQ0hquTM5MqZaZ32IuZwaEdo7eFprdKpt0UMUMTRUy9K1k04m2JypWWql0MhgKv/Q2h3YeW8zKF",
-	"l1zmGjI276bLDdqxbE/Hz150kfNGGG5a5OGxMSxaYAxGumlBuhH6xG6dTOTuugX/ODpO4t0p4fFuxJzE",
-	"tyDnPU+5WafF6jBNOsKuBvRjnLE8MfByHFhGSq1IfDYed1KU0LB1cvwIvcOX48DSxtM87R0+G49JOLj/",
-	"VaKBC4NzVCWZP8k4T3DDnHk9wTWkdOu2KXN33WLCfmYpflQ449fr1NhrGrRhynAxr2gKgM+FtMNAxDRC",
-	"X0i44kkcMRXrThJF9ab9yTyVqmVZ/bY+NtAXeGV1CmmYgDagX6FBAPbN0D+2jPj/V2gnaav57wj9hKl5",
-	"OUTnV2hLSJ3+/61w1jvs/a+DyoY6cFf1gaX8g4prC39mdYxiqtWSSZZgiuvQt+qdyJP2QoYqZXZ06M9Y",
-	"Ygm3alp3kVmO06DVz+1UygSZKIn6hWs+5YmXJ23DXVZ37PrttUGL93zmZnGuEr3+7Z9Qy+QSAVm0KI3K",
-	"T++hnynUfC4wps1rr1hb7PR55/pcFe9o3aw0dUHbPPzCFGfCfFSosYXTjiGSYsbnubKk0E2erS7dg3rk",
-	"ftWDI2BiCc5SshbSeAxcXLKEx8MUDeuwk93T32Ir39hndSaFRprhH5fG/eENBPsny7KER8x+1IGMDJqh",
-	"NgoZqdkWrTjlwrFQy7s6nYGpfa/9SmdgEQneFhq+5jqTmruHvq5zZm3Xvzlj8233/GtYDGytn+EHokZv",
-	"fso+90qmWYJWqG2Yn0zJaYLp//23XiV2E9t/dE+1zdGxN5+twc5EhJY7opISJ+3zLJEsPvJ2a8IMqpWp",
-	"rFnArR9aqRpyn8RbMqDv9TtLC7/p7awY2PbzSxfAui3QtwbdzpM0OGo4NrV5+aYZKz7sXhkDUCmpAmAa",
-	"Pr19BX978fIv4F8DMRrGEz3q3QS9c8Fys5CK/47xfVL4E9faTr9UhSyDKTJlTW95gWJlwj9//jw8zs3C",
-	"2nERM7htQ94UUs7JigUTcySL7URkufu4OCahwZKPSmaoDLeizUvzrPbT18KSXX9RUNmVbRcFXtHz3GCq",
-	"dzHEyew7cXc/tXafv86UYkt7WSbxnY54U1cOv7rhPd1fynvl9N8YGTvWq0QKvM8ZxGuj2GtmWPf7nEpb",
-	"I9Vqjp9JD+40SaXxvHbJeGd77UKuklVjc/zir23WZn2K7VNtU/saEzS3mluFM1QoIvxGzki5KP67hU1q",
-	"b2z9lKZGRmEdl197XCRcWH+CkUeSWiHzpYUsu03fXHoRtKoGEj7DaBklCHhJsTQNDF4lMo/pEXg6GkNf",
-	"G5VHhuyqVMY4GEFo3xIC1xPB5cgJe4xdVCofj59H1mSiv/AIQp3Tt4Q+wJQg8PgIQoOCidqvT/REuN+s",
-	"K2VQaC4FMGMUn+YGB0cQqjzBEPruhaMZ4wnGAxdFyl0AayLcRZgqeYEultRc39iz/yY5W84Z7RUra5lh",
-	"XpIXDFysQ12qkzRvWwTe4n2fn5+8vvzLUaV9yxBmjAmnP3yggtbGSvDS7MtzitquvUe1+qyN+TpszBfU",
-	"pwv6/htHKdcpM9EiIM+r9t/RaGTN5ylFXq8WKBz5qC55hODeYL04baRC4ET1GpVa5ipqoZO+U4/c5SoE",
-	"cFBnsEH7iBlGl6j0yh55Ohq3LofnyO6IOfB4p/l2/Nou6Hja8omfiykzigm3qa3xlHJjMAZuyJk39uOZ",
-	"YVPrukeJjC4GDWo2hMIqAbsTf1NIclUe1SczcOkBv2J+9GoC/WeWE7G+U9wvrYKtucu614KZ1RkbDumX",
-	"d2dnH4eazRAUkncmDO1DZ9XayZRXAtWRD6Iz4ko2d/FyqVwQ0H6otpMfxWQlNaVFtMDoQudp6xJ7qxfj",
-	"Y7NrqDJoBINbBy0iJrsPGWPGlLEa4JWM20eNm0pkE3PU9U1pUNzG1sgsQ+3zHU5Kbt10XDdiNKuhgo3m",
-	"h1R8zgVLCltmXTTw37H0y0tSuDA/vOitBwuDnt2uud42p6furo32j0bVMZU+gLG+RUjj+qtDhSxeulCU",
-	"3x/+CpgFMzDFyCW07F19tyPsFrnA5aCF77dw6QILn3V9SrIyQvPNs3vFY2txfW2L0tZFVhmbWUm1lK8r",
-	"hiopbxNIl40o2x6hszopxLN+MVf4rUlQk9Rm/M6xS5PVm5u4Lig2CtezFXtl1WCjf4gr7PvaLsZkS8dd",
-	"l7NczbuvejHQdZn5cHr3uzuvN6ya7utsykQsRfcrfsuZYsLwDbfkYoebGvuw0xR/zzVtjeZ2K92M8o9N",
-	"3Hfu323Hq2RK5dZWua52repyWoV1ae+mpEtp10lnoiRM279x1NvmhTmqu9jwly7xdSyAcqeloJIzYE7n",
-	"D4dtSnurnCqZnFKy/85wbleryNyWf1/hNGtdoVsoX0vuyW6K656Epvek2zzsN1uVssiThE2t9mxEAqpR",
-	"dhXJfl6CW8jm+joEnS7+O6kN7QDr3yfJh1nv8Ne99s3qJoxiccdRkwtctofF6xNlb1r/vi9d8XuYEfpg",
-	"IbWBKYsuUMRBZfASrWBNbmAihgTnLFqWW6iKNIzqM3gXMqlcjYctjyyZJ4Ibzgw6dtgtRtQkumUEyJJc",
-	"O6ur1OQrywQpW0K0kFIj9LN8mvAIBGKsgSWJvPpIv7gh9WCzK9IkZ9LTC/bs5Q+Hkx7MpB0LY5guiRrr",
-	"Q/7wAk7fHQ+fvfyhmOMyA9QIa423uytbcsHf4mismubbI26bBeOmJP8d2Xor1l23gCvXro0nC24qTb19",
-	"GLObR/5Ll/a7LtHdrMzj7n3wS/wJNcERVpXizBsc+5jnO4Y1nEex2+BnTM3RdPiebhxnmbZ+agV6qSMv",
-	"GkZXYUjXfxOVD9tqPP/E1MW5xvg+M1p8JYH3DVmZ26St1ua/3eqoZaxX3ZcY220ibawV7rLOYG8b1VdF",
-	"Ku90CmmGM5mLmBi/+LVAs5SssH4pRcMaFxSm0uAw5tq+OG67NkMTLYalw11dd+8ZVr7+2qUKINB29RIV",
-	"n/kkStv4zljyn9NO4oZ3twzoQhptV6IEmcizDV9paO8N/UQ27vgtl4YN8TpCjFcerqIDs1x3XGu+k+Vm",
-	"McrrcIL6hWIdo4TxVBeXrIhUgiWt+5OwGM63a0lLEKajAYaHiAnQeWS/xgFdHKIdHFzc40AmogSCFPFw",
-	"XcssBS5LxCDGDEWMIlr6NFEAUtHFiQiLJ0MgZgYhnZKDJRroa2s8mwWmBBsU5XscYHxwNBEkU6p8lE9q",
-	"+XSUj/ST83TFNPglGMFx4V5MRLmPyG2KFMZW7LCkwHhol0pcjzW3Z9w+L5gBJkoohlQFMfV8W+B9ufMT",
-	"Spkt5BX0E5eM4GIiYhnpg4Ux2SiNB4c+MjIkJebydzqPFsC0S8eSKGDOfAiDiQituB5hmpllGEBIeTwj",
-	"5ZBAlPaXIten+Vwwkyukp37n2QhFpJaZseM4qLu/deWttWSh5mJOj68mEOsvYgmFxoZXihuDIhwBASpd",
-	"mGcqc+MSuK4O4wklb/x0NSa/ZkGUsfd1+95ws0WUr+bCzz+dgGCpwzBhCe6hud3qcfpcl3trLYBLAr5N",
-	"JXg8ZXzugjVNtfA9Izg7AihOy7ltzlMtEAosy5Ap7XIOXKyiCTT0GdTvd5lV7SN7Ck2uhLN1GeUlBnUd",
-	"Z6VFoS5quqOIVJeysh6ZbZN6DYNpbaad2tD7BPxqMKp2A6eT52rTm6JZyHgTEGbzsvnn3d0VTUHtg9pW",
-	"tWGariMSalffGZM5I7gjFvsflUB9zI4+9Ozod41p313i7w/L951rNsd1+UYAiK0+pX32w6wJaNnpgVVP",
-	"nN5WjtJJ54fZOqXTgq2aMolmDxaYNAE53SxH43QUGZ354AlQtRD0x4eQC/ob48GO41NRR1f90h500jgb",
-	"6CRleWs6VxZm6nnQEd+YpAYl7St2/1DfBwfCbBbglDYK+aWk8/glM21hESsEMcoVN8tTu3s8sxM0u/rr",
-	"bbGe//h8VtTFkNh295WjWm/Aob+5mMl1xjk1UmEBv/cWlz4E6+xTTogL+Ci1mSs8/X/vA+9jSUE1xxFL",
-	"IOb6wkHIJ4IJOH1OjjszfJoguNlw0L7RREzEGwIpEqMqmRv02Yzw2Lus5M8fwo8Oh+6Qof/4fOaAoeEI",
-	"PGY9gJQllqMxDibWReRYuGFS66HHhCp0IDTKlhQVxaW/+mL8orDYA9AS2EQUpTbeeDGYJNq6iOToapmi",
-	"FAiYaHyi3TfgNddGj+CNiIe5thaq/Sg9Ef2whCAO7Z3hoGHC1q0i3WoWWWI8ex25lJAbGvrhQeGyr72C",
-	"qbZc30SwiOos3CWi086VnXp6cdgY59A+G4KOZObXTCmpNA1e1jGEXZUJoa8qL6JRoXVnQueNJTxCoUnl",
-	"+AIpKw0UR+OUF2lsYlh9eHCA18yaekXY4qB4uvLUenVEhVWQBZyz93Q0Ho3JPMlQsIz3DnvPR+PRc7vv",
-	"mFnQhjpYIEvM4nf7tzf0rRyiT7IypvfOX18pwXo2Hq9UaRi8NgdZwviW+qf1GpGEX+KoseN7h79+CXo6",
-	"T1OyxkiuZ0pGqLXnYCuMDZtrK03cJ/S+2BE62KL2eSsv1xD+/c0ZrHBR0MJBUGMgbjSxkNUpK/MltXnP",
-	"XU5X00xXHSc60uzVLQdVoe9NsNPNPj28491Ua7rjvb6Qd8e7fdH2XnefxDt/Zc0E3PGRusG52xOVBbkr",
-	"VbXS+/0e8U0EdnyoVsi84xNlOerNl637dg2Hv3NVVQMG0bKxPwj0LQJugt4L9+K28UoCqzote//T7fc3",
-	"isbooRd7vOSmLmLsRzi1X9b2cbUKC1nHgwTAXOE9M8CgcEELwSS12SiWDiKqCBuWtnEmdZsMltrUasf2",
-	"liornWYcU1Ad448yXt4ZP6yVt900jUXrRN6s8eOLlkYYNFD8UPnG3v+37feXBar2gWfP9nrBy/Hz2zIy",
-	"ddGJkEKDkVSxt9I09GUSgxSowQNTIc4VmybLwX4sm0iBdV5dd8HOP70HroHSXkXHh9PTT2+tDjcYUSlz",
-	"ieRhcaxQa3Th0MCV8ljDL+bKms0KyfKxYjOAqcyFtc+pr4HdkXbHDYr0xgKjC28Ck7EdT0TCL5Cq1usB",
-	"8ZbdZT/KCvJzCgs+zO1VVT3utLGe3rmg7yqPd5Ptuivd4559vudLvvcef7onQXvLhHuTIeQOU/4qWzpw",
-	"sctkO3+vT/lC/4sVB9Yqpi44lF7eT5w4WbRZ97mi1Ie6L+sls7fVeG6MR413K251k+e13HTp24+VNhr0",
-	"WZKAVCCkwP2Yk3tsU7e6e2/1C29AoFp9RyolchjWVbTr4USETheGRSBoHdcaQp9QA1dcI6WLN0M8wsEI",
-	"zlyTOJcrdOALu0sXjDSoka6pX5RwLEqdNIpY15ByHcqyifh6qNuyC7F8z7qzFR7XoUd96tZXbwpX1+qB",
-	"D24BH9Xrd1Sv36AumbLun7dYCxSNj2j6sFGuUQXgjV6poAh97yOPUqYuhgSD2qgvC0DhQ92aTcDjbXWm",
-	"HeVRZd6OY+3ceYVp2clBSWKZMi682/gNWtP9b0s84z6UR5onhmdMmYOZVOmw6GBRMel36A6zio76x+mH",
-	"n30GiJogGbxub+5QhKm3tigLeq46qa3XHKVVqObHFTAVLTKlIugJJYdi4Q2UqiPfaoOI3VAPZjNeohOT",
-	"cCeogQ6Q9oN1jGu1Zh1VZY9q/YGp9Z+YYHMrHPPZDNUGtb6fdCwAJ+3pNqnN39E4VMp3jN27F3SwLZE4",
-	"+iOi8IT/JSSy9llq8qJYZLSd+MDF/Cg079LbASxkEjtAs3aPEphc77kmO8XgC0THQ7WrmoiTR7vqD7er",
-	"grsNR3zl8c02yfHWoQD2409/EMK9ZAs39Vgd3R8TPR3fdo2PfUVER+n4unbfe40Pyu4emxb7tbwS9snj",
-	"qhXI7VY9+Lq58XZ33941zNbXzS3Y72ikk3ivsTq4evPaO/Tpn4AdC2ymrnUBKfjHyZ5kCUau+nf7MyXx",
-	"eelEZcxEi3bGPEXzpnSJvkkU3U5F7tFq4rYqEtUDzk83NZIl1SHsuKDzCsp21pXg2p8ZPK68Uzj5Mp3b",
-	"pFPvQxnVq4g69NH5p/d/EnV0/um93eAKWVwub1DGj6liYrn/Chfd3w++ukY0O1keRcuib1BFW+5sdrP/",
-	"rkxS/6AOJvGT9ICN5ad7EvVw3fHurldBAbet7wSC6LfwPBXCdeNdP7nL3w/uSi8Y1ebiTjC09TJhriEX",
-	"7JJxKt7ZjqwtW6Z657o0YR3UtgtpuxvAlvoU1StTyzRt0aa2T01KyZt/oqta5EwmPFpORIwRj1FXfY9n",
-	"UkGYcG3CQeDx5OVpWkGJbZIKfK3YxDpa2t5anaMCuUhQawi1VCYEzZYayvzqCD4ye61+9BHTExFG/j9F",
-	"CKjecaloxsR9WaerX24cE1CU6AZ2Dqwwc/6CVAb6TCzNgos5AeuLwzXCetOBcNCWj32EGj9Cjf8LoMb/",
-	"WTDjwkhzWAt/fmLKlqARNwKKXYzyy01QQ6NkCiO70IWHs3rsljsCTIrSLiwOBXsJP/EfnfQt+pBbGlDM",
-	"pCL8aCKvULlSusF6oYNL4N0q3PQ9k3g7p9EeYj6p2QHpEWz5p0wbuUUsdxxwAQxKLrbGQwr9ojzQ9Tuk",
-	"qrbB+kYPetfDaocPFTLtGg5odwhBE3DSL3BoQRM0FJSNXwbOGNwb5faLR2Brf/xclDDLg4KlGLhzPsmS",
-	"4b9jUBTwaV/NVyGaJsLe5BBpGpidoKEvjWxinOAURS10VYOxTYRv2OBOf/CgNt+6wUo2X8Q3Krs5hFSW",
-	"SOkkDSy5Yks9EdrjdTwEpzyaihXwnOa8cr2C5nuiJ6K/WMOXDUZwDCmm06LAknY1xBLd+a3WZnWNYbyx",
-	"NxHFIZ/YxAlwDWF766mwzQj8cwDyHsF4j+L3jwLjtdhQ63KwxLPcDvd7VDunR5eyhZEocwKqOE7bn+tW",
-	"9OeRYgQ/y3r/W6moJ5C1/qiZ2BRhzi/daWTtW3+lB+pDlwGtLVsfhcEDyZf/2ZC2FAhsotl22vCrUJy2",
-	"DirMHxvvepQUZ2hpa9W5kBNwESV5jPGgjJ+Ry6Qdpt7y5xL6YxeVK3uRwM/SxXtcA7fqXFXftUGqjvry",
-	"R3BQ6TGvYoHWoUBFIHMNEtTNEwXGoqpLas6/Kzb5JpRFcDtpvGMNEfR9WecRKEwZp+qsYiKupLqwnKjQ",
-	"KE7tEn275OhirmQu4sHoYcml2nm295xtmErnI3jJX4ga5SPMvvVep7QJ2tMLDxmhs0v04U+G0nmi/SGz",
-	"WzNEmyXCQeFBdwMEPafe1gm7S+FwvyxRbYOHLTv2zYTen6z5BRWfLQPIlKSaWmdzCJZQlfstPBnPsiUD",
-	"+AZk62vnu1cpfkn5uZU4zLFuNButwkumLPKfCH+IfT/0Xo5rmlu0xh2UTZY0COnOVD6kQsMiwDMRRdDG",
-	"x3ZC6If1w89DGiL81/CVb4k5PKW+/2EAU2kWBQWDKtnmqhfhGEo6nC3GNVwpKea+O697H12aiJjPZqg0",
-	"zJRMne3gvksKDFw+7nkRXVrpZB0eARMT4bONFPd78XQ8gs/cLMi2a5BRtPwy7KIR/3+iJ6J+8DQdE44s",
-	"dnWcvm1XxJTi/jEXK3qiIXxzxuYhFZdYOk6fw8fzM4o6tcWKPua+9MZP8bcIqiY/UT9JXy7uJ88H6Prn",
-	"gl+DxkgKf0JLK7bP8U9vCyxwpXFbObXr7+16Ubkcva2owV08YBkZNENtFLK0KVm35yB2cHjvV5jXHd2A",
-	"vFyHLfS9p1eOQ7ec1y5YfBey4uQNH+etjbLp1PQ/c5TsoSudCgdSdVP89ctN8PWmgQv5rLjBSpi63bWS",
-	"bqgrDwI9DHZXTrEHLze8782pzFM6OrlAXVOJvG/6XrRZt5wUkKaoqY/hh8w1nBFSCz6bOXXCBFTnf0Ot",
-	"YewITvMsk8po+MTE3CljK7g8pBS8UNDrrnkByP4eBv6OYOVn4x/2uPt5mxv5szSQypjPeIlwffgAaG/r",
-	"O169o+RarpJCfDVcidYc2lbIZCd20G0tCv4m6BFus+L0gBmf0/nxbjzo2102EWsXtOvBOQhgjsKyJNkh",
-	"nnSlTcG0lpknQqO6xNhZOiXUyyeimHEGBzUHpe6XgUdiuWeFFEMUeer5nipaVyfosDjiokJ10WcFwNwA",
-	"7iNpG4I/BAF43NabtM2CeYSaPkJNHzDUdIviW5MR7aqwXfHVDqcuNtWdKD3oh67LsLWQXZvhofvBEel+",
-	"Grmf8Nr/PxwcNeVNU9ZQ67UmxV6A7qpiywMsa4bGZrX7UITCH6quH2XDfcqGyuwgZ75hehRb29kgTzRY",
-	"X++SJShMq628wUC31rnV256fqy7RhwcHT5/9ZTQejUdPD/86/uuYmNIPveajN1t0jyqn2NGw7mC/q3ex",
-	"Krpvk2HQ2jF7UBuSQPfrI34sGznHddS6w5bXH3dg8xsy1K5wupDyooT40RHt3en5uixstumOEpnH7pgd",
-	"16p7BO+cQwuhf8mQx+FE0HLSjcDjQVBdNTxFbViahc3AhjMWubYyFtPMDBzgqXyuCopBP7x8Gjhp6k+q",
-	"fPfT8avh6btjd1rlREx67jKPG7K3fHfj16mMl+4H/xiGkIu4sKW4uHiiLZUKzWAErzHh1ICeSJ2IBN35",
-	"wJF1+AVIZR/MUJG+O6I8R1w8svD2HtlnZLLFE2FfP4JjZ709u74mXeUzS5ZgmZsjWAO4+xRUm4WnMEJ+",
-	"ieVR/L1dQzGri7ufAebedduawOMowmylh99q5Qedn3bkIW0JW/pJ0L6BacbUhZtf+obNlRtlgmPl9Cjo",
-	"X1HeGTzf0fqDn1I9oADL/wQAAP//",
+	"7H17c9s4su9X6dK9VZHupWTlNbtr/+XJY+M9mUlubE9O3VGqCJEtCWsS4ACgbU3K3/0UGuBLIvVwHI9n",
+	"1v+kHIEEmkCj0Y9fN772IplmUqAwunf4tbdAFqOiP9/LiBkuhf07Rh0pnrn/9s4WCJFCZjCGGU/wiYYY",
+	"DeMJ9LnR8M83Z6BkbnAQgMKEGX6JYCSYBYJGdYlq1At6OlpgymznZplh77CnjeJi3ru5uQl6GVMsReMp",
+	"ecsTPHndTocf//z85LXtldvfM2YWvaAnWGr75XEv6Cn8LecK496hUTnWR0/Z9XsUc7PoHf7wIlgjJuid",
+	"xJhm0qCIlv+Fy3UqPgiEC1xChgoSOecRS+BKcYPQP3lz9hYWxmQs4xArNjMwIaprfQ7/C5cT8e7s7CO8",
+	"o8mHtxyTeNIbBKBRGGBzxgVIAXiJagkKjVqCnAE3h3DFzYILePYCFjJXeiJojlnqKJopmUL5S8SSBBW9",
+	"Uv1o5wW1AYVZwpbaNkzEjCttgAl9hQr69EJYUmyGn+hZjA/BzmU4AC60QRZbolQuBBfzieAF4cMhME80",
+	"mxlUwCCRVffCfhWk7AI1MNAYSeGYajQRZ/WPITKYkGaBqiSba3jx7BmEkVQ44tWkji5wOVSYa4zDo4m4",
+	"WvAE6aPdpxWva8OTxNKsA3gx/kdLP1wMZwmfL0w4EW4iPtlPGR7bTwlHcAwvr6+Lb+EahLS9R1LFND8L",
+	"9J9ux3ATMpqIgk/dZqs4dYUreh1s+uzly6CXclH8/2kb177n2rySwi7YGTWusu2xALxmkQH7LvRDnrI5",
+	"HmRiHg5A2lWasZQny7Ll/4SDcoP9lqNaVnRHtXE20dxBpZMkP+JMqhY6fTNMqR3MgmswPMVOYhrd1cmZ",
+	"SZUy0zvsxczg0PbR20LTWyXTboqYoYkipt6VLOrxtkTlSkvVLgZDgdf+gdDuQ8t5mcJLLnMNGZt30+U6",
+	"7Vi2p+NnL7rIeSMMNy3y8NgYFi0wdiKfa0B6EPrEbp1M5J66Bf84Ok7i3Snh8W7EnMS3IOc9T7lZp8We",
+	"YZrOCLsa0I9xxvLEwMtxYBkptSLx2XjcSVFC3dbJ8T30Dl+OA0sbT/O0d/hsPCbh4P5XiQYuDM5RlWT+",
+	"JOM8wQ1z5s8JriGlR7dNmXvqFhP2M0vxo8IZv16nxrZp0IYpw8W8oikAPhfSdgMR0wh9IeGKJ3HEVKw7",
+	"SRTVSPuTeSpVy7L6bX1soC/wyp4pdMIEtAH9Cg0CsCND/9gy4v9foZ2krea/I/QTpuZlF51foS0hdfr/",
+	"t8JZ77D3vw4qVe7AteoDS/kHFdcW/syeMYqpVk0mWYIp2qFvj3ciT9qGDFXKbO/Qn7HEEm6Pad1FZtlP",
+	"m643lTJBJkqifuGaT3ni5Ulbd5fVE7t+e63TYpzP3CzOVaLXv/0TaplcIiCLFqVS+ek99DOFms8FxrR5",
+	"bYvVxU6fd67PVTFG62alqQva5uEXpjgT5qNCjS2cdgyRFDM+z5UlhR7ybHXpXtQj96seHAETS3CaktWQ",
+	"xmPg4pIlPB6maFiHnuze/hZd+ca+qzMpNNIM/7g07g+vINg/WZYl3BkWBzIyaIbaKGR0zLacilMuHAu1",
+	"jNVpDEztuPYra9aM14WGr7nOpOaFYdNthQS9N2dsvu2Z/x4WHVvtZ/iBqNGb37LvvZJplqAVahvmJ1Ny",
+	"mmD6f/+tV4ndxPYf3Vttc3Ts1WersDMRoeWOqKTESfs8SySLj7zemjDjzLXaVNY04NYPrY4aMp/EW1Kg",
+	"7/U7Sw2/ae2sKNj280sTwJot0LcK3c6TNDhqGDa1efmmGSs+7F4ZA1ApqQJgGj69fQX/ePHyb+CH8ca9",
+	"HvVugt65YLlZSMV/x/g+KfyJa22nX6pClsEUmbKqt7xAsTLhnz9/Hh7nZmH1uIgZ3LYhbwop52TFgok5",
+	"ksZ2IrLcfVwck9BgyUclM1SGW9HmpXlW++lrocmuDxRUemVbo8Arep8bTPUuijipfSfu6adW7/PtTCm2",
+	"tM0yie+0x5v64fCr697T/aV8Vk7/jZGxfb1KpMD7nEG8Noq9ZoZ1j+eOtDVS7cnxM52DO01SqTyvNRlv",
+	"bK815CpZVTbHL/7epm3Wp9i+1Ta1rzFBc6u5VThDhSLCb+SMlIviv1vYpDZi66c0T2QU1nD5tcdFwoW1",
+	"JxhZJKkVMl9ayLLb9M2lF0Grx0DCZxgtowQBL8mXpoHBq0TmMb0CT0dj6Guj8siQXpXKGAcjCO0oIXA9",
+	"EVyOnLDH2Hml8vH4eWRVJvoLjyDUOX1L6B1MCQKPjyA0KJio/fpET4T7zZpSBoXmUgAzRvFpbnBwBKHK",
+	"Ewyh7wYczRhPMB44L1LuHFgT4RphquQFOl9Sc31jz/6b5Gw5Z7RXrKxlhnlJXjBwsQ51qU7SvG0ReIv1",
+	"fX5+8vryb0fV6Vu6MGNMOP3hHRW0NlaCl2pfnpPXdm0c1WqzNubrsDFfUJ8u6PtvHKVcp8xEi4Asr9p/",
+	"R6ORVZ+n5Hm9WqAovdY8QnAjWCtOG6kQOFG9RqWWuYpa6KTv1CPXXLkADuoMNmjvMcPoEpVe2SNPR+PW",
+	"5fAc2e0xBx7vNN+OX9sFHU9bPvFzMWVGMeE2tVWeUm4MxsANGfPGfjwzbGpN9yiR0cWgQc0GV1glYHfi",
+	"b3JJrsqj+mQGLjzgV8z3Xk2g/8xyItZ3ivulVbA1d1n3WjCzOmPDIf3y7uzs41CzGYJCss6EoX3otFo7",
+	"mfJKoDryTnRGXMnmzl8ulXMC2g/VdvKjmLSkprSIFhhd6DxtXWKv9WJ8bHZ1VQYNZ3Brp4XHZPcuY8yY",
+	"MvYEeCXj9l7j5iGyiTnq502pUNxG18gsQ+3zHU5Kbt10XDd8NKuugo3qh1R8zgVLCl1mXTTw37G0y0tS",
+	"uDA/vOitOwuDnt2uud42p6fuqY36j0bVMZXegbG+RejE9a1DhSxeOleU3x++BcyCGZhi5AJa9qm+2xF2",
+	"i1zgctDC91u4dIGFzbo+JVnpofnm2b3isdW4vrZ5aesiq/TNrIRayuGKrkrK2wTSZcPLtofrrE4K8axf",
+	"zBV+axLUJLXpv3Ps0mT15iauC4qNwvVsRV9ZVdjoH+IKO15bY0y6dNzVnOVq3t3qxUBXM/Pu9O6xO9sb",
+	"Wk13O5syEUvRPcRvOVNMGL7hkVzs8FBjH3aq4u+5pq3R3G6lmVH+sYn7zv3Ytr9KplRmbRXr6sAmUFuh",
+	"XdqnKehS6nXSqSgJ0/ZvHPW2WWGO6i42/KVLfB0LoNhpKajkDJg784fDtkN7q5wqmZxCsv/OcG5Xq4jc",
+	"ln9f4TRrXaFbHL6W3JPdDq57Eprekm6zsN9sPZRFniRsak/Phieg6mVXkeznJbiFbK6vQ9Bp4r+T2tAO",
+	"sPZ9knyY9Q5/3WvfrG7CKBZ37DW5wGW7W7w+Ufah9e/70uW/hxmhDxZSG5iy6AJFHFQKL9EKVuUGJmJI",
+	"cM6iZbmFKk/DqD6DdyGTytV42PLIknkiuOHMoGOH3XxETaJbeoAsybXTusqTfGWZIGVLiBZSaoR+lk8T",
+	"HoFAjDWwJJFXH+kX16UebDZFmuRMenrBnr384XDSg5m0fWEM0yVRY23IH17A6bvj4bOXPxRzXEaAGm6t",
+	"8XZzZUss+FsMjVXVfLvHbbNg3BTkvyNdb0W76xZw5dq18WTBTaWqtw9jdvPIf+jSftclupuVedy9D36J",
+	"P6EmOMLqoTjzCsc+6vmObg1nUezW+RlTczQdtqfrx2mmrZ9agV7qyIuG0lUo0vXfRGXDtirPPzF1ca4x",
+	"vs+IFl8J4H1DVOY2Yau1+W/XOmoR61XzJcZ2nUgbq4W7qDPYx0b1VZHKG51CmuFM5iImxi9+LdAsJSus",
+	"N6VoWKNBYSoNDmOu7cBxW9sMTbQYlgZ31e7GGVa2/lpTBRBoa71ExWc+iNLWv1OW/Oe0k7hh7JYOnUuj",
+	"rSVKkIk82/CVhvbe0E9k44nfcmnYEK8jxHjl5co7MMt1R1tzTJabxSivwwnqDcU6RgnjqS6arIhUgiWt",
+	"+5OwGM62awlLEKajAYaHiAnQeWS/xgFdHKIdHFzc40AmogSCFP5wXYssBS5KxCDGDEWMIlr6MFEAUlHj",
+	"RITFmyEQM4OQ7pCDJRroa6s8mwWmBBsU5TgOMD44mgiSKVU8yge1fDjKe/rJeLpiGvwSjOC4MC8motxH",
+	"ZDZFCmMrdlhSYDy0CyWu+5rbI26fF8wAEyUUQ6qCmHq8LfC23PkJhcwW8gr6iQtGcDERsYz0wcKYbJTG",
+	"g0PvGRnSIebidzqPFsC0C8eSKGBOfQiDiQituB5hmpllGEBIcTwj5ZBAlPaXItan+Vwwkyukt37n2QhF",
+	"pJaZsf04qLt/dGXUWrBQczGn11cDiPWBWEKuseGV4sagCEdAgErn5pnK3LgArsvDeELBGz9djcmvaRCl",
+	"731dvzfcbBHlq7Hw808nIFjqMExYgntobrdanD7W5UatOXBJwLcdCR5PGZ87Z03zWPieHpwdARSn5dw2",
+	"56nmCAWWZciUdjEHLlbRBBr6DOrPu8iq9p49hSZXwum6jOISg/oZZ6VFcVzUzo7CU13Kyrpntk3qNRSm",
+	"tZl2x4bex+FXg1G1KzidPFeb3hTNQsabgDCbl82/756uaApqH9S2qg3VdB2RUGt9Z0zmlOAOX+xfKoD6",
+	"GB196NHR7+rTvrvA3x8W7zvXbI7r8o0AEFttSvvuh1kT0LLTC6uWOI1W9tJJ54fZOqXTgq2aMolmDxaY",
+	"NAE53SxH/XQkGZ155wlQthD0x4eQC/ob48GO/VNSR1f+0h50Uj8b6KTD8tZ0rizM1POgI74xSQ1K2lfs",
+	"/qG+Dw6E2UzAKXUUskvpzOOXzLS5RawQxChX3CxP7e7xzE7Q7Oqvt8V6/uvzWZEXQ2LbPVf2aq0Bh/7m",
+	"YibXGefUSIUF/N5rXPoQrLFPMSEu4KPUZq7w9P+9D7yNJQXlHEcsgZjrCwchnwgm4PQ5Ge7M8GmC4GbD",
+	"QftGEzERbwikSIxK+ew+mhEee5OV7PlD+NHh0B0y9F+fzxwwNByBx6wHkLLEcjTGwcSaiBwLM0xqPfSY",
+	"UIUOhEbRkiKjuLRXX4xfFBp7AFoCm4gi1cYrLwaTRFsTkQxdLVOUAgETjU+0+wa85troEbwR8TDXVkO1",
+	"H6Unoh+WEMShfTIcNFTYulakW9UiS4xnryMXEnJdQz88KEz2tSGYaov1TQSLKM/CNRGddq7s1NPAYaOf",
+	"Q/tuCDqSmV8zpaTS1HmZxxB2ZSaEPqu88EaF1pwJnTWW8AiFpiPHJ0hZaaA4Gnd40YlNDKsPDw7wmllV",
+	"r3BbHBRvV5Zar46osAdkAefsPR2NR2NSTzIULOO9w97z0Xj03O47Zha0oQ4WyBKz+N3+7RV9K4fok6yM",
+	"6b3z7SspWM/G45UsDYPX5iBLGN+S/7SeI5LwSxw1dnzv8NcvQU/naUraGMn1TMkItfYcbIWxYXNtpYn7",
+	"hN4X20MHW9Q+b2VwDeE/35zBChcFLRwENQbiRhML2TNlZb6kNu+5i+nqXrPiREeYvXrkoEr0vQl2etiH",
+	"h3d8mnJNd3zWJ/Lu+LRP2t7r6ZN456+sqYA7vlJXOHd7o9Igd6Wqlnq/3yu+iMCOL9USmXd8o0xHvfmy",
+	"dd+u4fB3zqpqwCBaNvYHgb5EwE3Qe+EGbuuvJLDK07LPP93+fCNpjF56sccgN3URYz/CHftlbh9Xq7CQ",
+	"dTxIAMwl3jMDDAoTtBBMUpuNYukgooywYakbZ1K3yWCpTS13bG+pslJpxjEF5TH+KOPlnfHDWnrbTVNZ",
+	"tEbkzRo/vmgphEEdxQ+Vb+zz/9j+fJmgal949myvAV6On9+WkamKToTkGoykir2WpqEvkxikQA0emApx",
+	"rtg0WQ72Y9lECqzz6roJdv7pPXANFPYqKj6cnn56a89wgxGlMpdIHhbHCrVG5w4NXCqPVfxirqzarJA0",
+	"Hys2A5jKXFj9nOoa2B1pd9ygCG8sMLrwKjAp2/FEJPwCKWu97hBv2V32o6wgPye34MPcXlXW404b6+md",
+	"C/qu9Hg32a66UjNftl7rq20E/+hB+RyNcE97/vmeg3xvGfF0T4L2lin3JoPInKb4V7Z04GQXCXf2Yp/i",
+	"jf4XK06sVk1VdCg8vZ84crJs89npklof6r6up9ze9sR0fTyemLfiVjd5/pScLn35slLHgz5LEpAKhBS4",
+	"H3Nyj43qPi7f2/OJNyBUrbYnpSI5DOwqWvZwIkJ3loaFI2kdFxtCn1AHV1wjhZs3Q0TCwQjOXJE5F2t0",
+	"4A27SxeMTmAjXVHAKOFYpEppFLGuIe06DtsmYuyhbssuxPM9n72t8LqOc9iHfn32p3B5sR444Rbw8Xh+",
+	"wMfzNxy3TFnz02vMBYrHe1S92yrXqALwSrdUULje95FnKVMXQ4JhbTxvC0DjQ93aTcDlbc9c28vjkXs7",
+	"jrVz5w9cy04OyhLLlHHhzdZvOHXd/7b4U+7j8EnzxPCMKXMwkyodFhU0Kib9DtVpVtFZ/zr98LOPQFER",
+	"JoPX7cUlCjf51hJpQc9lR7XVuqOwDuUcuQSqokSnVAR9oeBULLyCU1UEXC1QsRvqwmzGa3RiIu4EtdAB",
+	"En+whnkt160tq+1RLfjrqQU/McHmVrjmsxmqDWrBftK1AMy0hwulNv9E41A13zH24AboYHsicfRHRBEI",
+	"v0xIau2j7GTFschoO/GB81lSaMGF5wNYyCR2gGztXiUwvN5zTXaKIRSIlIeqlzURM4962R+ulwV36w75",
+	"yuObbZLjrUMx7Mef/iKHe4l2bqoRO7o/Jno6vu0aH/uMjo7U93XtYO81Piirk2xa7NfyStg3j6tSJrdb",
+	"9eDr5sLh3XWH1zBnXzeXkL+jnk7ivfrq4OrNa+/Qs38CdiywpbpWxaTgHyd7kiUYuWof7s+UxOelEZYx",
+	"Ey3aGfMUzZvSpPomUXS7I3KPUhm3PSJRPeD4evNEsqQ6hCAX/rIfX467Elz7M4PHxXcKJ59mdJtw8H0c",
+	"RvUsqI7z6PzT+z/JcXT+6b3d4ApZXC5vUPqvKeNjuf8KF9XrD766Qjo7aR5FyaVvOIq2PNmsxv9dmaT+",
+	"QR1M4ifpASvLT/ck6uGa491Vu4ICLlzfCZRi0MLzlMjXjdf95Jq/H1yXBhjV5uJOMMD1NGeuIRfsknFK",
+	"PtqODC5LvnrjulRhHVS4Cym8G0CY6izVM2vLMHFRZrdPRVbJmn+iq1zqTCY8Wk5EjBGPUVd1m2dSQZhw",
+	"bcJB4PHw5W1gQYnNkgp8rtvEGlraPlrdAwO5SFBrCLVUJgTNlhrK+O4IPjLbVr+6iemJCCP/n8IFVK8Y",
+	"VRST4j4t1eVfN645KFKMAzsHVpg5e0EqA30mlmbBxZwSA4rLQcJ60YRw0BYPfoRKP0Kl/wOg0n8tmHSh",
+	"pDmsh7//MWVL0IgbAdHOR/nlJqihYTKFkV3owsJZvTbMXWEmRakXFpeavYSf+I9O+hZ11C0NKGZSEf41",
+	"kVeoXCrgYD1RwwUAb+Vu+p5BwJ3DcA8xHtWs4PQIFv2PDDs5Jih3LHABDMpdYJWPFPpFeqSr9+hu9V0X",
+	"FEHvelhJiKFCpl3BBe0uYWgCXvoFji5ogp6CsvDNwCmTe6P0fvEIdO2v34sSZnlYsBQDd88paUL8dwyK",
+	"BEbtsxkrRNZE2Iccok4DsxM09KmhTYwWnKKoub5qMLyJ8HvA3X7hQXm+dIWVjD6JcVRWswgpLZPCURpY",
+	"csWWeiK0xwt5CFB5NRcr4EHNeeV6BY34RE9Ef7GGjxuM4BhSTKdFgilJBYgluvtrrc7rCuN4ZXEiiktO",
+	"sYlT4BrC9tJbYZsS+ecAFD6CCR/F958VTNiiw63L0RKPczvc81HtniNdyiZGotAJuOI6cn8vXlHfSIoR",
+	"/Czr9YOloppKVvukYmxThDm/dLe5tYuOlRqyD12GtJa8fRQmf5F4/58NaUyOzCaabyeBsQolaqtgw/y1",
+	"/a5GTHGHmbZapXOZARdRkscYD0r/H5l82uUkWP5eQn/svIplLRj4WTp/lSugV91r66tmSNWR3/8Ibiot",
+	"/lUs0zqUqXDErkGaunmiwIhUeV3N+XfJOt+EEgluJ813zMGCvk+rPQKFKeOU3VZMxJVUF5YTFRrFqVyl",
+	"L1cdXcyVzEU8GD0suVS7T/ieoyVT6WwUf3IUokZ5D7kvfdgpbYL28MhDRhjt4j35k6GMnmh/ye/WCNdm",
+	"iXBQWPDdAEfPqbc1Au9SONwvS1Tb4GHLjn0jufcna35BxWfLADIlKSfZ6RyCJVRl4BaWkGfZkgF8Abj1",
+	"tfPVwxS/pPjiih/oWDeKvVbuLVMWWZgIzee2vR96K8kVLS5KEw/KIlcahHR3Wh9SombhYJqIwmnkdeoQ",
+	"+mH98vmQugj/e/jKlyQdntK9C2EAU2kWBQWDKljosj/hGEo6nC7GNVwpKea+OrIbj5omIuazGSoNMyVT",
+	"pzu475ICAxdPfF54t1YqiYdHwMRE+Ggp+R1fPB2P4DM3C9LtGmQUJdcMu2jEL57oiahf/E3XtCOLXR6s",
+	"L5sWMaW4f835qp5oCN+csXlIyTWWjtPn8PH8jLxebb6qj7lPPfJT/C2CqslPVM/Tp9v7yfMOwv654Neg",
+	"MZLC35DTik10/NPbAmtcKZxXTu36uF0DlcvR24p63MWClpFBM9RGIUubknV7DGUHg/l+hXndUA7ISnbY",
+	"SF/7e8VKtpzXLlh8Fbji5hPvZ671sunW+j+zl+2hHzoVjqWqZvnrl5vg600D1/JZcYOVMHW7ayXcUT88",
+	"CLQx2P1wij34umF9bw7FntLV1QVqnEoM+KL7RZl7y0kBnRS142P4IXMFf4TUgs9m7jhhAqr716FWsHcE",
+	"p3mWSWU0fGJi7g5jK7g8JBa8UNDrpnkBKP8eCv6OYOtn4x/2ePp5mxn5szSQypjPeInQffgAbq/rO169",
+	"o+BerpJCfDVMidYY3lbIZyf20W0tch4n6BF6s+L2hhmf0/39rj/o2102EWsN2tVAHQQwR2FZkvQQT7rS",
+	"pmBay8wToVFdYuw0nRKq5gNhzDiFg4qzUvXRwCPJ3LtCiiGKPPV8Txm9qxN0WFwxUqHS6LMCYK4D95G0",
+	"DcFfQgE8bqsN26bBPEJlH6GyDxgqu+XgW5MR7Udh+8FXuxy82FR3cuhBP3RVnq2G7Mo8D90Pjkj308j9",
+	"hNf+/+HgqClvmrKGSt81KfYCdNcjtrxAtKZobD52H4pQ+EOP60fZcJ+yoVI7yJhvqB7F1nY6yBMN1ta7",
+	"ZAkK06orb1DQrXZuz23Pz1WV7sODg6fP/jYaj8ajp4d/H/99TEzpu16z0Zsl0keVUexoWDew39WrgBXV",
+	"z0kxaK1YPqh1SUkD6z1+LAtpx3XUvcPG1193YPkbUtSucLqQ8qKEKNIV+d3h/bosbJZJjxKZx+6aI1cq",
+	"fQTvnEELoR9kyONwImg56UHg8SCoWg1PURuWZmHTseGURa6tjMU0MwMHuCrfq5xi0A8vnwZOmvqbQt/9",
+	"dPxqePru2N0WOhGTnmvmcUP2lmM3fp3KeOl+8K9hCLmIC12Ki4sn2lKp0AxG8BoTThcAEKkTkaC7nzmy",
+	"Br8AqeyLGSo6744ozhEXryy8vkf6Gals8UTY4Udw7LS3Z9fXdFb5yJIlWObmCNYA+j4E1abhKYyQX1KQ",
+	"za3zrq6Y1cXdTwFzY902p/E4ijBbqYG4mrlC99cdeUhdwpZ+ErQvIJsxdeHml75hc+ZJGeBYub0L+lcU",
+	"dwbPd7T+4KdUD8jB8j8BAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

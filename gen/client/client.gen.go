@@ -4137,6 +4137,11 @@ func (r HostChangeFilesResponse) ContentType() string {
 	return ""
 }
 
+// HostCloneFromUrlResponse201Headers the declared response headers of an HTTP 201 response for HostCloneFromUrl
+type HostCloneFromUrlResponse201Headers struct {
+	Location *string
+}
+
 // HostCloneFromUrlResponse401Headers the declared response headers of an HTTP 401 response for HostCloneFromUrl
 type HostCloneFromUrlResponse401Headers struct {
 	WWWAuthenticate *string
@@ -4170,6 +4175,8 @@ type HostCloneFromUrlResponse struct {
 	ApplicationproblemJSON502 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *HostCloneFromUrlResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *HostCloneFromUrlResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -4345,6 +4352,11 @@ func (r HostDeleteResponse) ContentType() string {
 	return ""
 }
 
+// HostInitiateUploadResponse201Headers the declared response headers of an HTTP 201 response for HostInitiateUpload
+type HostInitiateUploadResponse201Headers struct {
+	Location *string
+}
+
 // HostInitiateUploadResponse401Headers the declared response headers of an HTTP 401 response for HostInitiateUpload
 type HostInitiateUploadResponse401Headers struct {
 	WWWAuthenticate *string
@@ -4376,6 +4388,8 @@ type HostInitiateUploadResponse struct {
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *HostInitiateUploadResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *HostInitiateUploadResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -4546,6 +4560,11 @@ func (r HostMarkUsedResponse) ContentType() string {
 	return ""
 }
 
+// HostUploadResponse201Headers the declared response headers of an HTTP 201 response for HostUpload
+type HostUploadResponse201Headers struct {
+	Location *string
+}
+
 // HostUploadResponse401Headers the declared response headers of an HTTP 401 response for HostUpload
 type HostUploadResponse401Headers struct {
 	WWWAuthenticate *string
@@ -4577,6 +4596,8 @@ type HostUploadResponse struct {
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *HostUploadResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *HostUploadResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -5280,6 +5301,11 @@ func (r ListFilesResponse) ContentType() string {
 	return ""
 }
 
+// UploadFileResponse201Headers the declared response headers of an HTTP 201 response for UploadFile
+type UploadFileResponse201Headers struct {
+	Location *string
+}
+
 // UploadFileResponse401Headers the declared response headers of an HTTP 401 response for UploadFile
 type UploadFileResponse401Headers struct {
 	WWWAuthenticate *string
@@ -5311,6 +5337,8 @@ type UploadFileResponse struct {
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *UploadFileResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UploadFileResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -5391,6 +5419,11 @@ func (r UploadFileResponse) ContentType() string {
 	return ""
 }
 
+// InitiateUploadResponse201Headers the declared response headers of an HTTP 201 response for InitiateUpload
+type InitiateUploadResponse201Headers struct {
+	Location *string
+}
+
 // InitiateUploadResponse401Headers the declared response headers of an HTTP 401 response for InitiateUpload
 type InitiateUploadResponse401Headers struct {
 	WWWAuthenticate *string
@@ -5422,6 +5455,8 @@ type InitiateUploadResponse struct {
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *InitiateUploadResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *InitiateUploadResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -5502,6 +5537,11 @@ func (r InitiateUploadResponse) ContentType() string {
 	return ""
 }
 
+// InitiateTemporaryUploadResponse201Headers the declared response headers of an HTTP 201 response for InitiateTemporaryUpload
+type InitiateTemporaryUploadResponse201Headers struct {
+	Location *string
+}
+
 // InitiateTemporaryUploadResponse401Headers the declared response headers of an HTTP 401 response for InitiateTemporaryUpload
 type InitiateTemporaryUploadResponse401Headers struct {
 	WWWAuthenticate *string
@@ -5531,6 +5571,8 @@ type InitiateTemporaryUploadResponse struct {
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *InitiateTemporaryUploadResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *InitiateTemporaryUploadResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
@@ -7115,6 +7157,16 @@ func ParseHostCloneFromUrlResponse(rsp *http.Response) (*HostCloneFromUrlRespons
 	}
 
 	switch {
+	case rsp.StatusCode == 201:
+		var headers HostCloneFromUrlResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
 	case rsp.StatusCode == 401:
 		var headers HostCloneFromUrlResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -7307,6 +7359,16 @@ func ParseHostInitiateUploadResponse(rsp *http.Response) (*HostInitiateUploadRes
 	}
 
 	switch {
+	case rsp.StatusCode == 201:
+		var headers HostInitiateUploadResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
 	case rsp.StatusCode == 401:
 		var headers HostInitiateUploadResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -7499,6 +7561,16 @@ func ParseHostUploadResponse(rsp *http.Response) (*HostUploadResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 201:
+		var headers HostUploadResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
 	case rsp.StatusCode == 401:
 		var headers HostUploadResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -8161,6 +8233,16 @@ func ParseUploadFileResponse(rsp *http.Response) (*UploadFileResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 201:
+		var headers UploadFileResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
 	case rsp.StatusCode == 401:
 		var headers UploadFileResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -8266,6 +8348,16 @@ func ParseInitiateUploadResponse(rsp *http.Response) (*InitiateUploadResponse, e
 	}
 
 	switch {
+	case rsp.StatusCode == 201:
+		var headers InitiateUploadResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
 	case rsp.StatusCode == 401:
 		var headers InitiateUploadResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -8364,6 +8456,16 @@ func ParseInitiateTemporaryUploadResponse(rsp *http.Response) (*InitiateTemporar
 	}
 
 	switch {
+	case rsp.StatusCode == 201:
+		var headers InitiateTemporaryUploadResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
 	case rsp.StatusCode == 401:
 		var headers InitiateTemporaryUploadResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {

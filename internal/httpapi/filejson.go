@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	"github.com/uploadedfile/uploadedfile/gen/api"
 )
@@ -19,8 +22,9 @@ import (
 // lookup path the generated encoder was the largest cost of our own after
 // the query (docs/performance.md).
 type fileJSON struct {
-	status int
-	file   api.UploadedFile
+	status   int
+	file     api.UploadedFile
+	location *string // the Location of a 201
 }
 
 // VisitGetFileResponse implements api.GetFileResponseObject.
@@ -74,6 +78,9 @@ func (r fileJSON) visit(w http.ResponseWriter) error {
 		if _, err := json.Marshal(r.file); err != nil {
 			return err
 		}
+	}
+	if r.location != nil {
+		w.Header().Set("Location", *r.location)
 	}
 	return writeJSON(w, r.status, func(b []byte) []byte { return appendUploadedFile(b, &r.file) })
 }
@@ -209,4 +216,33 @@ func appendString(b []byte, s string) []byte {
 func appendMarshaled(b []byte, s string) []byte {
 	out, _ := json.Marshal(s)
 	return append(b, out...)
+}
+
+// fileLocation is the Location of a file an end-user route created: its
+// detail route.
+func fileLocation(id openapi_types.UUID) *string {
+	l := "/uploaded-file/" + id.String()
+	return &l
+}
+
+// hostFileLocation is the Location of a file a host route created: the
+// host's detail route.
+func hostFileLocation(id openapi_types.UUID) *string {
+	l := "/internal/uploaded-file/" + id.String()
+	return &l
+}
+
+// locationOfAnswer is the Location of a recorded 201 answer of route (a
+// replay): from the id at the top of its JSON body; nil when it has none.
+func locationOfAnswer(route string, body []byte) *string {
+	var created struct {
+		ID openapi_types.UUID `json:"id"`
+	}
+	if json.Unmarshal(body, &created) != nil || created.ID == (openapi_types.UUID{}) {
+		return nil
+	}
+	if strings.HasPrefix(route, "POST /internal/") {
+		return hostFileLocation(created.ID)
+	}
+	return fileLocation(created.ID)
 }

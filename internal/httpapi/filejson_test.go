@@ -58,8 +58,8 @@ func TestFileJSONMatchesGeneratedResponses(t *testing.T) {
 		f := randomFile(t, rng, i%3 != 0)
 		compareResponses(t, f, "detail", api.GetFile200JSONResponse(f).VisitGetFileResponse,
 			fileJSON{status: http.StatusOK, file: f}.VisitGetFileResponse)
-		compareResponses(t, f, "upload", api.UploadFile201JSONResponse(f).VisitUploadFileResponse,
-			fileJSON{status: http.StatusCreated, file: f}.VisitUploadFileResponse)
+		compareResponses(t, f, "upload", api.UploadFile201JSONResponse{Body: f, Headers: api.UploadFile201ResponseHeaders{Location: fileLocation(f.Id)}}.VisitUploadFileResponse,
+			fileJSON{status: http.StatusCreated, file: f, location: fileLocation(f.Id)}.VisitUploadFileResponse)
 		compareResponses(t, f, "complete", api.CompleteUpload200JSONResponse(f).VisitCompleteUploadResponse,
 			fileJSON{status: http.StatusOK, file: f}.VisitCompleteUploadResponse)
 	}

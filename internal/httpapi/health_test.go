@@ -1,8 +1,10 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"image/png"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/internal/httpapi"
+	"github.com/uploadedfile/uploadedfile/service"
 )
 
 type pinger func(context.Context) error
@@ -51,4 +54,22 @@ func TestHealth(t *testing.T) {
 	code, body = get(t, mux, "/readyz")
 	require.Equal(t, http.StatusServiceUnavailable, code)
 	require.Equal(t, "database not ready: the database schema is at version 1, behind this binary's 2\n", body, "a named cause is shown, its detail is not")
+}
+
+// TestFavicon: /favicon.ico answers an icon without a token (not a 401
+// problem in every page's console).
+func TestFavicon(t *testing.T) {
+	t.Parallel()
+	s := start(t, service.DriverLocal)
+	resp, err := http.Get(s.url + "/favicon.ico")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "image/x-icon", resp.Header.Get("Content-Type"))
+	require.Equal(t, []byte{0, 0, 1, 0, 1, 0}, body[:6], "an ICO header with one image")
+	require.Equal(t, "\x89PNG", string(body[22:26]), "holding a PNG")
+	_, err = png.Decode(bytes.NewReader(body[22:]))
+	require.NoError(t, err)
 }

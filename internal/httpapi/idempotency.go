@@ -106,7 +106,7 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 		case service.KeyRunning:
 			if k.FileID != nil && route.recover != nil {
 				if a, ok := route.recover(r.Context(), s, *k.FileID); ok {
-					writeAnswer(w, a, true) // the running request committed; its answer is on its way
+					writeAnswer(w, r.Pattern, a, true) // the running request committed; its answer is on its way
 					return
 				}
 			}
@@ -143,7 +143,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, k *service.Idemp
 		writeProblem(w, http.StatusUnprocessableEntity, codeIdempotencyKeyReused)
 		return
 	}
-	writeAnswer(w, k.Answer, true)
+	writeAnswer(w, k.Route, k.Answer, true)
 }
 
 // runIdempotent runs next holding k: from the file a dead request with the
@@ -167,7 +167,7 @@ func (s *Server) runIdempotent(w http.ResponseWriter, r *http.Request, k *servic
 			}
 			a.Fingerprint = fp
 			k.Finish(context.WithoutCancel(ctx), a)
-			writeAnswer(w, a, true)
+			writeAnswer(w, r.Pattern, a, true)
 			return
 		}
 	}
@@ -217,11 +217,14 @@ func heartbeat(ctx context.Context, k *service.IdempotencyKey) (stop func()) {
 	return func() { close(done); wg.Wait() }
 }
 
-// writeAnswer writes a recorded answer (replayed: it was not made by this
-// request).
-func writeAnswer(w http.ResponseWriter, a service.IdempotentAnswer, replayed bool) {
+// writeAnswer writes a recorded answer of route (replayed: it was not made
+// by this request); a 201 carries the created file's Location again.
+func writeAnswer(w http.ResponseWriter, route string, a service.IdempotentAnswer, replayed bool) {
 	if a.ContentType != "" {
 		w.Header().Set("Content-Type", a.ContentType)
+	}
+	if l := locationOfAnswer(route, a.Body); a.Status == http.StatusCreated && l != nil {
+		w.Header().Set("Location", *l)
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	if replayed {

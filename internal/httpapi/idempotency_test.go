@@ -43,6 +43,10 @@ func TestIdempotencyKeys(t *testing.T) {
 	require.Equal(t, http.StatusCreated, again.status, again.body)
 	require.JSONEq(t, first.body, again.body, "the first answer, replayed")
 	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+	var created struct{ Id string }
+	require.NoError(t, json.Unmarshal([]byte(first.body), &created))
+	require.Equal(t, "/uploaded-file/"+created.Id, first.header.Get("Location"), "a 201 names the created file")
+	require.Equal(t, first.header.Get("Location"), again.header.Get("Location"), "and so does its replay")
 	var n, files int
 	require.NoError(t, s.pool.QueryRow(context.Background(), "SELECT count(*) FROM uploaded_file").Scan(&n))
 	require.Equal(t, 1, n, "one file")
@@ -75,6 +79,8 @@ func TestIdempotencyKeys(t *testing.T) {
 	i1, i2 := do(t, s, initReq, user, host), do(t, s, initReq, user, host)
 	require.Equal(t, http.StatusCreated, i1.status, i1.body)
 	require.Equal(t, i1.body, i2.body)
+	require.Regexp(t, `^/uploaded-file/[0-9a-f-]{36}$`, i1.header.Get("Location"))
+	require.Equal(t, i1.header.Get("Location"), i2.header.Get("Location"))
 
 	// Delete: 204, then 204 again (not a 404 for the file it deleted).
 	var f struct{ Id string }

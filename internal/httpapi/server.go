@@ -105,6 +105,7 @@ func New(o Options) http.Handler {
 		o.Guard.tracer = o.TracerProvider.Tracer("github.com/uploadedfile/uploadedfile/internal/httpapi")
 	}
 	h = o.Guard.Middleware(h)
+	h = withFavicon(h)
 	h = limitBodies(h, bodyTimeouts{total: cmp.Or(o.BodyReadTimeout, DefaultBodyReadTimeout), idle: cmp.Or(o.BodyIdleTimeout, DefaultBodyIdleTimeout)})
 	var metrics *requestMetrics
 	if o.Registerer != nil {
@@ -309,7 +310,7 @@ func (s *Server) InitiateUpload(ctx context.Context, req api.InitiateUploadReque
 	if err != nil {
 		return nil, err
 	}
-	return api.InitiateUpload201JSONResponse(r), nil
+	return api.InitiateUpload201JSONResponse{Body: r, Headers: api.InitiateUpload201ResponseHeaders{Location: fileLocation(r.Id)}}, nil
 }
 
 // HostInitiateUpload implements api.StrictServerInterface: a host backend
@@ -321,7 +322,7 @@ func (s *Server) HostInitiateUpload(ctx context.Context, req api.HostInitiateUpl
 	if err != nil {
 		return nil, err
 	}
-	return api.HostInitiateUpload201JSONResponse(r), nil
+	return api.HostInitiateUpload201JSONResponse{Body: r, Headers: api.HostInitiateUpload201ResponseHeaders{Location: hostFileLocation(r.Id)}}, nil
 }
 
 // initiate starts a direct upload with the optional visibility and
@@ -354,7 +355,8 @@ func (s *Server) InitiateTemporaryUpload(ctx context.Context, req api.InitiateTe
 	if err != nil {
 		return nil, err
 	}
-	return api.InitiateTemporaryUpload201JSONResponse(initiateResult(r)), nil
+	res := initiateResult(r)
+	return api.InitiateTemporaryUpload201JSONResponse{Body: res, Headers: api.InitiateTemporaryUpload201ResponseHeaders{Location: fileLocation(res.Id)}}, nil
 }
 
 // CompleteUpload implements api.StrictServerInterface.
@@ -477,7 +479,8 @@ func (s *Server) UploadFile(ctx context.Context, req api.UploadFileRequestObject
 	if err := form.check(err); err != nil {
 		return nil, err
 	}
-	return fileJSON{status: http.StatusCreated, file: httpResult(r)}, nil
+	file := httpResult(r)
+	return fileJSON{status: http.StatusCreated, file: file, location: fileLocation(file.Id)}, nil
 }
 
 // GetFileVariant implements api.StrictServerInterface: an image variant for
@@ -597,7 +600,7 @@ func (s *Server) HostUpload(ctx context.Context, req api.HostUploadRequestObject
 	if err := form.check(err); err != nil {
 		return nil, err
 	}
-	return api.HostUpload201JSONResponse(res), nil
+	return api.HostUpload201JSONResponse{Body: res, Headers: api.HostUpload201ResponseHeaders{Location: hostFileLocation(res.Id)}}, nil
 }
 
 func (s *Server) hostUpload(ctx context.Context, f *form) (api.HostFile, error) {
@@ -674,7 +677,8 @@ func (s *Server) HostCloneFromUrl(ctx context.Context, req api.HostCloneFromUrlR
 	if err != nil {
 		return nil, err
 	}
-	return api.HostCloneFromUrl201JSONResponse(hostFile(r)), nil
+	res := hostFile(r)
+	return api.HostCloneFromUrl201JSONResponse{Body: res, Headers: api.HostCloneFromUrl201ResponseHeaders{Location: hostFileLocation(res.Id)}}, nil
 }
 
 // HostListFiles implements api.StrictServerInterface: ListFiles with the

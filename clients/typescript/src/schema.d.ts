@@ -893,7 +893,10 @@ export interface components {
         FileID: string;
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description The created file's detail (its GET route), relative to the server. */
+        Location: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -926,6 +929,7 @@ export interface operations {
             /** @description The pending file and its upload target. */
             201: {
                 headers: {
+                    Location: components["headers"]["Location"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -970,6 +974,7 @@ export interface operations {
             /** @description The pending file and its upload target. */
             201: {
                 headers: {
+                    Location: components["headers"]["Location"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1233,6 +1238,7 @@ export interface operations {
             /** @description The stored file. */
             201: {
                 headers: {
+                    Location: components["headers"]["Location"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1367,6 +1373,7 @@ export interface operations {
             /** @description The pending file and its upload target. */
             201: {
                 headers: {
+                    Location: components["headers"]["Location"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1424,6 +1431,7 @@ export interface operations {
             /** @description The stored file, with its storage references. */
             201: {
                 headers: {
+                    Location: components["headers"]["Location"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1468,6 +1476,7 @@ export interface operations {
             /** @description The stored file. */
             201: {
                 headers: {
+                    Location: components["headers"]["Location"];
                     [name: string]: unknown;
                 };
                 content: {

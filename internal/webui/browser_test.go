@@ -16,9 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
@@ -73,53 +70,16 @@ func TestUploadPageInChromium(t *testing.T) {
 
 func uploadPage(t *testing.T, driver string) {
 	ctx := context.Background()
-	// The page's origin exists before anything is configured with it.
-	pageSrv := httptest.NewUnstartedServer(nil)
-	t.Cleanup(pageSrv.Close)
-	pageOrigin := "http://" + pageSrv.Listener.Addr().String()
-	apiSrv := httptest.NewUnstartedServer(nil)
-	t.Cleanup(apiSrv.Close)
-	apiURL := "http://" + apiSrv.Listener.Addr().String()
-
-	cfg := service.Config{Driver: driver, Host: apiURL, MaxFileSizeBytes: limit}
-	if driver == service.DriverS3 {
-		srv := s3test.SharedOf(t, s3test.VersityGW) // bucket CORS per origin (MinIO's is server-wide)
-		s3cfg := srv.NewBucket(t)
-		_, err := srv.Client().PutBucketCors(ctx, &awss3.PutBucketCorsInput{Bucket: aws.String(s3cfg.Bucket),
-			CORSConfiguration: &types.CORSConfiguration{CORSRules: []types.CORSRule{s3test.BucketCORSRule(pageOrigin)}}})
-		require.NoError(t, err)
-		cfg.Bucket, cfg.Endpoint, cfg.Region, cfg.ForcePathStyle = s3cfg.Bucket, s3cfg.Endpoint, s3cfg.Region, true
-		cfg.AccessID, cfg.AccessKey = s3cfg.AccessID, s3cfg.AccessKey
-	} else {
-		cfg.LocalRoot = t.TempDir()
-	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	pool := pgtest.New(t)
-	svc, err := service.New(ctx, cfg, pool, service.WithLogger(quiet))
-	require.NoError(t, err)
-	secret := make([]byte, 32)
-	_, _ = rand.Read(secret)
-	guard, err := httpapi.NewGuard(ctx, httpapi.AuthConfig{HMACSecret: secret})
-	require.NoError(t, err)
-	apiSrv.Config.Handler = httpapi.New(httpapi.Options{Service: svc, Guard: guard, Logger: quiet, DownloadPath: svc.EffectiveConfig().DownloadPath,
-		CORSAllowedOrigins: []string{pageOrigin}})
-	apiSrv.Start()
-	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "dev-user", "tenant": "dev", "exp": time.Now().Add(time.Hour).Unix()}).SignedString(secret)
-	require.NoError(t, err)
+	e := startPageEnv(t, driver, pageOptions{})
 	// A file the user stored before opening the page: the page lists it.
-	_, err = svc.Upload(service.WithRequestContext(ctx, service.RequestContext{Tenant: "dev", UserID: "dev-user"}), strings.NewReader("a,b\n1,2\n"), "earlier.csv", nil)
+	_, err := e.svc.Upload(service.WithRequestContext(ctx, service.RequestContext{Tenant: "dev", UserID: "dev-user"}), strings.NewReader("a,b\n1,2\n"), "earlier.csv", nil)
 	require.NoError(t, err)
-	page, err := webui.Handler(webui.Config{BaseURL: apiURL, Token: token})
-	require.NoError(t, err)
-	pageSrv.Config.Handler = page
-	pageSrv.Start()
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		_, _ = io.WriteString(w, "<!doctype html><title>another site</title><p>another origin</p>")
 	}))
 	t.Cleanup(other.Close)
 
-	dir := t.TempDir()
 	pdf := []byte("%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n")
 	atLimit := append([]byte("id,value\n"), bytes.Repeat([]byte("1,2\n"), (limit-9)/4)...)
 	atLimit = append(atLimit, bytes.Repeat([]byte("\n"), limit-len(atLimit))...)
@@ -127,22 +87,7 @@ func uploadPage(t *testing.T, driver string) {
 	png := append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), bytes.Repeat([]byte{0}, 64)...)
 	over := bytes.Repeat([]byte("a,b\n"), limit/4+1)
 	files := map[string][]byte{"report.pdf": pdf, "at-limit.csv": atLimit, "photo.jpg": png, "too-big.csv": over}
-	var paths []string
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, body, 0o600))
-		paths = append(paths, p)
-	}
-	list, _ := json.Marshal(paths)
 
-	cmd := exec.Command("node", "e2e/browser.mjs")
-	cmd.Dir = filepath.Join(repoRoot(t), "web")
-	cmd.Env = append(os.Environ(), "UF_PAGE="+pageOrigin+"/", "UF_API="+apiURL, "UF_TOKEN="+token, "UF_SHOTS="+artifacts(t),
-		"UF_OTHER_PAGE="+other.URL+"/", "UF_FILES="+string(list), "UF_LABEL="+driver)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "browser: %s", stderr.String())
 	var got struct {
 		Results []struct {
 			Name, Error, ID, Status *string
@@ -153,8 +98,8 @@ func uploadPage(t *testing.T, driver string) {
 		Blocked        bool
 		Logs           []string
 	}
-	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
-	require.Len(t, got.Results, 4, "%s", out)
+	e.browse(t, "browser.mjs", &got, "UF_OTHER_PAGE="+other.URL+"/", "UF_FILES="+writeFiles(t, files), "UF_LABEL="+driver)
+	require.Len(t, got.Results, 4, "%+v", got)
 	byName := map[string]int{}
 	for i, r := range got.Results {
 		byName[*r.Name] = i
@@ -163,7 +108,7 @@ func uploadPage(t *testing.T, driver string) {
 		r := got.Results[byName[name]]
 		require.Nil(t, r.Error, "%s failed: %v; logs: %v", name, deref(r.Error), got.Logs)
 		require.Equal(t, "ready", *r.Status, name)
-		require.Equal(t, files[name], download(t, apiURL, token, *r.ID), "%s: the bytes read back through the API are the bytes sent", name)
+		require.Equal(t, files[name], download(t, e.api, e.token, *r.ID), "%s: the bytes read back through the API are the bytes sent", name)
 	}
 	require.Contains(t, deref(got.Results[byName["photo.jpg"]].Error), "content.other-type", "PNG bytes named .jpg fail with their rule")
 	require.Contains(t, deref(got.Results[byName["too-big.csv"]].Error), "size.too-large", "a file over the limit fails with its rule")
@@ -176,7 +121,7 @@ func uploadPage(t *testing.T, driver string) {
 	// never ready, claimed for deletion (a tombstone until its window ends).
 	var status string
 	var aborted bool
-	require.NoError(t, pool.QueryRow(ctx, `SELECT status, (deletion_pending_at IS NOT NULL OR deleted_at IS NOT NULL)
+	require.NoError(t, e.pool.QueryRow(ctx, `SELECT status, (deletion_pending_at IS NOT NULL OR deleted_at IS NOT NULL)
 		FROM uploaded_file WHERE original_name = 'cancelled.csv'`).Scan(&status, &aborted))
 	require.Equal(t, "pending", status, "a cancelled upload never completes")
 	require.True(t, aborted, "cancelling in Uppy aborts the pending file")

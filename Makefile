@@ -53,11 +53,13 @@ generate:
 	$(TOOL) oapi-codegen -config api/client.cfg.yaml api/openapi.yaml
 	cd $(TS) && npm run --silent generate
 
-## ts: install the TypeScript client's, the Uppy plugin's and the web
-## page's pinned packages; compile the client and the plugin (type checks).
+## ts: install the client packages' workspace (clients/: the TypeScript
+## client and the Uppy plugin), the web page's and the pack test's apps'
+## pinned packages; compile the client and the plugin (type checks).
 ts:
-	cd $(TS) && npm ci --no-audit --no-fund --loglevel=error && npx tsc -p .
-	cd clients/uppy && npm ci --no-audit --no-fund --loglevel=error && npx tsc -p .
+	cd clients && npm ci --no-audit --no-fund --loglevel=error && npm run build --workspaces --silent
+	cd clients/pack-test/esbuild-uppy6 && npm ci --no-audit --no-fund --loglevel=error
+	cd clients/pack-test/vite-uppy5 && npm ci --no-audit --no-fund --loglevel=error
 	cd web && npm ci --no-audit --no-fund --loglevel=error
 
 ## web: bundle the development upload page into internal/webui/dist (embedded

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -37,11 +38,13 @@ type pageEnv struct {
 	svc              *service.Service
 }
 
-// pageOptions adjust a pageEnv: the service's configuration, and the
-// origins the bucket's CORS rule allows (default: the page's).
+// pageOptions adjust a pageEnv: the service's configuration, the origins
+// the bucket's CORS rule allows (default: the page's), and what the page's
+// origin serves (default: the development upload page).
 type pageOptions struct {
 	config        func(*service.Config)
 	bucketOrigins func(page string) []string
+	pageHandler   http.Handler
 }
 
 func startPageEnv(t *testing.T, driver string, o pageOptions) *pageEnv {
@@ -87,8 +90,11 @@ func startPageEnv(t *testing.T, driver string, o pageOptions) *pageEnv {
 	apiSrv.Start()
 	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "dev-user", "tenant": "dev", "exp": time.Now().Add(time.Hour).Unix()}).SignedString(secret)
 	require.NoError(t, err)
-	page, err := webui.Handler(webui.Config{BaseURL: apiURL, Token: token})
-	require.NoError(t, err)
+	page := o.pageHandler
+	if page == nil {
+		page, err = webui.Handler(webui.Config{BaseURL: apiURL, Token: token})
+		require.NoError(t, err)
+	}
 	pageSrv.Config.Handler = page
 	pageSrv.Start()
 	return &pageEnv{page: pageOrigin + "/", api: apiURL, token: token, pool: pool, svc: svc}

@@ -93,6 +93,41 @@ test("upload() retries a proxy's 502 under the same key: the answer lost on the 
   assert.equal(list.data!.items.filter((f) => f.originalName === name).length, 1, "one file");
 });
 
+test("an S3 error document at the upload target becomes its code and message", async () => {
+  assert.ok(baseUrl && token);
+  const { createServer } = await import("node:http");
+  // A store that refuses every PUT the way S3 does: an XML error document.
+  const store = createServer((req, res) => {
+    req.resume();
+    res.writeHead(403, { "Content-Type": "application/xml" });
+    res.end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied by the bucket policy</Message></Error>');
+  });
+  await new Promise<void>((resolve) => store.listen(0, "127.0.0.1", resolve));
+  const port = (store.address() as { port: number }).port;
+  const client = createClient({ baseUrl, token: () => token });
+  client.use({
+    // The initiate's target points at that store.
+    async onResponse({ request, response }) {
+      if (!request.url.endsWith("/initiate") || response.status !== 201) return response;
+      const body = await response.json();
+      body.upload.url = `http://127.0.0.1:${port}/bucket/key`;
+      return new Response(JSON.stringify(body), { status: 201, headers: { "Content-Type": "application/json" } });
+    },
+  });
+  try {
+    await assert.rejects(upload(client, new File([new TextEncoder().encode("a,b\n")], "s3.csv", { type: "text/csv" }), { retries: 0 }), (err: unknown) => {
+      assert.ok(err instanceof UploadError);
+      assert.equal(err.status, 403);
+      assert.equal(err.code, "s3.AccessDenied");
+      assert.equal(err.retryable, false);
+      assert.match(err.message, /The file store refused the upload: Access Denied by the bucket policy/);
+      return true;
+    });
+  } finally {
+    store.close();
+  }
+});
+
 test("list pages through the caller's files with a cursor", async () => {
   assert.ok(baseUrl && token);
   const client = createClient({ baseUrl, token: () => token });

@@ -88,7 +88,13 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	version, dirty, err := m.Version()
 	require.NoError(t, err)
 	require.False(t, dirty)
-	require.EqualValues(t, 20261126000000, version)
+	require.EqualValues(t, 20261126100000, version)
+	require.Contains(t, cols, "width")
+
+	// Down past image dimensions.
+	require.NoError(t, m.Migrate(20261126000000))
+	dimCols, _, _, _ := schemaShape(t, url)
+	require.NotContains(t, dimCols, "width")
 	var idempotency bool
 	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_idempotency') IS NOT NULL", &idempotency))
 	require.True(t, idempotency)

@@ -321,9 +321,10 @@ func (s *Service) completeClaimed(ctx context.Context, row db.UploadedFile) (*Re
 	case err != nil:
 		return nil, err
 	}
+	width, height := s.imageSize(ctx, row)
 	ready, err := s.q.FileFinalizeCompletion(ctx, s.db, db.FileFinalizeCompletionParams{
 		ID: row.ID, Lease: *row.CompletionLeaseUntil, FinalETag: optional(final.ETag), RetainStaging: retain,
-		ClockSkew: targetClockSkew, Now: s.now(),
+		ClockSkew: targetClockSkew, Width: pixels(width), Height: pixels(height), Now: s.now(),
 	})
 	if isNoRows(err) {
 		s.lostAfterPromote(ctx, row)
@@ -375,6 +376,14 @@ func (s *Service) promoteClaimed(ctx context.Context, row db.UploadedFile) (fina
 		}
 	}
 	return final, retain, nil
+}
+
+// imageSize is the upright size an image's final object declares in its
+// header (one ranged read of at most imageheader.MaxHeader bytes); 0, 0
+// for other types and for a header that cannot be read.
+func (s *Service) imageSize(ctx context.Context, row db.UploadedFile) (width, height int) {
+	ra := &objectReaderAt{ctx: ctx, store: s.store, key: row.Key}
+	return filecheck.Dimensions(row.ContentType, ra, row.SizeBytes)
 }
 
 // refusal is a completion check's verdict against the upload: the rule it

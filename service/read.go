@@ -51,7 +51,7 @@ func detailFile(r db.FileGetDetailRow) db.UploadedFile {
 	return db.UploadedFile{
 		ID: r.ID, Key: r.Key, CDN: r.CDN, OriginalName: r.OriginalName, SizeBytes: r.SizeBytes,
 		ContentType: r.ContentType, Visibility: r.Visibility, Status: r.Status,
-		IsTemporary: r.IsTemporary, Disposition: r.Disposition, Checksum: r.Checksum,
+		IsTemporary: r.IsTemporary, Disposition: r.Disposition, Checksum: r.Checksum, Width: r.Width, Height: r.Height,
 		ExtraData: r.ExtraData, Module: r.Module, Entity: r.Entity, EntityID: r.EntityID, Type: r.Type,
 		CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, ExpiredAt: r.ExpiredAt,
 	}

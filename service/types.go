@@ -76,16 +76,19 @@ type File[T any] struct {
 	Disposition  Disposition
 	Checksum     *string
 	ETag         *string
-	ExtraData    T
-	Module       *string
-	Entity       *string
-	EntityID     *string
-	Type         *string
-	UsedAt       *time.Time
-	CompletedAt  *time.Time
-	ExpiredAt    *time.Time
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// Width and Height: an image's size as shown (after its EXIF
+	// orientation), read from its header at upload; nil for other types.
+	Width, Height *int32
+	ExtraData     T
+	Module        *string
+	Entity        *string
+	EntityID      *string
+	Type          *string
+	UsedAt        *time.Time
+	CompletedAt   *time.Time
+	ExpiredAt     *time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // Result is UploadedFileResult: the file plus a URL to read it and that
@@ -103,16 +106,18 @@ type Result struct {
 	IsTemporary  bool
 	Disposition  Disposition
 	Checksum     *string
-	ExtraData    json.RawMessage
-	Module       *string
-	Entity       *string
-	EntityID     *string
-	Type         *string
-	CreatedAt    time.Time
-	CompletedAt  *time.Time
-	ExpiredAt    *time.Time
-	URL          string
-	URLExpiredAt *time.Time
+	// Width and Height: an image's size as shown; nil for other types.
+	Width, Height *int32
+	ExtraData     json.RawMessage
+	Module        *string
+	Entity        *string
+	EntityID      *string
+	Type          *string
+	CreatedAt     time.Time
+	CompletedAt   *time.Time
+	ExpiredAt     *time.Time
+	URL           string
+	URLExpiredAt  *time.Time
 }
 
 // LegacyTemporaryResult is what the legacy uploadTemporary returns.
@@ -139,6 +144,7 @@ func fileFromRow[T any](r db.UploadedFile, extra T) *File[T] {
 		Key: r.Key, CDN: r.CDN, PendingKey: r.PendingKey, OriginalName: r.OriginalName, SizeBytes: r.SizeBytes,
 		ContentType: r.ContentType, Visibility: Visibility(r.Visibility), Status: Status(r.Status),
 		IsTemporary: r.IsTemporary, Disposition: Disposition(r.Disposition), Checksum: r.Checksum, ETag: r.ETag,
+		Width: r.Width, Height: r.Height,
 		ExtraData: extra, Module: r.Module, Entity: r.Entity, EntityID: r.EntityID, Type: r.Type, UsedAt: r.UsedAt,
 		CompletedAt: r.CompletedAt, ExpiredAt: r.ExpiredAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
@@ -149,6 +155,7 @@ func resultFromRow(r db.UploadedFile, u URL) *Result {
 		ID: r.ID, Key: r.Key, CDN: r.CDN, OriginalName: r.OriginalName, SizeBytes: r.SizeBytes,
 		ContentType: r.ContentType, Visibility: Visibility(r.Visibility), Status: Status(r.Status),
 		IsTemporary: r.IsTemporary, Disposition: Disposition(r.Disposition), Checksum: r.Checksum,
+		Width: r.Width, Height: r.Height,
 		ExtraData: r.ExtraData, Module: r.Module, Entity: r.Entity, EntityID: r.EntityID, Type: r.Type,
 		CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, ExpiredAt: r.ExpiredAt,
 		URL: u.URL, URLExpiredAt: u.URLExpiredAt,
@@ -162,6 +169,7 @@ func rowOf(f *File[json.RawMessage]) db.UploadedFile {
 		Key: f.Key, CDN: f.CDN, PendingKey: f.PendingKey, OriginalName: f.OriginalName, SizeBytes: f.SizeBytes,
 		ContentType: f.ContentType, Visibility: string(f.Visibility), Status: string(f.Status),
 		IsTemporary: f.IsTemporary, Disposition: string(f.Disposition), Checksum: f.Checksum, ETag: f.ETag,
+		Width: f.Width, Height: f.Height,
 		ExtraData: f.ExtraData, Module: f.Module, Entity: f.Entity, EntityID: f.EntityID, Type: f.Type, UsedAt: f.UsedAt,
 		CompletedAt: f.CompletedAt, ExpiredAt: f.ExpiredAt, CreatedAt: f.CreatedAt, UpdatedAt: f.UpdatedAt,
 	}

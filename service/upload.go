@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"sync"
 	"time"
 
@@ -209,7 +210,7 @@ func (s *Service) insertHidden(ctx context.Context, a access, c filecheck.Result
 		Key: key, CDN: s.persistedCDN(id, key, vis), OriginalName: c.Name, SizeBytes: sp.Size(), ContentType: c.ContentType,
 		Visibility: string(vis), Disposition: string(disp), IsTemporary: u.temporary, Checksum: ptr(sp.checksum()),
 		ExtraData: extra, Module: optional(m.Module), Entity: optional(m.Entity), EntityID: optional(m.EntityID), Type: optional(m.Type),
-		ActivationLease: ActivationLease, Now: s.now(),
+		Width: pixels(c.Width), Height: pixels(c.Height), ActivationLease: ActivationLease, Now: s.now(),
 		DefaultTenantBytes: tb, DefaultTenantFiles: tf, DefaultOwnerBytes: ob, DefaultOwnerFiles: of,
 	})
 	if err != nil {
@@ -356,3 +357,13 @@ func (s *Service) spool(ctx context.Context, src io.Reader, max int64) (*spooled
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// pixels is a stored image dimension: nil for 0 (not an image, or its
+// header unreadable).
+func pixels(n int) *int32 {
+	if n <= 0 || n > math.MaxInt32 {
+		return nil
+	}
+	v := int32(n)
+	return &v
+}

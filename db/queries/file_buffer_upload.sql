@@ -28,6 +28,8 @@
 -- owner's usage in the same statement; when either would pass its limit
 -- the statement fails with SQLSTATE UFQ01 (quota exceeded) and nothing is
 -- written.
+-- @width and @height: an image's size read from its header by the file
+-- check (NULL otherwise).
 -- Persists a buffer upload before its bytes are written: status pending and a
 -- future activation lease in upload_pending_at, so the row is invisible to
 -- every normal read and, should the writer die, the deletion-retry sweep finds
@@ -87,6 +89,8 @@ WITH limits AS (
         entity,
         entity_id,
         type,
+        width,
+        height,
         status,
         upload_pending_at,
         created_at,
@@ -111,6 +115,8 @@ WITH limits AS (
         sqlc.narg('entity'),
         sqlc.narg('entity_id'),
         sqlc.narg('type'),
+        sqlc.narg('width')::integer,
+        sqlc.narg('height')::integer,
         'pending',
         coalesce(sqlc.narg('now')::timestamptz, now()) + @activation_lease::interval,
         coalesce(sqlc.narg('now')::timestamptz, now()),

@@ -213,7 +213,8 @@ RETURNING completion_lease_until;
 -- refuses every write once the row left pending) pending_key is cleared.
 -- Zero rows: the lease was lost; the caller must not report success and must
 -- not delete the final object unless the row is being deleted (the new
--- holder owns it).
+-- holder owns it). @width and @height: an image's size read from the
+-- final object's header (NULL otherwise).
 -- Writes file.ready.
 WITH changed AS (
     UPDATE uploaded_file
@@ -230,6 +231,8 @@ WITH changed AS (
         expired_at = CASE WHEN is_temporary
             THEN coalesce(sqlc.narg('now')::timestamptz, now()) + interval '24 hours'
             ELSE NULL END,
+        width = sqlc.narg('width')::integer,
+        height = sqlc.narg('height')::integer,
         updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
     WHERE uploaded_file.id = @id
         AND status = 'completing'

@@ -37,7 +37,7 @@ WHERE id = @id
 -- What the detail lookup (Service.Find) answers of a visible file by id
 -- within the scope: the columns of its response, whether it has expired and
 -- the database time its URL is resolved at -- FileGetVisible's predicate,
--- 21 columns instead of the row's 32 and two (the lookup is the hottest
+-- 23 columns instead of the row's 34 and two (the lookup is the hottest
 -- read after the download; the scope, lease and bookkeeping columns cost the
 -- database and the client on every one). Zero rows: as FileGetVisible.
 SELECT
@@ -52,6 +52,8 @@ SELECT
     is_temporary,
     disposition,
     checksum,
+    width,
+    height,
     extra_data,
     module,
     entity,

@@ -401,22 +401,25 @@ type FileVariantContentType string
 
 // HostFile The file for a host backend, with its extra data and legacy storage references.
 type HostFile struct {
-	Cdn          *string                 `json:"cdn,omitempty"`
-	Checksum     *string                 `json:"checksum,omitempty"`
-	CompletedAt  *time.Time              `json:"completedAt,omitempty"`
-	ContentType  string                  `json:"contentType"`
-	CreatedAt    time.Time               `json:"createdAt"`
-	Disposition  Disposition             `json:"disposition"`
-	Entity       *string                 `json:"entity,omitempty"`
-	EntityId     *string                 `json:"entityId,omitempty"`
-	ExpiredAt    *time.Time              `json:"expiredAt,omitempty"`
-	ExtraData    *map[string]interface{} `json:"extraData,omitempty"`
-	Id           openapi_types.UUID      `json:"id"`
-	IsTemporary  bool                    `json:"isTemporary"`
-	Key          string                  `json:"key"`
-	Module       *string                 `json:"module,omitempty"`
-	OriginalName string                  `json:"originalName"`
-	SizeBytes    int64                   `json:"sizeBytes"`
+	Cdn         *string                 `json:"cdn,omitempty"`
+	Checksum    *string                 `json:"checksum,omitempty"`
+	CompletedAt *time.Time              `json:"completedAt,omitempty"`
+	ContentType string                  `json:"contentType"`
+	CreatedAt   time.Time               `json:"createdAt"`
+	Disposition Disposition             `json:"disposition"`
+	Entity      *string                 `json:"entity,omitempty"`
+	EntityId    *string                 `json:"entityId,omitempty"`
+	ExpiredAt   *time.Time              `json:"expiredAt,omitempty"`
+	ExtraData   *map[string]interface{} `json:"extraData,omitempty"`
+
+	// Height An image's height in pixels as shown (after its EXIF orientation); absent for other types.
+	Height       *int               `json:"height,omitempty"`
+	Id           openapi_types.UUID `json:"id"`
+	IsTemporary  bool               `json:"isTemporary"`
+	Key          string             `json:"key"`
+	Module       *string            `json:"module,omitempty"`
+	OriginalName string             `json:"originalName"`
+	SizeBytes    int64              `json:"sizeBytes"`
 
 	// Status quarantined appears only in lifecycle events (a quarantined file is never returned by a read).
 	Status       Status     `json:"status"`
@@ -424,6 +427,9 @@ type HostFile struct {
 	Url          *string    `json:"url,omitempty"`
 	UrlExpiredAt *time.Time `json:"urlExpiredAt,omitempty"`
 	Visibility   Visibility `json:"visibility"`
+
+	// Width An image's width in pixels as shown (after its EXIF orientation), read from its header at upload; absent for other types.
+	Width *int `json:"width,omitempty"`
 }
 
 // HostFileList defines model for HostFileList.
@@ -532,14 +538,17 @@ type UploadTarget struct {
 
 // UploadedFile UploadedFileHttpResult -- never a storage key or the persisted cdn.
 type UploadedFile struct {
-	Checksum     *string            `json:"checksum,omitempty"`
-	CompletedAt  *time.Time         `json:"completedAt,omitempty"`
-	ContentType  string             `json:"contentType"`
-	CreatedAt    time.Time          `json:"createdAt"`
-	Disposition  Disposition        `json:"disposition"`
-	Entity       *string            `json:"entity,omitempty"`
-	EntityId     *string            `json:"entityId,omitempty"`
-	ExpiredAt    *time.Time         `json:"expiredAt,omitempty"`
+	Checksum    *string     `json:"checksum,omitempty"`
+	CompletedAt *time.Time  `json:"completedAt,omitempty"`
+	ContentType string      `json:"contentType"`
+	CreatedAt   time.Time   `json:"createdAt"`
+	Disposition Disposition `json:"disposition"`
+	Entity      *string     `json:"entity,omitempty"`
+	EntityId    *string     `json:"entityId,omitempty"`
+	ExpiredAt   *time.Time  `json:"expiredAt,omitempty"`
+
+	// Height An image's height in pixels as shown (after its EXIF orientation); absent for other types.
+	Height       *int               `json:"height,omitempty"`
 	Id           openapi_types.UUID `json:"id"`
 	IsTemporary  bool               `json:"isTemporary"`
 	Module       *string            `json:"module,omitempty"`
@@ -552,6 +561,9 @@ type UploadedFile struct {
 	Url          *string    `json:"url,omitempty"`
 	UrlExpiredAt *time.Time `json:"urlExpiredAt,omitempty"`
 	Visibility   Visibility `json:"visibility"`
+
+	// Width An image's width in pixels as shown (after its EXIF orientation), read from its header at upload; absent for other types.
+	Width *int `json:"width,omitempty"`
 }
 
 // Usage defines model for Usage.
@@ -6485,128 +6497,129 @@ func (sh *strictHandler) DownloadFileVariant(w http.ResponseWriter, r *http.Requ
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H17c9s4su9X6dK9VZHupWTlNbtr/+XJY+M9mUlubE9O3VGqCJEtCWsS4ACgbU3K3/0UGuBLIvVwHI9n",
-	"1v+kHIEEmkCj0Y9fN772IplmUqAwunf4tbdAFqOiP9/LiBkuhf07Rh0pnrn/9s4WCJFCZjCGGU/wiYYY",
-	"DeMJ9LnR8M83Z6BkbnAQgMKEGX6JYCSYBYJGdYlq1At6OlpgymznZplh77CnjeJi3ru5uQl6GVMsReMp",
-	"ecsTPHndTocf//z85LXtldvfM2YWvaAnWGr75XEv6Cn8LecK496hUTnWR0/Z9XsUc7PoHf7wIlgjJuid",
-	"xJhm0qCIlv+Fy3UqPgiEC1xChgoSOecRS+BKcYPQP3lz9hYWxmQs4xArNjMwIaprfQ7/C5cT8e7s7CO8",
-	"o8mHtxyTeNIbBKBRGGBzxgVIAXiJagkKjVqCnAE3h3DFzYILePYCFjJXeiJojlnqKJopmUL5S8SSBBW9",
-	"Uv1o5wW1AYVZwpbaNkzEjCttgAl9hQr69EJYUmyGn+hZjA/BzmU4AC60QRZbolQuBBfzieAF4cMhME80",
-	"mxlUwCCRVffCfhWk7AI1MNAYSeGYajQRZ/WPITKYkGaBqiSba3jx7BmEkVQ44tWkji5wOVSYa4zDo4m4",
-	"WvAE6aPdpxWva8OTxNKsA3gx/kdLP1wMZwmfL0w4EW4iPtlPGR7bTwlHcAwvr6+Lb+EahLS9R1LFND8L",
-	"9J9ux3ATMpqIgk/dZqs4dYUreh1s+uzly6CXclH8/2kb177n2rySwi7YGTWusu2xALxmkQH7LvRDnrI5",
-	"HmRiHg5A2lWasZQny7Ll/4SDcoP9lqNaVnRHtXE20dxBpZMkP+JMqhY6fTNMqR3MgmswPMVOYhrd1cmZ",
-	"SZUy0zvsxczg0PbR20LTWyXTboqYoYkipt6VLOrxtkTlSkvVLgZDgdf+gdDuQ8t5mcJLLnMNGZt30+U6",
-	"7Vi2p+NnL7rIeSMMNy3y8NgYFi0wdiKfa0B6EPrEbp1M5J66Bf84Ok7i3Snh8W7EnMS3IOc9T7lZp8We",
-	"YZrOCLsa0I9xxvLEwMtxYBkptSLx2XjcSVFC3dbJ8T30Dl+OA0sbT/O0d/hsPCbh4P5XiQYuDM5RlWT+",
-	"JOM8wQ1z5s8JriGlR7dNmXvqFhP2M0vxo8IZv16nxrZp0IYpw8W8oikAPhfSdgMR0wh9IeGKJ3HEVKw7",
-	"SRTVSPuTeSpVy7L6bX1soC/wyp4pdMIEtAH9Cg0CsCND/9gy4v9foZ2krea/I/QTpuZlF51foS0hdfr/",
-	"t8JZ77D3vw4qVe7AteoDS/kHFdcW/syeMYqpVk0mWYIp2qFvj3ciT9qGDFXKbO/Qn7HEEm6Pad1FZtlP",
-	"m643lTJBJkqifuGaT3ni5Ulbd5fVE7t+e63TYpzP3CzOVaLXv/0TaplcIiCLFqVS+ek99DOFms8FxrR5",
-	"bYvVxU6fd67PVTFG62alqQva5uEXpjgT5qNCjS2cdgyRFDM+z5UlhR7ybHXpXtQj96seHAETS3CaktWQ",
-	"xmPg4pIlPB6maFiHnuze/hZd+ca+qzMpNNIM/7g07g+vINg/WZYl3BkWBzIyaIbaKGR0zLacilMuHAu1",
-	"jNVpDEztuPYra9aM14WGr7nOpOaFYdNthQS9N2dsvu2Z/x4WHVvtZ/iBqNGb37LvvZJplqAVahvmJ1Ny",
-	"mmD6f/+tV4ndxPYf3Vttc3Ts1WersDMRoeWOqKTESfs8SySLj7zemjDjzLXaVNY04NYPrY4aMp/EW1Kg",
-	"7/U7Sw2/ae2sKNj280sTwJot0LcK3c6TNDhqGDa1efmmGSs+7F4ZA1ApqQJgGj69fQX/ePHyb+CH8ca9",
-	"HvVugt65YLlZSMV/x/g+KfyJa22nX6pClsEUmbKqt7xAsTLhnz9/Hh7nZmH1uIgZ3LYhbwop52TFgok5",
-	"ksZ2IrLcfVwck9BgyUclM1SGW9HmpXlW++lrocmuDxRUemVbo8Arep8bTPUuijipfSfu6adW7/PtTCm2",
-	"tM0yie+0x5v64fCr697T/aV8Vk7/jZGxfb1KpMD7nEG8Noq9ZoZ1j+eOtDVS7cnxM52DO01SqTyvNRlv",
-	"bK815CpZVTbHL/7epm3Wp9i+1Ta1rzFBc6u5VThDhSLCb+SMlIviv1vYpDZi66c0T2QU1nD5tcdFwoW1",
-	"JxhZJKkVMl9ayLLb9M2lF0Grx0DCZxgtowQBL8mXpoHBq0TmMb0CT0dj6Guj8siQXpXKGAcjCO0oIXA9",
-	"EVyOnLDH2Hml8vH4eWRVJvoLjyDUOX1L6B1MCQKPjyA0KJio/fpET4T7zZpSBoXmUgAzRvFpbnBwBKHK",
-	"Ewyh7wYczRhPMB44L1LuHFgT4RphquQFOl9Sc31jz/6b5Gw5Z7RXrKxlhnlJXjBwsQ51qU7SvG0ReIv1",
-	"fX5+8vryb0fV6Vu6MGNMOP3hHRW0NlaCl2pfnpPXdm0c1WqzNubrsDFfUJ8u6PtvHKVcp8xEi4Asr9p/",
-	"R6ORVZ+n5Hm9WqAovdY8QnAjWCtOG6kQOFG9RqWWuYpa6KTv1CPXXLkADuoMNmjvMcPoEpVe2SNPR+PW",
-	"5fAc2e0xBx7vNN+OX9sFHU9bPvFzMWVGMeE2tVWeUm4MxsANGfPGfjwzbGpN9yiR0cWgQc0GV1glYHfi",
-	"b3JJrsqj+mQGLjzgV8z3Xk2g/8xyItZ3ivulVbA1d1n3WjCzOmPDIf3y7uzs41CzGYJCss6EoX3otFo7",
-	"mfJKoDryTnRGXMnmzl8ulXMC2g/VdvKjmLSkprSIFhhd6DxtXWKv9WJ8bHZ1VQYNZ3Brp4XHZPcuY8yY",
-	"MvYEeCXj9l7j5iGyiTnq502pUNxG18gsQ+3zHU5Kbt10XDd8NKuugo3qh1R8zgVLCl1mXTTw37G0y0tS",
-	"uDA/vOitOwuDnt2uud42p6fuqY36j0bVMZXegbG+RejE9a1DhSxeOleU3x++BcyCGZhi5AJa9qm+2xF2",
-	"i1zgctDC91u4dIGFzbo+JVnpofnm2b3isdW4vrZ5aesiq/TNrIRayuGKrkrK2wTSZcPLtofrrE4K8axf",
-	"zBV+axLUJLXpv3Ps0mT15iauC4qNwvVsRV9ZVdjoH+IKO15bY0y6dNzVnOVq3t3qxUBXM/Pu9O6xO9sb",
-	"Wk13O5syEUvRPcRvOVNMGL7hkVzs8FBjH3aq4u+5pq3R3G6lmVH+sYn7zv3Ytr9KplRmbRXr6sAmUFuh",
-	"XdqnKehS6nXSqSgJ0/ZvHPW2WWGO6i42/KVLfB0LoNhpKajkDJg784fDtkN7q5wqmZxCsv/OcG5Xq4jc",
-	"ln9f4TRrXaFbHL6W3JPdDq57Eprekm6zsN9sPZRFniRsak/Phieg6mVXkeznJbiFbK6vQ9Bp4r+T2tAO",
-	"sPZ9knyY9Q5/3WvfrG7CKBZ37DW5wGW7W7w+Ufah9e/70uW/hxmhDxZSG5iy6AJFHFQKL9EKVuUGJmJI",
-	"cM6iZbmFKk/DqD6DdyGTytV42PLIknkiuOHMoGOH3XxETaJbeoAsybXTusqTfGWZIGVLiBZSaoR+lk8T",
-	"HoFAjDWwJJFXH+kX16UebDZFmuRMenrBnr384XDSg5m0fWEM0yVRY23IH17A6bvj4bOXPxRzXEaAGm6t",
-	"8XZzZUss+FsMjVXVfLvHbbNg3BTkvyNdb0W76xZw5dq18WTBTaWqtw9jdvPIf+jSftclupuVedy9D36J",
-	"P6EmOMLqoTjzCsc+6vmObg1nUezW+RlTczQdtqfrx2mmrZ9agV7qyIuG0lUo0vXfRGXDtirPPzF1ca4x",
-	"vs+IFl8J4H1DVOY2Yau1+W/XOmoR61XzJcZ2nUgbq4W7qDPYx0b1VZHKG51CmuFM5iImxi9+LdAsJSus",
-	"N6VoWKNBYSoNDmOu7cBxW9sMTbQYlgZ31e7GGVa2/lpTBRBoa71ExWc+iNLWv1OW/Oe0k7hh7JYOnUuj",
-	"rSVKkIk82/CVhvbe0E9k44nfcmnYEK8jxHjl5co7MMt1R1tzTJabxSivwwnqDcU6RgnjqS6arIhUgiWt",
-	"+5OwGM62awlLEKajAYaHiAnQeWS/xgFdHKIdHFzc40AmogSCFP5wXYssBS5KxCDGDEWMIlr6MFEAUlHj",
-	"RITFmyEQM4OQ7pCDJRroa6s8mwWmBBsU5TgOMD44mgiSKVU8yge1fDjKe/rJeLpiGvwSjOC4MC8motxH",
-	"ZDZFCmMrdlhSYDy0CyWu+5rbI26fF8wAEyUUQ6qCmHq8LfC23PkJhcwW8gr6iQtGcDERsYz0wcKYbJTG",
-	"g0PvGRnSIebidzqPFsC0C8eSKGBOfQiDiQituB5hmpllGEBIcTwj5ZBAlPaXItan+Vwwkyukt37n2QhF",
-	"pJaZsf04qLt/dGXUWrBQczGn11cDiPWBWEKuseGV4sagCEdAgErn5pnK3LgArsvDeELBGz9djcmvaRCl",
-	"731dvzfcbBHlq7Hw808nIFjqMExYgntobrdanD7W5UatOXBJwLcdCR5PGZ87Z03zWPieHpwdARSn5dw2",
-	"56nmCAWWZciUdjEHLlbRBBr6DOrPu8iq9p49hSZXwum6jOISg/oZZ6VFcVzUzo7CU13Kyrpntk3qNRSm",
-	"tZl2x4bex+FXg1G1KzidPFeb3hTNQsabgDCbl82/756uaApqH9S2qg3VdB2RUGt9Z0zmlOAOX+xfKoD6",
-	"GB196NHR7+rTvrvA3x8W7zvXbI7r8o0AEFttSvvuh1kT0LLTC6uWOI1W9tJJ54fZOqXTgq2aMolmDxaY",
-	"NAE53SxH/XQkGZ155wlQthD0x4eQC/ob48GO/VNSR1f+0h50Uj8b6KTD8tZ0rizM1POgI74xSQ1K2lfs",
-	"/qG+Dw6E2UzAKXUUskvpzOOXzLS5RawQxChX3CxP7e7xzE7Q7Oqvt8V6/uvzWZEXQ2LbPVf2aq0Bh/7m",
-	"YibXGefUSIUF/N5rXPoQrLFPMSEu4KPUZq7w9P+9D7yNJQXlHEcsgZjrCwchnwgm4PQ5Ge7M8GmC4GbD",
-	"QftGEzERbwikSIxK+ew+mhEee5OV7PlD+NHh0B0y9F+fzxwwNByBx6wHkLLEcjTGwcSaiBwLM0xqPfSY",
-	"UIUOhEbRkiKjuLRXX4xfFBp7AFoCm4gi1cYrLwaTRFsTkQxdLVOUAgETjU+0+wa85troEbwR8TDXVkO1",
-	"H6Unoh+WEMShfTIcNFTYulakW9UiS4xnryMXEnJdQz88KEz2tSGYaov1TQSLKM/CNRGddq7s1NPAYaOf",
-	"Q/tuCDqSmV8zpaTS1HmZxxB2ZSaEPqu88EaF1pwJnTWW8AiFpiPHJ0hZaaA4Gnd40YlNDKsPDw7wmllV",
-	"r3BbHBRvV5Zar46osAdkAefsPR2NR2NSTzIULOO9w97z0Xj03O47Zha0oQ4WyBKz+N3+7RV9K4fok6yM",
-	"6b3z7SspWM/G45UsDYPX5iBLGN+S/7SeI5LwSxw1dnzv8NcvQU/naUraGMn1TMkItfYcbIWxYXNtpYn7",
-	"hN4X20MHW9Q+b2VwDeE/35zBChcFLRwENQbiRhML2TNlZb6kNu+5i+nqXrPiREeYvXrkoEr0vQl2etiH",
-	"h3d8mnJNd3zWJ/Lu+LRP2t7r6ZN456+sqYA7vlJXOHd7o9Igd6Wqlnq/3yu+iMCOL9USmXd8o0xHvfmy",
-	"dd+u4fB3zqpqwCBaNvYHgb5EwE3Qe+EGbuuvJLDK07LPP93+fCNpjF56sccgN3URYz/CHftlbh9Xq7CQ",
-	"dTxIAMwl3jMDDAoTtBBMUpuNYukgooywYakbZ1K3yWCpTS13bG+pslJpxjEF5TH+KOPlnfHDWnrbTVNZ",
-	"tEbkzRo/vmgphEEdxQ+Vb+zz/9j+fJmgal949myvAV6On9+WkamKToTkGoykir2WpqEvkxikQA0emApx",
-	"rtg0WQ72Y9lECqzz6roJdv7pPXANFPYqKj6cnn56a89wgxGlMpdIHhbHCrVG5w4NXCqPVfxirqzarJA0",
-	"Hys2A5jKXFj9nOoa2B1pd9ygCG8sMLrwKjAp2/FEJPwCKWu97hBv2V32o6wgPye34MPcXlXW404b6+md",
-	"C/qu9Hg32a66UjNftl7rq20E/+hB+RyNcE97/vmeg3xvGfF0T4L2lin3JoPInKb4V7Z04GQXCXf2Yp/i",
-	"jf4XK06sVk1VdCg8vZ84crJs89npklof6r6up9ze9sR0fTyemLfiVjd5/pScLn35slLHgz5LEpAKhBS4",
-	"H3Nyj43qPi7f2/OJNyBUrbYnpSI5DOwqWvZwIkJ3loaFI2kdFxtCn1AHV1wjhZs3Q0TCwQjOXJE5F2t0",
-	"4A27SxeMTmAjXVHAKOFYpEppFLGuIe06DtsmYuyhbssuxPM9n72t8LqOc9iHfn32p3B5sR444Rbw8Xh+",
-	"wMfzNxy3TFnz02vMBYrHe1S92yrXqALwSrdUULje95FnKVMXQ4JhbTxvC0DjQ93aTcDlbc9c28vjkXs7",
-	"jrVz5w9cy04OyhLLlHHhzdZvOHXd/7b4U+7j8EnzxPCMKXMwkyodFhU0Kib9DtVpVtFZ/zr98LOPQFER",
-	"JoPX7cUlCjf51hJpQc9lR7XVuqOwDuUcuQSqokSnVAR9oeBULLyCU1UEXC1QsRvqwmzGa3RiIu4EtdAB",
-	"En+whnkt160tq+1RLfjrqQU/McHmVrjmsxmqDWrBftK1AMy0hwulNv9E41A13zH24AboYHsicfRHRBEI",
-	"v0xIau2j7GTFschoO/GB81lSaMGF5wNYyCR2gGztXiUwvN5zTXaKIRSIlIeqlzURM4962R+ulwV36w75",
-	"yuObbZLjrUMx7Mef/iKHe4l2bqoRO7o/Jno6vu0aH/uMjo7U93XtYO81Piirk2xa7NfyStg3j6tSJrdb",
-	"9eDr5sLh3XWH1zBnXzeXkL+jnk7ivfrq4OrNa+/Qs38CdiywpbpWxaTgHyd7kiUYuWof7s+UxOelEZYx",
-	"Ey3aGfMUzZvSpPomUXS7I3KPUhm3PSJRPeD4evNEsqQ6hCAX/rIfX467Elz7M4PHxXcKJ59mdJtw8H0c",
-	"RvUsqI7z6PzT+z/JcXT+6b3d4ApZXC5vUPqvKeNjuf8KF9XrD766Qjo7aR5FyaVvOIq2PNmsxv9dmaT+",
-	"QR1M4ifpASvLT/ck6uGa491Vu4ICLlzfCZRi0MLzlMjXjdf95Jq/H1yXBhjV5uJOMMD1NGeuIRfsknFK",
-	"PtqODC5LvnrjulRhHVS4Cym8G0CY6izVM2vLMHFRZrdPRVbJmn+iq1zqTCY8Wk5EjBGPUVd1m2dSQZhw",
-	"bcJB4PHw5W1gQYnNkgp8rtvEGlraPlrdAwO5SFBrCLVUJgTNlhrK+O4IPjLbVr+6iemJCCP/n8IFVK8Y",
-	"VRST4j4t1eVfN645KFKMAzsHVpg5e0EqA30mlmbBxZwSA4rLQcJ60YRw0BYPfoRKP0Kl/wOg0n8tmHSh",
-	"pDmsh7//MWVL0IgbAdHOR/nlJqihYTKFkV3owsJZvTbMXWEmRakXFpeavYSf+I9O+hZ11C0NKGZSEf41",
-	"kVeoXCrgYD1RwwUAb+Vu+p5BwJ3DcA8xHtWs4PQIFv2PDDs5Jih3LHABDMpdYJWPFPpFeqSr9+hu9V0X",
-	"FEHvelhJiKFCpl3BBe0uYWgCXvoFji5ogp6CsvDNwCmTe6P0fvEIdO2v34sSZnlYsBQDd88paUL8dwyK",
-	"BEbtsxkrRNZE2Iccok4DsxM09KmhTYwWnKKoub5qMLyJ8HvA3X7hQXm+dIWVjD6JcVRWswgpLZPCURpY",
-	"csWWeiK0xwt5CFB5NRcr4EHNeeV6BY34RE9Ef7GGjxuM4BhSTKdFgilJBYgluvtrrc7rCuN4ZXEiiktO",
-	"sYlT4BrC9tJbYZsS+ecAFD6CCR/F958VTNiiw63L0RKPczvc81HtniNdyiZGotAJuOI6cn8vXlHfSIoR",
-	"/Czr9YOloppKVvukYmxThDm/dLe5tYuOlRqyD12GtJa8fRQmf5F4/58NaUyOzCaabyeBsQolaqtgw/y1",
-	"/a5GTHGHmbZapXOZARdRkscYD0r/H5l82uUkWP5eQn/svIplLRj4WTp/lSugV91r66tmSNWR3/8Ibiot",
-	"/lUs0zqUqXDErkGaunmiwIhUeV3N+XfJOt+EEgluJ813zMGCvk+rPQKFKeOU3VZMxJVUF5YTFRrFqVyl",
-	"L1cdXcyVzEU8GD0suVS7T/ieoyVT6WwUf3IUokZ5D7kvfdgpbYL28MhDRhjt4j35k6GMnmh/ye/WCNdm",
-	"iXBQWPDdAEfPqbc1Au9SONwvS1Tb4GHLjn0jufcna35BxWfLADIlKSfZ6RyCJVRl4BaWkGfZkgF8Abj1",
-	"tfPVwxS/pPjiih/oWDeKvVbuLVMWWZgIzee2vR96K8kVLS5KEw/KIlcahHR3Wh9SombhYJqIwmnkdeoQ",
-	"+mH98vmQugj/e/jKlyQdntK9C2EAU2kWBQWDKljosj/hGEo6nC7GNVwpKea+OrIbj5omIuazGSoNMyVT",
-	"pzu475ICAxdPfF54t1YqiYdHwMRE+Ggp+R1fPB2P4DM3C9LtGmQUJdcMu2jEL57oiahf/E3XtCOLXR6s",
-	"L5sWMaW4f835qp5oCN+csXlIyTWWjtPn8PH8jLxebb6qj7lPPfJT/C2CqslPVM/Tp9v7yfMOwv654Neg",
-	"MZLC35DTik10/NPbAmtcKZxXTu36uF0DlcvR24p63MWClpFBM9RGIUubknV7DGUHg/l+hXndUA7ISnbY",
-	"SF/7e8VKtpzXLlh8Fbji5hPvZ671sunW+j+zl+2hHzoVjqWqZvnrl5vg600D1/JZcYOVMHW7ayXcUT88",
-	"CLQx2P1wij34umF9bw7FntLV1QVqnEoM+KL7RZl7y0kBnRS142P4IXMFf4TUgs9m7jhhAqr716FWsHcE",
-	"p3mWSWU0fGJi7g5jK7g8JBa8UNDrpnkBKP8eCv6OYOtn4x/2ePp5mxn5szSQypjPeInQffgAbq/rO169",
-	"o+BerpJCfDVMidYY3lbIZyf20W0tch4n6BF6s+L2hhmf0/39rj/o2102EWsN2tVAHQQwR2FZkvQQT7rS",
-	"pmBay8wToVFdYuw0nRKq5gNhzDiFg4qzUvXRwCPJ3LtCiiGKPPV8Txm9qxN0WFwxUqHS6LMCYK4D95G0",
-	"DcFfQgE8bqsN26bBPEJlH6GyDxgqu+XgW5MR7Udh+8FXuxy82FR3cuhBP3RVnq2G7Mo8D90Pjkj308j9",
-	"hNf+/+HgqClvmrKGSt81KfYCdNcjtrxAtKZobD52H4pQ+EOP60fZcJ+yoVI7yJhvqB7F1nY6yBMN1ta7",
-	"ZAkK06orb1DQrXZuz23Pz1WV7sODg6fP/jYaj8ajp4d/H/99TEzpu16z0Zsl0keVUexoWDew39WrgBXV",
-	"z0kxaK1YPqh1SUkD6z1+LAtpx3XUvcPG1193YPkbUtSucLqQ8qKEKNIV+d3h/bosbJZJjxKZx+6aI1cq",
-	"fQTvnEELoR9kyONwImg56UHg8SCoWg1PURuWZmHTseGURa6tjMU0MwMHuCrfq5xi0A8vnwZOmvqbQt/9",
-	"dPxqePru2N0WOhGTnmvmcUP2lmM3fp3KeOl+8K9hCLmIC12Ki4sn2lKp0AxG8BoTThcAEKkTkaC7nzmy",
-	"Br8AqeyLGSo6744ozhEXryy8vkf6Gals8UTY4Udw7LS3Z9fXdFb5yJIlWObmCNYA+j4E1abhKYyQX1KQ",
-	"za3zrq6Y1cXdTwFzY902p/E4ijBbqYG4mrlC99cdeUhdwpZ+ErQvIJsxdeHml75hc+ZJGeBYub0L+lcU",
-	"dwbPd7T+4KdUD8jB8j8BAAD//w==",
+	"7H17c9s48uBX6dJdVaQ7SlZes7v2X548Nt7NTHKxPdm6UaoIkS0JaxLgAKBtTcrf/VdogC+J1MNJPM6M",
+	"/0k5Agg0gEa/u/G5F8k0kwKF0b3Dz70FshgV/flWRsxwKezfMepI8cz9t3e2QIgUMoMxzHiCjzTEaBhP",
+	"oM+Nhn++OgMlc4ODABQmzPBLBCPBLBA0qktUo17Q09ECU2YHN8sMe4c9bRQX897NzU3Qy5hiKRoPyWue",
+	"4MnLdjj8/OfnJy/tqNz+njGz6AU9wVI7Lo97QU/hbzlXGPcOjcqxPnvKrt+imJtF7/CHZ8EaMEHvJMY0",
+	"kwZFtPw3LteheCcQLnAJGSpI5JxHLIErxQ1C/+TV2WtYGJOxjEOs2MzAhKCujTn8Ny4n4s3Z2Xt4Q5sP",
+	"rzkm8aQ3CECjMMDmjAuQAvAS1RIUGrUEOQNuDuGKmwUX8OQZLGSu9ETQHrPUQTRTMoXyl4glCSr6pPrR",
+	"7gtqAwqzhC21bZiIGVfaABP6ChX06YOwhNgMP1BfjA/B7mU4AC60QRZboFQuBBfzieAF4MMhMA80mxlU",
+	"wCCR1fDCrgpSdoEaGGiMpHBINZqIs/piCAwmpFmgKsHmGp49eQJhJBWOeLWpowtcDhXmGuPwaCKuFjxB",
+	"WrRbWvG5NjxJLMw6gGfjf7SMw8VwlvD5woQT4Tbig13K8NguJRzBMTy/vi7WwjUIaUePpIppfxbol27n",
+	"cBsymogCT91lqzB1BSt6HWj65PnzoJdyUfz/cRvWvuXavJDCHtgZNa6i7bEAvGaRAfst9EOesjkeZGIe",
+	"DkDaU5qxlCfLsuX/hIPygv2Wo1pWcEe1eTbB3AGloyQ/4kyqFjh9M0ypHcyCazA8xU5gGsPVwZlJlTLT",
+	"O+zFzODQjtHbAtNrJdNuiJihjSKk3hUsGvG2QOVKS9VOBkOB175DaO+hxbxM4SWXuYaMzbvhcoN2HNvj",
+	"8ZNnXeC8EoabFnp4bAyLFhg7ks81IHWEPqFbJxK5XrfAHwfHSbw7JDzeDZiT+BbgvOUpN+uwWB6miUfY",
+	"04B+jDOWJwaejwOLSKkliU/G406IEhq2Do4foXf4fBxY2Hiap73DJ+MxEQf3v4o0cGFwjqoE8ycZ5wlu",
+	"2DPPJ7iGlLpu2zLX6xYb9jNL8b3CGb9eh8a2adCGKcPFvIIpAD4X0g4DEdMIfSHhiidxxFSsO0EU1Uz7",
+	"g3kqVcux+mt9bKAv8MryFOIwAV1Af0KDAOzM0D+2iPj/V2Anaqv57wj9hKl5OUTnKrQFpA7//1Y46x32",
+	"/tdBJcoduFZ9YCF/p+LawZ9ZHqOYapVkkiWYoh36lr0TeNI2ZKhSZkeH/owlFnDLpnUXmOU4bbLeVMoE",
+	"mSiB+oVrPuWJpydtw11WPXZde23QYp6P3CzOVaLX1/4BtUwuEZBFi1Ko/PAW+plCzecCY7q8tsXKYqdP",
+	"O8/nqpij9bLS1gVt+/ALU5wJ816hxhZMO4ZIihmf58qCQp08Wl26D/XI/aoHR8DEEpykZCWk8Ri4uGQJ",
+	"j4cpGtYhJ7uvv0RWvrHf6kwKjbTDPy6N+8MLCPZPlmUJd4rFgYwMmqE2Chmx2RauOOXCoVDLXJ3KwNTO",
+	"a1dZ02a8LDR8yXUmNS8Um24tJOi9OmPzbX3+MywGttLP8B1Bozd/Zb97IdMsQUvUNuxPpuQ0wfT//lev",
+	"ArsJ7d+7r9r26NiLz1ZgZyJCix1RCYmj9nmWSBYfebk1Ycapa7WtrEnArQutWA2pT+I1CdB3us5Swm9q",
+	"OysCtl1+qQJYtQX6VqDbeZMGRw3FprYvX7RjxcLuFDEAlZIqAKbhw+sX8I9nz/8Gfhqv3OtR7ybonQuW",
+	"m4VU/HeM7xLCn7jWdvulKmgZTJEpK3rLCxQrG/7x48fhcW4WVo6LmMFtF/KmoHKOViyYmCNJbCciy93i",
+	"4piIBkveK5mhMtySNk/Ns9pPnwtJdn2ioJIr2xoFXtH33GCqdxHESew7cb0fW7nPtzOl2NI2yyT+qiPe",
+	"1JnDr254D/ensq+c/hcjY8d6kUiBd7mDeG0Ue8kM657PsbQ1UC3n+Jn44E6bVArPa03GK9trDblKVoXN",
+	"8bO/t0mb9S22X7Vt7UtM0NxqbxXOUKGI8AsxI+Wi+O8WNKnN2LqUJkdGYRWXX3tcJFxYfYKRRpJaIvOp",
+	"BSx7TV9dehK0ygYSPsNoGSUIeEm2NA0MXiQyj+kTeDwaQ18blUeG5KpUxjgYQWhnCYHrieBy5Ig9xs4q",
+	"lY/HTyMrMtFfeAShzmktoTcwJQg8PoLQoGCi9usjPRHuN6tKGRSaSwHMGMWnucHBEYQqTzCEvptwNGM8",
+	"wXjgrEi5M2BNhGuEqZIX6GxJzfONPfpvorPlntFdsbSWGeYpeYHAxTnUqTpR87ZD4C3a9/n5ycvLvx1V",
+	"3Lc0YcaYcPrDGyrobCwFL8W+PCer7do8qlVnbezXYWO/oL5d0PdrHKVcp8xEi4A0r9p/R6ORFZ+nZHm9",
+	"WqAordY8QnAzWC1OG6kQOEG9BqWWuYpa4KR16pFrrkwAB3UEG7SPmGF0iUqv3JHHo3HrcXiM7LaYA493",
+	"2m+Hr+2EjqctS/xYbJlRTLhLbYWnlBuDMXBDyryxi2eGTa3qHiUyuhg0oNlgCqsI7E74TSbJVXpU38zA",
+	"uQf8ifnRqw30yyw3Yv2muF9aCVvzlnWfBTOrOzYc0i9vzs7eDzWbISgk7UwYuodOqrWbKa8EqiNvRGeE",
+	"lWzu7OVSOSOgXai2mx/FJCU1qUW0wOhC52nrEXupF+Njs6upMmgYg1sHLSwmuw8ZY8aUsRzghYzbR42b",
+	"TGQTctT5TSlQ3EbWyCxC7bMORyW3XjquGzaaVVPBRvFDKj7ngiWFLLNOGvjvWOrlJShcmB+e9daNhUHP",
+	"Xtdcb9vTU9dro/yjUXVspTdgrF8R4ri+daiQxUtnivL3w7eAWTADU4ycQ8v26rsbYa/IBS4HLXi/BUsX",
+	"WOis61uSlRaaL97dKx5bietzm5W2TrJK28yKq6WcrhiqhLyNIF02rGx7mM7qoBDO+sNcwbcmQE1Qm/Y7",
+	"hy5NVG9e4jqh2Ehcz1bklVWBjf4hrLDztTXGJEvHXc1ZrubdrZ4MdDUzb07vnruzvSHVdLezKROxFN1T",
+	"/JYzxYThG7rkYodOjXvYKYq/5ZquRvO6lWpG+ccm7Dv3c9vxKppSqbWVr6sjNoHaCunS9ianSynXSSei",
+	"JEzbv3HU26aFOai70PCXLvJ1LIB8pyWhkjNgjucPh21MeyudKpGcXLL/zXBuT6vw3JZ/X+E0az2hWzBf",
+	"C+7Jbozrjoim16TbNOxXW5myyJOETS33bFgCqlF2Jcl+X4Jb0Ob6OQSdKv4bqQ3dAKvfJ8m7We/w173u",
+	"zeoljGLxla0mF7hsN4vXN8p2Wl/fpy77Pcwo+mAhtYEpiy5QxEEl8BKsYEVuYCKGBOcsWpZXqLI0jOo7",
+	"+DVoUnka95seWTBPBDecGXTosJuNqAl0ywiQJbl2UlfJyVeOCVK2hGghpUboZ/k04REIxFgDSxJ59Z5+",
+	"cUPqwWZVpAnOpKcX7MnzHw4nPZhJOxbGMF0SNFaH/OEZnL45Hj55/kOxx6UHqGHWGm9XV7b4gr9E0VgV",
+	"zbdb3DYTxk1O/q8k661Id90Erjy7NpwssKkU9fZBzG4c+Yse7Tc9oq9zMg+3994f8QfUFI6wyhRnXuDY",
+	"Rzzf0azhNIrdBj9jao6mQ/d04zjJtHWpVdBLPfKiIXQVgnT9N1HpsK3C809MXZxrjO/So8VXHHhf4JW5",
+	"jdtqbf/bpY6ax3pVfYmxXSbSxkrhzusMttuofipSeaVTSDOcyVzEhPjFr0U0S4kK600pGtZoUJhKg8OY",
+	"aztx3NY2QxMthqXCXbW7eYaVrr/WVAUItLVeouIz70RpG98JS3457SBumLtlQGfSaGuJEmQizzas0tDd",
+	"G/qNbPT4LZeGDfE6QoxXPq6sA7Ncd7Q152S5WYzyejhBvaE4xyhhPNVFkyWRSrCk9X5SLIbT7VrcEhTT",
+	"0QiGh4gJ0HlkV+MCXVxEO7hwcR8HMhFlIEhhD9c1z1LgvEQMYsxQxCiipXcTBSAVNU5EWHwZAiEzCOmY",
+	"HCzRQF9b4dksMKWwQVHO4wLGB0cTQTSl8kd5p5Z3R3lLPylPV0yDP4IRHBfqxUSU94jUpkhhbMkOS4oY",
+	"D+1cieu25naP28cFM8BEGYohVQFM3d8WeF3u/IRcZgt5Bf3EOSO4mIhYRvpgYUw2SuPBobeMDImJOf+d",
+	"zqMFMO3csUQKmBMfwmAiQkuuR5hmZhkGEJIfz0g5pCBK+0vh69N8LpjJFdJXv/NshCJSy8zYcVyou++6",
+	"MmvNWai5mNPnqw7E+kQsIdPY8EpxY1CEI6CASmfmmcrcOAeuy8N4RM4bv12Nza9JEKXtfV2+N9xsIeWr",
+	"vvDzDycgWOpimLAM7qG93apxel+Xm7VmwCUC38YSfDxlfO6MNU228C0tODsGUJyWe9vcp5ohFFiWIVPa",
+	"+Ry4WI0m0NBnUO/vPKvaW/YUmlwJJ+sy8ksM6jzOUouCXdR4R2GpLmll3TLbRvUaAtPaTju2ofcx+NXC",
+	"qNoFnE6cq21vimYh402BMJuPzX/velcwBbUFtZ1qQzRdj0iotb4xJnNCcIct9k/lQP0evKOV9bjdiv5I",
+	"g+tir2LGrzHRlkxbtiKg70IwudHw6j8nr0EqXnjLq3gOy41cbKedXI9arct/bSftNzWt384mVTPJdyIG",
+	"9dgXLwIiyi5L0nZwRAaYKWOgd8ebNkX1D/ONnms2x3VeQMEiW/Vv++27WTP4Z6cPVq0WNFs5Siec72br",
+	"kE4L3G8eOO0eLDBpBi913wsapyMh68wbmoAyq6A/PoRc0N8YD3YcnxJgunK99oCTxtkAJwkWt4Zz5WCm",
+	"Hgcd8I1NakDSfmJ3HxZ97wJWm8lKpTxHOjzJB/ySmTYTkqXUGOWKm+WpvT0e2SmMvfrrdXGe//p4VuQQ",
+	"EW9x/cpRrebkIuW5mMl1xDk1UmGRquClU30IKRpG/jMu4L3UZq7w9P+9Dbw+KgXlZ0csgZjrCxduPxFM",
+	"wOlTMnIww6cJgtsNFwY5moiJeEUBnYSolPvvPT/hsVfvieQewo8uZt9F0f7r45kLog1H4OP7A0hZYjEa",
+	"42Bi1WmOhcoqtR76+FmFLmCPPEtF9nWp2z8bPyu0mwC0BDYRRVqSF/QMJom26jQRdS1TlAIBE215Ca0B",
+	"r7k2egSvRDzMtZXm7aL0RPTDMlxzaHuGg4a4X5cgdasIaYHx6HXk3GduaOiHB4V5Y20Kptr8ohPBIspJ",
+	"cU0Ep90ru/U0cdgY59B+G4KOZObPTCmpNA1e5nyEXVkcoc/ALyx3oVX9Qqe5JjxCoYnl+GQySw0UR+OY",
+	"F4kVhLD68OAAr5kViwsTz0HxdaXV9urRJ5ZBFqGvvcej8WhMMlSGgmW8d9h7OhqPntp7x8yCLtTBAlli",
+	"Fr/bv71SZOkQLcnSmN4b376SrvZkPF7JaDF4bQ6yhPEtuWLr+TQJv8RR48b3Dn/9FPR0nqYkMhJdz5SM",
+	"UGuPwZYYGzbXlpq4JfQ+2RE60KK2vJXJNYT/fHUGK1gUtGAQ1BDIikAWhSxPWdkvqc1b7vzfutesztER",
+	"klB1OaiSom+CnTp7V/qOvSkvd8e+Pul5x94+wX2v3ifxzqusiYA7ftKQinf6opIgd4WqVqZgv098wYUd",
+	"P6olfe/4RZm6e/Np671dy1nYOQOtETLScrHfCfTlFG6C3jM3cdt4JYBVTpvt/3h7/0aCHX30bI9Jbuok",
+	"xi7Csf0yD5Kr1RCa9diZAJgrUsAMMCjU9YIwSW02kqWDiLLnhqVsnEndRoOlNrU8u72pykpVHocUlPP5",
+	"o4yXXw0f1lIBb5rCotV0b9bw8VlL0RAaKL6veGP7/2N7/zKZ137w5MleEzwfP70tIlPFoQjJjBpJFXsp",
+	"TUNfJjFIgRp8EC/EuWLTZDnYD2UTKbCOq+sq2PmHt8A1kIuwqI5xevrhteXhBiNK+y6jnlgcK9Qanek4",
+	"cGlPVvCLubJis0KSfCzZDGAqc2Hlc6oBYW+kvXGDwhW0wOjCi8AkbMcTkfALpAz/uvOg5XbZRVlCfk4m",
+	"1Pt5vaoM0Z0u1uOvTui7Sgm4zXaVqJq5xfW6aG0z+K4HZT+a4Y7u/NM9J/nWNOLxngDtTVPujAaROk2+",
+	"wmzpArld1IDTF/vkm/W/WHJipWqqOESu/P3IkaNlm3mnSwC+r/e6np58W47pxnjgmLfCVrd5nktOl77U",
+	"WynjQZ8lCUgFQgrcDzm5jyPrZpdvLX/ijXCzVt2T0rZcvPBqZPHhRISOl4aFIWk9hjiEPlnlr7hGcs1v",
+	"DqcJByM4cwX5nF/WBbrYW7pgxIGNdAUUo4RjkVamUcS6FpXYwWyb0XX39Vp2RYffMe9tDUXs4MPeTe4z",
+	"ZYXLIfZBJu4AH9jzPWbPX8BumbLqp5eYi4gnb1H1ZqtcowrAC91SQWF634eepUxdDClkbSO/LYI/7+vV",
+	"bgan3pbn2lEeWO7tMNbunWe4Fp1c2E8sU8aFV1u/gOu6/22xp9wF80nzxPCMKXMwkyodFtVGKiT9BpV8",
+	"ViPZ/nX67mfvgaKCVQav2wtxFGbyreXkgp7LJGurC0huHcrPcslmRTlTqShMiJxTsfACTlU9cbWYx26h",
+	"IWZzUEln4MZXSffpCKi/t4p5LS+wLQPwQSz484kFPzHB5pa45rMZqg1iwX7UtQiYaXcXSm3+icZF1XxD",
+	"34OboAPtCcTRH+FFoFhvijrX3stOWhyLjLYbHzibJbkWnHs+gIVMYhe8rt2nlDig9zyTnXwIRUTKfZXL",
+	"mhEzD3LZHy6XBV/XHPKZxzfbKMdrF8WwH376Ry/uxNu5qZ7u6O6Q6PH4tmd87LNfOsoErEsHe5/xQVnJ",
+	"ZdNhv5RXwn55XJV9ud2pB583F1nvrtG8FnP2eXO5/a800km811gdWL357F307HeAjkVsqa5VfCnwx9Ge",
+	"ZAlGruqH+yMl4XmphGXMRIt2xDxF86pUqb6IFN2ORe5RVuS2LBLVPfavNzmSBdVFCHLhH0bypcsrwrU/",
+	"Mvjg/U7i5FOybuMOvgtmVM8Y6+BH5x/efifs6PzDW3vBKcGgON6gtF9Tdsxy/xMuKv0ffHZFh3aSPIry",
+	"VF/Airb0bL5c8E2RpL6gDiTxm3SPheXHewJ1f9Xx7gpnQREuXL8JlGLQgvOU9Ngdr/vBNX+7cF2aYFTb",
+	"i68SA1xPCecacsEuGacMqe2RwWV5XK9clyKsCxXuihTeLUCYalLVs5BLN3FRkrhPBWlJm3+kq7zzTCY8",
+	"Wk5EjBGPUVc1rmdSQZhwbcJB4OPhy5fTgjI2SyrweYETq2hp27V6MwdykaDWEGqpTAiaLTWU/t0RvGe2",
+	"rf7MFdMTEUb+P4UJqF5dqyi8xX0Kr8tVbzwJUaRjB3YPLDFz+oJUBvpMLM2CizklBhQPqYT1AhPhoM0f",
+	"/BAq/RAq/RcIlf5zhUkXQpqL9fBvZaZsCRpxY0C0s1F+uglq0TCZwsgedKHhrD6x5p57k6KUC4sH4J7D",
+	"T/xHR32LmvMWBhQzqSj+NZFXqFwq4GA9UcM5AG9lbvqWTsCd3XD30R/VrHb1ECz6l3Q7OSQobyxwAQzK",
+	"W2CFjxT6RXqkq43pXkBeJxRB73pYUYihQqZdcQrtHqxoBrz0izi6oBn0FJRFggZOmNw7Su8XH4Gu/VOF",
+	"UcIsDguWYuDehCVJiP+OQZHAqH02YxWRNRG2k4uo08DsBg19amgzRgtOUdRMX7UwvInwd8C9FOKD8nyZ",
+	"D0sZfRLjqKz8EVJaJrmjNLDkii31RGgfL+RDgKoU/iI8qLmvXK9EIz7SE9FfrMXHDUZwDCmm0yLBlKgC",
+	"xBLdW79W5nVFhLywOBHFg7DYjFPgGsL2MmVhmxD5fQQUPgQTPpDv7zWYsEWGW6ejZTzO7eKej2pvQumS",
+	"NjEihY7AFU+3+zcEi1pQUozgZ1mvtSwV1Z+y0icVrpsizPmle/munXSs1Nu97zSktTzwAzH5k/j7v7dI",
+	"YzJkNqP5diIYq6FEbRVsLLLMyhoxxXtv2kqVzmQGXERJHmM8KO1/pPJpl5Ng8XsJ/bGzKpa1YOBn6exV",
+	"rthg9Qawr5ohVUd+/0NwU6nxr8YyrYcyFYbYtZCmbpwoYkSqvK7m/rtknS+KEgluR813zMGCvk+rPQKF",
+	"KeOU3VZsxJVUFxYTFRrFqbSnL+0dXcyVzEU8GN0vulR7e/mOvSVT6XQUzzkKUqO8hdyXieykNkG7e+Q+",
+	"RxjtYj35zqKMHmn/IPJWD9dminBQaPDdAY4eU2+rBH5N4nC3KFFdg/tNO/b15N4drfkFFZ8tA8iUpJxk",
+	"J3MIllCVgVtoQh5lSwTwBeDWz85XD1P8kvyLK3agY90ojFuZt0xZZGEiNJ/b9n7otSRX4Lko4zwoi1xp",
+	"ENK9/31IiZqFgWkiCqORl6lD6If1h/pDGiL8z/CFL986PKU3KsIAptIsCggGlbPQZX/CMZRwOFmMa7hS",
+	"Usx9JWlfQ9I2TUTMZzNU2lWYJNnBrUsKDJw/8Wlh3Vqpuh4eARMT4b2lZHd89ng8go/cLEi2a4BRlFwz",
+	"7KLhv3ikJ6L+SDo9aY8sdnmwvmxaxJTi/jNnq3qkIXx1xuYhJddYOE6fwvvzM7J6tdmq3uc+9chv8ZcQ",
+	"qiY+UdFRn27vN88bCPvngl+DxkgK/5pQa2yiw5/elrDGlcJ55dauz9s1UXkcva1Rj7to0DIyaIbaKGRp",
+	"k7Ju96HsoDDfLTGvK8oBackuNtLXSV/Rki3mtRMWXwWueCXG25lro2x64f97trLdd6ZTxbFU1Sx//XQT",
+	"fL5pxLV8VNxgRUzd7Vpxd9SZBwVtDHZnTrEPvm5o35tdsaf0zHcRNU4lBvwDBcWTABaTAuIUNfYxfJe5",
+	"gj9CasFnM8dOmIDqrXqoFewdwWmeZVIZDR+YmDtmbAmXD4kFTxT0umpeBJR/CwF/x2DrJ+Mf9uj9tE2N",
+	"/FkaSGXMZ7yM0L3/Adxe1ne4+pWce7lKCvLVUCVafXhbQz47Yx/d1SLjcYI+Qm9WvHQx4/PcChVuPOjb",
+	"WzYRaw3a1UAdBDBHYVGS5BAPutKmQFqLzBOhUV2ir6Vdhqp5RxgzTuCg4qxUfTTwkWTuWyHFEEWeeryn",
+	"jN7VDTosnmOpotJoWQEwN4BbJF1D8A92AI/basO2STAPobIPobL3OFR2C+NboxHtrLCd8dUeUi8u1Vdh",
+	"etAPXZVnKyG7Ms9D94MD0v00cj/htf9/ODhq0psmraHSd02IPQHdlcWWj63WBI3NbPe+EIU/lF0/0Ia7",
+	"pA2V2EHKfEP0KK62k0EeabC63iVLUJhWWXmDgG6lc8u3PT5XVboPDw4eP/nbaDwajx4f/n389zEhpR96",
+	"TUdvlkgfVUqxg2FdwX5TrwJWVD8nwaC1YvmgNiQlDayP+L4spB3Xo+5dbHz9cxcsf0OC2hVOF1JelCGK",
+	"ry4L01are79OC5tl0qNE5rF7EsqVSh/BG6fQQugnGfI4nAg6TuoIPB4EVavhKWrD0ixsGjacsMi1pbGY",
+	"ZmbgAq7K7yqjGPTDy8eBo6b+VdU3Px2/GJ6+OXYvq07EpOeaedygveXcjV+nMl66H/xnGEIu4kKW4uLi",
+	"kbZQKjSDEbzEhNMDAATqRCTo3rKOrMIvQCr7YYaK+N0R+Tni4pOFl/dIPiORLZ4IO/0Ijp309uT6mniV",
+	"9yxZgGVujmAtQN+7oNokPIUR8ktysrlz3tUUs3q4+wlgbq7b5jQeRxFmKzUQVzNX6K2/Ix9Sl7Cl3wTt",
+	"C8hmTF24/aU1bM48KR0cKy+dQf+K/M7g8Y7OH/yW6gEZWP4nAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -393,22 +393,25 @@ type FileVariantContentType string
 
 // HostFile The file for a host backend, with its extra data and legacy storage references.
 type HostFile struct {
-	Cdn          *string                 `json:"cdn,omitempty"`
-	Checksum     *string                 `json:"checksum,omitempty"`
-	CompletedAt  *time.Time              `json:"completedAt,omitempty"`
-	ContentType  string                  `json:"contentType"`
-	CreatedAt    time.Time               `json:"createdAt"`
-	Disposition  Disposition             `json:"disposition"`
-	Entity       *string                 `json:"entity,omitempty"`
-	EntityId     *string                 `json:"entityId,omitempty"`
-	ExpiredAt    *time.Time              `json:"expiredAt,omitempty"`
-	ExtraData    *map[string]interface{} `json:"extraData,omitempty"`
-	Id           openapi_types.UUID      `json:"id"`
-	IsTemporary  bool                    `json:"isTemporary"`
-	Key          string                  `json:"key"`
-	Module       *string                 `json:"module,omitempty"`
-	OriginalName string                  `json:"originalName"`
-	SizeBytes    int64                   `json:"sizeBytes"`
+	Cdn         *string                 `json:"cdn,omitempty"`
+	Checksum    *string                 `json:"checksum,omitempty"`
+	CompletedAt *time.Time              `json:"completedAt,omitempty"`
+	ContentType string                  `json:"contentType"`
+	CreatedAt   time.Time               `json:"createdAt"`
+	Disposition Disposition             `json:"disposition"`
+	Entity      *string                 `json:"entity,omitempty"`
+	EntityId    *string                 `json:"entityId,omitempty"`
+	ExpiredAt   *time.Time              `json:"expiredAt,omitempty"`
+	ExtraData   *map[string]interface{} `json:"extraData,omitempty"`
+
+	// Height An image's height in pixels as shown (after its EXIF orientation); absent for other types.
+	Height       *int               `json:"height,omitempty"`
+	Id           openapi_types.UUID `json:"id"`
+	IsTemporary  bool               `json:"isTemporary"`
+	Key          string             `json:"key"`
+	Module       *string            `json:"module,omitempty"`
+	OriginalName string             `json:"originalName"`
+	SizeBytes    int64              `json:"sizeBytes"`
 
 	// Status quarantined appears only in lifecycle events (a quarantined file is never returned by a read).
 	Status       Status     `json:"status"`
@@ -416,6 +419,9 @@ type HostFile struct {
 	Url          *string    `json:"url,omitempty"`
 	UrlExpiredAt *time.Time `json:"urlExpiredAt,omitempty"`
 	Visibility   Visibility `json:"visibility"`
+
+	// Width An image's width in pixels as shown (after its EXIF orientation), read from its header at upload; absent for other types.
+	Width *int `json:"width,omitempty"`
 }
 
 // HostFileList defines model for HostFileList.
@@ -524,14 +530,17 @@ type UploadTarget struct {
 
 // UploadedFile UploadedFileHttpResult -- never a storage key or the persisted cdn.
 type UploadedFile struct {
-	Checksum     *string            `json:"checksum,omitempty"`
-	CompletedAt  *time.Time         `json:"completedAt,omitempty"`
-	ContentType  string             `json:"contentType"`
-	CreatedAt    time.Time          `json:"createdAt"`
-	Disposition  Disposition        `json:"disposition"`
-	Entity       *string            `json:"entity,omitempty"`
-	EntityId     *string            `json:"entityId,omitempty"`
-	ExpiredAt    *time.Time         `json:"expiredAt,omitempty"`
+	Checksum    *string     `json:"checksum,omitempty"`
+	CompletedAt *time.Time  `json:"completedAt,omitempty"`
+	ContentType string      `json:"contentType"`
+	CreatedAt   time.Time   `json:"createdAt"`
+	Disposition Disposition `json:"disposition"`
+	Entity      *string     `json:"entity,omitempty"`
+	EntityId    *string     `json:"entityId,omitempty"`
+	ExpiredAt   *time.Time  `json:"expiredAt,omitempty"`
+
+	// Height An image's height in pixels as shown (after its EXIF orientation); absent for other types.
+	Height       *int               `json:"height,omitempty"`
 	Id           openapi_types.UUID `json:"id"`
 	IsTemporary  bool               `json:"isTemporary"`
 	Module       *string            `json:"module,omitempty"`
@@ -544,6 +553,9 @@ type UploadedFile struct {
 	Url          *string    `json:"url,omitempty"`
 	UrlExpiredAt *time.Time `json:"urlExpiredAt,omitempty"`
 	Visibility   Visibility `json:"visibility"`
+
+	// Width An image's width in pixels as shown (after its EXIF orientation), read from its header at upload; absent for other types.
+	Width *int `json:"width,omitempty"`
 }
 
 // Usage defines model for Usage.

@@ -37,13 +37,13 @@ WITH changed AS (
         AND uploaded_file.upload_pending_at = $5::timestamptz
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.ready', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height FROM changed
 `
 
 type FileActivateUploadBatchResults struct {
@@ -93,6 +93,8 @@ type FileActivateUploadRow struct {
 	UploadExpiresAt      *time.Time
 	CompletionLeaseUntil *time.Time
 	StagingCleanupAt     *time.Time
+	Width                *int32
+	Height               *int32
 }
 
 // hidden -> ready. Clears exactly the marker the writer inserted, only while
@@ -164,6 +166,8 @@ func (b *FileActivateUploadBatchResults) QueryRow(f func(int, FileActivateUpload
 			&i.UploadExpiresAt,
 			&i.CompletionLeaseUntil,
 			&i.StagingCleanupAt,
+			&i.Width,
+			&i.Height,
 		)
 		if f != nil {
 			f(t, i, err)
@@ -233,6 +237,8 @@ WITH limits AS (
         entity,
         entity_id,
         type,
+        width,
+        height,
         status,
         upload_pending_at,
         created_at,
@@ -257,14 +263,16 @@ WITH limits AS (
         $20,
         $21,
         $22,
+        $23::integer,
+        $24::integer,
         'pending',
-        coalesce($23::timestamptz, now()) + $24::interval,
-        coalesce($23::timestamptz, now()),
-        coalesce($23::timestamptz, now())
+        coalesce($25::timestamptz, now()) + $26::interval,
+        coalesce($25::timestamptz, now()),
+        coalesce($25::timestamptz, now())
     WHERE CASE WHEN (SELECT count(*) FROM reserved) = 2 THEN true ELSE uploaded_file_quota_exceeded() END
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM inserted
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height FROM inserted
 `
 
 type FileInsertHiddenBatchResults struct {
@@ -296,6 +304,8 @@ type FileInsertHiddenParams struct {
 	Entity             *string
 	EntityID           *string
 	Type               *string
+	Width              *int32
+	Height             *int32
 	Now                *time.Time
 	ActivationLease    time.Duration
 }
@@ -333,6 +343,8 @@ type FileInsertHiddenRow struct {
 	UploadExpiresAt      *time.Time
 	CompletionLeaseUntil *time.Time
 	StagingCleanupAt     *time.Time
+	Width                *int32
+	Height               *int32
 }
 
 // Buffer uploads (legacy and managed): the server receives the bytes itself.
@@ -363,6 +375,8 @@ type FileInsertHiddenRow struct {
 // owner's usage in the same statement; when either would pass its limit
 // the statement fails with SQLSTATE UFQ01 (quota exceeded) and nothing is
 // written.
+// @width and @height: an image's size read from its header by the file
+// check (NULL otherwise).
 // Persists a buffer upload before its bytes are written: status pending and a
 // future activation lease in upload_pending_at, so the row is invisible to
 // every normal read and, should the writer die, the deletion-retry sweep finds
@@ -393,6 +407,8 @@ func (q *Queries) FileInsertHidden(ctx context.Context, db DBTX, arg []FileInser
 			a.Entity,
 			a.EntityID,
 			a.Type,
+			a.Width,
+			a.Height,
 			a.Now,
 			a.ActivationLease,
 		}
@@ -446,6 +462,8 @@ func (b *FileInsertHiddenBatchResults) QueryRow(f func(int, FileInsertHiddenRow,
 			&i.UploadExpiresAt,
 			&i.CompletionLeaseUntil,
 			&i.StagingCleanupAt,
+			&i.Width,
+			&i.Height,
 		)
 		if f != nil {
 			f(t, i, err)

@@ -26,7 +26,7 @@ WITH changed AS (
         AND uploaded_file.upload_pending_at IS NOT DISTINCT FROM $4::timestamptz
         AND uploaded_file.deletion_pending_at IS NOT DISTINCT FROM $5::timestamptz
         AND uploaded_file.deleted_at IS NOT DISTINCT FROM $6::timestamptz
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 ), freed AS (
     -- The space the rows held, per owner and per tenant (''); taken off
     -- the usage, never below zero (usage that rows changed by hand made
@@ -59,7 +59,7 @@ WITH changed AS (
         AND usage_locked.tenant_code = freed.tenant_code
         AND usage_locked.user_id = freed.user_id
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height FROM changed
 `
 
 type FileRestoreUploadForCleanupParams struct {
@@ -104,6 +104,8 @@ type FileRestoreUploadForCleanupRow struct {
 	UploadExpiresAt      *time.Time
 	CompletionLeaseUntil *time.Time
 	StagingCleanupAt     *time.Time
+	Width                *int32
+	Height               *int32
 }
 
 // A slow writer finishing after maintenance reached its expired upload: it
@@ -158,6 +160,8 @@ func (q *Queries) FileRestoreUploadForCleanup(ctx context.Context, db DBTX, arg 
 		&i.UploadExpiresAt,
 		&i.CompletionLeaseUntil,
 		&i.StagingCleanupAt,
+		&i.Width,
+		&i.Height,
 	)
 	return i, err
 }
@@ -174,7 +178,7 @@ WITH changed AS (
         AND uploaded_file.upload_pending_at = $4::timestamptz
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 ), freed AS (
     -- The space the rows held, per owner and per tenant (''); taken off
     -- the usage, never below zero (usage that rows changed by hand made
@@ -209,7 +213,7 @@ WITH changed AS (
     SELECT 'upload.failed', changed.tenant_code, changed.id, changed.updated_at, $5::text, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height FROM changed
 `
 
 type FileSettleFailedUploadParams struct {
@@ -253,6 +257,8 @@ type FileSettleFailedUploadRow struct {
 	UploadExpiresAt      *time.Time
 	CompletionLeaseUntil *time.Time
 	StagingCleanupAt     *time.Time
+	Width                *int32
+	Height               *int32
 }
 
 // hidden -> claimed for deletion, when the write or the activation failed.
@@ -305,6 +311,8 @@ func (q *Queries) FileSettleFailedUpload(ctx context.Context, db DBTX, arg FileS
 		&i.UploadExpiresAt,
 		&i.CompletionLeaseUntil,
 		&i.StagingCleanupAt,
+		&i.Width,
+		&i.Height,
 	)
 	return i, err
 }

@@ -27,7 +27,7 @@ WITH changed AS (
         AND status = 'pending'
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 ), freed AS (
     -- The space the rows held, per owner and per tenant (''); taken off
     -- the usage, never below zero (usage that rows changed by hand made
@@ -62,7 +62,7 @@ WITH changed AS (
     SELECT 'upload.abandoned', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height FROM changed
 `
 
 type FileClaimAbortParams struct {
@@ -107,6 +107,8 @@ type FileClaimAbortRow struct {
 	UploadExpiresAt      *time.Time
 	CompletionLeaseUntil *time.Time
 	StagingCleanupAt     *time.Time
+	Width                *int32
+	Height               *int32
 }
 
 // A direct upload not yet completing (pending, or failed before its claim was
@@ -159,6 +161,8 @@ func (q *Queries) FileClaimAbort(ctx context.Context, db DBTX, arg FileClaimAbor
 		&i.UploadExpiresAt,
 		&i.CompletionLeaseUntil,
 		&i.StagingCleanupAt,
+		&i.Width,
+		&i.Height,
 	)
 	return i, err
 }
@@ -178,7 +182,7 @@ WITH changed AS (
         AND upload_pending_at IS NULL
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 ), freed AS (
     -- The space the rows held, per owner and per tenant (''); taken off
     -- the usage, never below zero (usage that rows changed by hand made
@@ -213,7 +217,7 @@ WITH changed AS (
     SELECT 'file.deleted', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height FROM changed
 `
 
 type FileClaimDeletionParams struct {
@@ -258,6 +262,8 @@ type FileClaimDeletionRow struct {
 	UploadExpiresAt      *time.Time
 	CompletionLeaseUntil *time.Time
 	StagingCleanupAt     *time.Time
+	Width                *int32
+	Height               *int32
 }
 
 // Durable deletion: claim, then storage I/O, then settle. Each transition
@@ -320,6 +326,8 @@ func (q *Queries) FileClaimDeletion(ctx context.Context, db DBTX, arg FileClaimD
 		&i.UploadExpiresAt,
 		&i.CompletionLeaseUntil,
 		&i.StagingCleanupAt,
+		&i.Width,
+		&i.Height,
 	)
 	return i, err
 }
@@ -338,7 +346,7 @@ WITH changed AS (
         AND upload_pending_at IS NULL
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 ), freed AS (
     -- The space the rows held, per owner and per tenant (''); taken off
     -- the usage, never below zero (usage that rows changed by hand made
@@ -376,7 +384,7 @@ WITH changed AS (
     WHERE kind.type = 'file.deleted' OR $7::boolean
     ORDER BY changed.id, kind.n
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height FROM changed
 `
 
 type FileClaimDeletionByReferencesParams struct {
@@ -422,6 +430,8 @@ type FileClaimDeletionByReferencesRow struct {
 	UploadExpiresAt      *time.Time
 	CompletionLeaseUntil *time.Time
 	StagingCleanupAt     *time.Time
+	Width                *int32
+	Height               *int32
 }
 
 // visible -> claimed for deletion, for every exact reference (key or cdn) in
@@ -479,6 +489,8 @@ func (q *Queries) FileClaimDeletionByReferences(ctx context.Context, db DBTX, ar
 			&i.UploadExpiresAt,
 			&i.CompletionLeaseUntil,
 			&i.StagingCleanupAt,
+			&i.Width,
+			&i.Height,
 		); err != nil {
 			return nil, err
 		}
@@ -537,7 +549,7 @@ SET
     updated_at = coalesce($1::timestamptz, now())
 WHERE id = $3
     AND deletion_pending_at = $4::timestamptz
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 `
 
 type FileReleaseDeletionParams struct {
@@ -592,6 +604,8 @@ func (q *Queries) FileReleaseDeletion(ctx context.Context, db DBTX, arg FileRele
 		&i.UploadExpiresAt,
 		&i.CompletionLeaseUntil,
 		&i.StagingCleanupAt,
+		&i.Width,
+		&i.Height,
 	)
 	return i, err
 }
@@ -607,7 +621,7 @@ SET
 WHERE id = $4
     AND deletion_pending_at = $5::timestamptz
     AND upload_pending_at = $6::timestamptz
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 `
 
 type FileRescheduleTombstoneParams struct {
@@ -668,6 +682,8 @@ func (q *Queries) FileRescheduleTombstone(ctx context.Context, db DBTX, arg File
 		&i.UploadExpiresAt,
 		&i.CompletionLeaseUntil,
 		&i.StagingCleanupAt,
+		&i.Width,
+		&i.Height,
 	)
 	return i, err
 }
@@ -685,14 +701,14 @@ WITH changed AS (
     WHERE uploaded_file.id = $2
         AND uploaded_file.deletion_pending_at = $3::timestamptz
         AND uploaded_file.upload_pending_at IS NOT DISTINCT FROM $4::timestamptz
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.purged', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
     WHERE changed.status = 'ready'
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height FROM changed
 `
 
 type FileSettleDeletionParams struct {
@@ -735,6 +751,8 @@ type FileSettleDeletionRow struct {
 	UploadExpiresAt      *time.Time
 	CompletionLeaseUntil *time.Time
 	StagingCleanupAt     *time.Time
+	Width                *int32
+	Height               *int32
 }
 
 // claimed -> deleted, once every object of the row is gone: soft-delete (the
@@ -784,6 +802,8 @@ func (q *Queries) FileSettleDeletion(ctx context.Context, db DBTX, arg FileSettl
 		&i.UploadExpiresAt,
 		&i.CompletionLeaseUntil,
 		&i.StagingCleanupAt,
+		&i.Width,
+		&i.Height,
 	)
 	return i, err
 }

@@ -27,7 +27,7 @@ WHERE id = $4
     AND upload_expires_at > coalesce($2::timestamptz, now())
     AND deletion_pending_at IS NULL
     AND deleted_at IS NULL
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 `
 
 type FileClaimCompletionParams struct {
@@ -86,6 +86,8 @@ func (q *Queries) FileClaimCompletion(ctx context.Context, db DBTX, arg FileClai
 		&i.UploadExpiresAt,
 		&i.CompletionLeaseUntil,
 		&i.StagingCleanupAt,
+		&i.Width,
+		&i.Height,
 	)
 	return i, err
 }
@@ -139,7 +141,7 @@ WITH changed AS (
         AND uploaded_file.completion_lease_until = $4::timestamptz
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 ), freed AS (
     -- The space the rows held, per owner and per tenant (''); taken off
     -- the usage, never below zero (usage that rows changed by hand made
@@ -174,7 +176,7 @@ WITH changed AS (
     SELECT 'upload.failed', changed.tenant_code, changed.id, changed.updated_at, nullif($5::text, ''), uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height FROM changed
 `
 
 type FileFailCompletionParams struct {
@@ -218,6 +220,8 @@ type FileFailCompletionRow struct {
 	UploadExpiresAt      *time.Time
 	CompletionLeaseUntil *time.Time
 	StagingCleanupAt     *time.Time
+	Width                *int32
+	Height               *int32
 }
 
 // completing -> failed, by the holder of exactly @lease, when the staging or
@@ -271,6 +275,8 @@ func (q *Queries) FileFailCompletion(ctx context.Context, db DBTX, arg FileFailC
 		&i.UploadExpiresAt,
 		&i.CompletionLeaseUntil,
 		&i.StagingCleanupAt,
+		&i.Width,
+		&i.Height,
 	)
 	return i, err
 }
@@ -291,19 +297,21 @@ WITH changed AS (
         expired_at = CASE WHEN is_temporary
             THEN coalesce($3::timestamptz, now()) + interval '24 hours'
             ELSE NULL END,
+        width = $5::integer,
+        height = $6::integer,
         updated_at = coalesce($3::timestamptz, now())
-    WHERE uploaded_file.id = $5
+    WHERE uploaded_file.id = $7
         AND status = 'completing'
-        AND uploaded_file.completion_lease_until = $6::timestamptz
+        AND uploaded_file.completion_lease_until = $8::timestamptz
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.ready', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height FROM changed
 `
 
 type FileFinalizeCompletionParams struct {
@@ -311,6 +319,8 @@ type FileFinalizeCompletionParams struct {
 	RetainStaging bool
 	Now           *time.Time
 	ClockSkew     time.Duration
+	Width         *int32
+	Height        *int32
 	ID            uuid.UUID
 	Lease         time.Time
 }
@@ -348,6 +358,8 @@ type FileFinalizeCompletionRow struct {
 	UploadExpiresAt      *time.Time
 	CompletionLeaseUntil *time.Time
 	StagingCleanupAt     *time.Time
+	Width                *int32
+	Height               *int32
 }
 
 // completing -> ready, by the holder of exactly @lease, after the promoted
@@ -361,7 +373,8 @@ type FileFinalizeCompletionRow struct {
 // refuses every write once the row left pending) pending_key is cleared.
 // Zero rows: the lease was lost; the caller must not report success and must
 // not delete the final object unless the row is being deleted (the new
-// holder owns it).
+// holder owns it). @width and @height: an image's size read from the
+// final object's header (NULL otherwise).
 // Writes file.ready.
 func (q *Queries) FileFinalizeCompletion(ctx context.Context, db DBTX, arg FileFinalizeCompletionParams) (FileFinalizeCompletionRow, error) {
 	row := db.QueryRow(ctx, fileFinalizeCompletion,
@@ -369,6 +382,8 @@ func (q *Queries) FileFinalizeCompletion(ctx context.Context, db DBTX, arg FileF
 		arg.RetainStaging,
 		arg.Now,
 		arg.ClockSkew,
+		arg.Width,
+		arg.Height,
 		arg.ID,
 		arg.Lease,
 	)
@@ -406,6 +421,8 @@ func (q *Queries) FileFinalizeCompletion(ctx context.Context, db DBTX, arg FileF
 		&i.UploadExpiresAt,
 		&i.CompletionLeaseUntil,
 		&i.StagingCleanupAt,
+		&i.Width,
+		&i.Height,
 	)
 	return i, err
 }
@@ -490,9 +507,9 @@ WITH limits AS (
         coalesce($19::timestamptz, now()),
         coalesce($19::timestamptz, now())
     WHERE CASE WHEN (SELECT count(*) FROM reserved) = 2 THEN true ELSE uploaded_file_quota_exceeded() END
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM inserted
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height FROM inserted
 `
 
 type FileInsertPendingParams struct {
@@ -552,6 +569,8 @@ type FileInsertPendingRow struct {
 	UploadExpiresAt      *time.Time
 	CompletionLeaseUntil *time.Time
 	StagingCleanupAt     *time.Time
+	Width                *int32
+	Height               *int32
 }
 
 // The direct upload lifecycle: initiate -> the client writes the staging
@@ -650,12 +669,14 @@ func (q *Queries) FileInsertPending(ctx context.Context, db DBTX, arg FileInsert
 		&i.UploadExpiresAt,
 		&i.CompletionLeaseUntil,
 		&i.StagingCleanupAt,
+		&i.Width,
+		&i.Height,
 	)
 	return i, err
 }
 
 const fileLockPendingContent = `-- name: FileLockPendingContent :one
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 FROM uploaded_file
 WHERE id = $1
     AND tenant_code = $2
@@ -717,12 +738,14 @@ func (q *Queries) FileLockPendingContent(ctx context.Context, db DBTX, arg FileL
 		&i.UploadExpiresAt,
 		&i.CompletionLeaseUntil,
 		&i.StagingCleanupAt,
+		&i.Width,
+		&i.Height,
 	)
 	return i, err
 }
 
 const fileLockPendingContentSigned = `-- name: FileLockPendingContentSigned :one
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 FROM uploaded_file
 WHERE id = $1
     AND status = 'pending'
@@ -778,6 +801,8 @@ func (q *Queries) FileLockPendingContentSigned(ctx context.Context, db DBTX, arg
 		&i.UploadExpiresAt,
 		&i.CompletionLeaseUntil,
 		&i.StagingCleanupAt,
+		&i.Width,
+		&i.Height,
 	)
 	return i, err
 }
@@ -793,7 +818,7 @@ WHERE id = $2
     AND completion_lease_until = $3::timestamptz
     AND deletion_pending_at IS NULL
     AND deleted_at IS NULL
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 `
 
 type FileReleaseCompletionParams struct {
@@ -844,6 +869,8 @@ func (q *Queries) FileReleaseCompletion(ctx context.Context, db DBTX, arg FileRe
 		&i.UploadExpiresAt,
 		&i.CompletionLeaseUntil,
 		&i.StagingCleanupAt,
+		&i.Width,
+		&i.Height,
 	)
 	return i, err
 }
@@ -862,7 +889,7 @@ WHERE id = $4
     AND completion_lease_until <= coalesce($2::timestamptz, now())
     AND deletion_pending_at IS NULL
     AND deleted_at IS NULL
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 `
 
 type FileTakeOverCompletionParams struct {
@@ -924,6 +951,8 @@ func (q *Queries) FileTakeOverCompletion(ctx context.Context, db DBTX, arg FileT
 		&i.UploadExpiresAt,
 		&i.CompletionLeaseUntil,
 		&i.StagingCleanupAt,
+		&i.Width,
+		&i.Height,
 	)
 	return i, err
 }

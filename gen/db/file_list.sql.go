@@ -14,7 +14,7 @@ import (
 
 const fileListOwnerByCreated = `-- name: FileListOwnerByCreated :many
 
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 FROM uploaded_file
 WHERE tenant_code = $1
     AND user_id = $2
@@ -140,6 +140,8 @@ func (q *Queries) FileListOwnerByCreated(ctx context.Context, db DBTX, arg FileL
 			&i.UploadExpiresAt,
 			&i.CompletionLeaseUntil,
 			&i.StagingCleanupAt,
+			&i.Width,
+			&i.Height,
 		); err != nil {
 			return nil, err
 		}
@@ -152,7 +154,7 @@ func (q *Queries) FileListOwnerByCreated(ctx context.Context, db DBTX, arg FileL
 }
 
 const fileListOwnerByName = `-- name: FileListOwnerByName :many
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 FROM uploaded_file
 WHERE tenant_code = $1
     AND user_id = $2
@@ -258,6 +260,8 @@ func (q *Queries) FileListOwnerByName(ctx context.Context, db DBTX, arg FileList
 			&i.UploadExpiresAt,
 			&i.CompletionLeaseUntil,
 			&i.StagingCleanupAt,
+			&i.Width,
+			&i.Height,
 		); err != nil {
 			return nil, err
 		}
@@ -270,7 +274,7 @@ func (q *Queries) FileListOwnerByName(ctx context.Context, db DBTX, arg FileList
 }
 
 const fileListOwnerBySize = `-- name: FileListOwnerBySize :many
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 FROM uploaded_file
 WHERE tenant_code = $1
     AND user_id = $2
@@ -376,6 +380,8 @@ func (q *Queries) FileListOwnerBySize(ctx context.Context, db DBTX, arg FileList
 			&i.UploadExpiresAt,
 			&i.CompletionLeaseUntil,
 			&i.StagingCleanupAt,
+			&i.Width,
+			&i.Height,
 		); err != nil {
 			return nil, err
 		}
@@ -388,7 +394,7 @@ func (q *Queries) FileListOwnerBySize(ctx context.Context, db DBTX, arg FileList
 }
 
 const fileListTenantByCreated = `-- name: FileListTenantByCreated :many
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 FROM uploaded_file
 WHERE tenant_code = $1
     AND ($2::text IS NULL OR department_code = $2::text)
@@ -491,6 +497,8 @@ func (q *Queries) FileListTenantByCreated(ctx context.Context, db DBTX, arg File
 			&i.UploadExpiresAt,
 			&i.CompletionLeaseUntil,
 			&i.StagingCleanupAt,
+			&i.Width,
+			&i.Height,
 		); err != nil {
 			return nil, err
 		}
@@ -503,7 +511,7 @@ func (q *Queries) FileListTenantByCreated(ctx context.Context, db DBTX, arg File
 }
 
 const fileListTenantByName = `-- name: FileListTenantByName :many
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 FROM uploaded_file
 WHERE tenant_code = $1
     AND ($2::text IS NULL OR department_code = $2::text)
@@ -606,6 +614,8 @@ func (q *Queries) FileListTenantByName(ctx context.Context, db DBTX, arg FileLis
 			&i.UploadExpiresAt,
 			&i.CompletionLeaseUntil,
 			&i.StagingCleanupAt,
+			&i.Width,
+			&i.Height,
 		); err != nil {
 			return nil, err
 		}
@@ -618,7 +628,7 @@ func (q *Queries) FileListTenantByName(ctx context.Context, db DBTX, arg FileLis
 }
 
 const fileListTenantBySize = `-- name: FileListTenantBySize :many
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 FROM uploaded_file
 WHERE tenant_code = $1
     AND ($2::text IS NULL OR department_code = $2::text)
@@ -721,6 +731,8 @@ func (q *Queries) FileListTenantBySize(ctx context.Context, db DBTX, arg FileLis
 			&i.UploadExpiresAt,
 			&i.CompletionLeaseUntil,
 			&i.StagingCleanupAt,
+			&i.Width,
+			&i.Height,
 		); err != nil {
 			return nil, err
 		}

@@ -24,13 +24,13 @@ WITH changed AS (
         AND uploaded_file.upload_pending_at IS NULL
         AND uploaded_file.deletion_pending_at IS NULL
         AND uploaded_file.deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.quarantined', changed.tenant_code, changed.id, changed.updated_at, 'content.infected', uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height FROM changed
 `
 
 type FileQuarantineParams struct {
@@ -71,6 +71,8 @@ type FileQuarantineRow struct {
 	UploadExpiresAt      *time.Time
 	CompletionLeaseUntil *time.Time
 	StagingCleanupAt     *time.Time
+	Width                *int32
+	Height               *int32
 }
 
 // ready -> quarantined, after a rescan found malware in it. Writes
@@ -111,13 +113,15 @@ func (q *Queries) FileQuarantine(ctx context.Context, db DBTX, arg FileQuarantin
 		&i.UploadExpiresAt,
 		&i.CompletionLeaseUntil,
 		&i.StagingCleanupAt,
+		&i.Width,
+		&i.Height,
 	)
 	return i, err
 }
 
 const fileRescanBatch = `-- name: FileRescanBatch :many
 
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 FROM uploaded_file
 WHERE id > $1::uuid
     AND status = 'ready'
@@ -195,6 +199,8 @@ func (q *Queries) FileRescanBatch(ctx context.Context, db DBTX, arg FileRescanBa
 			&i.UploadExpiresAt,
 			&i.CompletionLeaseUntil,
 			&i.StagingCleanupAt,
+			&i.Width,
+			&i.Height,
 		); err != nil {
 			return nil, err
 		}
@@ -214,13 +220,13 @@ WITH changed AS (
         updated_at = coalesce($1::timestamptz, now())
     WHERE uploaded_file.id = $2
         AND uploaded_file.status = 'quarantined'
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.unquarantined', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at FROM changed
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height FROM changed
 `
 
 type FileUnquarantineParams struct {
@@ -261,6 +267,8 @@ type FileUnquarantineRow struct {
 	UploadExpiresAt      *time.Time
 	CompletionLeaseUntil *time.Time
 	StagingCleanupAt     *time.Time
+	Width                *int32
+	Height               *int32
 }
 
 // quarantined -> ready, by an operator (a false positive). Writes
@@ -301,6 +309,8 @@ func (q *Queries) FileUnquarantine(ctx context.Context, db DBTX, arg FileUnquara
 		&i.UploadExpiresAt,
 		&i.CompletionLeaseUntil,
 		&i.StagingCleanupAt,
+		&i.Width,
+		&i.Height,
 	)
 	return i, err
 }

@@ -15,7 +15,7 @@ import (
 
 const fileGetAttached = `-- name: FileGetAttached :one
 SELECT
-    uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at,
+    uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height,
     (uploaded_file.expired_at IS NOT NULL
         AND uploaded_file.expired_at <= coalesce($1::timestamptz, now()))::boolean AS expired,
     coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -97,6 +97,8 @@ func (q *Queries) FileGetAttached(ctx context.Context, db DBTX, arg FileGetAttac
 		&i.UploadedFile.UploadExpiresAt,
 		&i.UploadedFile.CompletionLeaseUntil,
 		&i.UploadedFile.StagingCleanupAt,
+		&i.UploadedFile.Width,
+		&i.UploadedFile.Height,
 		&i.Expired,
 		&i.DBNow,
 	)
@@ -116,6 +118,8 @@ SELECT
     is_temporary,
     disposition,
     checksum,
+    width,
+    height,
     extra_data,
     module,
     entity,
@@ -158,6 +162,8 @@ type FileGetDetailRow struct {
 	IsTemporary  bool
 	Disposition  string
 	Checksum     *string
+	Width        *int32
+	Height       *int32
 	ExtraData    json.RawMessage
 	Module       *string
 	Entity       *string
@@ -173,7 +179,7 @@ type FileGetDetailRow struct {
 // What the detail lookup (Service.Find) answers of a visible file by id
 // within the scope: the columns of its response, whether it has expired and
 // the database time its URL is resolved at -- FileGetVisible's predicate,
-// 21 columns instead of the row's 32 and two (the lookup is the hottest
+// 23 columns instead of the row's 34 and two (the lookup is the hottest
 // read after the download; the scope, lease and bookkeeping columns cost the
 // database and the client on every one). Zero rows: as FileGetVisible.
 func (q *Queries) FileGetDetail(ctx context.Context, db DBTX, arg FileGetDetailParams) (FileGetDetailRow, error) {
@@ -197,6 +203,8 @@ func (q *Queries) FileGetDetail(ctx context.Context, db DBTX, arg FileGetDetailP
 		&i.IsTemporary,
 		&i.Disposition,
 		&i.Checksum,
+		&i.Width,
+		&i.Height,
 		&i.ExtraData,
 		&i.Module,
 		&i.Entity,
@@ -213,7 +221,7 @@ func (q *Queries) FileGetDetail(ctx context.Context, db DBTX, arg FileGetDetailP
 
 const fileGetDirect = `-- name: FileGetDirect :one
 SELECT
-    uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at,
+    uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height,
     (uploaded_file.expired_at IS NOT NULL
         AND uploaded_file.expired_at <= coalesce($1::timestamptz, now()))::boolean AS expired,
     coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -287,6 +295,8 @@ func (q *Queries) FileGetDirect(ctx context.Context, db DBTX, arg FileGetDirectP
 		&i.UploadedFile.UploadExpiresAt,
 		&i.UploadedFile.CompletionLeaseUntil,
 		&i.UploadedFile.StagingCleanupAt,
+		&i.UploadedFile.Width,
+		&i.UploadedFile.Height,
 		&i.Expired,
 		&i.DBNow,
 	)
@@ -405,7 +415,7 @@ func (q *Queries) FileGetUploadState(ctx context.Context, db DBTX, arg FileGetUp
 const fileGetVisible = `-- name: FileGetVisible :one
 
 SELECT
-    uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at,
+    uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height,
     (uploaded_file.expired_at IS NOT NULL
         AND uploaded_file.expired_at <= coalesce($1::timestamptz, now()))::boolean AS expired,
     coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -494,6 +504,8 @@ func (q *Queries) FileGetVisible(ctx context.Context, db DBTX, arg FileGetVisibl
 		&i.UploadedFile.UploadExpiresAt,
 		&i.UploadedFile.CompletionLeaseUntil,
 		&i.UploadedFile.StagingCleanupAt,
+		&i.UploadedFile.Width,
+		&i.UploadedFile.Height,
 		&i.Expired,
 		&i.DBNow,
 	)
@@ -502,7 +514,7 @@ func (q *Queries) FileGetVisible(ctx context.Context, db DBTX, arg FileGetVisibl
 
 const fileGetVisibleByReference = `-- name: FileGetVisibleByReference :one
 SELECT
-    uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at,
+    uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height,
     (uploaded_file.expired_at IS NOT NULL
         AND uploaded_file.expired_at <= coalesce($1::timestamptz, now()))::boolean AS expired,
     coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -575,6 +587,8 @@ func (q *Queries) FileGetVisibleByReference(ctx context.Context, db DBTX, arg Fi
 		&i.UploadedFile.UploadExpiresAt,
 		&i.UploadedFile.CompletionLeaseUntil,
 		&i.UploadedFile.StagingCleanupAt,
+		&i.UploadedFile.Width,
+		&i.UploadedFile.Height,
 		&i.Expired,
 		&i.DBNow,
 	)
@@ -582,7 +596,7 @@ func (q *Queries) FileGetVisibleByReference(ctx context.Context, db DBTX, arg Fi
 }
 
 const fileLockVisibleByIDs = `-- name: FileLockVisibleByIDs :many
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 FROM uploaded_file
 WHERE id = any($1::uuid[])
     AND tenant_code = $2
@@ -655,6 +669,8 @@ func (q *Queries) FileLockVisibleByIDs(ctx context.Context, db DBTX, arg FileLoc
 			&i.UploadExpiresAt,
 			&i.CompletionLeaseUntil,
 			&i.StagingCleanupAt,
+			&i.Width,
+			&i.Height,
 		); err != nil {
 			return nil, err
 		}
@@ -667,7 +683,7 @@ func (q *Queries) FileLockVisibleByIDs(ctx context.Context, db DBTX, arg FileLoc
 }
 
 const fileLockVisibleByReferences = `-- name: FileLockVisibleByReferences :many
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
 FROM uploaded_file
 WHERE (key = any($1::text[]) OR cdn = any($1::text[]))
     AND tenant_code = $2
@@ -736,6 +752,8 @@ func (q *Queries) FileLockVisibleByReferences(ctx context.Context, db DBTX, arg 
 			&i.UploadExpiresAt,
 			&i.CompletionLeaseUntil,
 			&i.StagingCleanupAt,
+			&i.Width,
+			&i.Height,
 		); err != nil {
 			return nil, err
 		}

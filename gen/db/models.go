@@ -77,6 +77,10 @@ type UploadedFile struct {
 	CompletionLeaseUntil *time.Time
 	// S3 direct uploads: when the staging sweep may delete the retained staging object (a future value is a claim or a retry marker).
 	StagingCleanupAt *time.Time
+	// Images: the width in pixels as shown (after the EXIF orientation), from the header read at upload; NULL for other types or an unreadable header.
+	Width *int32
+	// Images: the height in pixels as shown (after the EXIF orientation), from the header read at upload; NULL for other types or an unreadable header.
+	Height *int32
 }
 
 // The lifecycle event outbox: one row per state change of uploaded_file, written by the transition's own statement; pruned after events.retention once every sink has it.

@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/uploadedfile/uploadedfile/internal/imageheader"
 )
 
 // Size limits (bytes).
@@ -173,6 +175,11 @@ type Result struct {
 	Name        string // sanitized
 	ContentType string // canonical
 	Extension   string // lowercase, without the dot
+	// Width and Height are an image's size as shown (after its EXIF
+	// orientation), read from its header by Check and CheckStored (at most
+	// imageheader.MaxHeader bytes, never a decode); 0 for other types and
+	// for an image whose header cannot be read.
+	Width, Height int
 }
 
 // CheckMeta checks everything that needs no bytes: the name, the type its
@@ -214,7 +221,9 @@ func (p Policy) Check(m Meta, content io.ReaderAt) (Result, int64, error) {
 		return Result{}, 0, err
 	}
 	cr := &CountingReaderAt{R: content}
-	err = p.checkContent(r, m.Size, cr, false)
+	if err = p.checkContent(r, m.Size, cr, false); err == nil {
+		r.Width, r.Height = Dimensions(r.ContentType, cr, m.Size)
+	}
 	return r, cr.N, err
 }
 
@@ -230,8 +239,26 @@ func (p Policy) CheckStored(m Meta, content io.ReaderAt) (Result, int64, error) 
 		return Result{}, 0, err
 	}
 	cr := &CountingReaderAt{R: content}
-	err = p.checkContent(r, m.Size, cr, true)
+	if err = p.checkContent(r, m.Size, cr, true); err == nil {
+		r.Width, r.Height = Dimensions(r.ContentType, cr, m.Size)
+	}
 	return r, cr.N, err
+}
+
+// Dimensions is the upright size an image of type mime declares in its
+// header, read with one read of at most imageheader.MaxHeader bytes (0, 0
+// for other types, or when the header cannot be read).
+func Dimensions(mime string, content io.ReaderAt, size int64) (width, height int) {
+	switch mime {
+	case TypePNG, TypeJPEG, TypeGIF, TypeWebP:
+	default:
+		return 0, 0
+	}
+	h, err := imageheader.ReadAt(content, size)
+	if err != nil {
+		return 0, 0
+	}
+	return h.Upright()
 }
 
 // CountingReaderAt counts the bytes read through it.

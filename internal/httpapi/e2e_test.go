@@ -12,6 +12,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/png"
 	"io"
 	"log/slog"
 	"mime/multipart"
@@ -666,4 +668,49 @@ func TestConcurrentUploadsKeepTheirOwnBytes(t *testing.T) {
 		})
 	}
 	require.NoError(t, g.Wait())
+}
+
+// TestImageSizeOverHTTP: an uploaded PNG's width and height are in its
+// 201, its detail and the list; a PDF's are absent.
+func TestImageSizeOverHTTP(t *testing.T) {
+	t.Parallel()
+	s := start(t, service.DriverLocal)
+	ctx := context.Background()
+	c := s.client(s.token("acme", "alice", nil))
+	m := image.NewNRGBA(image.Rect(0, 0, 64, 48))
+	var p bytes.Buffer
+	require.NoError(t, png.Encode(&p, m))
+	ct, body := multipartBody(t, map[string][]byte{"pic.png": p.Bytes()})
+	up, err := c.UploadFileWithBodyWithResponse(ctx, nil, ct, body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, up.StatusCode(), "%s", up.Body)
+	require.Equal(t, [2]int{64, 48}, [2]int{deref(up.JSON201.Width), deref(up.JSON201.Height)})
+
+	detail, err := c.GetFileWithResponse(ctx, up.JSON201.Id.String())
+	require.NoError(t, err)
+	require.Equal(t, [2]int{64, 48}, [2]int{deref(detail.JSON200.Width), deref(detail.JSON200.Height)})
+	require.Contains(t, string(detail.Body), `"height":48`)
+
+	ct, body = multipartBody(t, map[string][]byte{"r.pdf": []byte(pdf)})
+	doc, err := c.UploadFileWithBodyWithResponse(ctx, nil, ct, body)
+	require.NoError(t, err)
+	require.Nil(t, doc.JSON201.Width)
+	require.NotContains(t, string(doc.Body), `"width"`)
+
+	list, err := c.ListFilesWithResponse(ctx, nil)
+	require.NoError(t, err)
+	sizes := map[string]*int{}
+	for _, f := range list.JSON200.Items {
+		sizes[f.OriginalName] = f.Width
+	}
+	require.Equal(t, 64, deref(sizes["pic.png"]))
+	require.Nil(t, sizes["r.pdf"])
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }

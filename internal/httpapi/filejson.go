@@ -129,6 +129,7 @@ func appendUploadedFile(b []byte, f *api.UploadedFile) []byte {
 	b = appendOptionalString(b, `,"entity":`, f.Entity)
 	b = appendOptionalString(b, `,"entityId":`, f.EntityId)
 	b = appendOptionalTime(b, `,"expiredAt":`, f.ExpiredAt)
+	b = appendOptionalInt(b, `,"height":`, f.Height)
 	b = append(b, `,"id":"`...)
 	b = append(b, f.Id.String()...)
 	b = strconv.AppendBool(append(b, `","isTemporary":`...), f.IsTemporary)
@@ -140,8 +141,17 @@ func appendUploadedFile(b []byte, f *api.UploadedFile) []byte {
 	b = appendOptionalString(b, `,"url":`, f.Url)
 	b = appendOptionalTime(b, `,"urlExpiredAt":`, f.UrlExpiredAt)
 	b = appendString(append(b, `,"visibility":`...), string(f.Visibility))
+	b = appendOptionalInt(b, `,"width":`, f.Width)
 	b[open] = '{'
 	return append(b, '}')
+}
+
+// appendOptionalInt appends key and *n, nothing when n is nil.
+func appendOptionalInt(b []byte, key string, n *int) []byte {
+	if n == nil {
+		return b
+	}
+	return strconv.AppendInt(append(b, key...), int64(*n), 10)
 }
 
 // appendOptionalString appends key and *s, nothing when s is nil

@@ -171,6 +171,8 @@ func randomFile(t *testing.T, rng *rand.Rand, full bool) api.UploadedFile {
 			target.SetBool(rng.IntN(2) == 0)
 		case target.Kind() == reflect.Int64:
 			target.SetInt(rng.Int64() - rng.Int64())
+		case target.Kind() == reflect.Int:
+			target.SetInt(int64(rng.IntN(1 << 20)))
 		default:
 			t.Fatalf("api.UploadedFile.%s (%s): not filled here, and appendUploadedFile may not write it", sf.Name, sf.Type)
 		}

@@ -774,8 +774,17 @@ func httpResult(r *service.Result) api.UploadedFile {
 		Visibility: api.Visibility(r.Visibility), Status: api.Status(r.Status), IsTemporary: r.IsTemporary,
 		Disposition: api.Disposition(r.Disposition), Checksum: r.Checksum, Module: r.Module, Entity: r.Entity,
 		EntityId: r.EntityID, Type: r.Type, CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, ExpiredAt: r.ExpiredAt,
-		Url: optionalString(r.URL), UrlExpiredAt: r.URLExpiredAt,
+		Url: optionalString(r.URL), UrlExpiredAt: r.URLExpiredAt, Width: dimension(r.Width), Height: dimension(r.Height),
 	}
+}
+
+// dimension is an image dimension as the API types hold it.
+func dimension(n *int32) *int {
+	if n == nil {
+		return nil
+	}
+	v := int(*n)
+	return &v
 }
 
 // hostFile is the host's view: the HTTP result plus extra data and the
@@ -789,7 +798,7 @@ func hostFile(r *service.Result) api.HostFile {
 		Visibility: h.Visibility, Status: h.Status, IsTemporary: h.IsTemporary, Disposition: h.Disposition,
 		Checksum: h.Checksum, Module: h.Module, Entity: h.Entity, EntityId: h.EntityId, Type: h.Type,
 		CreatedAt: h.CreatedAt, CompletedAt: h.CompletedAt, ExpiredAt: h.ExpiredAt, Url: h.Url, UrlExpiredAt: h.UrlExpiredAt,
-		Key: r.Key, Cdn: r.CDN, ExtraData: &extra,
+		Width: h.Width, Height: h.Height, Key: r.Key, Cdn: r.CDN, ExtraData: &extra,
 	}
 }
 

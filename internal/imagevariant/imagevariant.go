@@ -32,6 +32,8 @@ import (
 	"github.com/HugoSmits86/nativewebp"
 	"golang.org/x/image/draw"
 	_ "golang.org/x/image/webp" // registers the WebP decoder with image.Decode
+
+	"github.com/uploadedfile/uploadedfile/internal/imageheader"
 )
 
 // Fit says how an image is fitted into a preset's box.
@@ -206,29 +208,17 @@ type header struct {
 // inspect reads the header: the format, the declared size against the
 // pixel limit, the frame count, and a JPEG's orientation.
 func (g *Generator) inspect(src []byte) (header, error) {
-	cfg, format, err := image.DecodeConfig(bytes.NewReader(src))
+	h, err := imageheader.Read(src)
 	if err != nil {
 		return header{}, ErrUnsupported
 	}
-	if cfg.Width < 1 || cfg.Height < 1 {
-		return header{}, ErrUnsupported
-	}
-	if int64(cfg.Width)*int64(cfg.Height) > g.maxPixels {
+	if int64(h.Width)*int64(h.Height) > g.maxPixels {
 		return header{}, ErrTooManyPixels
 	}
-	h := header{format: format, width: cfg.Width, height: cfg.Height, orientation: 1}
-	switch format {
-	case "webp":
-		if webpAnimated(src) {
-			return header{}, ErrAnimated
-		}
-	case "jpeg":
-		h.orientation = jpegOrientation(src)
-	case "png", "gif":
-	default:
-		return header{}, ErrUnsupported
+	if h.Animated {
+		return header{}, ErrAnimated
 	}
-	return h, nil
+	return header{format: h.Format, width: h.Width, height: h.Height, orientation: h.Orientation}, nil
 }
 
 // generate decodes one frame, fits it and encodes it.

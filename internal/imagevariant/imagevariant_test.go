@@ -15,6 +15,8 @@ import (
 
 	"github.com/HugoSmits86/nativewebp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/internal/imageheader"
 	"golang.org/x/image/webp"
 )
 
@@ -295,7 +297,7 @@ func withExif(t testing.TB, j []byte, orientation uint16) []byte {
 func TestExifIsStrippedAndOrientationApplied(t *testing.T) {
 	g := New(Limits{})
 	src := withExif(t, encode(t, "jpeg", halves(40, 20)), 6)
-	require.Equal(t, 6, jpegOrientation(src))
+	require.Equal(t, 6, imageheader.Orientation(src))
 	require.Contains(t, string(src), "GPS-SECRET")
 	for _, out := range []Format{FormatJPEG, FormatPNG, FormatWebP} {
 		r, err := g.Generate(context.Background(), src, Spec{Width: 100, Height: 100, Fit: FitInside, Format: out})
@@ -339,11 +341,11 @@ func TestMalformedExifIsIgnored(t *testing.T) {
 		// Corrupt the TIFF at one offset at a time: never a panic, an
 		// orientation in 1..8.
 		bad[min(len(bad)-1, 10+cut)] ^= 0xFF
-		o := jpegOrientation(bad)
+		o := imageheader.Orientation(bad)
 		require.True(t, o >= 1 && o <= 8)
 	}
-	require.Equal(t, 1, jpegOrientation(j))
-	require.Equal(t, 1, jpegOrientation(good[:12]))
+	require.Equal(t, 1, imageheader.Orientation(j))
+	require.Equal(t, 1, imageheader.Orientation(good[:12]))
 }
 
 func TestSpecValidation(t *testing.T) {

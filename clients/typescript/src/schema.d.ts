@@ -720,6 +720,10 @@ export interface components {
             isTemporary: boolean;
             disposition: components["schemas"]["Disposition"];
             checksum?: string;
+            /** @description An image's width in pixels as shown (after its EXIF orientation), read from its header at upload; absent for other types. */
+            width?: number;
+            /** @description An image's height in pixels as shown (after its EXIF orientation); absent for other types. */
+            height?: number;
             module?: string;
             entity?: string;
             entityId?: string;

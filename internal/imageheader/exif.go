@@ -1,4 +1,4 @@
-package imagevariant
+package imageheader
 
 import (
 	"bytes"
@@ -14,11 +14,11 @@ func webpAnimated(src []byte) bool {
 	return string(src[12:16]) == "VP8X" && src[20]&0x02 != 0
 }
 
-// jpegOrientation reads the EXIF orientation (tag 0x0112 of IFD0) of a
-// JPEG: 1..8, or 1 when there is none or anything about it is malformed.
-// Only the APP1 segments before the first scan are read, every offset
-// bounds-checked (the input is hostile).
-func jpegOrientation(src []byte) int {
+// Orientation reads the EXIF orientation (tag 0x0112 of IFD0) of a JPEG:
+// 1..8, or 1 when there is none, it is not a JPEG, or anything about it is
+// malformed. Only the APP1 segments before the first scan are read, every
+// offset bounds-checked (the input is hostile).
+func Orientation(src []byte) int {
 	if len(src) < 4 || src[0] != 0xFF || src[1] != 0xD8 {
 		return 1
 	}

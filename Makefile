@@ -2,6 +2,7 @@
 #
 #   make test       verify, then every test with the race detector (the CI command)
 #   make build      bin/uploadedfile, its version stamped with the commit
+#   make build-vips bin/uploadedfile with the libvips image engine (needs libvips-dev)
 #   make generate   regenerate gen/ from db/queries and api/openapi.yaml
 #   make verify     generated code fresh, go vet, staticcheck, gofmt, go mod tidy
 #   make fuzz       every fuzz target for FUZZTIME each (default 60s)
@@ -30,7 +31,7 @@ FLEET_DURATION ?= 2m
 
 TS := clients/typescript
 
-.PHONY: build bench bench-full bench-peers chaos fleet hostile all generate verify verify-generated vet staticcheck fmt-check tidy-check test test-only s3-servers postgres tools fuzz ts web lint-openapi
+.PHONY: build build-vips libvips bench bench-full bench-peers chaos fleet hostile all generate verify verify-generated vet staticcheck fmt-check tidy-check test test-only s3-servers postgres tools fuzz ts web lint-openapi
 
 all: verify
 
@@ -38,6 +39,16 @@ all: verify
 ## (whatever the toolchain's VCS stamping can see).
 build:
 	$(GO) build -ldflags "-X main.buildCommit=$$(git rev-parse HEAD 2>/dev/null)" -o bin/uploadedfile ./cmd/uploadedfile
+
+## build-vips: the binary with the vips image engine as well (cgo;
+## Debian: apt-get install libvips-dev). `uploadedfile version` names it.
+build-vips: libvips
+	$(GO) build -tags vips -ldflags "-X main.buildCommit=$$(git rev-parse HEAD 2>/dev/null)" -o bin/uploadedfile ./cmd/uploadedfile
+
+## libvips: fail, saying what to install, when libvips' headers are missing
+## (the vips engine's checks and tests need them; the default build does not).
+libvips:
+	@pkg-config --exists 'vips >= 8.13' || { echo "libvips 8.13 or later with its headers is missing: apt-get install -y libvips-dev"; exit 1; }
 
 ## tools: build the pinned tools once (cached by the Go build cache).
 tools:
@@ -90,11 +101,15 @@ verify-generated:
 	(cd web && node build.mjs $$tmp) && diff -r internal/webui/dist $$tmp >/dev/null || \
 	{ echo "internal/webui/dist is stale: run make web"; exit 1; }
 
-vet:
+## vet, staticcheck: the default build, then the vips engine's files.
+VIPS_PACKAGES := ./internal/imagevariant/ ./cmd/uploadedfile/
+vet: libvips
 	$(GO) vet ./...
+	$(GO) vet -tags vips $(VIPS_PACKAGES)
 
-staticcheck:
+staticcheck: libvips
 	$(TOOL) staticcheck ./...
+	$(TOOL) staticcheck -tags vips $(VIPS_PACKAGES)
 
 ## tidy-check: go.mod and go.sum are what `go mod tidy` makes of them.
 tidy-check:
@@ -121,10 +136,12 @@ s3-servers:
 
 ## test-only: every test on versitygw (the default S3 server of the tests),
 ## then the packages that use S3 again on MinIO; a failure on either fails.
+## Then the image engine's conformance suite on both engines (-tags vips).
 S3_PACKAGES := ./internal/storage/s3/ ./service/ ./internal/httpapi/ ./internal/maintenance/
-test-only: s3-servers
+test-only: s3-servers libvips
 	$(GO) test -race -count=1 ./...
 	UPLOADEDFILE_TEST_S3=minio $(GO) test -race -count=1 $(S3_PACKAGES)
+	$(GO) test -race -count=1 -tags vips ./internal/imagevariant/
 
 ## fuzz: run every Fuzz* target of every package for FUZZTIME each. Their
 ## seed corpora also run in every `go test`.
@@ -160,9 +177,9 @@ bench-peers:
 	cd bench/sharp-peer && npm ci --no-audit --no-fund --loglevel=error
 
 ## bench: the quick set; prints the table and records it in docs/performance.md.
-bench: postgres bench-peers
-	$(GO) run ./bench -write docs/performance.md
+bench: postgres bench-peers libvips
+	$(GO) run -tags vips ./bench -write docs/performance.md
 
 ## bench-full: every size and concurrency.
-bench-full: postgres bench-peers
-	$(GO) run ./bench -full -write docs/performance.md
+bench-full: postgres bench-peers libvips
+	$(GO) run -tags vips ./bench -full -write docs/performance.md

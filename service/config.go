@@ -12,6 +12,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/uploadedfile/uploadedfile/internal/filecheck"
+	"github.com/uploadedfile/uploadedfile/internal/imagevariant"
 	"github.com/uploadedfile/uploadedfile/internal/objectkey"
 )
 
@@ -188,7 +189,8 @@ type resolved struct {
 	privateDownloadTTL  time.Duration
 	remoteCloneMaxBytes int64
 	remoteRedirects     int
-	eagerPresets        []string // the variant presets marked eager, in name order
+	eagerPresets        []string            // the variant presets marked eager, in name order
+	variantEngine       imagevariant.Engine // the engine variants are made on
 }
 
 // configError names the option at fault.

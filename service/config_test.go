@@ -43,6 +43,10 @@ func TestConfigRefusals(t *testing.T) {
 		{service.Config{MaxFileSizeBytes: -1}, "maxFileSizeBytes"},
 		{service.Config{RemoteClone: service.RemoteCloneConfig{MaxRedirects: ptr(6)}}, "remoteClone.maxRedirects"},
 		{service.Config{RemoteClone: service.RemoteCloneConfig{AllowedHosts: []string{"*.example.com"}}}, "remoteClone.allowedHosts"},
+		{service.Config{Variants: service.VariantsConfig{Engine: "imagemagick"}}, "variants.engine"},
+		{service.Config{Variants: service.VariantsConfig{Engine: "go", Presets: map[string]service.VariantPreset{
+			"hero": {Width: 800, Height: 600, Fit: "cover", Format: "avif"},
+		}}}, "variants.presets.hero: format avif: the go engine does not write it"},
 	} {
 		c.cfg.LocalRoot = t.TempDir()
 		_, err := service.New(ctx, c.cfg, pool)

@@ -151,7 +151,7 @@ func New(ctx context.Context, cfg Config, database DB, opts ...Option) (*Service
 		return nil, errors.New("uploadedfile: a database is required")
 	}
 	s := &Service{cfg: r, db: classifyingDB{withPlanCache(database)}, q: db.New(), log: slog.Default(), now: func() *time.Time { return nil }}
-	s.imager = imagevariant.New(imagevariant.Limits{MaxPixels: r.Variants.MaxPixels, Concurrency: r.Variants.Concurrency})
+	s.imager = imagevariant.New(imagevariant.Limits{MaxPixels: r.Variants.MaxPixels, Concurrency: r.Variants.Concurrency, Engine: r.variantEngine})
 	s.variantSlots = make(chan struct{}, r.Variants.Concurrency)
 	for _, o := range opts {
 		o(s)

@@ -36,6 +36,10 @@ type VariantsConfig struct {
 	Concurrency int
 	// Timeout bounds one generation (default 30 s, at most 2 minutes).
 	Timeout time.Duration
+	// Engine names the image engine: "go" (every build) or "vips" (a
+	// binary built with -tags vips and libvips). Empty: the first of
+	// imagevariant.Engines(), vips when it is built in.
+	Engine string
 }
 
 // VariantPreset is one named preset.
@@ -43,9 +47,10 @@ type VariantPreset struct {
 	Width, Height int
 	// Fit: cover, contain or inside.
 	Fit string
-	// Format: jpeg, png or webp (lossless).
+	// Format: jpeg, png, webp (lossless on the go engine, lossy at
+	// Quality on vips) or avif (vips only).
 	Format string
-	// Quality: JPEG quality 1..100 (0: 82).
+	// Quality: 1..100 (0: 82), of JPEG, and of WebP and AVIF on vips.
 	Quality int
 	// Eager: generated after file.ready by the events relay, not on the
 	// first request.
@@ -101,12 +106,20 @@ var presetName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 // resolveVariants validates the presets and applies the defaults.
 func (r *resolved) resolveVariants() error {
 	v := &r.Variants
+	engine, err := variantEngine(v.Engine)
+	if err != nil {
+		return err
+	}
+	r.variantEngine = engine
 	for name, p := range v.Presets {
 		if !presetName.MatchString(name) {
 			return configError("variants.presets", "%q: a name is lowercase letters, digits, '-' and '_' (at most 64)", name)
 		}
 		if err := p.spec().Validate(); err != nil {
 			return configError("variants.presets."+name, "%v", err)
+		}
+		if !imagevariant.Writes(engine, imagevariant.Format(p.Format)) {
+			return configError("variants.presets."+name, "format %s: the %s engine does not write it (avif needs the vips engine: a binary built with -tags vips)", p.Format, engine.Name())
 		}
 	}
 	if v.MaxPixels < 0 || v.Concurrency < 0 || v.Timeout < 0 || v.Timeout > 2*time.Minute {
@@ -128,6 +141,25 @@ func (r *resolved) resolveVariants() error {
 	}
 	slices.Sort(r.eagerPresets)
 	return nil
+}
+
+// ImageEngine names the engine variants are made on and its library's
+// version: "vips libvips 8.14.1", "go x/image v0.47.0".
+func (s *Service) ImageEngine() string { return imagevariant.Describe(s.imager.Engine()) }
+
+// variantEngine is the engine called name ("": the preferred one built in).
+func variantEngine(name string) (imagevariant.Engine, error) {
+	if name == "" {
+		return imagevariant.Engines()[0], nil
+	}
+	if e, ok := imagevariant.EngineNamed(name); ok {
+		return e, nil
+	}
+	var built []string
+	for _, e := range imagevariant.Engines() {
+		built = append(built, e.Name())
+	}
+	return nil, configError("variants.engine", "%q is not built into this binary (it has: %s); the vips engine needs libvips and `go build -tags vips`", name, strings.Join(built, ", "))
 }
 
 // variantSource reports a content type variants are made from.

@@ -16,6 +16,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/internal/imagevariant"
 )
 
 // TestEveryCommandExplainsItself: every command's --help carries an
@@ -53,6 +55,7 @@ func TestVersionAndCompletion(t *testing.T) {
 	require.Contains(t, out, "uploadedfile ")
 	require.Contains(t, out, "commit: ")
 	require.Contains(t, out, "go: go1.")
+	require.Contains(t, out, "image engine: "+imagevariant.Describe(imagevariant.Engines()[0])+" (built in: ")
 	out, err = run(t, context.Background(), "postgres://unused", "completion", "bash")
 	require.NoError(t, err)
 	require.Contains(t, out, "bash completion")

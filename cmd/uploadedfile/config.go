@@ -155,6 +155,7 @@ type fileConfig struct {
 		MaxPixels   int64                   `koanf:"maxPixels"`
 		Concurrency int                     `koanf:"concurrency"`
 		Timeout     time.Duration           `koanf:"timeout"`
+		Engine      string                  `koanf:"engine"`
 	} `koanf:"variants"`
 }
 
@@ -491,7 +492,7 @@ func (c fileConfig) serviceConfig() (service.Config, error) {
 		AllowedMIMETypes: c.AllowedMIMETypes, ValidateMagicBytes: c.ValidateMagicBytes, CleanupAfterDays: c.CleanupAfterDays,
 		SpoolDir: c.SpoolDir, ScanMode: c.Scan.Mode,
 		Quota:    service.QuotaConfig{TenantBytes: c.Quota.TenantBytes, TenantFiles: c.Quota.TenantFiles, OwnerBytes: c.Quota.OwnerBytes, OwnerFiles: c.Quota.OwnerFiles},
-		Variants: service.VariantsConfig{MaxPixels: c.Variants.MaxPixels, Concurrency: c.Variants.Concurrency, Timeout: c.Variants.Timeout},
+		Variants: service.VariantsConfig{MaxPixels: c.Variants.MaxPixels, Concurrency: c.Variants.Concurrency, Timeout: c.Variants.Timeout, Engine: c.Variants.Engine},
 		RemoteClone: service.RemoteCloneConfig{
 			Enabled: c.RemoteClone.Enabled, Timeout: c.RemoteClone.Timeout, MaxBytes: c.RemoteClone.MaxBytes,
 			MaxRedirects: c.RemoteClone.MaxRedirects, AllowedHosts: c.RemoteClone.AllowedHosts, AllowedPorts: c.RemoteClone.AllowedPorts,

@@ -28,6 +28,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/eventrelay"
 	"github.com/uploadedfile/uploadedfile/internal/eventrelay/variantsink"
 	"github.com/uploadedfile/uploadedfile/internal/httpapi"
+	"github.com/uploadedfile/uploadedfile/internal/imagevariant"
 	"github.com/uploadedfile/uploadedfile/internal/maintenance"
 	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 	"github.com/uploadedfile/uploadedfile/service"
@@ -65,9 +66,11 @@ func TestMigrateCommand(t *testing.T) {
 
 	_, err = run(t, ctx, url, "migrate", "force", "123")
 	require.ErrorContains(t, err, `"123" is not one of this binary's versions`)
-	out, err = run(t, ctx, url, "migrate", "force", "20261125000001")
+	// Forced to the version it is at (what an operator does after
+	// repairing a dirty migration by hand): down --all then starts there.
+	out, err = run(t, ctx, url, "migrate", "force", "20261126000000")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261125000001\n", out)
+	require.Equal(t, "version: 20261126000000\n", out)
 
 	out, err = run(t, ctx, url, "migrate", "down", "--all")
 	require.NoError(t, err)
@@ -124,7 +127,8 @@ func TestServeDev(t *testing.T) {
 	token := tokenRE.FindStringSubmatch(out.String())[1]
 	require.Contains(t, out.String(), "curl -s -H \"Authorization: Bearer $TOKEN\" -F file=@hello.txt "+base+"/uploaded-file")
 
-	for path, want := range map[string]string{"/healthz": "ok\n", "/readyz": "ready\n"} {
+	engine := "image engine: " + imagevariant.Describe(imagevariant.Engines()[0]) + "\n"
+	for path, want := range map[string]string{"/healthz": "ok\n", "/readyz": "ready\n" + engine} {
 		resp, err := http.Get(base + path)
 		require.NoError(t, err)
 		body, _ := io.ReadAll(resp.Body)

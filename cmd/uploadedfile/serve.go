@@ -297,7 +297,7 @@ func readiness(cfg fileConfig, pool *pgxpool.Pool, svc *service.Service, guard *
 			})
 		}
 	}
-	return httpapi.Health{Dependencies: deps}
+	return httpapi.Health{Dependencies: deps, Facts: []string{"image engine: " + svc.ImageEngine()}}
 }
 
 // maxHeaderBytes bounds a request's headers (net/http's default is 1 MiB):

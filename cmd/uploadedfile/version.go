@@ -3,8 +3,11 @@ package main
 import (
 	"fmt"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/uploadedfile/uploadedfile/internal/imagevariant"
 )
 
 // buildCommit is the commit `make build` stamps (-ldflags -X
@@ -34,6 +37,11 @@ type version struct {
 	Modified bool   `json:"modified,omitempty"`
 	Time     string `json:"commitTime,omitempty"`
 	Go       string `json:"go"`
+	// ImageEngine is the engine variants are made on by default (the
+	// config's variants.engine may pick another built in), with its
+	// library's version; ImageEngines lists every one built in.
+	ImageEngine  string   `json:"imageEngine"`
+	ImageEngines []string `json:"imageEngines"`
 }
 
 // readVersion reads the build information the Go toolchain embeds, the
@@ -56,6 +64,12 @@ func readVersion() version {
 	if v.Commit == "" {
 		v.Commit = "unknown"
 	}
+	for i, e := range imagevariant.Engines() {
+		if i == 0 {
+			v.ImageEngine = imagevariant.Describe(e)
+		}
+		v.ImageEngines = append(v.ImageEngines, e.Name())
+	}
 	return v
 }
 
@@ -68,5 +82,6 @@ func (v version) text() string {
 	if v.Time != "" {
 		out += "commit time: " + v.Time + "\n"
 	}
-	return out + "go: " + v.Go + "\n"
+	out += "go: " + v.Go + "\n"
+	return out + "image engine: " + v.ImageEngine + " (built in: " + strings.Join(v.ImageEngines, ", ") + ")\n"
 }

@@ -113,6 +113,7 @@ func (e FileEventType) Valid() bool {
 
 // Defines values for FileVariantContentType.
 const (
+	Imageavif FileVariantContentType = "image/avif"
 	Imagejpeg FileVariantContentType = "image/jpeg"
 	Imagepng  FileVariantContentType = "image/png"
 	Imagewebp FileVariantContentType = "image/webp"
@@ -121,6 +122,8 @@ const (
 // Valid indicates whether the value is a known member of the FileVariantContentType enum.
 func (e FileVariantContentType) Valid() bool {
 	switch e {
+	case Imageavif:
+		return true
 	case Imagejpeg:
 		return true
 	case Imagepng:

@@ -55,6 +55,10 @@ type Health struct {
 	// Logger receives a line when a dependency stops or starts answering
 	// (nil: none).
 	Logger *slog.Logger
+	// Facts are lines /readyz adds after its verdict, ready or not
+	// ("image engine: vips libvips 8.14.1"): what an operator checks a
+	// replica runs, never a secret or an address.
+	Facts []string
 
 	state *healthState
 }
@@ -134,11 +138,16 @@ func (h Health) WithLog(log *slog.Logger) Health {
 	return h
 }
 
-// check is Check as /readyz answers it: "ready", or one line per cause.
+// check is Check as /readyz answers it: "ready", or one line per cause;
+// then the facts, a line each.
 func (h Health) check(ctx context.Context) (string, bool) {
 	causes := h.Check(ctx, time.Second)
-	if len(causes) > 0 {
-		return strings.Join(causes, "\n") + "\n", false
+	facts := ""
+	for _, f := range h.Facts {
+		facts += f + "\n"
 	}
-	return "ready\n", true
+	if len(causes) > 0 {
+		return strings.Join(causes, "\n") + "\n" + facts, false
+	}
+	return "ready\n" + facts, true
 }

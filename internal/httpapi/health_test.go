@@ -54,6 +54,17 @@ func TestHealth(t *testing.T) {
 	code, body = get(t, mux, "/readyz")
 	require.Equal(t, http.StatusServiceUnavailable, code)
 	require.Equal(t, "database not ready: the database schema is at version 1, behind this binary's 2\n", body, "a named cause is shown, its detail is not")
+
+	// Facts follow the verdict, ready or not.
+	withFacts := http.NewServeMux()
+	httpapi.Health{Dependencies: map[string]httpapi.Pinger{
+		"database": pinger(func(context.Context) error { return dbErr }),
+	}, Facts: []string{"image engine: go"}}.Register(withFacts)
+	_, body = get(t, withFacts, "/readyz")
+	require.Equal(t, "database not ready: the database schema is at version 1, behind this binary's 2\nimage engine: go\n", body)
+	dbErr = nil
+	_, body = get(t, withFacts, "/readyz")
+	require.Equal(t, "ready\nimage engine: go\n", body)
 }
 
 // TestFavicon: /favicon.ico answers an icon without a token (not a 401

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,7 +63,7 @@ func worstCases(t *testing.T) map[string]func() []byte {
 			return jpeg.Encode(b, image.NewYCbCr(image.Rect(0, 0, side, side), image.YCbCrSubsampleRatio444), nil)
 		}),
 		"jpeg widest": enc(func(b *bytes.Buffer) error {
-			return jpeg.Encode(b, image.NewGray(image.Rect(0, 0, 65535, m/65535)), nil)
+			return jpeg.Encode(b, image.NewGray(image.Rect(0, 0, MaxJPEGSide, m/MaxJPEGSide)), nil)
 		}),
 		"gif": enc(func(b *bytes.Buffer) error {
 			return gif.Encode(b, image.NewPaletted(image.Rect(0, 0, side, side), pal), nil)
@@ -76,18 +77,23 @@ func worstCases(t *testing.T) map[string]func() []byte {
 	}
 }
 
-// TestVariantMemoryIsBounded runs each worst case in a child process of its
-// own -- Limits.Concurrency generations at once, each for a small and a
-// large preset box -- and holds the child's peak resident memory (VmHWM,
-// past what it held before) to the documented bound, Concurrency x
+// TestVariantMemoryIsBounded runs each worst case on each engine of this
+// build in a child process of its own -- Limits.Concurrency generations at
+// once, each for a small and a large preset box -- and holds the child's
+// peak resident memory (VmHWM, past what it held before: Go's heap and
+// libvips' C allocations alike) to the documented bound, Concurrency x
 // PerSlotBytes(MaxPixels, the largest box). The child is this package's
-// tests built without the race detector (whose shadow memory would be
-// measured too).
+// tests built with this build's engines and without the race detector
+// (whose shadow memory would be measured too).
 func TestVariantMemoryIsBounded(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	child := filepath.Join(dir, "imagevariant.test")
-	build := exec.Command("go", "test", "-c", "-o", child, ".")
+	args := []string{"test", "-c", "-o", child}
+	if _, ok := EngineNamed("vips"); ok {
+		args = append(args, "-tags", "vips")
+	}
+	build := exec.Command("go", append(args, ".")...)
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "build the child without -race: %s", out)
 	bound := 2 * PerSlotBytes(memoryTestPixels, memoryTestBox*memoryTestBox)
@@ -95,28 +101,31 @@ func TestVariantMemoryIsBounded(t *testing.T) {
 	var lines []string
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 2) // two children at a time: each measures only itself
-	for name := range worstCases(nil) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			cmd := exec.Command(child, "-test.run=^TestVariantMemoryChild$", "-test.count=1")
-			cmd.Env = append(os.Environ(), "UF_VARIANT_CASE="+name)
-			out, err := cmd.CombinedOutput()
-			mu.Lock()
-			defer mu.Unlock()
-			if !assertNoError(t, err, "%s: %s", name, out) {
-				return
-			}
-			peak := parsePeak(t, string(out))
-			lines = append(lines, fmt.Sprintf("%-28s %6d MiB (bound %d MiB)", name, peak>>20, bound>>20))
-			if peak > bound {
-				t.Errorf("%s: peak %d MiB over the bound of %d MiB", name, peak>>20, bound>>20)
-			}
-		}()
+	for _, e := range Engines() {
+		for name := range worstCases(nil) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				cmd := exec.Command(child, "-test.run=^TestVariantMemoryChild$", "-test.count=1")
+				cmd.Env = append(os.Environ(), "UF_VARIANT_CASE="+name, "UF_VARIANT_ENGINE="+e.Name())
+				out, err := cmd.CombinedOutput()
+				mu.Lock()
+				defer mu.Unlock()
+				if !assertNoError(t, err, "%s on %s: %s", name, e.Name(), out) {
+					return
+				}
+				peak := parsePeak(t, string(out))
+				lines = append(lines, fmt.Sprintf("%-4s %-28s %6d MiB (bound %d MiB)", e.Name(), name, peak>>20, bound>>20))
+				if peak > bound {
+					t.Errorf("%s on %s: peak %d MiB over the bound of %d MiB", name, e.Name(), peak>>20, bound>>20)
+				}
+			}()
+		}
 	}
 	wg.Wait()
+	slices.Sort(lines)
 	t.Logf("peak memory of 2 generations at once, %d MP limit:\n%s", memoryTestPixels/1_000_000, strings.Join(lines, "\n"))
 }
 
@@ -150,13 +159,15 @@ func TestVariantMemoryChild(t *testing.T) {
 	}
 	make, ok := worstCases(t)[name]
 	require.True(t, ok, name)
+	engine, ok := EngineNamed(os.Getenv("UF_VARIANT_ENGINE"))
+	require.True(t, ok, "UF_VARIANT_ENGINE names no engine of this build")
 	src := make()
 	// What making the input took is given back and forgotten: the peak
 	// counts from here (clear_refs 5 resets VmHWM to the current RSS).
 	debug.FreeOSMemory()
 	require.NoError(t, os.WriteFile("/proc/self/clear_refs", []byte("5"), 0))
 	base := vmHWM(t)
-	g := New(Limits{MaxPixels: memoryTestPixels, Concurrency: 2})
+	g := New(Limits{MaxPixels: memoryTestPixels, Concurrency: 2, Engine: engine})
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Add(1)

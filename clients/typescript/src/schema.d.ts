@@ -752,7 +752,7 @@ export interface components {
             fileId: string;
             preset: string;
             /** @enum {string} */
-            contentType: "image/jpeg" | "image/png" | "image/webp";
+            contentType: "image/jpeg" | "image/png" | "image/webp" | "image/avif";
             /** Format: int64 */
             sizeBytes: number;
             width: number;

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -209,7 +208,13 @@ func runReconcile(bin, dsn, config string, n int) (reconcileRun, error) {
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	start := time.Now()
-	if err := cmd.Run(); err != nil {
+	if err := cmd.Start(); err != nil {
+		return reconcileRun{}, err
+	}
+	peak := watchHWM(cmd.Process.Pid)
+	err = cmd.Wait()
+	rss := peak()
+	if err != nil {
 		return reconcileRun{}, fmt.Errorf("%v: %s", err, stderr.String())
 	}
 	elapsed := time.Since(start)
@@ -224,6 +229,5 @@ func runReconcile(bin, dsn, config string, n int) (reconcileRun, error) {
 	if c.Objects != int64(n) || c.Orphans != reconcilePlant || c.Missing != reconcilePlant || c.Mismatches != 0 || c.StagingLeftovers != 0 {
 		return reconcileRun{}, fmt.Errorf("reconcile found %+v, want %d objects, %d orphans, %d missing", c, n, reconcilePlant, reconcilePlant)
 	}
-	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024
 	return reconcileRun{objects: c.Objects, elapsed: elapsed, maxRSS: rss}, nil
 }

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 
 	"github.com/uploadedfile/uploadedfile/bench/floor"
 	"github.com/uploadedfile/uploadedfile/db/migrations"
+	"github.com/uploadedfile/uploadedfile/internal/imagevariant"
 	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 )
 
@@ -53,8 +55,15 @@ func (p *proc) stop() {
 }
 
 // peakRSS is the process's resident-set high-water mark in bytes.
-func (p *proc) peakRSS() (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+func (p *proc) peakRSS() (int64, error) { return vmHWM(p.cmd.Process.Pid) }
+
+// vmHWM is the resident-set high-water mark of pid's own memory since its
+// exec (/proc/PID/status), never its parent's: getrusage's ru_maxrss of a
+// child Go started (clone with CLONE_VFORK, then exec) starts from the
+// parent's high-water mark, so a bench driver holding a gigabyte reported
+// a gigabyte for every child it ran.
+func vmHWM(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
@@ -66,6 +75,36 @@ func (p *proc) peakRSS() (int64, error) {
 		}
 	}
 	return 0, errors.New("no VmHWM")
+}
+
+// watchHWM samples pid's VmHWM every 10 ms until the returned function is
+// called (after the process has exited: its /proc entry stops answering
+// VmHWM as it exits, so the last sample stands for the peak -- VmHWM only
+// grows, and a run ends within 10 ms of its last sample).
+func watchHWM(pid int) func() int64 {
+	var peak atomic.Int64
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if v, err := vmHWM(pid); err == nil && v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-stopped
+		return peak.Load()
+	}
 }
 
 func freePort() (string, error) {
@@ -126,10 +165,15 @@ func createDatabase(ctx context.Context, server string) (string, func(), error) 
 	return dsn, drop, nil
 }
 
-// buildServer builds the uploadedfile binary.
+// buildServer builds the uploadedfile binary, with the vips engine when the
+// bench has it (go run -tags vips ./bench, as make bench runs it).
 func buildServer(dir string) (string, error) {
 	bin := filepath.Join(dir, "uploadedfile")
-	out, err := exec.Command("go", "build", "-o", bin, "./cmd/uploadedfile").CombinedOutput()
+	args := []string{"build", "-o", bin}
+	if _, ok := imagevariant.EngineNamed("vips"); ok {
+		args = append(args, "-tags", "vips")
+	}
+	out, err := exec.Command("go", append(args, "./cmd/uploadedfile")...).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("build: %v: %s", err, out)
 	}

@@ -552,6 +552,10 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			_, err := q.IdempotencyExpire(ctx, e, db.IdempotencyExpireParams{Max: 100, Now: now})
 			return err
 		},
+		func() error {
+			_, err := q.SweepBacklog(ctx, e, db.SweepBacklogParams{Cap: 100_000, Now: now})
+			return err
+		},
 	}
 	for _, call := range calls {
 		if err := call(); err != nil {

@@ -229,3 +229,40 @@ func (s *Service) cleanupStaging(ctx context.Context, max int) (done, claimed in
 	}
 	return done, len(rows), nil
 }
+
+// BacklogCap bounds each count of UnsafeSystemSweepBacklog: a count at the
+// cap means at least that many.
+const BacklogCap = 100_000
+
+// The kinds of sweep work UnsafeSystemSweepBacklog counts.
+const (
+	BacklogDeletionRetries  = "deletion-retries"  // settled deletion claims due again (pending track)
+	BacklogExpiredUploads   = "expired-uploads"   // uploads never completed, past their window (both tracks)
+	BacklogStagingObjects   = "staging-objects"   // S3 staging copies due for removal (pending track)
+	BacklogVariants         = "variants"          // variants whose generator or deleter died (pending track)
+	BacklogOrphanClaims     = "orphan-claims"     // orphan repairs that died or failed (pending track)
+	BacklogExpiredTemporary = "expired-temporary" // temporary files past their expiry (temporary track)
+	BacklogIdempotencyKeys  = "idempotency-keys"  // idempotency keys past their 24 hours (temporary track)
+)
+
+// UnsafeSystemSweepBacklog counts, by kind, what the sweeps would take if
+// they ran now, each count capped at BacklogCap. It locks nothing. Read
+// after a run, it is what the run's ten batches left: a backlog that does
+// not fall between runs means the track runs too rarely for the traffic
+// (docs/operations.md, "Sizing the sweeps"). Cross-tenant; trusted
+// maintenance only.
+func (s *Service) UnsafeSystemSweepBacklog(ctx context.Context) (map[string]int64, error) {
+	b, err := s.q.SweepBacklog(ctx, s.db, db.SweepBacklogParams{Cap: BacklogCap, Now: s.now()})
+	if err != nil {
+		return nil, s.internalError(ctx, ErrCleanupFailed, "count the sweep backlog", err)
+	}
+	return map[string]int64{
+		BacklogDeletionRetries:  b.DeletionRetries,
+		BacklogExpiredUploads:   b.ExpiredUploads,
+		BacklogStagingObjects:   b.StagingObjects,
+		BacklogVariants:         b.Variants,
+		BacklogOrphanClaims:     b.OrphanClaims,
+		BacklogExpiredTemporary: b.ExpiredTemporary,
+		BacklogIdempotencyKeys:  b.IdempotencyKeys,
+	}, nil
+}

@@ -424,3 +424,52 @@ WITH prior AS (
         AND usage_locked.user_id = freed.user_id
 )
 SELECT * FROM changed;
+
+-- name: SweepBacklog :one
+-- What each sweep would take if it ran now, counted up to @cap rows a kind
+-- (a count past the cap reads as "at least"): the same predicates as the
+-- claims above -- DeletionClaimElapsed, DeletionClaimExpiredTombstones,
+-- FileClaimExpiredDirectUploads, StagingClaimCompleted,
+-- FileClaimExpiredTemporary -- and VariantClaimElapsed, IdempotencyExpire,
+-- OrphanClaimElapsed, without locking anything. Read after a track's run:
+-- what is left once its ten batches are spent is its backlog (the
+-- uploadedfile_sweep_backlog gauge, and a warning in the log). Each count
+-- walks the index its claim uses, at most @cap entries.
+SELECT
+    (SELECT count(*) FROM (
+        SELECT 1 FROM uploaded_file
+        WHERE deletion_pending_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+            AND upload_pending_at IS NULL
+        LIMIT @cap::integer) AS d)::bigint AS deletion_retries,
+    (SELECT count(*) FROM (
+        SELECT 1 FROM uploaded_file
+        WHERE upload_pending_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+            AND (deletion_pending_at IS NULL OR deletion_pending_at <= coalesce(sqlc.narg('now')::timestamptz, now()))
+            AND (completion_lease_until IS NULL OR completion_lease_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
+        LIMIT @cap::integer) AS u)::bigint AS expired_uploads,
+    (SELECT count(*) FROM (
+        SELECT 1 FROM uploaded_file
+        WHERE staging_cleanup_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+            AND deletion_pending_at IS NULL
+        LIMIT @cap::integer) AS s)::bigint AS staging_objects,
+    (SELECT count(*) FROM (
+        SELECT 1 FROM uploaded_file
+        WHERE is_temporary
+            AND expired_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+            AND deletion_pending_at IS NULL
+            AND deleted_at IS NULL
+            AND upload_pending_at IS NULL
+            AND status = 'ready'
+        LIMIT @cap::integer) AS t)::bigint AS expired_temporary,
+    (SELECT count(*) FROM (
+        SELECT 1 FROM uploaded_file_variant
+        WHERE lease_until <= coalesce(sqlc.narg('now')::timestamptz, now())
+        LIMIT @cap::integer) AS v)::bigint AS variants,
+    (SELECT count(*) FROM (
+        SELECT 1 FROM uploaded_file_idempotency
+        WHERE expires_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+        LIMIT @cap::integer) AS i)::bigint AS idempotency_keys,
+    (SELECT count(*) FROM (
+        SELECT 1 FROM uploaded_file_orphan_claim
+        WHERE claimed_until <= coalesce(sqlc.narg('now')::timestamptz, now())
+        LIMIT @cap::integer) AS o)::bigint AS orphan_claims;

@@ -1160,3 +1160,83 @@ func (q *Queries) StagingSettle(ctx context.Context, db DBTX, arg StagingSettleP
 	)
 	return i, err
 }
+
+const sweepBacklog = `-- name: SweepBacklog :one
+SELECT
+    (SELECT count(*) FROM (
+        SELECT 1 FROM uploaded_file
+        WHERE deletion_pending_at <= coalesce($1::timestamptz, now())
+            AND upload_pending_at IS NULL
+        LIMIT $2::integer) AS d)::bigint AS deletion_retries,
+    (SELECT count(*) FROM (
+        SELECT 1 FROM uploaded_file
+        WHERE upload_pending_at <= coalesce($1::timestamptz, now())
+            AND (deletion_pending_at IS NULL OR deletion_pending_at <= coalesce($1::timestamptz, now()))
+            AND (completion_lease_until IS NULL OR completion_lease_until <= coalesce($1::timestamptz, now()))
+        LIMIT $2::integer) AS u)::bigint AS expired_uploads,
+    (SELECT count(*) FROM (
+        SELECT 1 FROM uploaded_file
+        WHERE staging_cleanup_at <= coalesce($1::timestamptz, now())
+            AND deletion_pending_at IS NULL
+        LIMIT $2::integer) AS s)::bigint AS staging_objects,
+    (SELECT count(*) FROM (
+        SELECT 1 FROM uploaded_file
+        WHERE is_temporary
+            AND expired_at <= coalesce($1::timestamptz, now())
+            AND deletion_pending_at IS NULL
+            AND deleted_at IS NULL
+            AND upload_pending_at IS NULL
+            AND status = 'ready'
+        LIMIT $2::integer) AS t)::bigint AS expired_temporary,
+    (SELECT count(*) FROM (
+        SELECT 1 FROM uploaded_file_variant
+        WHERE lease_until <= coalesce($1::timestamptz, now())
+        LIMIT $2::integer) AS v)::bigint AS variants,
+    (SELECT count(*) FROM (
+        SELECT 1 FROM uploaded_file_idempotency
+        WHERE expires_at <= coalesce($1::timestamptz, now())
+        LIMIT $2::integer) AS i)::bigint AS idempotency_keys,
+    (SELECT count(*) FROM (
+        SELECT 1 FROM uploaded_file_orphan_claim
+        WHERE claimed_until <= coalesce($1::timestamptz, now())
+        LIMIT $2::integer) AS o)::bigint AS orphan_claims
+`
+
+type SweepBacklogParams struct {
+	Now *time.Time
+	Cap int32
+}
+
+type SweepBacklogRow struct {
+	DeletionRetries  int64
+	ExpiredUploads   int64
+	StagingObjects   int64
+	ExpiredTemporary int64
+	Variants         int64
+	IdempotencyKeys  int64
+	OrphanClaims     int64
+}
+
+// What each sweep would take if it ran now, counted up to @cap rows a kind
+// (a count past the cap reads as "at least"): the same predicates as the
+// claims above -- DeletionClaimElapsed, DeletionClaimExpiredTombstones,
+// FileClaimExpiredDirectUploads, StagingClaimCompleted,
+// FileClaimExpiredTemporary -- and VariantClaimElapsed, IdempotencyExpire,
+// OrphanClaimElapsed, without locking anything. Read after a track's run:
+// what is left once its ten batches are spent is its backlog (the
+// uploadedfile_sweep_backlog gauge, and a warning in the log). Each count
+// walks the index its claim uses, at most @cap entries.
+func (q *Queries) SweepBacklog(ctx context.Context, db DBTX, arg SweepBacklogParams) (SweepBacklogRow, error) {
+	row := db.QueryRow(ctx, sweepBacklog, arg.Now, arg.Cap)
+	var i SweepBacklogRow
+	err := row.Scan(
+		&i.DeletionRetries,
+		&i.ExpiredUploads,
+		&i.StagingObjects,
+		&i.ExpiredTemporary,
+		&i.Variants,
+		&i.IdempotencyKeys,
+		&i.OrphanClaims,
+	)
+	return i, err
+}

@@ -58,7 +58,15 @@ type Sweeper interface {
 	UnsafeSystemExpireIdempotencyKeys(ctx context.Context, max int) (int, error)
 	ReleaseAbandonedUploads(ctx context.Context, limit int) (int, error)
 	UnsafeSystemReconcile(ctx context.Context, opts service.ReconcileOptions, emit func(service.Finding) error) (service.ReconcileCounts, error)
+	UnsafeSystemSweepBacklog(ctx context.Context) (map[string]int64, error)
 	EffectiveConfig() service.Config
+}
+
+// trackBacklog names the backlog kinds each track works off.
+var trackBacklog = map[string][]string{
+	TrackPending: {service.BacklogExpiredUploads, service.BacklogDeletionRetries, service.BacklogStagingObjects,
+		service.BacklogVariants, service.BacklogOrphanClaims},
+	TrackTemporary: {service.BacklogExpiredTemporary, service.BacklogExpiredUploads, service.BacklogIdempotencyKeys},
 }
 
 // Runner runs the tracks.
@@ -156,7 +164,37 @@ func (r *Runner) Run(ctx context.Context, track string) (Result, error) {
 		return res, err
 	}
 	r.log.InfoContext(ctx, "sweep finished", attrs...)
+	r.backlog(ctx, track)
 	return res, nil
+}
+
+// backlog counts what the sweeps have left after a run of track, sets the
+// backlog gauges, and warns when track's own kinds still have eligible
+// rows: its ten batches were not enough, and it falls behind unless it
+// runs more often. A failed count is logged and changes nothing.
+func (r *Runner) backlog(ctx context.Context, track string) {
+	kinds, ok := trackBacklog[track]
+	if !ok {
+		return
+	}
+	left, err := r.svc.UnsafeSystemSweepBacklog(ctx)
+	if err != nil {
+		r.log.WarnContext(ctx, "sweep backlog not counted", "track", track, "error", err.Error())
+		return
+	}
+	var attrs []any
+	for kind, n := range left {
+		r.metrics.backlog.WithLabelValues(kind).Set(float64(n))
+	}
+	for _, kind := range kinds {
+		if n := left[kind]; n > 0 {
+			attrs = append(attrs, kind, n)
+		}
+	}
+	if len(attrs) > 0 {
+		r.log.WarnContext(ctx, "sweep left eligible rows: run the track more often (docs/operations.md, Sizing the sweeps)",
+			append([]any{"track", track}, attrs...)...)
+	}
 }
 
 // drain runs batches of at most batchSize rows until a batch claims

@@ -2,6 +2,7 @@ package maintenance_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -126,7 +127,9 @@ func TestTrackDrainsUpToTenBatches(t *testing.T) {
 	svc := e.service(e.pool, 5)
 	e.temporaries(svc, 57)
 	reg := prometheus.NewRegistry()
-	r := maintenance.New(svc, e.pool, quiet, reg)
+	var logs bytes.Buffer
+	r := maintenance.New(svc, e.pool, slog.New(slog.NewJSONHandler(&logs, nil)), reg)
+	backlog := map[string]string{"kind": service.BacklogExpiredTemporary}
 
 	res, err := r.Run(context.Background(), maintenance.TrackTemporary)
 	require.NoError(t, err)
@@ -134,11 +137,17 @@ func TestTrackDrainsUpToTenBatches(t *testing.T) {
 	require.EqualValues(t, 50, res.Done, "ten batches of five")
 	require.EqualValues(t, 50, res.Examined)
 	require.Equal(t, 7, e.objects())
+	// What the ten batches left is the backlog: on /metrics and in a WARN.
+	require.Equal(t, 7.0, counter(t, reg, "uploadedfile_sweep_backlog", backlog))
+	require.Contains(t, logs.String(), `"level":"WARN","msg":"sweep left eligible rows: run the track more often (docs/operations.md, Sizing the sweeps)","track":"temporary","expired-temporary":7}`)
 
+	logs.Reset()
 	res, err = r.Run(context.Background(), maintenance.TrackTemporary)
 	require.NoError(t, err)
 	require.EqualValues(t, 7, res.Done, "the next run takes the rest, and stops when a batch is empty")
 	require.Zero(t, e.objects())
+	require.Zero(t, counter(t, reg, "uploadedfile_sweep_backlog", backlog))
+	require.NotContains(t, logs.String(), "sweep left eligible rows")
 	require.Equal(t, 2.0, counter(t, reg, "uploadedfile_sweep_runs_total", map[string]string{"track": "temporary", "outcome": "ok"}))
 	require.Equal(t, 57.0, counter(t, reg, "uploadedfile_sweep_rows_total", map[string]string{"track": "temporary", "result": "done"}))
 }
@@ -214,6 +223,9 @@ func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[str
 				}
 			}
 			if match {
+				if g := m.GetGauge(); g != nil {
+					return g.GetValue()
+				}
 				return m.GetCounter().GetValue()
 			}
 		}

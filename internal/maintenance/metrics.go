@@ -13,6 +13,7 @@ type metrics struct {
 	rows     *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	findings *prometheus.CounterVec
+	backlog  *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -29,9 +30,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		findings: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "uploadedfile_reconcile_findings_total", Help: "Findings of the reconcile track by kind (orphan, staging-leftover, missing, mismatch).",
 		}, []string{"kind"}),
+		backlog: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "uploadedfile_sweep_backlog", Help: "Rows each kind of sweep work would take if it ran now, counted after each run of the pending or temporary track (capped at 100000: at least that many). A kind that does not fall between runs needs its track more often.",
+		}, []string{"kind"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.runs, m.rows, m.duration, m.findings)
+		reg.MustRegister(m.runs, m.rows, m.duration, m.findings, m.backlog)
 	}
 	return m
 }

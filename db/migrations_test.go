@@ -88,8 +88,18 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	version, dirty, err := m.Version()
 	require.NoError(t, err)
 	require.False(t, dirty)
-	require.EqualValues(t, 20261126100000, version)
+	require.EqualValues(t, 20261126200002, version)
 	require.Contains(t, cols, "width")
+	for _, dropped := range []string{"uploaded_file_owner_status_idx", "uploaded_file_rescan_idx", "uploaded_file_attachment_idx"} {
+		require.NotContains(t, idx, dropped, "the index diet")
+	}
+
+	// Down past the index diet: the three come back.
+	require.NoError(t, m.Migrate(20261126100000))
+	_, _, dietIdx, _ := schemaShape(t, url)
+	for _, back := range []string{"uploaded_file_owner_status_idx", "uploaded_file_rescan_idx", "uploaded_file_attachment_idx"} {
+		require.Contains(t, dietIdx, back)
+	}
 
 	// Down past image dimensions.
 	require.NoError(t, m.Migrate(20261126000000))
@@ -121,7 +131,8 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	require.NoError(t, m.Migrate(20261124000001))
 	require.NoError(t, pgxQueryRow(t, url, "SELECT l.lanname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE p.proname = 'uploaded_file_event_data'", &lang))
 	require.Equal(t, "sql", lang)
-	require.Contains(t, idx, "uploaded_file_rescan_idx")
+	_, _, atVariants, _ := schemaShape(t, url)
+	require.Contains(t, atVariants, "uploaded_file_rescan_idx")
 	var variants bool
 	require.NoError(t, pgxQueryRow(t, url, "SELECT to_regclass('uploaded_file_variant_lease_idx') IS NOT NULL", &variants))
 	require.True(t, variants)

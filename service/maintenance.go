@@ -238,7 +238,7 @@ const BacklogCap = 100_000
 const (
 	BacklogDeletionRetries  = "deletion-retries"  // settled deletion claims due again (pending track)
 	BacklogExpiredUploads   = "expired-uploads"   // uploads never completed, past their window (both tracks)
-	BacklogStagingObjects   = "staging-objects"   // S3 staging copies due for removal (pending track)
+	BacklogStagingObjects   = "staging-objects"   // S3 staging copies due for removal (both tracks)
 	BacklogVariants         = "variants"          // variants whose generator or deleter died (pending track)
 	BacklogOrphanClaims     = "orphan-claims"     // orphan repairs that died or failed (pending track)
 	BacklogExpiredTemporary = "expired-temporary" // temporary files past their expiry (temporary track)

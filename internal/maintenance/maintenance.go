@@ -59,6 +59,7 @@ type Sweeper interface {
 	ReleaseAbandonedUploads(ctx context.Context, limit int) (int, error)
 	UnsafeSystemReconcile(ctx context.Context, opts service.ReconcileOptions, emit func(service.Finding) error) (service.ReconcileCounts, error)
 	UnsafeSystemSweepBacklog(ctx context.Context) (map[string]int64, error)
+	UnsafeSystemCleanupCompletedStaging(ctx context.Context, limit int) (int, error)
 	EffectiveConfig() service.Config
 }
 
@@ -66,7 +67,7 @@ type Sweeper interface {
 var trackBacklog = map[string][]string{
 	TrackPending: {service.BacklogExpiredUploads, service.BacklogDeletionRetries, service.BacklogStagingObjects,
 		service.BacklogVariants, service.BacklogOrphanClaims},
-	TrackTemporary: {service.BacklogExpiredTemporary, service.BacklogExpiredUploads, service.BacklogIdempotencyKeys},
+	TrackTemporary: {service.BacklogExpiredTemporary, service.BacklogExpiredUploads, service.BacklogStagingObjects, service.BacklogIdempotencyKeys},
 }
 
 // Runner runs the tracks.
@@ -236,11 +237,14 @@ func (r *Runner) pending(ctx context.Context, st *service.SweepStats) error {
 	})
 }
 
-// temporary runs the temporary track: expired temporary files and
-// abandoned direct uploads (their quota given back: a dead client's upload
-// never waits for the daily pending track), within the run's ten batches,
-// then idempotency keys past their 24 hours (up to maxBatches batches of
-// their own: a key is a small row, and no file depends on it).
+// temporary runs the temporary track: expired temporary files, abandoned
+// direct uploads (their quota given back: a dead client's upload never
+// waits for the daily pending track) and the S3 staging copies of
+// completed uploads whose target can no longer write (so a ready file is
+// held once, not twice until the daily pending track), within the run's
+// ten batches; then idempotency keys past their 24 hours (up to
+// maxBatches batches of their own: a key is a small row, and no file
+// depends on it).
 func (r *Runner) temporary(ctx context.Context, st *service.SweepStats) error {
 	cfg := r.svc.EffectiveConfig()
 	budget := int64(maxBatches * cfg.CleanupBatchSize)
@@ -253,6 +257,13 @@ func (r *Runner) temporary(ctx context.Context, st *service.SweepStats) error {
 	}
 	err = drain(ctx, st, &budget, cfg.CleanupBatchSize, func(ctx context.Context, limit int) error {
 		_, err := r.svc.ReleaseAbandonedUploads(ctx, limit)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	err = drain(ctx, st, &budget, cfg.CleanupBatchSize, func(ctx context.Context, limit int) error {
+		_, err := r.svc.UnsafeSystemCleanupCompletedStaging(ctx, limit)
 		return err
 	})
 	if err != nil {

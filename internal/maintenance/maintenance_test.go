@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -496,4 +499,52 @@ func TestSweepRunIsTraced(t *testing.T) {
 		}
 	}
 	require.Positive(t, claims)
+}
+
+// TestTemporaryTrackRemovesDueStaging (S3): a completed direct upload's
+// staging copy is kept while its upload target could still write, then
+// removed by the temporary track (every 15 minutes by default), not left to
+// the daily pending track: one target lifetime after a burst of uploads
+// the bucket holds each ready file once.
+func TestTemporaryTrackRemovesDueStaging(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	target := newChaosStore(t, e, service.DriverS3)
+	cfg := target.cfg
+	cfg.CleanupBatchSize = 5
+	svc, err := service.New(context.Background(), cfg, e.pool, service.WithStore(target.store), service.WithClock(e.clock), service.WithLogger(quiet))
+	require.NoError(t, err)
+	const burst = 7
+	sum := sha256.Sum256([]byte(pdf))
+	for range burst {
+		init, err := svc.InitiateUpload(alice, service.InitiateInput{OriginalName: "d.pdf", ContentType: "application/pdf",
+			SizeBytes: int64(len(pdf)), Checksum: "sha256:" + base64.StdEncoding.EncodeToString(sum[:])}, nil)
+		require.NoError(t, err)
+		req, err := http.NewRequest(init.Upload.Method, init.Upload.URL, strings.NewReader(pdf))
+		require.NoError(t, err)
+		for k, v := range init.Upload.Headers {
+			if k != "Content-Length" {
+				req.Header.Set(k, v)
+			}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		_, err = svc.CompleteUpload(alice, init.ID.String())
+		require.NoError(t, err)
+	}
+	require.Len(t, target.list(), 2*burst, "each ready file and its staging copy, while the targets can write")
+
+	r := maintenance.New(svc, e.pool, quiet, nil)
+	r.SetClock(e.clock)
+	_, err = r.Run(context.Background(), maintenance.TrackTemporary)
+	require.NoError(t, err)
+	require.Len(t, target.list(), 2*burst, "the targets are still valid: the copies stay (the re-PUT guarantee)")
+
+	e.advance(time.Duration(service.DefaultUploadURLTTLSeconds)*time.Second + 15*time.Minute + time.Second)
+	res, err := r.Run(context.Background(), maintenance.TrackTemporary)
+	require.NoError(t, err)
+	require.EqualValues(t, burst, res.Done)
+	require.Len(t, target.list(), burst, "one object per ready file")
 }

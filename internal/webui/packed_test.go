@@ -56,7 +56,19 @@ func TestPackedPackagesInChromium(t *testing.T) {
 		require.NoError(t, err, "install the pack test's apps first: make ts")
 		run("cp", "-a", filepath.Join(root, "clients/pack-test", app.dir)+"/.", dir)
 		run("cp", "-a", filepath.Join(root, "clients/pack-test/app")+"/.", dir)
-		run("npm", append([]string{"install", "--offline", "--no-save", "--no-audit", "--no-fund", "--loglevel=error"}, packed...)...)
+		// Offline with --legacy-peer-deps: on a fresh machine the npm cache
+		// holds the app's tarballs but not @uppy/core's registry document,
+		// which npm's peer resolution would fetch (only loopback here). The
+		// peer range is checked after, against what is installed: npm ls
+		// fails on a peer the app's @uppy/core does not satisfy.
+		run("npm", append([]string{"install", "--offline", "--legacy-peer-deps", "--no-save", "--no-audit", "--no-fund", "--loglevel=error"}, packed...)...)
+		ls := exec.Command("npm", "ls", "--offline", "@uppy/core")
+		ls.Dir = dir
+		tree, err := ls.CombinedOutput()
+		require.NoError(t, err, "npm ls @uppy/core: %s", tree)
+		require.Contains(t, string(tree), "@uploadedfile/uppy@", "%s", tree)
+		require.Contains(t, string(tree), "deduped", "the plugin's peer is the app's own @uppy/core: %s", tree)
+		require.NotContains(t, string(tree), "invalid", "%s", tree)
 		run(app.build[0], app.build[1:]...)
 		dist := filepath.Join(dir, "dist")
 		if app.dir == "esbuild-uppy6" {

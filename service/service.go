@@ -70,8 +70,6 @@ type Service struct {
 	scanner Scanner
 	tracer  trace.TracerProvider
 	imager  *imagevariant.Generator
-	// variantSlots bounds the generations reading an original at once.
-	variantSlots chan struct{}
 	// uploads commits the buffer upload's statements in groups.
 	uploads uploadStatements
 	// probe is the store's last probe (storeUp).
@@ -152,7 +150,6 @@ func New(ctx context.Context, cfg Config, database DB, opts ...Option) (*Service
 	}
 	s := &Service{cfg: r, db: classifyingDB{withPlanCache(database)}, q: db.New(), log: slog.Default(), now: func() *time.Time { return nil }}
 	s.imager = imagevariant.New(imagevariant.Limits{MaxPixels: r.Variants.MaxPixels, Concurrency: r.Variants.Concurrency, Engine: r.variantEngine})
-	s.variantSlots = make(chan struct{}, r.Variants.Concurrency)
 	for _, o := range opts {
 		o(s)
 	}
@@ -205,10 +202,7 @@ func openStore(ctx context.Context, r resolved) (storage.Store, error) {
 
 // Close releases the storage driver.
 func (s *Service) Close() error {
-	if c, ok := s.store.(interface{ Close() error }); ok {
-		return c.Close()
-	}
-	return nil
+	return s.store.Close()
 }
 
 // Driver returns the storage driver in use: "local" or "s3".
@@ -216,10 +210,7 @@ func (s *Service) Driver() string { return string(s.store.Kind()) }
 
 // Ping checks that the storage is reachable (for readiness).
 func (s *Service) Ping(ctx context.Context) error {
-	if p, ok := s.store.(interface{ Ping(context.Context) error }); ok {
-		return p.Ping(ctx)
-	}
-	return nil
+	return s.store.Ping(ctx)
 }
 
 // observeUpload counts a file that became ready by its size.

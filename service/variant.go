@@ -333,21 +333,19 @@ func keyFolder(key, folder string) string {
 // dies leaves both to the sweep once the lease elapses.
 func (s *Service) generateVariant(ctx context.Context, file db.UploadedFile, v db.UploadedFileVariant, p VariantPreset) (db.UploadedFileVariant, error) {
 	claim := *v.LeaseUntil
-	// At most variants.concurrency originals are held in memory at once,
-	// not one per waiting request.
-	select {
-	case s.variantSlots <- struct{}{}:
-	case <-ctx.Done():
+	// The generator's slots bound the originals held in memory as well as
+	// their decode: at most variants.concurrency at once, not one per
+	// waiting request.
+	var readErr error
+	res, err := s.imager.GenerateFrom(ctx, func(ctx context.Context) ([]byte, error) {
+		src, err := s.readObject(ctx, file.Key, file.SizeBytes)
+		readErr = err
+		return src, err
+	}, p.spec())
+	if readErr != nil {
 		s.dropVariant(ctx, v, claim, false)
-		return db.UploadedFileVariant{}, s.variantError(ctx, "wait for a generation slot", ctx.Err(), file.ID)
+		return db.UploadedFileVariant{}, s.variantError(ctx, "read original", readErr, file.ID)
 	}
-	defer func() { <-s.variantSlots }()
-	src, err := s.readObject(ctx, file.Key, file.SizeBytes)
-	if err != nil {
-		s.dropVariant(ctx, v, claim, false)
-		return db.UploadedFileVariant{}, s.variantError(ctx, "read original", err, file.ID)
-	}
-	res, err := s.imager.Generate(ctx, src, p.spec())
 	if err != nil {
 		s.dropVariant(ctx, v, claim, false)
 		if rule := refusedRule(err); rule != "" {

@@ -175,24 +175,70 @@ type Result struct {
 // the work within ctx; on ctx's end it returns ctx's error at once, and the
 // abandoned work keeps its slot until it stops.
 func (g *Generator) Generate(ctx context.Context, src []byte, spec Spec) (Result, error) {
-	if err := spec.Validate(); err != nil {
+	if err := g.accepts(spec); err != nil {
 		return Result{}, err
-	}
-	if !Writes(g.engine, spec.Format) {
-		return Result{}, ErrFormat
 	}
 	hdr, err := g.inspect(src)
 	if err != nil {
 		return Result{}, err
 	}
+	if err := g.acquire(ctx); err != nil {
+		return Result{}, err
+	}
+	return g.run(ctx, src, hdr, spec)
+}
+
+// GenerateFrom is Generate for a source that read fetches once a slot is
+// free: the slot bounds the source's bytes in memory as well as their
+// decode, so its caller needs no bound of its own -- one bound on variant
+// work, Limits.Concurrency. read's error is returned as it is.
+func (g *Generator) GenerateFrom(ctx context.Context, read func(context.Context) ([]byte, error), spec Spec) (Result, error) {
+	if err := g.accepts(spec); err != nil {
+		return Result{}, err
+	}
+	if err := g.acquire(ctx); err != nil {
+		return Result{}, err
+	}
+	src, err := read(ctx)
+	if err != nil {
+		<-g.slots
+		return Result{}, err
+	}
+	hdr, err := g.inspect(src)
+	if err != nil {
+		<-g.slots
+		return Result{}, err
+	}
+	return g.run(ctx, src, hdr, spec)
+}
+
+// accepts checks spec against this Generator's engine.
+func (g *Generator) accepts(spec Spec) error {
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	if !Writes(g.engine, spec.Format) {
+		return ErrFormat
+	}
+	return nil
+}
+
+// acquire takes a slot within ctx.
+func (g *Generator) acquire(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
-		return Result{}, err // select would pick at random between a free slot and the end
+		return err // select would pick at random between a free slot and the end
 	}
 	select {
 	case g.slots <- struct{}{}:
+		return nil
 	case <-ctx.Done():
-		return Result{}, ctx.Err()
+		return ctx.Err()
 	}
+}
+
+// run does the engine's work on a slot the caller holds, and gives the
+// slot back when the work stops -- after ctx's end if it outlives it.
+func (g *Generator) run(ctx context.Context, src []byte, hdr imageheader.Header, spec Spec) (Result, error) {
 	type outcome struct {
 		r   Result
 		err error

@@ -5,13 +5,16 @@ import (
 	"compress/zlib"
 	"context"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"image"
 	"image/color"
 	"image/gif"
 	"image/jpeg"
 	"image/png"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/HugoSmits86/nativewebp"
 	"github.com/stretchr/testify/require"
@@ -523,4 +526,47 @@ func TestPNGWiderThan65535(t *testing.T) {
 			}
 		}
 	})
+}
+
+// GenerateFrom reads its source inside its slot: with one slot, a second
+// generation's read does not start while the first's source is held, and a
+// failed read gives the slot back.
+func TestGenerateFromReadsInsideTheSlot(t *testing.T) {
+	g := New(Limits{Concurrency: 1})
+	src := encode(t, "png", halves(8, 8))
+	spec := Spec{Width: 4, Height: 4, Fit: FitCover, Format: FormatPNG}
+	holding := make(chan struct{})
+	release := make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		_, err := g.GenerateFrom(context.Background(), func(context.Context) ([]byte, error) {
+			close(holding)
+			<-release
+			return src, nil
+		}, spec)
+		first <- err
+	}()
+	<-holding
+	var secondRead atomic.Bool
+	second := make(chan error, 1)
+	go func() {
+		_, err := g.GenerateFrom(context.Background(), func(context.Context) ([]byte, error) {
+			secondRead.Store(true)
+			return src, nil
+		}, spec)
+		second <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	require.False(t, secondRead.Load(), "the second read started while the first source was held")
+	close(release)
+	require.NoError(t, <-first)
+	require.NoError(t, <-second)
+	require.True(t, secondRead.Load())
+
+	boom := errors.New("the store did not answer")
+	_, err := g.GenerateFrom(context.Background(), func(context.Context) ([]byte, error) { return nil, boom }, spec)
+	require.ErrorIs(t, err, boom)
+	r, err := g.Generate(context.Background(), src, spec)
+	require.NoError(t, err, "the failed read gave its slot back")
+	require.Equal(t, 4, r.Width)
 }

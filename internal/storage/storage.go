@@ -170,6 +170,13 @@ type Store interface {
 	// read a page at a time, a local directory's names one directory at a
 	// time.
 	List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
+	// Ping checks that the store answers (readiness): the local root is
+	// still a readable directory; the S3 bucket exists and the credentials
+	// are accepted (ErrBucketMissing, ErrCredentialsRefused, ErrUnavailable).
+	Ping(ctx context.Context) error
+	// Close releases what the store holds (the local root's descriptors,
+	// the S3 client's idle connections); the store is not used after it.
+	Close() error
 }
 
 // ValidateKey refuses keys no driver may use: empty, longer than

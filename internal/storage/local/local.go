@@ -114,6 +114,24 @@ func (s *Store) Close() error { return errors.Join(s.dir.Close(), s.root.Close()
 // Kind implements storage.Store.
 func (s *Store) Kind() storage.Kind { return storage.KindLocal }
 
+// Ping implements storage.Store: localRoot's path still names the
+// directory the store opened (not removed, replaced or unmounted from
+// under it: writes would go to a directory nobody reads).
+func (s *Store) Ping(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	opened, err := s.root.Stat(".")
+	if err != nil {
+		return mapError(err)
+	}
+	now, err := os.Stat(s.rootPath)
+	if err != nil || !os.SameFile(opened, now) {
+		return fmt.Errorf("%w: localRoot %s is no longer the directory the store opened", storage.ErrUnavailable, s.rootPath)
+	}
+	return nil
+}
+
 // Put implements storage.Store.
 func (s *Store) Put(ctx context.Context, key string, body io.Reader, opts storage.PutOptions) (storage.ObjectInfo, error) {
 	if err := storage.ValidateKey(key); err != nil {

@@ -288,3 +288,25 @@ func TestSignedGetBoundsRangesAndSandboxes(t *testing.T) {
 	require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
 	require.Equal(t, "cross-origin", resp.Header.Get("Cross-Origin-Resource-Policy"))
 }
+
+// Ping answers while localRoot is the directory the store opened, and
+// fails -- unavailable -- once the path names another one (a volume
+// unmounted or a directory replaced under a running server).
+func TestPingSeesTheRootReplaced(t *testing.T) {
+	t.Parallel()
+	parent := t.TempDir()
+	root := filepath.Join(parent, "files")
+	require.NoError(t, os.Mkdir(root, 0o700))
+	s, err := local.New(local.Config{Root: root})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Ping(context.Background()))
+
+	require.NoError(t, os.Rename(root, filepath.Join(parent, "moved")))
+	require.NoError(t, os.Mkdir(root, 0o700))
+	err = s.Ping(context.Background())
+	require.ErrorIs(t, err, storage.ErrUnavailable)
+
+	require.NoError(t, os.Remove(root))
+	require.ErrorIs(t, s.Ping(context.Background()), storage.ErrUnavailable)
+}

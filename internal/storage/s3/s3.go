@@ -125,6 +125,15 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 // Kind implements storage.Store.
 func (s *Store) Kind() storage.Kind { return storage.KindS3 }
 
+// Close implements storage.Store: nothing to release but the idle
+// connections the SDK's HTTP client keeps.
+func (s *Store) Close() error {
+	if c, ok := s.client.Options().HTTPClient.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+	return nil
+}
+
 // Bucket returns the configured bucket.
 func (s *Store) Bucket() string { return s.cfg.Bucket }
 

@@ -41,20 +41,14 @@ func Wrap(s storage.Store, reg prometheus.Registerer) *Store {
 	return w
 }
 
-// Close closes the wrapped store when it can be closed.
+// Close implements storage.Store: it closes the wrapped store.
 func (w *Store) Close() error {
-	if c, ok := w.Store.(interface{ Close() error }); ok {
-		return c.Close()
-	}
-	return nil
+	return w.Store.Close()
 }
 
-// Ping pings the wrapped store when it can be pinged.
+// Ping implements storage.Store: it pings the wrapped store.
 func (w *Store) Ping(ctx context.Context) error {
-	if p, ok := w.Store.(interface{ Ping(context.Context) error }); ok {
-		return p.Ping(ctx)
-	}
-	return nil
+	return w.Store.Ping(ctx)
 }
 
 // Put implements storage.Store.

@@ -44,15 +44,12 @@ func end(span trace.Span, err error) {
 	span.End()
 }
 
-// Close closes the wrapped store when it can be closed.
+// Close implements storage.Store: it closes the wrapped store.
 func (w *Store) Close() error {
-	if c, ok := w.Store.(interface{ Close() error }); ok {
-		return c.Close()
-	}
-	return nil
+	return w.Store.Close()
 }
 
-// Ping pings the wrapped store when it can be pinged.
+// Ping implements storage.Store: it pings the wrapped store.
 func (w *Store) Ping(ctx context.Context) error {
 	if p, ok := w.Store.(interface{ Ping(context.Context) error }); ok {
 		ctx, span := w.start(ctx, "ping")

@@ -6,7 +6,6 @@ import (
 	"context"
 	"io"
 	"strings"
-
 	"testing"
 	"time"
 

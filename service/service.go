@@ -29,13 +29,13 @@ package service
 import (
 	"context"
 	"errors"
-	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/uploadedfile/uploadedfile/gen/db"
 	"github.com/uploadedfile/uploadedfile/internal/imagevariant"

@@ -18,9 +18,9 @@ import (
 
 	"github.com/HugoSmits86/nativewebp"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/image/webp"
 
 	"github.com/uploadedfile/uploadedfile/internal/imageheader"
-	"golang.org/x/image/webp"
 )
 
 var (

@@ -439,8 +439,11 @@ func TestLongCompletionKeepsItsLease(t *testing.T) {
 			for range 3 {
 				// Far past the lease it took: the running completion has
 				// extended it meanwhile.
-				b.clock.Advance(2 * service.CompletionLease)
+				// The lease is read before the clock moves: a beat between the
+				// move and the read would already carry the new lease, and
+				// every later beat (the clock stands still) the same one.
 				lease := *b.row(init.ID).CompletionLeaseUntil
+				b.clock.Advance(2 * service.CompletionLease)
 				require.Eventually(t, func() bool { return b.row(init.ID).CompletionLeaseUntil.After(lease) }, 10*time.Second, 5*time.Millisecond)
 				_, err = other.CompleteUpload(alice, init.ID.String())
 				require.ErrorIs(t, err, service.ErrUploadCompleting, "a live completion is not taken over")

@@ -274,6 +274,7 @@ func rawBaseline(listen, dsn, dir, files string) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	mux.HandleFunc("GET /lookup", floor.Lookup(pool))
+	mux.HandleFunc("GET /detail/{id}", floor.SameWorkLookup(pool, []byte("the same-work floor's signing secret")))
 	mux.HandleFunc("GET /download", floor.Download(pool, files))
 	mux.HandleFunc("POST /upload", func(w http.ResponseWriter, r *http.Request) {
 		part, ok := firstPart(w, r)

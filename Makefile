@@ -7,7 +7,7 @@
 #   make verify     generated code fresh, go vet, staticcheck, golangci-lint, gofmt, go mod tidy
 #   make fuzz       every fuzz target for FUZZTIME each (default 60s)
 #   make ts         install and build the TypeScript client, the Uppy plugin and the web page's packages
-#   make web        bundle the development upload page (internal/webui/dist)
+#   make web        bundle the development upload page (internal/adapter/webui/dist)
 #   make chaos      the chaos test for CHAOS_DURATION (default 2m)
 #   make fleet      three serve replicas behind HAProxy under kills for FLEET_DURATION (default 2m), with its summary
 #   make hostile    the hostile-input suite against a real serve, with its summary (also run by make test)
@@ -74,10 +74,10 @@ ts:
 	cd clients/pack-test/vite-uppy5 && npm ci --no-audit --no-fund --loglevel=error
 	cd web && npm ci --no-audit --no-fund --loglevel=error
 
-## web: bundle the development upload page into internal/webui/dist (embedded
+## web: bundle the development upload page into internal/adapter/webui/dist (embedded
 ## in the binary; committed, and checked fresh by make verify).
 web: ts
-	cd web && node build.mjs ../internal/webui/dist
+	cd web && node build.mjs ../internal/adapter/webui/dist
 
 ## lint-openapi: lint api/openapi.yaml with Redocly CLI (needs make ts).
 lint-openapi:
@@ -99,8 +99,8 @@ verify-generated:
 	diff -u $(TS)/src/schema.d.ts $$tmp/schema.d.ts >/dev/null || \
 	{ echo "$(TS)/src/schema.d.ts is stale: run make generate"; exit 1; }
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
-	(cd web && node build.mjs $$tmp) && diff -r internal/webui/dist $$tmp >/dev/null || \
-	{ echo "internal/webui/dist is stale: run make web"; exit 1; }
+	(cd web && node build.mjs $$tmp) && diff -r internal/adapter/webui/dist $$tmp >/dev/null || \
+	{ echo "internal/adapter/webui/dist is stale: run make web"; exit 1; }
 
 ## vet, staticcheck: the default build, then the vips engine's files.
 VIPS_PACKAGES := ./internal/imagevariant/ ./cmd/uploadedfile/
@@ -144,7 +144,7 @@ s3-servers:
 ## test-only: every test on versitygw (the default S3 server of the tests),
 ## then the packages that use S3 again on MinIO; a failure on either fails.
 ## Then the image engine's conformance suite on both engines (-tags vips).
-S3_PACKAGES := ./internal/storage/s3/ ./service/ ./internal/httpapi/ ./internal/maintenance/
+S3_PACKAGES := ./internal/storage/s3/ ./service/ ./internal/adapter/httpapi/ ./internal/adapter/tracks/
 test-only: s3-servers libvips
 	$(GO) test -race -count=1 ./...
 	UPLOADEDFILE_TEST_S3=minio $(GO) test -race -count=1 $(S3_PACKAGES)
@@ -164,7 +164,7 @@ fuzz:
 ## tracks alongside, then settle and check the invariants (also run for a few
 ## seconds by `make test`).
 chaos: postgres s3-servers
-	$(GO) test -race -count=1 -run '^TestChaos$$' -v ./internal/maintenance/ -args -chaos.duration=$(CHAOS_DURATION)
+	$(GO) test -race -count=1 -run '^TestChaos$$' -v ./internal/adapter/tracks/ -args -chaos.duration=$(CHAOS_DURATION)
 
 ## fleet: three serve replicas on one database and one store behind
 ## HAProxy, driven through the uploader with a replica SIGKILLed every few

@@ -12,10 +12,10 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	js "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/uploadedfile/uploadedfile/internal/eventrelay"
-	"github.com/uploadedfile/uploadedfile/internal/eventrelay/jetstream"
-	"github.com/uploadedfile/uploadedfile/internal/eventrelay/webhook"
-	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/adapter/eventrelay"
+	"github.com/uploadedfile/uploadedfile/internal/adapter/eventrelay/jetstream"
+	"github.com/uploadedfile/uploadedfile/internal/adapter/eventrelay/webhook"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 )
 
 // natsURL is the machine's NATS server with JetStream.

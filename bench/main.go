@@ -36,8 +36,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/uploadedfile/uploadedfile/bench/floor"
-	"github.com/uploadedfile/uploadedfile/internal/pgtest"
-	"github.com/uploadedfile/uploadedfile/internal/storage/s3test"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/s3test"
 )
 
 func main() {

@@ -17,8 +17,8 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/uploadedfile/uploadedfile/internal/pgtest"
-	"github.com/uploadedfile/uploadedfile/internal/storage/s3test"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/s3test"
 )
 
 // Each reconcile target holds n objects and n rows, of which reconcilePlant

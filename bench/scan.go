@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/uploadedfile/uploadedfile/internal/clamd"
-	"github.com/uploadedfile/uploadedfile/internal/clamd/clamdtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/clamdtest"
 )
 
 // startClamd runs Debian's clamd on a free loopback port with the EICAR

@@ -29,7 +29,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/bench/floor"
 	"github.com/uploadedfile/uploadedfile/db/migrations"
 	"github.com/uploadedfile/uploadedfile/internal/imagevariant"
-	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 )
 
 // proc is a server process the driver started.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/uploadedfile/uploadedfile/gen/db"
 	"github.com/uploadedfile/uploadedfile/internal/pgbatch"
-	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/db/migrations"
-	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 )
 
 // emptyMigrator is a throw-away empty database and the migrations opened

@@ -18,7 +18,7 @@ import (
 
 	"github.com/uploadedfile/uploadedfile/gen/db"
 	"github.com/uploadedfile/uploadedfile/internal/pgbatch"
-	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 )
 
 // Durations the service uses; the SQL takes them as parameters.

@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/uploadedfile/uploadedfile/internal/storage/storagefault"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/storagefault"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 

@@ -5,7 +5,7 @@ package service
 //	UploadedFile<TExtraData>            File[T]
 //	UploadedFileService                 Service (New)
 //	UploadedFileModule.forRoot(config)  New(ctx, Config, DB, ...Option)
-//	UploadedFileController              internal/httpapi (the HTTP server)
+//	UploadedFileController              internal/adapter/httpapi (the HTTP server)
 //	UploadedFileConfig                  Config
 //	UploadedFileContext                 RequestContext (WithRequestContext)
 //	UploadedFileOperation               Operation

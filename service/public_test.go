@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	s3store "github.com/uploadedfile/uploadedfile/internal/storage/s3"
-	"github.com/uploadedfile/uploadedfile/internal/storage/s3test"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/s3test"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/gen/db"
-	"github.com/uploadedfile/uploadedfile/internal/maintenance"
+	"github.com/uploadedfile/uploadedfile/internal/adapter/tracks"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
@@ -236,15 +236,15 @@ func TestAbandonedUploadReleasesItsQuota(t *testing.T) {
 	_, files = b.usageOf("acme", "alice")
 	require.EqualValues(t, 1, files, "an abort gives the space back at once")
 
-	runner := maintenance.New(b.svc, b.db.Pool, nil, nil)
+	runner := tracks.New(b.svc, b.db.Pool, nil, nil)
 	b.clock.Advance(b.svc.AbandonedUploadHold() - time.Minute)
-	_, err = runner.Run(ctx, maintenance.TrackTemporary)
+	_, err = runner.Run(ctx, tracks.TrackTemporary)
 	require.NoError(t, err)
 	_, files = b.usageOf("acme", "alice")
 	require.EqualValues(t, 1, files, "still within the hold: the client may yet complete")
 
 	b.clock.Advance(2 * time.Minute)
-	res, err := runner.Run(ctx, maintenance.TrackTemporary)
+	res, err := runner.Run(ctx, tracks.TrackTemporary)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, res.Done)
 	_, files = b.usageOf("acme", "alice")

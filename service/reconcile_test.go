@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/internal/storage"
-	"github.com/uploadedfile/uploadedfile/internal/storage/storagefault"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/storagefault"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 

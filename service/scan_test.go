@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/internal/clamd"
-	"github.com/uploadedfile/uploadedfile/internal/clamd/clamdtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/clamdtest"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 

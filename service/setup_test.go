@@ -25,12 +25,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/gen/db"
-	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 	"github.com/uploadedfile/uploadedfile/internal/storage/local"
 	s3store "github.com/uploadedfile/uploadedfile/internal/storage/s3"
-	"github.com/uploadedfile/uploadedfile/internal/storage/s3test"
-	"github.com/uploadedfile/uploadedfile/internal/storage/storagefault"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/s3test"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/storagefault"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 

@@ -20,7 +20,7 @@ import (
 
 	"github.com/uploadedfile/uploadedfile/gen/db"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
-	"github.com/uploadedfile/uploadedfile/internal/storage/storagefault"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/storagefault"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 

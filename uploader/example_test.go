@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 	"github.com/uploadedfile/uploadedfile/uploader"
 )
 

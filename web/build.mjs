@@ -1,5 +1,5 @@
 // Builds the pages into the directory given (the embedded assets
-// internal/webui/dist): the upload page (app.js, app.css, index.html,
+// internal/adapter/webui/dist): the upload page (app.js, app.css, index.html,
 // bundled with esbuild) and the API reference (docs/: swagger-ui-dist's
 // bundle, our page and initializer). Deterministic, so `make verify` can
 // rebuild into a temporary directory and compare.
@@ -24,7 +24,7 @@ const oneCopy = {
     b.onResolve({ filter: /^@uploadedfile\/client$/ }, () => ({ path: join(here, "../clients/typescript/src/index.ts") }));
   },
 };
-const out = resolve(process.argv[2] ?? join(here, "../internal/webui/dist"));
+const out = resolve(process.argv[2] ?? join(here, "../internal/adapter/webui/dist"));
 mkdirSync(out, { recursive: true });
 await build({
   entryPoints: { app: join(here, "src/main.ts") },

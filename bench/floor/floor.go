@@ -1,6 +1,6 @@
 // Package floor holds the handlers of the bench's floors that more than
 // one measurement runs: the raw baseline's lookup and download (bench) and
-// the in-process download floor (internal/httpapi's benchmarks), so both
+// the in-process download floor (internal/adapter/httpapi's benchmarks), so both
 // measure the same code.
 package floor
 

@@ -20,9 +20,9 @@ import (
 	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
 
+	"github.com/uploadedfile/uploadedfile/internal/adapter/httpapi"
+	"github.com/uploadedfile/uploadedfile/internal/adapter/policy"
 	"github.com/uploadedfile/uploadedfile/internal/clamd"
-	"github.com/uploadedfile/uploadedfile/internal/httpapi"
-	"github.com/uploadedfile/uploadedfile/internal/policy"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
@@ -82,7 +82,7 @@ type fileConfig struct {
 	CleanupAfterDays                int           `koanf:"cleanupAfterDays"`
 	SpoolDir                        string        `koanf:"spoolDir"`
 	// AuthorizationPolicy and AttachedReadPolicy are CEL expressions
-	// (internal/policy): the first evaluates to "owner", "tenant" or "deny",
+	// (internal/adapter/policy): the first evaluates to "owner", "tenant" or "deny",
 	// the second to a bool.
 	AuthorizationPolicy string `koanf:"authorizationPolicy"`
 	AttachedReadPolicy  string `koanf:"attachedReadPolicy"`

@@ -14,10 +14,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/uploadedfile/uploadedfile/gen/db"
-	"github.com/uploadedfile/uploadedfile/internal/eventrelay"
-	"github.com/uploadedfile/uploadedfile/internal/eventrelay/jetstream"
-	"github.com/uploadedfile/uploadedfile/internal/eventrelay/variantsink"
-	"github.com/uploadedfile/uploadedfile/internal/eventrelay/webhook"
+	"github.com/uploadedfile/uploadedfile/internal/adapter/eventrelay"
+	"github.com/uploadedfile/uploadedfile/internal/adapter/eventrelay/jetstream"
+	"github.com/uploadedfile/uploadedfile/internal/adapter/eventrelay/variantsink"
+	"github.com/uploadedfile/uploadedfile/internal/adapter/eventrelay/webhook"
 )
 
 // newEventsCommand is the operators' entry to the lifecycle event relay.

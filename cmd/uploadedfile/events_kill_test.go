@@ -27,7 +27,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 

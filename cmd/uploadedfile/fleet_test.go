@@ -28,13 +28,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/gen/client"
-	"github.com/uploadedfile/uploadedfile/internal/invariant"
-	"github.com/uploadedfile/uploadedfile/internal/maintenance"
-	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/adapter/tracks"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 	"github.com/uploadedfile/uploadedfile/internal/storage/local"
 	s3store "github.com/uploadedfile/uploadedfile/internal/storage/s3"
-	"github.com/uploadedfile/uploadedfile/internal/storage/s3test"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/invariant"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/s3test"
 	"github.com/uploadedfile/uploadedfile/service"
 	"github.com/uploadedfile/uploadedfile/uploader"
 )
@@ -336,11 +336,11 @@ func (f *fleet) settle(pool *pgxpool.Pool) {
 		clock := func() time.Time { return now.Add(time.Duration(round) * 48 * time.Hour) }
 		svc, err := service.New(context.Background(), f.svcCfg, pool, service.WithStore(f.store), service.WithClock(clock), service.WithLogger(quiet))
 		require.NoError(t, err)
-		r := maintenance.New(svc, pool, quiet, nil)
+		r := tracks.New(svc, pool, quiet, nil)
 		r.SetClock(clock)
-		p, err := r.Run(context.Background(), maintenance.TrackPending)
+		p, err := r.Run(context.Background(), tracks.TrackPending)
 		require.NoError(t, err)
-		tmp, err := r.Run(context.Background(), maintenance.TrackTemporary)
+		tmp, err := r.Run(context.Background(), tracks.TrackTemporary)
 		require.NoError(t, err)
 		var unsettled int
 		require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM uploaded_file

@@ -26,10 +26,10 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/uploadedfile/uploadedfile/internal/clamd/clamdtest"
 	"github.com/uploadedfile/uploadedfile/internal/imagevariant"
-	"github.com/uploadedfile/uploadedfile/internal/pgtest"
 	"github.com/uploadedfile/uploadedfile/internal/servecontent"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/clamdtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 )
 
 // The hostile suite's server: small limits, so that each attack reaches

@@ -18,9 +18,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/uploadedfile/uploadedfile/internal/clamd/clamdtest"
-	"github.com/uploadedfile/uploadedfile/internal/pgtest"
-	"github.com/uploadedfile/uploadedfile/internal/storage/s3test"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/clamdtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/s3test"
 )
 
 // devServer is a `serve --dev` running in this process.

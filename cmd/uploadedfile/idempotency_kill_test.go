@@ -22,7 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 )
 
 // serveProcess is `uploadedfile serve` in a process of its own (the test

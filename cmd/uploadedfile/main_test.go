@@ -24,13 +24,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/uploadedfile/uploadedfile/internal/clamd/clamdtest"
-	"github.com/uploadedfile/uploadedfile/internal/eventrelay"
-	"github.com/uploadedfile/uploadedfile/internal/eventrelay/variantsink"
-	"github.com/uploadedfile/uploadedfile/internal/httpapi"
+	"github.com/uploadedfile/uploadedfile/internal/adapter/eventrelay"
+	"github.com/uploadedfile/uploadedfile/internal/adapter/eventrelay/variantsink"
+	"github.com/uploadedfile/uploadedfile/internal/adapter/httpapi"
+	"github.com/uploadedfile/uploadedfile/internal/adapter/tracks"
 	"github.com/uploadedfile/uploadedfile/internal/imagevariant"
-	"github.com/uploadedfile/uploadedfile/internal/maintenance"
-	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/clamdtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
@@ -709,7 +709,7 @@ func TestMetricNamesAreDocumented(t *testing.T) {
 	guard, err := httpapi.NewGuard(ctx, httpapi.AuthConfig{HMACSecret: []byte(strings.Repeat("s", 32))})
 	require.NoError(t, err)
 	_ = httpapi.New(httpapi.Options{Service: svc, Guard: guard, Registerer: rec})
-	_ = maintenance.New(svc, pool, nil, rec)
+	_ = tracks.New(svc, pool, nil, rec)
 	_ = eventrelay.NewMetrics(rec)
 	var registered []string
 	for n := range rec.names {

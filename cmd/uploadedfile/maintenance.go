@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
-	"github.com/uploadedfile/uploadedfile/internal/maintenance"
+	"github.com/uploadedfile/uploadedfile/internal/adapter/tracks"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
@@ -135,10 +135,10 @@ refuses a live upload lease and a live deletion lease.`,
 		Short:     "Run one cron track now, under its advisory lock, as serve would",
 		Example:   "  uploadedfile maintenance run-track pending",
 		Args:      cobra.ExactArgs(1),
-		ValidArgs: []string{maintenance.TrackPending, maintenance.TrackTemporary, maintenance.TrackReconcile},
+		ValidArgs: []string{tracks.TrackPending, tracks.TrackTemporary, tracks.TrackReconcile},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withService(cmd.Context(), func(svc *service.Service, pool *pgxpool.Pool) error {
-				res, err := maintenance.New(svc, pool, g.logger, nil).Run(cmd.Context(), args[0])
+				res, err := tracks.New(svc, pool, g.logger, nil).Run(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}

@@ -18,7 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/uploadedfile/uploadedfile/internal/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 )
 
 // seedExpiredTemporaries inserts n temporary files that expired an hour ago

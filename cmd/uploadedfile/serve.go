@@ -28,15 +28,15 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/uploadedfile/uploadedfile/db/migrations"
+	"github.com/uploadedfile/uploadedfile/internal/adapter/eventrelay"
+	"github.com/uploadedfile/uploadedfile/internal/adapter/eventrelay/variantsink"
+	"github.com/uploadedfile/uploadedfile/internal/adapter/httpapi"
+	"github.com/uploadedfile/uploadedfile/internal/adapter/tracks"
+	"github.com/uploadedfile/uploadedfile/internal/adapter/webui"
 	"github.com/uploadedfile/uploadedfile/internal/clamd"
-	"github.com/uploadedfile/uploadedfile/internal/eventrelay"
-	"github.com/uploadedfile/uploadedfile/internal/eventrelay/variantsink"
-	"github.com/uploadedfile/uploadedfile/internal/httpapi"
-	"github.com/uploadedfile/uploadedfile/internal/maintenance"
 	"github.com/uploadedfile/uploadedfile/internal/pgurl"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 	"github.com/uploadedfile/uploadedfile/internal/tracing"
-	"github.com/uploadedfile/uploadedfile/internal/webui"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
@@ -194,7 +194,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		g.logger.Info("metrics listening", "addr", addr)
 		fmt.Fprintf(g.stdout, "metrics on %s\n", metricsURL)
 	}
-	runner := maintenance.New(svc, pool, g.logger, reg)
+	runner := tracks.New(svc, pool, g.logger, reg)
 	if tracer != nil {
 		runner.SetTracer(tracer)
 	}
@@ -310,7 +310,7 @@ const maxHeaderBytes = 64 << 10
 // relay when enabled.
 type background struct {
 	sweeps   bool
-	runner   *maintenance.Runner
+	runner   *tracks.Runner
 	relay    *eventrelay.Relay // nil: no relay in this process
 	srv      *http.Server
 	ln       net.Listener
@@ -632,7 +632,7 @@ func serveDebug(addr string) (string, func(), error) {
 // eventRelay builds the lifecycle event relay (nil unless events.relay is
 // on) and the function that closes its sinks. With eager variant presets,
 // a built-in sink generates them after each file.ready
-// (internal/eventrelay/variantsink).
+// (internal/adapter/eventrelay/variantsink).
 func eventRelay(ctx context.Context, g *globals, c eventsConfig, pool *pgxpool.Pool, reg prometheus.Registerer, svc *service.Service) (*eventrelay.Relay, func(), error) {
 	if !c.relayEnabled() {
 		return nil, func() {}, nil

@@ -20,7 +20,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/servecontent"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 	"github.com/uploadedfile/uploadedfile/internal/storage/local"
-	"github.com/uploadedfile/uploadedfile/internal/storage/storagetest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/storagetest"
 )
 
 // newStore returns a local store on a temp root whose presigned URLs are

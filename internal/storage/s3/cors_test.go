@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/stretchr/testify/require"
 
-	"github.com/uploadedfile/uploadedfile/internal/storage/s3test"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/s3test"
 )
 
 // TestBucketCORS applies the bucket CORS rule of docs/browser.md (on

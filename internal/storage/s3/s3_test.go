@@ -12,8 +12,8 @@ import (
 
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 	s3store "github.com/uploadedfile/uploadedfile/internal/storage/s3"
-	"github.com/uploadedfile/uploadedfile/internal/storage/s3test"
-	"github.com/uploadedfile/uploadedfile/internal/storage/storagetest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/s3test"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/storagetest"
 )
 
 func TestMain(m *testing.M) { os.Exit(s3test.Main(m)) }

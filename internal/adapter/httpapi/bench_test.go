@@ -1,0 +1,150 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/uploadedfile/uploadedfile/bench/floor"
+	"github.com/uploadedfile/uploadedfile/internal/adapter/httpapi"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
+	"github.com/uploadedfile/uploadedfile/service"
+)
+
+// The benchmarks below run one request through the whole handler as
+// `serve` builds it (metrics, guard with its token cache, strict server,
+// service, the real database and local store) in the test's process, with
+// no network: their allocations per request and CPU profile are the
+// server's own share of a lookup or a download, without the load
+// generator's noise (docs/performance.md). They assert nothing about time.
+
+// benchHandler is the handler over a fresh database with one stored file
+// of size bytes, and a request for path (with the file's id appended) that
+// carries a reusable token.
+func benchHandler(b *testing.B, size int, path string) (http.Handler, func() *http.Request) {
+	h, req, _ := benchFixture(b, size, path)
+	return h, req
+}
+
+// floorFixture is what the download floor needs: the pool, the local
+// root and the stored file's key.
+type floorFixture struct {
+	pool      *pgxpool.Pool
+	root, key string
+}
+
+// benchFixture is benchHandler with the floor's fixture.
+func benchFixture(b *testing.B, size int, path string) (http.Handler, func() *http.Request, floorFixture) {
+	b.Helper()
+	ctx := context.Background()
+	pool := pgtest.New(b)
+	root := b.TempDir()
+	secret := []byte("benchmark-secret-benchmark-secret")
+	guard, err := httpapi.NewGuard(ctx, httpapi.AuthConfig{HMACSecret: secret, Issuer: "bench", Audience: "uploadedfile"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc, err := service.New(ctx, service.Config{Driver: service.DriverLocal, LocalRoot: root, Host: "http://127.0.0.1"}, pool, service.WithLogger(quiet))
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := httpapi.New(httpapi.Options{Service: svc, Guard: guard, Logger: quiet, Registerer: prometheus.NewRegistry(),
+		DownloadPath: svc.EffectiveConfig().DownloadPath})
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "u1", "tenant": "t1", "iss": "bench", "aud": "uploadedfile",
+		"exp": time.Now().Add(time.Hour).Unix()}).SignedString(secret)
+	if err != nil {
+		b.Fatal(err)
+	}
+	uctx := service.WithRequestContext(ctx, service.RequestContext{Tenant: "t1", UserID: "u1"})
+	r, err := svc.Upload(uctx, bytes.NewReader(bytes.Repeat([]byte("a,b\n"), size/4)), "b.csv", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "ANALYZE uploaded_file"); err != nil {
+		b.Fatal(err)
+	}
+	return h, func() *http.Request {
+		req := httptest.NewRequest(http.MethodGet, path+r.ID.String(), nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		return req
+	}, floorFixture{pool: pool, root: root, key: r.Key}
+}
+
+// discard is a ResponseWriter that keeps the status and drops the body.
+type discard struct {
+	h    http.Header
+	code int
+}
+
+func (d *discard) Header() http.Header         { return d.h }
+func (d *discard) WriteHeader(code int)        { d.code = code }
+func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// ReadFrom drains r as the connection's sendfile would, without a buffer
+// of the benchmark's own.
+func (d *discard) ReadFrom(r io.Reader) (int64, error) { return io.Copy(io.Discard, r) }
+
+func runHandler(b *testing.B, h http.Handler, req func() *http.Request) {
+	b.Helper()
+	b.ReportAllocs()
+	for b.Loop() {
+		w := &discard{h: http.Header{}, code: http.StatusOK}
+		h.ServeHTTP(w, req())
+		if w.code != http.StatusOK {
+			b.Fatalf("status %d", w.code)
+		}
+	}
+}
+
+// BenchmarkLookup is GET /uploaded-file/{id} with a cached token.
+func BenchmarkLookup(b *testing.B) {
+	h, req := benchHandler(b, 4096, "/uploaded-file/")
+	runHandler(b, h, req)
+}
+
+// BenchmarkDownload is GET /uploaded-file/{id}/download of 64 KiB with a
+// cached token.
+func BenchmarkDownload(b *testing.B) {
+	h, req := benchHandler(b, 64<<10, "/uploaded-file/")
+	runHandler(b, h, func() *http.Request {
+		r := req()
+		r.URL.Path += "/download"
+		return r
+	})
+}
+
+// BenchmarkDownloadFloor is the download floor of `make bench` (one bare
+// SELECT by key, then the file opened by path, fstat and
+// http.ServeContent) over the same file in the same way: the difference
+// to BenchmarkDownload is the CPU our download adds (guard, middleware,
+// the row, the storage driver, the headers).
+func BenchmarkDownloadFloor(b *testing.B) {
+	_, _, fx := benchFixture(b, 64<<10, "/uploaded-file/")
+	h := floor.Download(fx.pool, fx.root)
+	runHandler(b, h, func() *http.Request {
+		return httptest.NewRequest(http.MethodGet, "/download?key="+url.QueryEscape(fx.key), nil)
+	})
+}
+
+// BenchmarkLookupFloor is the HTTP lookup floor of `make bench` (one bare
+// SELECT by key behind a minimal handler, the key as JSON) over the same
+// row: the difference to BenchmarkLookup is the CPU our detail lookup adds
+// (guard, middleware, the 21-column row, its URL and JSON).
+func BenchmarkLookupFloor(b *testing.B) {
+	_, _, fx := benchFixture(b, 4096, "/uploaded-file/")
+	h := floor.Lookup(fx.pool)
+	runHandler(b, h, func() *http.Request {
+		return httptest.NewRequest(http.MethodGet, "/lookup?key="+url.QueryEscape(fx.key), nil)
+	})
+}

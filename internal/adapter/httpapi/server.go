@@ -1,0 +1,833 @@
+package httpapi
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/trace"
+
+	api "github.com/uploadedfile/uploadedfile/gen/api"
+	"github.com/uploadedfile/uploadedfile/internal/filecheck"
+	"github.com/uploadedfile/uploadedfile/internal/servecontent"
+	"github.com/uploadedfile/uploadedfile/service"
+)
+
+// MultipartCeiling is the absolute size of a multipart upload body: the
+// 25 MiB file ceiling plus room for the form's headers and fields.
+const MultipartCeiling = filecheck.AbsoluteMaxFileSize + 64<<10
+
+// jsonBodyLimit bounds every JSON request body.
+const jsonBodyLimit = 64 << 10
+
+// Server implements the generated strict server over a service.Service.
+type Server struct {
+	svc    *service.Service
+	log    *slog.Logger
+	health Health
+}
+
+var _ api.StrictServerInterface = (*Server)(nil)
+
+// Options configure the HTTP handler.
+type Options struct {
+	// DownloadPath is the configured downloadPath; when it is not the
+	// default, the file routes answer under it too (and the service's URLs
+	// point there).
+	DownloadPath string
+	Service      *service.Service
+	Guard        *Guard
+	Health       Health
+	Logger       *slog.Logger
+	// Registerer, when set, receives the request metrics (by route pattern
+	// and status, latency, bytes in and out). /metrics itself is never
+	// served here: it belongs on an operator listener (serve
+	// --metrics-listen).
+	Registerer prometheus.Registerer
+	// BodyReadTimeout bounds the time to read one request body (default
+	// DefaultBodyReadTimeout); BodyIdleTimeout how long the client may send
+	// nothing meanwhile (default DefaultBodyIdleTimeout). A client that
+	// trickles or stalls is cut off.
+	BodyReadTimeout time.Duration
+	BodyIdleTimeout time.Duration
+	// CORSAllowedOrigins are the browser origins allowed to call the API
+	// (cors.allowedOrigins); none by default.
+	CORSAllowedOrigins []string
+	// TracerProvider, when set, traces every request (otelhttp) and the
+	// guard's verification; nil traces nothing and wraps nothing.
+	TracerProvider trace.TracerProvider
+	// AccessLog writes one line per request to Logger (observe).
+	AccessLog bool
+}
+
+// Defaults of the body read bounds: a 25 MiB upload at 1 Mbit/s fits in the
+// first; a live client never pauses for the second.
+const (
+	DefaultBodyReadTimeout = 5 * time.Minute
+	DefaultBodyIdleTimeout = 30 * time.Second
+)
+
+// New returns the whole HTTP surface: the generated routes behind the
+// guard, with problem responses, request ids and body limits.
+func New(o Options) http.Handler {
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{svc: o.Service, log: log, health: o.Health}
+	ew := errorWriter{log: log}
+	strict := api.NewStrictHandlerWithOptions(s, []api.StrictMiddlewareFunc{withRequest}, api.StrictHTTPServerOptions{
+		RequestErrorHandlerFunc:  ew.request,
+		ResponseErrorHandlerFunc: ew.response,
+	})
+	mux := http.NewServeMux()
+	api.HandlerWithOptions(strict, api.StdHTTPServerOptions{BaseRouter: mux, ErrorHandlerFunc: ew.request, Middlewares: []api.MiddlewareFunc{s.idempotent}})
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		writeProblem(w, http.StatusNotFound, service.ErrNotFound.Code)
+	})
+	h := strictJSON(mux)
+	if o.TracerProvider != nil {
+		o.Guard.tracer = o.TracerProvider.Tracer("github.com/uploadedfile/uploadedfile/internal/adapter/httpapi")
+	}
+	h = o.Guard.Middleware(h)
+	h = withFavicon(h)
+	h = limitBodies(h, bodyTimeouts{total: cmp.Or(o.BodyReadTimeout, DefaultBodyReadTimeout), idle: cmp.Or(o.BodyIdleTimeout, DefaultBodyIdleTimeout)})
+	var metrics *requestMetrics
+	if o.Registerer != nil {
+		metrics = newRequestMetrics(o.Registerer)
+	}
+	var accessLog *slog.Logger
+	if o.AccessLog {
+		accessLog = log
+	}
+	h = observe(h, mux, metrics, accessLog)
+	h = movedRoutes(o.DownloadPath, h)
+	h = withCORS(o.CORSAllowedOrigins, h)
+	h = withRequestID(h)
+	if o.TracerProvider != nil {
+		h = otelhttp.NewHandler(h, "uploadedfile", otelhttp.WithTracerProvider(o.TracerProvider),
+			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "HTTP " + r.Method }))
+	}
+	return h
+}
+
+// RequestIDFrom is the request id of a request's context ("" outside one):
+// for log lines written deeper down.
+func RequestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// movedRoutes serves /<downloadPath>/... as /uploaded-file/... when a
+// custom downloadPath is configured.
+func movedRoutes(downloadPath string, next http.Handler) http.Handler {
+	prefix := "/" + strings.Trim(downloadPath, "/") + "/"
+	if prefix == "//" || prefix == "/uploaded-file/" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rest, ok := strings.CutPrefix(r.URL.Path, prefix); ok {
+			r2 := r.Clone(r.Context())
+			r2.URL.Path = "/uploaded-file/" + rest
+			r2.URL.RawPath = ""
+			next.ServeHTTP(w, r2)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type requestKey struct{}
+type requestIDKey struct{}
+
+// withRequest keeps the request in the handler's context, for the
+// responses that need it (http.ServeContent).
+func withRequest(f api.StrictHandlerFunc, _ string) api.StrictHandlerFunc {
+	return func(ctx context.Context, w http.ResponseWriter, r *http.Request, req any) (any, error) {
+		return f(context.WithValue(ctx, requestKey{}, r), w, r, req)
+	}
+}
+
+// withRequestID tags the request with an id for logs (the client's
+// X-Request-Id when sane, else a random one). It is echoed only when the
+// client sent one, so two responses never differ by a header the client
+// did not choose.
+func withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if id != "" && len(id) <= 128 {
+			w.Header().Set("X-Request-Id", id)
+		} else {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
+	})
+}
+
+func requestID(r *http.Request) string {
+	id, _ := r.Context().Value(requestIDKey{}).(string)
+	return id
+}
+
+// limitBodies bounds request bodies before anything reads them: in size --
+// multipart uploads at MultipartCeiling (and reads them in large chunks,
+// bufferedBody), raw content at the 25 MiB ceiling, JSON at 64 KiB -- and
+// in time (bodyTimeouts).
+func limitBodies(next http.Handler, t bodyTimeouts) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch ct := r.Header.Get("Content-Type"); {
+		case r.Body == nil || r.Body == http.NoBody || r.Method == http.MethodGet || r.Method == http.MethodDelete:
+		case len(ct) >= 19 && ct[:19] == "multipart/form-data":
+			body, release := bufferedBody(t.bound(w, http.MaxBytesReader(w, r.Body, MultipartCeiling)))
+			defer release()
+			r.Body = body
+		case r.Method == http.MethodPut:
+			r.Body = t.bound(w, http.MaxBytesReader(w, r.Body, filecheck.AbsoluteMaxFileSize))
+		default:
+			r.Body = t.bound(w, http.MaxBytesReader(w, r.Body, jsonBodyLimit))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// bodyTimeouts bound the time a request body takes to arrive: in all
+// (total, from the first read) and between two reads that return data
+// (idle). The connection's read deadline enforces both, so a client that
+// trickles a body or stops sending is cut off by the kernel's clock, not
+// by a goroutine.
+type bodyTimeouts struct{ total, idle time.Duration }
+
+// bound returns body read under the deadlines.
+func (t bodyTimeouts) bound(w http.ResponseWriter, body io.ReadCloser) io.ReadCloser {
+	return &deadlineBody{ReadCloser: body, rc: http.NewResponseController(w), t: t}
+}
+
+type deadlineBody struct {
+	io.ReadCloser
+	rc  *http.ResponseController
+	t   bodyTimeouts
+	end time.Time // the total deadline, set at the first read
+	set time.Time // the deadline the connection has now
+}
+
+func (d *deadlineBody) Read(p []byte) (int, error) {
+	now := time.Now()
+	if d.end.IsZero() {
+		d.end = now.Add(d.t.total)
+	}
+	deadline := now.Add(d.t.idle)
+	if deadline.After(d.end) {
+		deadline = d.end
+	}
+	// Moving the deadline resets the connection's timer: a fast body does
+	// it once per eighth of the idle time, not on every read. Where the
+	// connection cannot take a deadline (tests' recorders), the body is
+	// read as it is.
+	if !deadline.Equal(d.set) && (d.set.IsZero() || deadline.Sub(d.set) >= d.t.idle/8 || deadline.Equal(d.end)) {
+		_ = d.rc.SetReadDeadline(deadline)
+		d.set = deadline
+	}
+	n, err := d.ReadCloser.Read(p)
+	switch {
+	case errors.Is(err, io.EOF):
+		// The body is done: lift the deadline, or the server's own
+		// background read of the idle connection would hit it and cancel
+		// the request while the handler still works.
+		_ = d.rc.SetReadDeadline(time.Time{})
+	case err != nil:
+		// Refused, stalled or cut: what is left of the body is never
+		// waited for. net/http drains up to 256 KiB of an unread body
+		// before it answers; with no deadline that drain waited forever
+		// for a body that had stopped.
+		_ = d.rc.SetReadDeadline(time.Now())
+	}
+	return n, err
+}
+
+// multipartReadBuffer is how much of a multipart body is read from the
+// connection at once.
+const multipartReadBuffer = 64 << 10
+
+// bodyReaders are bufferedBody's buffers, reused across requests (a fresh
+// 64 KiB per upload was a sixth of a small upload's allocations).
+var bodyReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, multipartReadBuffer) }}
+
+// bufferedBody reads body through a large buffer. The multipart reader asks
+// for 4 KiB at a time, and the connection's own buffer is 4 KiB too, so
+// without it a 1 MiB upload costs 256 read system calls; with it, about 16.
+// release gives the buffer back once the handler has returned: every
+// handler reads its body before it returns, none hands it to a goroutine.
+func bufferedBody(body io.ReadCloser) (buffered io.ReadCloser, release func()) {
+	br := bodyReaders.Get().(*bufio.Reader)
+	br.Reset(body)
+	release = func() {
+		br.Reset(nil)
+		bodyReaders.Put(br)
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{br, body}, release
+}
+
+// Healthz implements api.StrictServerInterface: the process answers.
+func (s *Server) Healthz(context.Context, api.HealthzRequestObject) (api.HealthzResponseObject, error) {
+	return api.Healthz200TextResponse("ok\n"), nil
+}
+
+// Readyz implements api.StrictServerInterface: every dependency answers.
+func (s *Server) Readyz(ctx context.Context, _ api.ReadyzRequestObject) (api.ReadyzResponseObject, error) {
+	msg, ok := s.health.check(ctx)
+	if !ok {
+		return api.Readyz503TextResponse(msg), nil
+	}
+	return api.Readyz200TextResponse(msg), nil
+}
+
+// InitiateUpload implements api.StrictServerInterface: an end user's direct
+// upload is always private (a public one is HostInitiateUpload's).
+func (s *Server) InitiateUpload(ctx context.Context, req api.InitiateUploadRequestObject) (api.InitiateUploadResponseObject, error) {
+	b := req.Body
+	r, err := s.initiate(ctx, service.InitiateInput{OriginalName: b.OriginalName, ContentType: b.ContentType, SizeBytes: b.SizeBytes, Checksum: b.Checksum},
+		ptr(api.Private), b.Disposition)
+	if err != nil {
+		return nil, err
+	}
+	return api.InitiateUpload201JSONResponse{Body: r, Headers: api.InitiateUpload201ResponseHeaders{Location: fileLocation(r.Id)}}, nil
+}
+
+// HostInitiateUpload implements api.StrictServerInterface: a host backend
+// starts a direct upload for the acting user and chooses its visibility.
+func (s *Server) HostInitiateUpload(ctx context.Context, req api.HostInitiateUploadRequestObject) (api.HostInitiateUploadResponseObject, error) {
+	b := req.Body
+	r, err := s.initiate(ctx, service.InitiateInput{OriginalName: b.OriginalName, ContentType: b.ContentType, SizeBytes: b.SizeBytes, Checksum: b.Checksum},
+		b.Visibility, b.Disposition)
+	if err != nil {
+		return nil, err
+	}
+	return api.HostInitiateUpload201JSONResponse{Body: r, Headers: api.HostInitiateUpload201ResponseHeaders{Location: hostFileLocation(r.Id)}}, nil
+}
+
+// initiate starts a direct upload with the optional visibility and
+// disposition (nil: the configured defaults).
+func (s *Server) initiate(ctx context.Context, in service.InitiateInput, vis *api.Visibility, disp *api.Disposition) (api.InitiateUploadResult, error) {
+	opts := &service.UploadOptions{}
+	if vis != nil {
+		opts.Visibility = service.Visibility(*vis)
+	}
+	if disp != nil {
+		opts.Disposition = service.Disposition(*disp)
+	}
+	r, err := s.svc.InitiateUpload(ctx, in, opts)
+	if err != nil {
+		return api.InitiateUploadResult{}, err
+	}
+	return initiateResult(r), nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// InitiateTemporaryUpload implements api.StrictServerInterface.
+func (s *Server) InitiateTemporaryUpload(ctx context.Context, req api.InitiateTemporaryUploadRequestObject) (api.InitiateTemporaryUploadResponseObject, error) {
+	b := req.Body
+	opts := &service.TemporaryUploadOptions{}
+	if b.Disposition != nil {
+		opts.Disposition = service.Disposition(*b.Disposition)
+	}
+	r, err := s.svc.InitiateTemporaryUpload(ctx, service.InitiateInput{OriginalName: b.OriginalName, ContentType: b.ContentType, SizeBytes: b.SizeBytes, Checksum: b.Checksum}, opts)
+	if err != nil {
+		return nil, err
+	}
+	res := initiateResult(r)
+	return api.InitiateTemporaryUpload201JSONResponse{Body: res, Headers: api.InitiateTemporaryUpload201ResponseHeaders{Location: fileLocation(res.Id)}}, nil
+}
+
+// CompleteUpload implements api.StrictServerInterface.
+func (s *Server) CompleteUpload(ctx context.Context, req api.CompleteUploadRequestObject) (api.CompleteUploadResponseObject, error) {
+	r, err := s.svc.CompleteUpload(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return fileJSON{status: http.StatusOK, file: httpResult(r)}, nil
+}
+
+// PutUploadContent implements api.StrictServerInterface: a signed local
+// upload target (no token: the guard let it through) or the caller's own
+// authenticated write; either answers with the object's ETag.
+func (s *Server) PutUploadContent(ctx context.Context, req api.PutUploadContentRequestObject) (api.PutUploadContentResponseObject, error) {
+	var rc *service.ContentReceipt
+	var err error
+	r, _ := ctx.Value(requestKey{}).(*http.Request)
+	if q := queryOf(r); service.IsSigned(q) {
+		rc, err = s.svc.WriteSignedContent(ctx, req.Id, service.SignedContent{
+			Query: q, ContentType: r.Header.Get("Content-Type"), ContentLength: r.ContentLength,
+			Checksum: r.Header.Get(service.ChecksumHeader),
+		}, req.Body)
+	} else {
+		rc, err = s.svc.WriteUploadContent(ctx, req.Id, req.Body)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return api.PutUploadContent200JSONResponse{Body: httpResult(rc.File), Headers: api.PutUploadContent200ResponseHeaders{ETag: &rc.ETag}}, nil
+}
+
+// GetFile implements api.StrictServerInterface.
+func (s *Server) GetFile(ctx context.Context, req api.GetFileRequestObject) (api.GetFileResponseObject, error) {
+	r, err := s.svc.Find(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return fileJSON{status: http.StatusOK, file: httpResult(r)}, nil
+}
+
+// ListFiles implements api.StrictServerInterface: one page of the files the
+// caller may see, each without its URL unless withUrls.
+func (s *Server) ListFiles(ctx context.Context, req api.ListFilesRequestObject) (api.ListFilesResponseObject, error) {
+	p, err := s.svc.List(ctx, listOptions(req.Params))
+	if err != nil {
+		return nil, err
+	}
+	out := api.FileList{Items: make([]api.UploadedFile, len(p.Files)), NextCursor: optionalString(p.NextCursor)}
+	for i, f := range p.Files {
+		out.Items[i] = httpResult(f)
+	}
+	return fileListJSON{list: out}, nil
+}
+
+// listOptions maps the list's query parameters (the host route has the
+// same ones) onto service.ListOptions.
+func listOptions(q api.ListFilesParams) service.ListOptions {
+	o := service.ListOptions{
+		Module: deref(q.Module), Entity: deref(q.Entity), EntityID: deref(q.EntityId), ContentType: deref(q.ContentType),
+		Temporary: q.Temporary, CreatedFrom: q.CreatedFrom, CreatedBefore: q.CreatedBefore, NamePrefix: deref(q.NamePrefix),
+		Cursor: deref(q.Cursor), WithURLs: q.WithUrls != nil && *q.WithUrls,
+	}
+	if q.Limit != nil {
+		o.Limit = *q.Limit
+		if o.Limit == 0 {
+			o.Limit = -1 // limit=0 is asked for, not absent: refused
+		}
+	}
+	if q.Sort != nil {
+		o.Sort = service.ListSort(*q.Sort)
+	}
+	if q.Visibility != nil {
+		o.Visibility = service.Visibility(*q.Visibility)
+	}
+	return o
+}
+
+// GetUsage implements api.StrictServerInterface.
+func (s *Server) GetUsage(ctx context.Context, _ api.GetUsageRequestObject) (api.GetUsageResponseObject, error) {
+	u, err := s.svc.Usage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetUsage200JSONResponse(usageOf(u)), nil
+}
+
+// HostGetUsage implements api.StrictServerInterface.
+func (s *Server) HostGetUsage(ctx context.Context, _ api.HostGetUsageRequestObject) (api.HostGetUsageResponseObject, error) {
+	u, err := s.svc.Usage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return api.HostGetUsage200JSONResponse(usageOf(u)), nil
+}
+
+func usageOf(u *service.Usage) api.Usage {
+	of := func(x service.UsageOf) api.UsageOf {
+		return api.UsageOf{Bytes: x.Bytes, Files: x.Files, BytesLimit: x.BytesLimit, FilesLimit: x.FilesLimit}
+	}
+	return api.Usage{Owner: of(u.Owner), Tenant: of(u.Tenant)}
+}
+
+// DeleteFile implements api.StrictServerInterface.
+func (s *Server) DeleteFile(ctx context.Context, req api.DeleteFileRequestObject) (api.DeleteFileResponseObject, error) {
+	if err := s.svc.DeleteByID(ctx, req.Id); err != nil {
+		return nil, err
+	}
+	return api.DeleteFile204Response{}, nil
+}
+
+// UploadFile implements api.StrictServerInterface: the deprecated
+// multipart route, one file, streamed.
+func (s *Server) UploadFile(ctx context.Context, req api.UploadFileRequestObject) (api.UploadFileResponseObject, error) {
+	form, err := readForm(req.Body, nil)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.svc.Upload(ctx, form.file, form.fileName, &service.UploadOptions{ContentType: form.fileType})
+	if err := form.check(err); err != nil {
+		return nil, err
+	}
+	file := httpResult(r)
+	return fileJSON{status: http.StatusCreated, file: file, location: fileLocation(file.Id)}, nil
+}
+
+// GetFileVariant implements api.StrictServerInterface: an image variant for
+// a configured preset, generated on first request.
+func (s *Server) GetFileVariant(ctx context.Context, req api.GetFileVariantRequestObject) (api.GetFileVariantResponseObject, error) {
+	v, err := s.svc.FindVariant(ctx, req.Id, req.Preset)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetFileVariant200JSONResponse(httpVariant(v)), nil
+}
+
+// HostGetFileVariant implements api.StrictServerInterface.
+func (s *Server) HostGetFileVariant(ctx context.Context, req api.HostGetFileVariantRequestObject) (api.HostGetFileVariantResponseObject, error) {
+	v, err := s.svc.FindVariant(ctx, req.Id, req.Preset)
+	if err != nil {
+		return nil, err
+	}
+	return api.HostGetFileVariant200JSONResponse(httpVariant(v)), nil
+}
+
+// DownloadFileVariant implements api.StrictServerInterface.
+func (s *Server) DownloadFileVariant(ctx context.Context, req api.DownloadFileVariantRequestObject) (api.DownloadFileVariantResponseObject, error) {
+	d, err := s.svc.DownloadVariant(ctx, req.Id, req.Preset)
+	if err != nil {
+		return nil, err
+	}
+	return bytesResponse{ctx: ctx, d: d}, nil
+}
+
+func httpVariant(v *service.Variant) api.FileVariant {
+	return api.FileVariant{
+		FileId: v.FileID, Preset: v.Preset, ContentType: api.FileVariantContentType(v.ContentType), SizeBytes: v.SizeBytes,
+		Width: v.Width, Height: v.Height, CreatedAt: v.CreatedAt, Url: v.URL, UrlExpiredAt: v.URLExpiredAt,
+	}
+}
+
+// DownloadFile implements api.StrictServerInterface.
+func (s *Server) DownloadFile(ctx context.Context, req api.DownloadFileRequestObject) (api.DownloadFileResponseObject, error) {
+	d, err := s.svc.Download(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return bytesResponse{ctx: ctx, d: d}, nil
+}
+
+// bytesResponse serves a download: the allowlisted type, the sandbox
+// headers (servecontent), the file's disposition (attachment unless it was
+// stored inline) with an RFC 6266 filename*, the ETag, and -- when
+// the body can seek -- Range and conditional requests (http.ServeContent).
+type bytesResponse struct {
+	ctx context.Context
+	d   *service.Download
+}
+
+func (b bytesResponse) visit(w http.ResponseWriter) error {
+	defer b.d.Body.Close()
+	h := w.Header()
+	ct := filecheck.GetContent(b.d.FileName).ContentType
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	h.Set("Content-Type", ct)
+	servecontent.SandboxHeaders(h, false)
+	disp := filecheck.AttachmentDisposition(b.d.FileName)
+	if b.d.Disposition == service.DispositionInline {
+		// As an S3 presigned URL answers: the file's own disposition. The
+		// sandbox keeps what a browser renders out of this origin.
+		disp = filecheck.InlineDisposition(b.d.FileName)
+	}
+	h.Set("Content-Disposition", disp)
+	h.Set("Cache-Control", "private, no-store")
+	if b.d.ETag != "" {
+		h.Set("ETag", b.d.ETag)
+	}
+	r, _ := b.ctx.Value(requestKey{}).(*http.Request)
+	if r != nil && servecontent.CheckRanges(r.Header.Get("Range"), b.d.Size) != nil {
+		servecontent.RefuseRanges(w, b.d.Size)
+		return nil
+	}
+	rs, ok := b.d.Body.(io.ReadSeeker)
+	if f, isFile := b.d.Body.(*os.File); isFile {
+		// A stored file's size is known (the store read it from the same
+		// descriptor): sizedFile spares ServeContent's two seeks to learn it.
+		rs = newSizedFile(f, b.d.Size)
+	}
+	if ok && r != nil {
+		http.ServeContent(w, r, "", b.d.LastModified, rs)
+		return nil
+	}
+	h.Set("Content-Length", strconv.FormatInt(b.d.Size, 10))
+	w.WriteHeader(http.StatusOK)
+	_, err := io.Copy(w, b.d.Body)
+	return err
+}
+
+// VisitDownloadFileVariantResponse implements api.DownloadFileVariantResponseObject.
+func (b bytesResponse) VisitDownloadFileVariantResponse(w http.ResponseWriter) error {
+	return b.visit(w)
+}
+
+// VisitDownloadFileResponse implements api.DownloadFileResponseObject.
+func (b bytesResponse) VisitDownloadFileResponse(w http.ResponseWriter) error { return b.visit(w) }
+
+// VisitHostDownloadAttachedResponse implements api.HostDownloadAttachedResponseObject.
+func (b bytesResponse) VisitHostDownloadAttachedResponse(w http.ResponseWriter) error {
+	return b.visit(w)
+}
+
+// HostUpload implements api.StrictServerInterface.
+func (s *Server) HostUpload(ctx context.Context, req api.HostUploadRequestObject) (api.HostUploadResponseObject, error) {
+	form, err := readForm(req.Body, []string{"temporary", "visibility", "legacy", "module", "entity", "entityId", "type", "extraData"})
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.hostUpload(ctx, form)
+	if err := form.check(err); err != nil {
+		return nil, err
+	}
+	return api.HostUpload201JSONResponse{Body: res, Headers: api.HostUpload201ResponseHeaders{Location: hostFileLocation(res.Id)}}, nil
+}
+
+func (s *Server) hostUpload(ctx context.Context, f *form) (api.HostFile, error) {
+	temporary, legacy := f.fields["temporary"] == "true", f.fields["legacy"] == "true"
+	opts := &service.UploadOptions{ContentType: f.fileType, Visibility: service.Visibility(f.fields["visibility"])}
+	switch {
+	case legacy && temporary:
+		// The legacy temporary upload: private, expiring, no provenance.
+		if opts.Visibility != "" || f.fields["module"]+f.fields["entity"]+f.fields["entityId"]+f.fields["type"]+f.fields["extraData"] != "" {
+			return api.HostFile{}, service.ErrInvalidMeta
+		}
+		tmp, err := s.svc.UploadTemporaryLegacy(ctx, f.file, f.fileName, &service.UploadOptions{ContentType: f.fileType})
+		if err != nil {
+			return api.HostFile{}, err
+		}
+		r, err := s.svc.ResultOf(ctx, tmp.File)
+		if err != nil {
+			return api.HostFile{}, err
+		}
+		return hostFile(r), nil
+	case legacy:
+		var extra map[string]any
+		if raw := f.fields["extraData"]; raw != "" {
+			if err := json.Unmarshal([]byte(raw), &extra); err != nil {
+				return api.HostFile{}, service.ErrInvalidMeta
+			}
+		}
+		meta := &service.Meta{Module: f.fields["module"], Entity: f.fields["entity"], EntityID: f.fields["entityId"], Type: f.fields["type"]}
+		file, err := s.svc.UploadLegacy(ctx, f.file, f.fileName, meta, extra, opts)
+		if err != nil {
+			return api.HostFile{}, err
+		}
+		r, err := s.svc.ResultOf(ctx, file)
+		if err != nil {
+			return api.HostFile{}, err
+		}
+		return hostFile(r), nil
+	case temporary:
+		// Legacy or not, the host gets the whole file, key and cdn included.
+		if opts.Visibility != "" {
+			return api.HostFile{}, service.ErrInvalidMeta
+		}
+		r, err := s.svc.UploadTemporary(ctx, f.file, f.fileName, &service.TemporaryUploadOptions{ContentType: f.fileType})
+		if err != nil {
+			return api.HostFile{}, err
+		}
+		return hostFile(r), nil
+	default:
+		r, err := s.svc.Upload(ctx, f.file, f.fileName, opts)
+		if err != nil {
+			return api.HostFile{}, err
+		}
+		return hostFile(r), nil
+	}
+}
+
+// HostCloneFromUrl implements api.StrictServerInterface.
+func (s *Server) HostCloneFromUrl(ctx context.Context, req api.HostCloneFromUrlRequestObject) (api.HostCloneFromUrlResponseObject, error) {
+	b := req.Body
+	meta := &service.Meta{Module: deref(b.Module), Entity: deref(b.Entity), EntityID: deref(b.EntityId), Type: deref(b.Type)}
+	var extra json.RawMessage
+	if b.ExtraData != nil {
+		raw, err := json.Marshal(*b.ExtraData)
+		if err != nil {
+			return nil, service.ErrInvalidMeta
+		}
+		extra = raw
+	}
+	f, err := service.CloneFromURL(ctx, s.svc, b.Url, deref(b.FileName), meta, extra)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.svc.ResultOf(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	res := hostFile(r)
+	return api.HostCloneFromUrl201JSONResponse{Body: res, Headers: api.HostCloneFromUrl201ResponseHeaders{Location: hostFileLocation(res.Id)}}, nil
+}
+
+// HostListFiles implements api.StrictServerInterface: ListFiles with the
+// host's view of each file.
+func (s *Server) HostListFiles(ctx context.Context, req api.HostListFilesRequestObject) (api.HostListFilesResponseObject, error) {
+	p, err := s.svc.List(ctx, listOptions(api.ListFilesParams(req.Params)))
+	if err != nil {
+		return nil, err
+	}
+	out := api.HostFileList{Items: make([]api.HostFile, len(p.Files)), NextCursor: optionalString(p.NextCursor)}
+	for i, f := range p.Files {
+		out.Items[i] = hostFile(f)
+	}
+	return api.HostListFiles200JSONResponse(out), nil
+}
+
+// HostGetFile implements api.StrictServerInterface.
+func (s *Server) HostGetFile(ctx context.Context, req api.HostGetFileRequestObject) (api.HostGetFileResponseObject, error) {
+	r, err := s.svc.Find(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return api.HostGetFile200JSONResponse(hostFile(r)), nil
+}
+
+// HostResolveUrl implements api.StrictServerInterface.
+func (s *Server) HostResolveUrl(ctx context.Context, req api.HostResolveUrlRequestObject) (api.HostResolveUrlResponseObject, error) {
+	u, err := s.svc.ResolveURL(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return api.HostResolveUrl200JSONResponse{Url: u.URL, UrlExpiredAt: u.URLExpiredAt}, nil
+}
+
+// HostSetExtraData implements api.StrictServerInterface.
+func (s *Server) HostSetExtraData(ctx context.Context, req api.HostSetExtraDataRequestObject) (api.HostSetExtraDataResponseObject, error) {
+	if err := service.SetExtraData(ctx, s.svc, req.Id, map[string]any(*req.Body)); err != nil {
+		return nil, err
+	}
+	return api.HostSetExtraData204Response{}, nil
+}
+
+// HostDownloadAttached implements api.StrictServerInterface.
+func (s *Server) HostDownloadAttached(ctx context.Context, req api.HostDownloadAttachedRequestObject) (api.HostDownloadAttachedResponseObject, error) {
+	p := req.Params
+	d, err := s.svc.DownloadAttached(ctx, req.Id, service.Attachment{Module: p.Module, Entity: p.Entity, EntityID: p.EntityId})
+	if err != nil {
+		return nil, err
+	}
+	return bytesResponse{ctx: ctx, d: d}, nil
+}
+
+// HostMarkUsed implements api.StrictServerInterface.
+func (s *Server) HostMarkUsed(ctx context.Context, req api.HostMarkUsedRequestObject) (api.HostMarkUsedResponseObject, error) {
+	b := req.Body
+	meta := &service.Meta{Module: deref(b.Module), Entity: deref(b.Entity), EntityID: deref(b.EntityId), Type: deref(b.Type)}
+	if err := s.svc.MarkUsed(ctx, b.Ids, meta, nil); err != nil {
+		return nil, err
+	}
+	return api.HostMarkUsed204Response{}, nil
+}
+
+// HostUseFiles implements api.StrictServerInterface.
+func (s *Server) HostUseFiles(ctx context.Context, req api.HostUseFilesRequestObject) (api.HostUseFilesResponseObject, error) {
+	b := req.Body
+	if err := s.svc.UseFiles(ctx, b.References, deref(b.Entity), deref(b.EntityId)); err != nil {
+		return nil, err
+	}
+	return api.HostUseFiles204Response{}, nil
+}
+
+// HostChangeFiles implements api.StrictServerInterface.
+func (s *Server) HostChangeFiles(ctx context.Context, req api.HostChangeFilesRequestObject) (api.HostChangeFilesResponseObject, error) {
+	b := req.Body
+	if err := s.svc.ChangeFiles(ctx, b.Olds, b.News, deref(b.Entity), deref(b.EntityId)); err != nil {
+		return nil, err
+	}
+	return api.HostChangeFiles204Response{}, nil
+}
+
+// HostDelete implements api.StrictServerInterface.
+func (s *Server) HostDelete(ctx context.Context, req api.HostDeleteRequestObject) (api.HostDeleteResponseObject, error) {
+	if err := s.svc.Delete(ctx, req.Body.References); err != nil {
+		return nil, err
+	}
+	return api.HostDelete204Response{}, nil
+}
+
+// httpResult is UploadedFileHttpResult: the result without key and cdn.
+func httpResult(r *service.Result) api.UploadedFile {
+	return api.UploadedFile{
+		Id: r.ID, OriginalName: r.OriginalName, SizeBytes: r.SizeBytes, ContentType: r.ContentType,
+		Visibility: api.Visibility(r.Visibility), Status: api.Status(r.Status), IsTemporary: r.IsTemporary,
+		Disposition: api.Disposition(r.Disposition), Checksum: r.Checksum, Module: r.Module, Entity: r.Entity,
+		EntityId: r.EntityID, Type: r.Type, CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, ExpiredAt: r.ExpiredAt,
+		Url: optionalString(r.URL), UrlExpiredAt: r.URLExpiredAt, Width: dimension(r.Width), Height: dimension(r.Height),
+	}
+}
+
+// dimension is an image dimension as the API types hold it.
+func dimension(n *int32) *int {
+	if n == nil {
+		return nil
+	}
+	v := int(*n)
+	return &v
+}
+
+// hostFile is the host's view: the HTTP result plus extra data and the
+// storage references.
+func hostFile(r *service.Result) api.HostFile {
+	h := httpResult(r)
+	var extra map[string]any
+	_ = json.Unmarshal(r.ExtraData, &extra)
+	return api.HostFile{
+		Id: h.Id, OriginalName: h.OriginalName, SizeBytes: h.SizeBytes, ContentType: h.ContentType,
+		Visibility: h.Visibility, Status: h.Status, IsTemporary: h.IsTemporary, Disposition: h.Disposition,
+		Checksum: h.Checksum, Module: h.Module, Entity: h.Entity, EntityId: h.EntityId, Type: h.Type,
+		CreatedAt: h.CreatedAt, CompletedAt: h.CompletedAt, ExpiredAt: h.ExpiredAt, Url: h.Url, UrlExpiredAt: h.UrlExpiredAt,
+		Width: h.Width, Height: h.Height, Key: r.Key, Cdn: r.CDN, ExtraData: &extra,
+	}
+}
+
+func initiateResult(r *service.InitiateResult) api.InitiateUploadResult {
+	return api.InitiateUploadResult{
+		Id:     r.ID,
+		Upload: api.UploadTarget{Method: r.Upload.Method, Url: r.Upload.URL, Headers: r.Upload.Headers, ExpiresAt: r.Upload.ExpiresAt},
+		File:   httpResult(r.File),
+	}
+}
+
+// queryOf is r's query (none without a request).
+func queryOf(r *http.Request) url.Values {
+	if r == nil {
+		return nil
+	}
+	return r.URL.Query()
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func optionalString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -70,3 +70,6 @@ func SetCompletionBeat(s *Service, d time.Duration) { s.completionBeat = d }
 
 // CompletionLease is completionLease.
 const CompletionLease = completionLease
+
+// AsyncCommit is asyncCommit over d, for package service_test.
+func AsyncCommit(d db.DBTX) db.DBTX { return asyncCommit{d} }

@@ -88,7 +88,7 @@ func (s *Service) ClaimIdempotencyKey(ctx context.Context, key, route string, cr
 	k := &IdempotencyKey{tenant: a.scope.TenantCode, caller: a.scope.UserID, key: key, createsFile: createsFile, service: s, Route: route}
 	for range 3 { // a key that expires or is taken over between two reads is looked at again
 		id := k.newID()
-		claimed, err := s.q.IdempotencyClaim(ctx, s.db, db.IdempotencyClaimParams{
+		claimed, err := s.q.IdempotencyClaim(ctx, s.keysDB, db.IdempotencyClaimParams{
 			TenantCode: k.tenant, Caller: k.caller, Key: key, Route: route, FileID: id,
 			Lease: IdempotencyLease, Retention: IdempotencyRetention, Now: s.now(),
 		})
@@ -116,7 +116,7 @@ func (s *Service) ClaimIdempotencyKey(ctx context.Context, key, route string, cr
 			k.State, k.FileID, k.RetryAfter = KeyRunning, row.FileID, row.LeaseUntil.Sub(row.DBNow)
 			return k, nil
 		}
-		taken, err := s.q.IdempotencyTakeOver(ctx, s.db, db.IdempotencyTakeOverParams{
+		taken, err := s.q.IdempotencyTakeOver(ctx, s.keysDB, db.IdempotencyTakeOverParams{
 			TenantCode: k.tenant, Caller: k.caller, Key: key, Expired: *row.LeaseUntil, FileID: id,
 			Lease: IdempotencyLease, Now: s.now(),
 		})
@@ -145,7 +145,7 @@ func (k *IdempotencyKey) newID() *uuid.UUID {
 // lost (taken over by a retry that found the lease run out).
 func (k *IdempotencyKey) Heartbeat(ctx context.Context) bool {
 	s := k.service
-	next, err := s.q.IdempotencyExtend(ctx, s.db, db.IdempotencyExtendParams{
+	next, err := s.q.IdempotencyExtend(ctx, s.keysDB, db.IdempotencyExtendParams{
 		TenantCode: k.tenant, Caller: k.caller, Key: k.key, Claim: k.claim, Lease: IdempotencyLease, Now: s.now(),
 	})
 	if err != nil {
@@ -163,7 +163,7 @@ func (k *IdempotencyKey) Finish(ctx context.Context, a IdempotentAnswer) bool {
 	if a.ContentType != "" {
 		ct = &a.ContentType
 	}
-	_, err := s.q.IdempotencyFinish(ctx, s.db, db.IdempotencyFinishParams{
+	_, err := s.q.IdempotencyFinish(ctx, s.keysDB, db.IdempotencyFinishParams{
 		TenantCode: k.tenant, Caller: k.caller, Key: k.key, Claim: k.claim,
 		Fingerprint: a.Fingerprint, Status: int32(a.Status), ContentType: ct, Body: a.Body,
 	})
@@ -177,7 +177,7 @@ func (k *IdempotencyKey) Finish(ctx context.Context, a IdempotentAnswer) bool {
 // next request with it runs again.
 func (k *IdempotencyKey) Release(ctx context.Context) {
 	s := k.service
-	if err := s.q.IdempotencyRelease(ctx, s.db, db.IdempotencyReleaseParams{TenantCode: k.tenant, Caller: k.caller, Key: k.key, Claim: k.claim}); err != nil {
+	if err := s.q.IdempotencyRelease(ctx, s.keysDB, db.IdempotencyReleaseParams{TenantCode: k.tenant, Caller: k.caller, Key: k.key, Claim: k.claim}); err != nil {
 		s.log.WarnContext(ctx, "release idempotency key", "error", err.Error())
 	}
 }

@@ -58,8 +58,11 @@ type DB interface {
 
 // Service is UploadedFileService.
 type Service struct {
-	cfg     resolved
-	db      DB
+	cfg resolved
+	db  DB
+	// keysDB runs the idempotency keys' statements: asyncCommit over db,
+	// or db itself when the service was given a transaction.
+	keysDB  db.DBTX
 	q       *db.Queries
 	store   storage.Store
 	log     *slog.Logger
@@ -149,6 +152,10 @@ func New(ctx context.Context, cfg Config, database DB, opts ...Option) (*Service
 		return nil, errors.New("uploadedfile: a database is required")
 	}
 	s := &Service{cfg: r, db: classifyingDB{withPlanCache(database)}, q: db.New(), log: slog.Default(), now: func() *time.Time { return nil }}
+	s.keysDB = asyncCommit{s.db}
+	if _, inTx := database.(pgx.Tx); inTx {
+		s.keysDB = s.db // a host's transaction commits as the host says
+	}
 	s.imager = imagevariant.New(imagevariant.Limits{MaxPixels: r.Variants.MaxPixels, Concurrency: r.Variants.Concurrency, Engine: r.variantEngine})
 	for _, o := range opts {
 		o(s)

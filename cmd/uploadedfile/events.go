@@ -32,48 +32,54 @@ func newEventsCommand(g *globals) *cobra.Command {
   uploadedfile events replay --since 2026-11-22T00:00:00Z --sink billing`,
 	}
 
-	withPool := func(ctx context.Context, fn func(fileConfig, *pgxpool.Pool) error) error {
-		return withConfiguredPool(ctx, g, fn)
-	}
-	// withRelay also builds the configured sinks (connecting to NATS).
-	// With eager variant presets it runs the built-in sink that generates
-	// them, as serve's relay does.
-	withRelay := func(ctx context.Context, reg prometheus.Registerer, fn func(*eventrelay.Relay, *pgxpool.Pool) error) error {
-		return withPool(ctx, func(cfg fileConfig, pool *pgxpool.Pool) error {
-			extra, closeExtra, err := cfg.builtinSinks(ctx, g, pool)
-			if err != nil {
-				return err
-			}
-			defer closeExtra()
-			relay, closeSinks, err := cfg.Events.relay(ctx, pool, g, reg, extra...)
-			if err != nil {
-				return err
-			}
-			defer closeSinks()
-			return fn(relay, pool)
-		})
-	}
+	cmd.AddCommand(newEventsRelayCommand(g), newEventsStatusCommand(g), newEventsListCommand(g), newEventsReplayCommand(g))
+	return cmd
+}
 
-	relay := &cobra.Command{
+// withConfiguredRelay opens the configured pool and builds the relay with
+// the configured sinks (connecting to NATS). With eager variant presets it
+// runs the built-in sink that generates them, as serve's relay does.
+func withConfiguredRelay(ctx context.Context, g *globals, reg prometheus.Registerer, fn func(*eventrelay.Relay, *pgxpool.Pool) error) error {
+	return withConfiguredPool(ctx, g, func(cfg fileConfig, pool *pgxpool.Pool) error {
+		extra, closeExtra, err := cfg.builtinSinks(ctx, g, pool)
+		if err != nil {
+			return err
+		}
+		defer closeExtra()
+		relay, closeSinks, err := cfg.Events.relay(ctx, pool, g, reg, extra...)
+		if err != nil {
+			return err
+		}
+		defer closeSinks()
+		return fn(relay, pool)
+	})
+}
+
+// newEventsRelayCommand is events relay.
+func newEventsRelayCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
 		Use:     "relay",
 		Short:   "Deliver the event outbox to the configured sinks until stopped (replicas share the sinks)",
 		Example: "  uploadedfile events relay --config /etc/uploadedfile.yaml",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withRelay(cmd.Context(), nil, func(r *eventrelay.Relay, _ *pgxpool.Pool) error {
+			return withConfiguredRelay(cmd.Context(), g, nil, func(r *eventrelay.Relay, _ *pgxpool.Pool) error {
 				g.logger.Info("event relay running")
 				return r.Run(cmd.Context())
 			})
 		},
 	}
+}
 
-	status := &cobra.Command{
+// newEventsStatusCommand is events status.
+func newEventsStatusCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
 		Use:     "status",
 		Short:   "Show each configured sink's backlog and failure state",
 		Example: "  uploadedfile events status",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withRelay(cmd.Context(), nil, func(r *eventrelay.Relay, _ *pgxpool.Pool) error {
+			return withConfiguredRelay(cmd.Context(), g, nil, func(r *eventrelay.Relay, _ *pgxpool.Pool) error {
 				if err := r.Ensure(cmd.Context()); err != nil {
 					return err
 				}
@@ -106,7 +112,10 @@ func newEventsCommand(g *globals) *cobra.Command {
 			})
 		},
 	}
+}
 
+// newEventsListCommand is events list.
+func newEventsListCommand(g *globals) *cobra.Command {
 	var parked bool
 	var limit int
 	list := &cobra.Command{
@@ -118,7 +127,7 @@ func newEventsCommand(g *globals) *cobra.Command {
 			if !parked {
 				return errors.New("events list: only --parked is listed (the outbox itself is in uploaded_file_event)")
 			}
-			return withPool(cmd.Context(), func(_ fileConfig, pool *pgxpool.Pool) error {
+			return withConfiguredPool(cmd.Context(), g, func(_ fileConfig, pool *pgxpool.Pool) error {
 				rows, err := db.New().EventListParked(cmd.Context(), pool, int32(limit))
 				if err != nil {
 					return err
@@ -147,6 +156,11 @@ func newEventsCommand(g *globals) *cobra.Command {
 	list.Flags().BoolVar(&parked, "parked", false, "list parked events")
 	list.Flags().IntVar(&limit, "limit", 100, "at most this many")
 
+	return list
+}
+
+// newEventsReplayCommand is events replay.
+func newEventsReplayCommand(g *globals) *cobra.Command {
 	var since, sink string
 	replay := &cobra.Command{
 		Use:   "replay <event id> | --since <time>",
@@ -179,7 +193,7 @@ replays before new events; a receiver sees the same event ids again.`,
 			if sink != "" {
 				p.Sink = &sink
 			}
-			return withRelay(cmd.Context(), nil, func(r *eventrelay.Relay, pool *pgxpool.Pool) error {
+			return withConfiguredRelay(cmd.Context(), g, nil, func(r *eventrelay.Relay, pool *pgxpool.Pool) error {
 				if err := r.Ensure(cmd.Context()); err != nil {
 					return err
 				}
@@ -200,8 +214,7 @@ replays before new events; a receiver sees the same event ids again.`,
 	replay.Flags().StringVar(&since, "since", "", "replay every event since this time (RFC 3339 or an age like 24h)")
 	replay.Flags().StringVar(&sink, "sink", "", "only to this sink")
 
-	cmd.AddCommand(relay, status, list, replay)
-	return cmd
+	return replay
 }
 
 func deref(s *string) string {

@@ -26,17 +26,26 @@ func newMaintenanceCommand(g *globals) *cobra.Command {
 		Example: "  DATABASE_URL=postgres://… uploadedfile maintenance --config /etc/uploadedfile.yaml reconcile",
 	}
 	cmd.PersistentFlags().IntVar(&limit, "limit", 0, "rows per batch (default and maximum: cleanupBatchSize)")
-
 	// withService opens the configured service for one command.
 	withService := func(ctx context.Context, fn func(*service.Service, *pgxpool.Pool) error) error {
 		return withConfiguredService(ctx, g, fn)
 	}
+	cmd.AddCommand(newBatchCommands(g, &limit)...)
+	cmd.AddCommand(newPurgeCommand(g), newRetireTombstoneCommand(g), newRunTrackCommand(g), newRecountCommand(g),
+		newRescanCommand(g), newUnquarantineCommand(g), newReconcileCommand(g, withService))
+	return cmd
+}
+
+// newBatchCommands are the one-batch sweeps: retry-deletions,
+// cleanup-pending, cleanup-temporary and cleanup-staging, each printing
+// the rows it finished.
+func newBatchCommands(g *globals, limit *int) []*cobra.Command {
 	count := func(name string, run func(context.Context, *service.Service) (int, error)) *cobra.Command {
 		return &cobra.Command{
 			Use:  name,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				return withService(cmd.Context(), func(svc *service.Service, _ *pgxpool.Pool) error {
+				return withConfiguredService(cmd.Context(), g, func(svc *service.Service, _ *pgxpool.Pool) error {
 					n, err := run(cmd.Context(), svc)
 					if eerr := g.emit(fmt.Sprintf("%s: %d rows done\n", name, n), map[string]any{"command": name, "done": n}); err == nil {
 						err = eerr
@@ -47,26 +56,31 @@ func newMaintenanceCommand(g *globals) *cobra.Command {
 		}
 	}
 	retry := count("retry-deletions", func(ctx context.Context, s *service.Service) (int, error) {
-		return s.UnsafeSystemRetryPendingDeletions(ctx, limit)
+		return s.UnsafeSystemRetryPendingDeletions(ctx, *limit)
 	})
 	retry.Short = "Retry deletions whose claim or retry marker elapsed, then expired upload tombstones"
 	retry.Example = "  uploadedfile maintenance retry-deletions --limit 50"
 	pending := count("cleanup-pending", func(ctx context.Context, s *service.Service) (int, error) {
-		return s.CleanupPendingUploads(ctx, limit)
+		return s.CleanupPendingUploads(ctx, *limit)
 	})
 	pending.Short = "Remove expired direct uploads, retry deletions, remove retained staging objects (one batch)"
 	pending.Example = "  uploadedfile maintenance cleanup-pending"
 	temporary := count("cleanup-temporary", func(ctx context.Context, s *service.Service) (int, error) {
-		return s.CleanupExpiredTemporaryFiles(ctx, nil, limit)
+		return s.CleanupExpiredTemporaryFiles(ctx, nil, *limit)
 	})
 	temporary.Short = "Delete temporary files past their expiry (one batch)"
 	temporary.Example = "  uploadedfile maintenance cleanup-temporary --config /etc/uploadedfile.yaml"
 	staging := count("cleanup-staging", func(ctx context.Context, s *service.Service) (int, error) {
-		return s.UnsafeSystemCleanupCompletedStaging(ctx, limit)
+		return s.UnsafeSystemCleanupCompletedStaging(ctx, *limit)
 	})
 	staging.Short = "Remove staging objects S3 direct uploads kept after completion (one batch)"
 	staging.Example = "  uploadedfile maintenance cleanup-staging"
 
+	return []*cobra.Command{retry, pending, temporary, staging}
+}
+
+// newPurgeCommand is purge-unused: the age purge, once.
+func newPurgeCommand(g *globals) *cobra.Command {
 	var before string
 	purge := &cobra.Command{
 		Use:   "purge-unused --before <time>",
@@ -79,7 +93,7 @@ func newMaintenanceCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withService(cmd.Context(), func(svc *service.Service, _ *pgxpool.Pool) error {
+			return withConfiguredService(cmd.Context(), g, func(svc *service.Service, _ *pgxpool.Pool) error {
 				n, err := svc.UnsafeSystemPurgeUnusedBefore(cmd.Context(), cutoff)
 				if eerr := g.emit(fmt.Sprintf("purge-unused: %d rows done (created before %s)\n", n, cutoff.Format(time.RFC3339)),
 					map[string]any{"command": "purge-unused", "done": n, "before": cutoff}); err == nil {
@@ -91,6 +105,11 @@ func newMaintenanceCommand(g *globals) *cobra.Command {
 	}
 	purge.Flags().StringVar(&before, "before", "", "cutoff: an RFC 3339 time or an age (e.g. 720h)")
 
+	return purge
+}
+
+// newRetireTombstoneCommand is retire-tombstone.
+func newRetireTombstoneCommand(g *globals) *cobra.Command {
 	var confirm bool
 	retire := &cobra.Command{
 		Use:     "retire-tombstone <id> --confirm",
@@ -113,7 +132,7 @@ refuses a live upload lease and a live deletion lease.`,
 			if !confirm {
 				return errors.New("retire-tombstone: stop and drain every producer first, then run again with --confirm")
 			}
-			return withService(cmd.Context(), func(svc *service.Service, _ *pgxpool.Pool) error {
+			return withConfiguredService(cmd.Context(), g, func(svc *service.Service, _ *pgxpool.Pool) error {
 				ok, err := svc.UnsafeSystemRetireUploadTombstone(cmd.Context(), id)
 				if err != nil {
 					return err
@@ -130,14 +149,19 @@ refuses a live upload lease and a live deletion lease.`,
 	}
 	retire.Flags().BoolVar(&confirm, "confirm", false, "confirm that every producer is stopped and drained")
 
-	track := &cobra.Command{
+	return retire
+}
+
+// newRunTrackCommand is run-track: one cron track, under its lock.
+func newRunTrackCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
 		Use:       "run-track pending|temporary|reconcile",
 		Short:     "Run one cron track now, under its advisory lock, as serve would",
 		Example:   "  uploadedfile maintenance run-track pending",
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: []string{tracks.TrackPending, tracks.TrackTemporary, tracks.TrackReconcile},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withService(cmd.Context(), func(svc *service.Service, pool *pgxpool.Pool) error {
+			return withConfiguredService(cmd.Context(), g, func(svc *service.Service, pool *pgxpool.Pool) error {
 				res, err := tracks.New(svc, pool, g.logger, nil).Run(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -150,6 +174,10 @@ refuses a live upload lease and a live deletion lease.`,
 			})
 		},
 	}
+}
+
+// newRecountCommand is recount-usage.
+func newRecountCommand(g *globals) *cobra.Command {
 	var recountTenant string
 	recount := &cobra.Command{
 		Use:   "recount-usage [--tenant T]",
@@ -158,7 +186,7 @@ refuses a live upload lease and a live deletion lease.`,
   uploadedfile maintenance recount-usage`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withService(cmd.Context(), func(svc *service.Service, _ *pgxpool.Pool) error {
+			return withConfiguredService(cmd.Context(), g, func(svc *service.Service, _ *pgxpool.Pool) error {
 				n, err := svc.UnsafeSystemRecountUsage(cmd.Context(), recountTenant)
 				if eerr := g.emit(fmt.Sprintf("recount-usage: %d usage rows written\n", n), map[string]any{"command": "recount-usage", "written": n}); err == nil {
 					err = eerr
@@ -168,6 +196,11 @@ refuses a live upload lease and a live deletion lease.`,
 		},
 	}
 	recount.Flags().StringVar(&recountTenant, "tenant", "", "only this tenant (default: every tenant)")
+	return recount
+}
+
+// newRescanCommand is rescan.
+func newRescanCommand(g *globals) *cobra.Command {
 	var rescanSince, rescanTenant string
 	var quarantine bool
 	rescan := &cobra.Command{
@@ -185,7 +218,7 @@ refuses a live upload lease and a live deletion lease.`,
 				}
 				o.Since = &t
 			}
-			return withService(cmd.Context(), func(svc *service.Service, _ *pgxpool.Pool) error {
+			return withConfiguredService(cmd.Context(), g, func(svc *service.Service, _ *pgxpool.Pool) error {
 				rep, err := svc.UnsafeSystemRescan(cmd.Context(), o, func(d service.Detection) {
 					_ = g.emit(fmt.Sprintf("detected %s tenant=%s signature=%s quarantined=%t\n", d.ID, d.Tenant, d.Signature, d.Quarantined),
 						map[string]any{"detected": d.ID, "tenant": d.Tenant, "signature": d.Signature, "quarantined": d.Quarantined})
@@ -201,13 +234,18 @@ refuses a live upload lease and a live deletion lease.`,
 	rescan.Flags().StringVar(&rescanSince, "since", "", "only files created since (RFC 3339 or an age like 168h)")
 	rescan.Flags().StringVar(&rescanTenant, "tenant", "", "only this tenant")
 	rescan.Flags().BoolVar(&quarantine, "quarantine", false, "hide each detected file from every read (emits file.quarantined)")
-	unquarantine := &cobra.Command{
+	return rescan
+}
+
+// newUnquarantineCommand is unquarantine.
+func newUnquarantineCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
 		Use:     "unquarantine <id>",
 		Short:   "Bring a quarantined file back (a false positive)",
 		Example: "  uploadedfile maintenance unquarantine 6f1c2b9e-3d4a-4b5c-8d7e-9f0a1b2c3d4e",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withService(cmd.Context(), func(svc *service.Service, _ *pgxpool.Pool) error {
+			return withConfiguredService(cmd.Context(), g, func(svc *service.Service, _ *pgxpool.Pool) error {
 				if err := svc.UnsafeSystemUnquarantine(cmd.Context(), args[0]); err != nil {
 					return fmt.Errorf("unquarantine %s: %w (not a quarantined file)", args[0], err)
 				}
@@ -218,8 +256,6 @@ refuses a live upload lease and a live deletion lease.`,
 			})
 		},
 	}
-	cmd.AddCommand(retry, pending, temporary, staging, purge, retire, track, recount, rescan, unquarantine, newReconcileCommand(g, withService))
-	return cmd
 }
 
 // withConfiguredPool opens the configuration (g.config) and the database

@@ -115,15 +115,11 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 			return err
 		}
 	}
-	tp, err := tracing.New(ctx, tracing.Config{Endpoint: cfg.Tracing.Endpoint, ServiceName: cfg.Tracing.ServiceName})
+	tracer, shutdown, err := serveTracing(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	var tracer trace.TracerProvider
-	if tp != nil {
-		tracer = tp
-		defer func() { _ = tp.Shutdown(context.Background()) }() // flushes the last spans
-	}
+	defer shutdown() // flushes the last spans
 	// Every line logged inside a request carries its request id (and, with
 	// tracing, its trace and span).
 	g.logger = slog.New(tracing.LogHandler{Handler: g.logger.Handler(), RequestID: httpapi.RequestIDFrom})
@@ -135,65 +131,23 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	if err := checkSchema(ctx, g, pool, o.dev); err != nil {
 		return err
 	}
-	scfg, err := cfg.serviceConfig()
-	if err != nil {
-		return err
-	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	maxSize := service.EffectiveMaxFileSize(scfg)
-	scan, err := cfg.scanner(ctx, maxSize, true)
-	if err != nil {
-		return err
-	}
-	opts := append([]service.Option{service.WithLogger(g.logger), service.WithMetrics(reg)}, scan...)
-	if tracer != nil {
-		opts = append(opts, service.WithTracerProvider(tracer))
-	}
-	svc, err := service.New(ctx, scfg, pool, opts...)
+	svc, err := newServeService(ctx, g, cfg, pool, reg, tracer)
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
-	for _, c := range svc.Clamped() {
-		g.logger.Warn("configured value past its bound: the bound is used", "key", c.Option, "given", c.Given, "used", c.Used, "source", cfg.sourceOf(c.Option))
-	}
-	auth, err := cfg.authConfig(g.logger)
-	if err != nil {
-		return err
-	}
-	guard, err := httpapi.NewGuard(ctx, auth)
+	handler, guard, err := newServeHandler(ctx, g, cfg, pool, svc, reg, tracer)
 	if err != nil {
 		return err
 	}
 	defer guard.Close()
-	health := readiness(cfg, pool, svc, guard).WithLog(g.logger)
-	if causes := health.Check(ctx, 5*time.Second); len(causes) > 0 {
-		g.logger.Error("starting, not ready", "causes", causes)
+	metricsURL, stopOperator, err := serveOperator(g, o, reg)
+	if err != nil {
+		return err
 	}
-	handler := httpapi.New(httpapi.Options{
-		Service: svc, Guard: guard, Logger: g.logger, DownloadPath: svc.EffectiveConfig().DownloadPath,
-		Health:          health,
-		Registerer:      reg,
-		BodyReadTimeout: cfg.BodyReadTimeout, BodyIdleTimeout: cfg.BodyIdleTimeout,
-		CORSAllowedOrigins: cfg.CORS.AllowedOrigins,
-		TracerProvider:     tracer,
-		AccessLog:          cfg.AccessLog == nil || *cfg.AccessLog,
-	})
-	if o.metrics == "" && o.dev {
-		o.metrics = "127.0.0.1:0" // development: a loopback operator listener
-	}
-	metricsURL := "off (--metrics-listen)"
-	if o.metrics != "" {
-		addr, stop, err := serveMetrics(o.metrics, reg)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		metricsURL = "http://" + addr + "/metrics"
-		g.logger.Info("metrics listening", "addr", addr)
-		fmt.Fprintf(g.stdout, "metrics on %s\n", metricsURL)
-	}
+	defer stopOperator()
 	runner := tracks.New(svc, pool, g.logger, reg)
 	if tracer != nil {
 		runner.SetTracer(tracer)
@@ -203,14 +157,6 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		return err
 	}
 	defer closeSinks()
-	if o.debug != "" {
-		addr, stop, err := serveDebug(o.debug)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		g.logger.Info("debug listening", "addr", addr)
-	}
 	docs := o.dev
 	if cfg.Docs.Enabled != nil {
 		docs = *cfg.Docs.Enabled
@@ -238,6 +184,104 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		sweeps: !o.noSweeps, runner: runner, relay: relay,
 		srv: srv, ln: httpapi.LimitConnectionsPerClient(ln, cfg.maxConnectionsPerClient()), drain: o.drain, inflight: inflight,
 	})
+}
+
+// serveOperator starts the operator listeners: /metrics (--metrics-listen;
+// a loopback one in development) and pprof (--debug-listen). It returns
+// the metrics URL for the printed help and a function that stops both.
+func serveOperator(g *globals, o serveOptions, reg *prometheus.Registry) (string, func(), error) {
+	var stops []func()
+	stopAll := func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}
+	if o.metrics == "" && o.dev {
+		o.metrics = "127.0.0.1:0"
+	}
+	metricsURL := "off (--metrics-listen)"
+	if o.metrics != "" {
+		addr, stop, err := serveMetrics(o.metrics, reg)
+		if err != nil {
+			return "", nil, err
+		}
+		stops = append(stops, stop)
+		metricsURL = "http://" + addr + "/metrics"
+		g.logger.Info("metrics listening", "addr", addr)
+		fmt.Fprintf(g.stdout, "metrics on %s\n", metricsURL)
+	}
+	if o.debug != "" {
+		addr, stop, err := serveDebug(o.debug)
+		if err != nil {
+			stopAll()
+			return "", nil, err
+		}
+		stops = append(stops, stop)
+		g.logger.Info("debug listening", "addr", addr)
+	}
+	return metricsURL, stopAll, nil
+}
+
+// serveTracing starts the OpenTelemetry exporter when tracing.endpoint is
+// set (a nil provider: off); shutdown flushes the last spans.
+func serveTracing(ctx context.Context, cfg fileConfig) (trace.TracerProvider, func(), error) {
+	tp, err := tracing.New(ctx, tracing.Config{Endpoint: cfg.Tracing.Endpoint, ServiceName: cfg.Tracing.ServiceName})
+	if err != nil || tp == nil {
+		return nil, func() {}, err
+	}
+	return tp, func() { _ = tp.Shutdown(context.Background()) }, nil
+}
+
+// newServeService builds the service serve runs: its configuration, the
+// scanner, metrics and tracing; a configured value past its bound is
+// logged with the bound used.
+func newServeService(ctx context.Context, g *globals, cfg fileConfig, pool *pgxpool.Pool, reg prometheus.Registerer, tracer trace.TracerProvider) (*service.Service, error) {
+	scfg, err := cfg.serviceConfig()
+	if err != nil {
+		return nil, err
+	}
+	scan, err := cfg.scanner(ctx, service.EffectiveMaxFileSize(scfg), true)
+	if err != nil {
+		return nil, err
+	}
+	opts := append([]service.Option{service.WithLogger(g.logger), service.WithMetrics(reg)}, scan...)
+	if tracer != nil {
+		opts = append(opts, service.WithTracerProvider(tracer))
+	}
+	svc, err := service.New(ctx, scfg, pool, opts...)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range svc.Clamped() {
+		g.logger.Warn("configured value past its bound: the bound is used", "key", c.Option, "given", c.Given, "used", c.Used, "source", cfg.sourceOf(c.Option))
+	}
+	return svc, nil
+}
+
+// newServeHandler builds the API's handler over svc: the token guard (the
+// caller closes it), readiness (checked once now, logged when not ready)
+// and the HTTP surface.
+func newServeHandler(ctx context.Context, g *globals, cfg fileConfig, pool *pgxpool.Pool, svc *service.Service, reg prometheus.Registerer, tracer trace.TracerProvider) (http.Handler, *httpapi.Guard, error) {
+	auth, err := cfg.authConfig(g.logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	guard, err := httpapi.NewGuard(ctx, auth)
+	if err != nil {
+		return nil, nil, err
+	}
+	health := readiness(cfg, pool, svc, guard).WithLog(g.logger)
+	if causes := health.Check(ctx, 5*time.Second); len(causes) > 0 {
+		g.logger.Error("starting, not ready", "causes", causes)
+	}
+	handler := httpapi.New(httpapi.Options{
+		Service: svc, Guard: guard, Logger: g.logger, DownloadPath: svc.EffectiveConfig().DownloadPath,
+		Health: health, Registerer: reg, TracerProvider: tracer,
+		BodyReadTimeout: cfg.BodyReadTimeout, BodyIdleTimeout: cfg.BodyIdleTimeout,
+		CORSAllowedOrigins: cfg.CORS.AllowedOrigins,
+		AccessLog:          cfg.AccessLog == nil || *cfg.AccessLog,
+	})
+	return handler, guard, nil
 }
 
 // checkSchema compares the database's schema with the binary's: outside

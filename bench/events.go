@@ -79,7 +79,16 @@ func benchEvents(ctx context.Context, e *env, rep *report, bin, tmp, secret stri
 		d := ratioOf(rs, 2*i+1, 2*i)
 		rep.add(label+": webhook + NATS sinks vs none", fmt.Sprintf("%s (%.0f vs %.0f uploads/s)", d, with.rps(), off.rps()), "≥ 0.9×", d.median >= 0.9)
 	}
-	pool, err := pgxpool.New(ctx, withSinks.dsn)
+	if err := waitDelivered(ctx, withSinks.dsn); err != nil {
+		return err
+	}
+	return benchSustainedDelivery(ctx, rep, hookURL, stream)
+}
+
+// waitDelivered waits up to a minute for the relay of the server on dsn
+// to deliver every event to every sink.
+func waitDelivered(ctx context.Context, dsn string) error {
+	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {
 		return err
 	}
@@ -98,9 +107,12 @@ func benchEvents(ctx context.Context, e *env, rep *report, bin, tmp, secret stri
 	if pending != 0 {
 		return fmt.Errorf("events bench: the relay left %d deliveries behind", pending)
 	}
+	return nil
+}
 
-	// Sustained delivery: an outbox of 20,000 events, drained by one relay
-	// to one sink.
+// benchSustainedDelivery: an outbox of 20,000 events drained by one relay
+// to one sink, for each kind of sink.
+func benchSustainedDelivery(ctx context.Context, rep *report, hookURL, stream string) error {
 	const events = 20_000
 	hook, err := webhook.New(webhook.Config{URL: hookURL, Secret: webhookSecret})
 	if err != nil {

@@ -138,136 +138,19 @@ func run(full bool, write string) error {
 	if err != nil {
 		return err
 	}
-	e := &env{localRoot: filepath.Join(tmp, "files")}
-	var cleanups []func()
-	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}()
-	var drop func()
-	if e.dsn, drop, err = createDatabase(ctx, pgtest.ServerURL()); err != nil {
-		return err
-	}
-	cleanups = append(cleanups, drop)
-	if e.dsnS3, drop, err = createDatabase(ctx, pgtest.ServerURL()); err != nil {
-		return err
-	}
-	cleanups = append(cleanups, drop)
-	if e.pool, err = pgxpool.New(ctx, e.dsn); err != nil {
-		return err
-	}
-	cleanups = append(cleanups, e.pool.Close)
-
-	secret := randomHex(32)
-	e.token, err = jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "bench", "tenant": "bench", "exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte(secret))
+	e, gw, secret, cleanup, err := startEnv(ctx, tmp, bin)
+	defer cleanup()
 	if err != nil {
 		return err
 	}
-	for i := range 32 {
-		t, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "bench", "tenant": fmt.Sprintf("bench-%d", i), "exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte(secret))
-		if err != nil {
-			return err
-		}
-		e.tenantTokens = append(e.tenantTokens, t)
-	}
-	config := func(name, extra string) (string, error) {
-		p := filepath.Join(tmp, name)
-		return p, os.WriteFile(p, []byte("maxFileSizeBytes: 26214400\nauth:\n  hmacSecret: "+secret+"\n"+extra), 0o600)
-	}
-	localCfg, err := config("local.yaml", "localRoot: "+e.localRoot+"\n")
-	if err != nil {
-		return err
-	}
-	if e.uf, err = startUploadedfile(bin, e.dsn, localCfg); err != nil {
-		return err
-	}
-	cleanups = append(cleanups, e.uf.stop)
-
-	gw, err := s3test.Start()
-	if err != nil {
-		return err
-	}
-	cleanups = append(cleanups, gw.Stop)
-	bucket := "bench"
-	if _, err := gw.Client().CreateBucket(ctx, &s3CreateBucket{Bucket: &bucket}); err != nil {
-		return err
-	}
-	s3Cfg, err := config("s3.yaml", fmt.Sprintf("driver: s3\nbucket: %s\nendpoint: %s\nregion: us-east-1\nforcePathStyle: true\naccessId: %s\naccessKey: %s\n",
-		bucket, gw.Endpoint, gw.AccessKey, gw.SecretKey))
-	if err != nil {
-		return err
-	}
-	if e.ufS3, err = startUploadedfile(bin, e.dsnS3, s3Cfg); err != nil {
-		return err
-	}
-	cleanups = append(cleanups, e.ufS3.stop)
-
-	// The same local server, its tokens verified with a JWKS served on
-	// loopback (RS256 and ES256), as production deployments do.
-	if e.jwks, err = newJWKSSigner(); err != nil {
-		return err
-	}
-	cleanups = append(cleanups, e.jwks.stop)
-	jwksCfgPath := filepath.Join(tmp, "jwks.yaml")
-	if err := os.WriteFile(jwksCfgPath, []byte("maxFileSizeBytes: 26214400\nlocalRoot: "+e.localRoot+"\nauth:\n  jwksUrl: "+e.jwks.url()+"\n"), 0o600); err != nil {
-		return err
-	}
-	if e.ufJWKS, err = startUploadedfile(bin, e.dsn, jwksCfgPath); err != nil {
-		return err
-	}
-	cleanups = append(cleanups, e.ufJWKS.stop)
-
-	rawDir := filepath.Join(tmp, "raw")
-	_ = os.MkdirAll(rawDir, 0o750)
-	if e.raw, err = startSelf("raw-baseline", "-db", e.dsn, "-dir", rawDir, "-files", e.localRoot); err != nil {
-		return err
-	}
-	cleanups = append(cleanups, e.raw.stop)
-	tusDir := filepath.Join(tmp, "tus")
-	_ = os.MkdirAll(tusDir, 0o750)
-	if e.tus, err = startTus(tusDir); err != nil {
-		return err
-	}
-	cleanups = append(cleanups, e.tus.stop)
-	if e.files, err = startSelf("file-server", "-dir", e.localRoot); err != nil {
-		return err
-	}
-	cleanups = append(cleanups, e.files.stop)
-
 	rep := &report{}
 	fmt.Printf("%-70s %-60s %-10s %s\n", "measurement", "figure", "target", "status")
-	// The quick set: the targets (32 clients; buffer uploads at
-	// 64 KiB and 1 MiB, downloads at 64 KiB, 1 MiB and 10 MiB).
-	sizes, clients := []int{64 << 10, 1 << 20, 10 << 20}, []int{32}
-	if full {
-		clients = []int{1, 8, 32}
-	}
-	for _, size := range sizes {
-		for _, c := range clients {
-			if !wants("uploads") && !wants("downloads") {
-				break
-			}
-			// The quick set has direct uploads at 8 clients only (below),
-			// and no 10 MiB uploads.
-			if wants("uploads") && (full || size < 10<<20) {
-				if err := benchUploads(e, rep, size, c, true, full); err != nil {
-					return err
-				}
-			}
-			if err := benchDownload(e, rep, size, c); err != nil {
-				return err
-			}
-		}
-	}
-	if !full && wants("uploads") {
-		if err := benchUploads(e, rep, 1<<20, 8, false, true); err != nil {
-			return err
-		}
+	if err := benchRequestRows(e, rep, full); err != nil {
+		return err
 	}
 	lookupClients := []int{1, 8}
 	if full {
-		lookupClients = clients
+		lookupClients = []int{1, 8, 32}
 	}
 	sections := []struct {
 		name string
@@ -301,6 +184,168 @@ func run(full bool, write string) error {
 			cmd = "make bench-full"
 		}
 		return writeReport(write, rep.markdown(cmd))
+	}
+	return nil
+}
+
+// startEnv starts what every section measures against: the two
+// databases, uploadedfile on the local driver, on S3 (versitygw) and with
+// JWKS tokens, the raw baseline, tus and http.FileServer. cleanup stops
+// them all, in reverse order, whatever failed.
+func startEnv(ctx context.Context, tmp, bin string) (e *env, gw *s3test.Server, secret string, cleanup func(), err error) {
+	var cleanups []func()
+	cleanup = func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	e = &env{localRoot: filepath.Join(tmp, "files")}
+	var drop func()
+	if e.dsn, drop, err = createDatabase(ctx, pgtest.ServerURL()); err != nil {
+		return e, gw, secret, cleanup, err
+	}
+	cleanups = append(cleanups, drop)
+	if e.dsnS3, drop, err = createDatabase(ctx, pgtest.ServerURL()); err != nil {
+		return e, gw, secret, cleanup, err
+	}
+	cleanups = append(cleanups, drop)
+	if e.pool, err = pgxpool.New(ctx, e.dsn); err != nil {
+		return e, gw, secret, cleanup, err
+	}
+	cleanups = append(cleanups, e.pool.Close)
+
+	secret = randomHex(32)
+	if e.token, e.tenantTokens, err = benchTokens(secret); err != nil {
+		return e, gw, secret, cleanup, err
+	}
+	config := func(name, extra string) (string, error) {
+		p := filepath.Join(tmp, name)
+		return p, os.WriteFile(p, []byte("maxFileSizeBytes: 26214400\nauth:\n  hmacSecret: "+secret+"\n"+extra), 0o600)
+	}
+	localCfg, err := config("local.yaml", "localRoot: "+e.localRoot+"\n")
+	if err != nil {
+		return e, gw, secret, cleanup, err
+	}
+	if e.uf, err = startUploadedfile(bin, e.dsn, localCfg); err != nil {
+		return e, gw, secret, cleanup, err
+	}
+	cleanups = append(cleanups, e.uf.stop)
+
+	gw, err = s3test.Start()
+	if err != nil {
+		return e, gw, secret, cleanup, err
+	}
+	cleanups = append(cleanups, gw.Stop)
+	bucket := "bench"
+	if _, err := gw.Client().CreateBucket(ctx, &s3CreateBucket{Bucket: &bucket}); err != nil {
+		return e, gw, secret, cleanup, err
+	}
+	s3Cfg, err := config("s3.yaml", fmt.Sprintf("driver: s3\nbucket: %s\nendpoint: %s\nregion: us-east-1\nforcePathStyle: true\naccessId: %s\naccessKey: %s\n",
+		bucket, gw.Endpoint, gw.AccessKey, gw.SecretKey))
+	if err != nil {
+		return e, gw, secret, cleanup, err
+	}
+	if e.ufS3, err = startUploadedfile(bin, e.dsnS3, s3Cfg); err != nil {
+		return e, gw, secret, cleanup, err
+	}
+	cleanups = append(cleanups, e.ufS3.stop)
+
+	// The same local server, its tokens verified with a JWKS served on
+	// loopback (RS256 and ES256), as production deployments do.
+	if e.jwks, err = newJWKSSigner(); err != nil {
+		return e, gw, secret, cleanup, err
+	}
+	cleanups = append(cleanups, e.jwks.stop)
+	jwksCfgPath := filepath.Join(tmp, "jwks.yaml")
+	if err := os.WriteFile(jwksCfgPath, []byte("maxFileSizeBytes: 26214400\nlocalRoot: "+e.localRoot+"\nauth:\n  jwksUrl: "+e.jwks.url()+"\n"), 0o600); err != nil {
+		return e, gw, secret, cleanup, err
+	}
+	if e.ufJWKS, err = startUploadedfile(bin, e.dsn, jwksCfgPath); err != nil {
+		return e, gw, secret, cleanup, err
+	}
+	cleanups = append(cleanups, e.ufJWKS.stop)
+
+	if err = startPeers(e, tmp, &cleanups); err != nil {
+		return e, gw, secret, cleanup, err
+	}
+	return e, gw, secret, cleanup, nil
+}
+
+// benchTokens signs the bench's tokens with secret: one for tenant
+// "bench", and one for each of 32 tenants.
+func benchTokens(secret string) (string, []string, error) {
+	sign := func(tenant string) (string, error) {
+		return jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "bench", "tenant": tenant, "exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte(secret))
+	}
+	token, err := sign("bench")
+	if err != nil {
+		return "", nil, err
+	}
+	var tenants []string
+	for i := range 32 {
+		t, err := sign(fmt.Sprintf("bench-%d", i))
+		if err != nil {
+			return "", nil, err
+		}
+		tenants = append(tenants, t)
+	}
+	return token, tenants, nil
+}
+
+// startPeers starts the raw baseline, tus and http.FileServer, adding
+// their stops to cleanups.
+func startPeers(e *env, tmp string, cleanups *[]func()) error {
+	var err error
+	rawDir := filepath.Join(tmp, "raw")
+	_ = os.MkdirAll(rawDir, 0o750)
+	if e.raw, err = startSelf("raw-baseline", "-db", e.dsn, "-dir", rawDir, "-files", e.localRoot); err != nil {
+		return err
+	}
+	*cleanups = append(*cleanups, e.raw.stop)
+	tusDir := filepath.Join(tmp, "tus")
+	_ = os.MkdirAll(tusDir, 0o750)
+	if e.tus, err = startTus(tusDir); err != nil {
+		return err
+	}
+	*cleanups = append(*cleanups, e.tus.stop)
+	if e.files, err = startSelf("file-server", "-dir", e.localRoot); err != nil {
+		return err
+	}
+	*cleanups = append(*cleanups, e.files.stop)
+
+	return nil
+}
+
+// benchRequestRows runs the upload and download rows: the quick set's
+// targets (32 clients; buffer uploads at 64 KiB and 1 MiB, downloads at
+// 64 KiB, 1 MiB and 10 MiB, direct uploads at 8 clients), or every size
+// and client count with full.
+func benchRequestRows(e *env, rep *report, full bool) error {
+	sizes, clients := []int{64 << 10, 1 << 20, 10 << 20}, []int{32}
+	if full {
+		clients = []int{1, 8, 32}
+	}
+	for _, size := range sizes {
+		for _, c := range clients {
+			if !wants("uploads") && !wants("downloads") {
+				break
+			}
+			// The quick set has direct uploads at 8 clients only (below),
+			// and no 10 MiB uploads.
+			if wants("uploads") && (full || size < 10<<20) {
+				if err := benchUploads(e, rep, size, c, true, full); err != nil {
+					return err
+				}
+			}
+			if err := benchDownload(e, rep, size, c); err != nil {
+				return err
+			}
+		}
+	}
+	if !full && wants("uploads") {
+		if err := benchUploads(e, rep, 1<<20, 8, false, true); err != nil {
+			return err
+		}
 	}
 	return nil
 }

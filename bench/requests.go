@@ -166,37 +166,7 @@ func benchLookup(ctx context.Context, e *env, rep *report, clients []int) error 
 		if err != nil {
 			return err
 		}
-		lookup, sel, health, raw := m[0], m[1], m[2], m[3]
-		const lookupAt, selAt, rawAt = 0, 1, 3
-		for i, alg := range []string{"RS256", "ES256"} {
-			d := p50RatioOf(rs, 4+i, rawAt)
-			target := ""
-			if alg == "RS256" {
-				target = "≤ 1.25×"
-			}
-			rep.add(fmt.Sprintf("detail lookup, %s token from a JWKS (reused), %s: p50 vs HTTP lookup floor", alg, clientsLabel(c)),
-				fmt.Sprintf("%s (p50 %s vs %s; p99 %s)", d, m[4+i].p50.Round(time.Microsecond), raw.p50.Round(time.Microsecond), m[4+i].p99.Round(time.Microsecond)),
-				target, target == "" || d.median <= 1.25)
-		}
-		const sameAt = 6
-		rep.add(fmt.Sprintf("detail lookup, RS256 (reused), %s: p50 vs the same-work floor (cached token, the detail's columns, a signed URL, the same JSON; no service)", clientsLabel(c)),
-			fmt.Sprintf("%s (p50 %s vs %s; the same-work floor %s the HTTP lookup floor)", p50RatioOf(rs, 4, sameAt), m[4].p50.Round(time.Microsecond), m[sameAt].p50.Round(time.Microsecond), p50RatioOf(rs, sameAt, rawAt)),
-			"", true)
-		rep.add(fmt.Sprintf("detail lookup, RS256 (reused), %s: the server's scheduler accounting per request vs the lookup floor's", clientsLabel(c)),
-			schedVs(medianSched(rs, 4), medianSched(rs, rawAt)), "", true)
-		rep.add(fmt.Sprintf("detail lookup, RS256 (reused), %s: the server's scheduler accounting per request vs the same-work floor's", clientsLabel(c)),
-			schedVs(medianSched(rs, 4), medianSched(rs, sameAt)), "", true)
-		rep.add(fmt.Sprintf("HTTP floor: GET /healthz, %s (no token, no query)", clientsLabel(c)), latencies(health), "", true)
-		rep.add(fmt.Sprintf("HTTP lookup floor: minimal handler + bare SELECT, %s", clientsLabel(c)), latencies(raw), "", true)
-		label := fmt.Sprintf("detail lookup GET /uploaded-file/{id}, %s", clientsLabel(c))
-		rep.add(label+": p50 vs HTTP lookup floor", fmt.Sprintf("%s (p50 %s vs %s; p99 %s vs %s)", p50RatioOf(rs, lookupAt, rawAt),
-			lookup.p50.Round(time.Microsecond), raw.p50.Round(time.Microsecond), lookup.p99.Round(time.Microsecond), raw.p99.Round(time.Microsecond)), "", true)
-		vsSel := p50RatioOf(rs, lookupAt, selAt)
-		rep.add(label+": p50 vs bare SELECT",
-			fmt.Sprintf("%s (p50 %s vs %s; p99 %s vs %s; %.0f vs %.0f req/s)", vsSel,
-				lookup.p50.Round(time.Microsecond), sel.p50.Round(time.Microsecond),
-				lookup.p99.Round(time.Microsecond), sel.p99.Round(time.Microsecond), lookup.rps(), sel.rps()),
-			"≤ 2×", vsSel.median <= 2)
+		reportLookup(rep, c, rs, m)
 	}
 	return nil
 }
@@ -297,4 +267,40 @@ func (e *env) uploadKeyed(body []byte) (id, key string, err error) {
 	}
 	err = e.pool.QueryRow(context.Background(), "SELECT key FROM uploaded_file WHERE id = $1", id).Scan(&key)
 	return id, key, err
+}
+
+// reportLookup adds the rows of one client count of benchLookup: rs and
+// m are its rounds and medians, in the order benchLookup measures them.
+func reportLookup(rep *report, c int, rs [][]stats, m []stats) {
+	lookup, sel, health, raw := m[0], m[1], m[2], m[3]
+	const lookupAt, selAt, rawAt = 0, 1, 3
+	for i, alg := range []string{"RS256", "ES256"} {
+		d := p50RatioOf(rs, 4+i, rawAt)
+		target := ""
+		if alg == "RS256" {
+			target = "≤ 1.25×"
+		}
+		rep.add(fmt.Sprintf("detail lookup, %s token from a JWKS (reused), %s: p50 vs HTTP lookup floor", alg, clientsLabel(c)),
+			fmt.Sprintf("%s (p50 %s vs %s; p99 %s)", d, m[4+i].p50.Round(time.Microsecond), raw.p50.Round(time.Microsecond), m[4+i].p99.Round(time.Microsecond)),
+			target, target == "" || d.median <= 1.25)
+	}
+	const sameAt = 6
+	rep.add(fmt.Sprintf("detail lookup, RS256 (reused), %s: p50 vs the same-work floor (cached token, the detail's columns, a signed URL, the same JSON; no service)", clientsLabel(c)),
+		fmt.Sprintf("%s (p50 %s vs %s; the same-work floor %s the HTTP lookup floor)", p50RatioOf(rs, 4, sameAt), m[4].p50.Round(time.Microsecond), m[sameAt].p50.Round(time.Microsecond), p50RatioOf(rs, sameAt, rawAt)),
+		"", true)
+	rep.add(fmt.Sprintf("detail lookup, RS256 (reused), %s: the server's scheduler accounting per request vs the lookup floor's", clientsLabel(c)),
+		schedVs(medianSched(rs, 4), medianSched(rs, rawAt)), "", true)
+	rep.add(fmt.Sprintf("detail lookup, RS256 (reused), %s: the server's scheduler accounting per request vs the same-work floor's", clientsLabel(c)),
+		schedVs(medianSched(rs, 4), medianSched(rs, sameAt)), "", true)
+	rep.add(fmt.Sprintf("HTTP floor: GET /healthz, %s (no token, no query)", clientsLabel(c)), latencies(health), "", true)
+	rep.add(fmt.Sprintf("HTTP lookup floor: minimal handler + bare SELECT, %s", clientsLabel(c)), latencies(raw), "", true)
+	label := fmt.Sprintf("detail lookup GET /uploaded-file/{id}, %s", clientsLabel(c))
+	rep.add(label+": p50 vs HTTP lookup floor", fmt.Sprintf("%s (p50 %s vs %s; p99 %s vs %s)", p50RatioOf(rs, lookupAt, rawAt),
+		lookup.p50.Round(time.Microsecond), raw.p50.Round(time.Microsecond), lookup.p99.Round(time.Microsecond), raw.p99.Round(time.Microsecond)), "", true)
+	vsSel := p50RatioOf(rs, lookupAt, selAt)
+	rep.add(label+": p50 vs bare SELECT",
+		fmt.Sprintf("%s (p50 %s vs %s; p99 %s vs %s; %.0f vs %.0f req/s)", vsSel,
+			lookup.p50.Round(time.Microsecond), sel.p50.Round(time.Microsecond),
+			lookup.p99.Round(time.Microsecond), sel.p99.Round(time.Microsecond), lookup.rps(), sel.rps()),
+		"≤ 2×", vsSel.median <= 2)
 }

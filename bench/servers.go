@@ -276,7 +276,15 @@ func rawBaseline(listen, dsn, dir, files string) error {
 	mux.HandleFunc("GET /lookup", floor.Lookup(pool))
 	mux.HandleFunc("GET /detail/{id}", floor.SameWorkLookup(pool, []byte("the same-work floor's signing secret")))
 	mux.HandleFunc("GET /download", floor.Download(pool, files))
-	mux.HandleFunc("POST /upload", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST /upload", rawUploadHandler(pool, dir))
+	mux.HandleFunc("POST /upload-spec", specUploadHandler(pool, dir))
+	return (&http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}).ListenAndServe()
+}
+
+// rawUploadHandler is the raw baseline: stream the part to a file, fsync,
+// one INSERT.
+func rawUploadHandler(pool *pgxpool.Pool, dir string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		part, ok := firstPart(w, r)
 		if !ok {
 			return
@@ -301,11 +309,15 @@ func rawBaseline(listen, dsn, dir, files string) error {
 		}
 		w.WriteHeader(http.StatusCreated)
 		_, _ = fmt.Fprintf(w, `{"id":%q}`, id)
-	})
-	// The spec floor: what the spec's hidden-row lifecycle needs and no
-	// more -- commit a hidden row, stream the part to a file while hashing
-	// it (the row stores the SHA-256), fsync, commit the activation.
-	mux.HandleFunc("POST /upload-spec", func(w http.ResponseWriter, r *http.Request) {
+	}
+}
+
+// specUploadHandler is the spec floor: what the spec's hidden-row
+// lifecycle needs and no more -- commit a hidden row, stream the part to a
+// file while hashing it (the row stores the SHA-256), fsync, commit the
+// activation.
+func specUploadHandler(pool *pgxpool.Pool, dir string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		part, ok := firstPart(w, r)
 		if !ok {
 			return
@@ -336,8 +348,7 @@ func rawBaseline(listen, dsn, dir, files string) error {
 		}
 		w.WriteHeader(http.StatusCreated)
 		_, _ = fmt.Fprintf(w, `{"id":%q}`, id)
-	})
-	return (&http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}).ListenAndServe()
+	}
 }
 
 // firstPart opens the first part of a multipart request; false: a 400 was

@@ -17,7 +17,13 @@ func newMigrateCommand(g *globals) *cobra.Command {
 		Short:   "Apply or revert the embedded database migrations",
 		Example: "  DATABASE_URL=postgres://postgres@127.0.0.1:5432/uploadedfile uploadedfile migrate up",
 	}
-	up := &cobra.Command{
+	cmd.AddCommand(newMigrateUpCommand(g), newMigrateDownCommand(g), newMigrateVersionCommand(g), newMigrateForceCommand(g))
+	return cmd
+}
+
+// newMigrateUpCommand is migrate up.
+func newMigrateUpCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
 		Use:     "up",
 		Short:   "Apply every migration not yet applied",
 		Example: "  uploadedfile migrate up",
@@ -38,6 +44,10 @@ that is safe (see docs/operations.md, "Upgrading").`,
 			return withMigrator(g, func(m *migrate.Migrate) error { return printVersion(g, m) })
 		},
 	}
+}
+
+// newMigrateDownCommand is migrate down.
+func newMigrateDownCommand(g *globals) *cobra.Command {
 	var steps int
 	var all bool
 	down := &cobra.Command{
@@ -65,7 +75,12 @@ that is safe (see docs/operations.md, "Upgrading").`,
 	}
 	down.Flags().IntVar(&steps, "steps", 0, "number of migrations to revert")
 	down.Flags().BoolVar(&all, "all", false, "revert every migration")
-	version := &cobra.Command{
+	return down
+}
+
+// newMigrateVersionCommand is migrate version.
+func newMigrateVersionCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
 		Use:     "version",
 		Short:   "Print the applied migration version",
 		Example: "  uploadedfile migrate version",
@@ -74,7 +89,11 @@ that is safe (see docs/operations.md, "Upgrading").`,
 			return withMigrator(g, func(m *migrate.Migrate) error { return printVersion(g, m) })
 		},
 	}
-	force := &cobra.Command{
+}
+
+// newMigrateForceCommand is migrate force.
+func newMigrateForceCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
 		Use:   "force VERSION",
 		Short: "Record VERSION (or none) as applied and clean, after repairing a dirty migration by hand",
 		Long: `Record VERSION as the applied, clean version without running anything:
@@ -100,8 +119,6 @@ migration is applied.`,
 			})
 		},
 	}
-	cmd.AddCommand(up, down, version, force)
-	return cmd
 }
 
 func withMigrator(g *globals, fn func(*migrate.Migrate) error) error {

@@ -157,19 +157,8 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		return err
 	}
 	defer closeSinks()
-	docs := o.dev
-	if cfg.Docs.Enabled != nil {
-		docs = *cfg.Docs.Enabled
-	}
-	// One development token, for the pages and the printed help alike (two
-	// signed a second apart would differ).
-	devTok := ""
-	if o.dev && dev.secret != nil {
-		if devTok, err = devToken(dev.secret); err != nil {
-			return err
-		}
-	}
-	if handler, err = withPages(handler, base, o.dev, docs, devTok); err != nil {
+	handler, devTok, err := withServePages(handler, base, o, cfg, dev)
+	if err != nil {
 		return err
 	}
 	inflight := &inflightRequests{}
@@ -184,6 +173,26 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		sweeps: !o.noSweeps, runner: runner, relay: relay,
 		srv: srv, ln: httpapi.LimitConnectionsPerClient(ln, cfg.maxConnectionsPerClient()), drain: o.drain, inflight: inflight,
 	})
+}
+
+// withServePages puts the development page and the API reference in front
+// of handler when they are on (--dev; docs.enabled), with the one
+// development token the pages and the printed help share (two signed a
+// second apart would differ).
+func withServePages(handler http.Handler, base string, o serveOptions, cfg fileConfig, dev devSetup) (http.Handler, string, error) {
+	devTok := ""
+	if o.dev && dev.secret != nil {
+		var err error
+		if devTok, err = devToken(dev.secret); err != nil {
+			return nil, "", err
+		}
+	}
+	docs := o.dev
+	if cfg.Docs.Enabled != nil {
+		docs = *cfg.Docs.Enabled
+	}
+	handler, err := withPages(handler, base, o.dev, docs, devTok)
+	return handler, devTok, err
 }
 
 // serveOperator starts the operator listeners: /metrics (--metrics-listen;

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -81,4 +83,26 @@ func TestLayers(t *testing.T) {
 		check(append(p.TestImports, p.XTestImports...), true)
 	}
 	require.Greater(t, seen, 20, "go list saw the module's packages")
+}
+
+// TestFileLengths: no Go file outside gen/ (generated) is over 800 lines,
+// so that one can be read whole; functions are held to 80 lines by
+// golangci-lint's funlen in make verify.
+func TestFileLengths(t *testing.T) {
+	cmd := exec.Command("git", "ls-files", "*.go")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	files := strings.Fields(string(out))
+	require.Greater(t, len(files), 100, "git listed the module's Go files")
+	for _, f := range files {
+		if strings.HasPrefix(f, "gen/") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("../..", f))
+		require.NoError(t, err)
+		if n := strings.Count(string(b), "\n"); n > 800 {
+			t.Errorf("%s has %d lines (at most 800: split it by what its parts do)", f, n)
+		}
+	}
 }

@@ -238,21 +238,22 @@ async function sending(options: UploadOptions, call: () => Promise<void>): Promi
   }
 }
 
+/** checksumChunk is how much of a Blob blobChecksum holds at once. */
+const checksumChunk = 1 << 20;
+
 /**
- * blobChecksum is "sha256:<base64>" of a Blob, hashed chunk by chunk as it
- * is read (@noble/hashes): the file is never held in memory whole.
+ * blobChecksum is "sha256:<base64>" of a Blob, hashed chunk by chunk
+ * (@noble/hashes): it reads one 1 MiB slice at a time, so the file is
+ * never held in memory whole. (Blob.stream() was not bounded: Chromium
+ * sometimes read a 25 MiB file ahead into the stream's queue faster than
+ * it was hashed.)
  */
 export async function blobChecksum(file: Blob, signal?: AbortSignal): Promise<string> {
   const h = sha256.create();
-  const reader = file.stream().getReader();
-  for (;;) {
-    if (signal?.aborted) {
-      await reader.cancel();
-      throw new DOMException("The upload was aborted.", "AbortError");
-    }
-    const { done, value } = await reader.read();
-    if (done) break;
-    h.update(value);
+  for (let offset = 0; offset < file.size; offset += checksumChunk) {
+    if (signal?.aborted) throw new DOMException("The upload was aborted.", "AbortError");
+    const chunk = await file.slice(offset, Math.min(offset + checksumChunk, file.size)).arrayBuffer();
+    h.update(new Uint8Array(chunk));
   }
   return "sha256:" + base64(h.digest());
 }

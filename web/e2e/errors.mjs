@@ -56,12 +56,16 @@ try {
     await cdp.send("HeapProfiler.collectGarbage");
     const first = await cdp.send("Runtime.getHeapUsage");
     heap.before = first.usedSize + (first.backingStorageSize ?? 0);
-    // Each sample collects garbage first: what it reads is the memory the
-    // page holds live (chunks already hashed and sent are garbage).
+    // Each sample collects garbage twice first: what it reads is the memory
+    // the page holds live (chunks already hashed and sent are garbage). V8
+    // frees a dead ArrayBuffer's backing store on a concurrent sweeper,
+    // which a second collection waits for; one collection alone read dead
+    // chunks as live on a loaded machine.
     let busy = false;
     sampler = setInterval(async () => {
       if (busy) return;
       busy = true;
+      await cdp.send("HeapProfiler.collectGarbage").catch(() => null);
       await cdp.send("HeapProfiler.collectGarbage").catch(() => null);
       const u = await cdp.send("Runtime.getHeapUsage").catch(() => null);
       busy = false;

@@ -133,6 +133,10 @@ func TestUploadErrorsInChromium(t *testing.T) {
 		t.Logf("25 MiB upload: the page's JS heap peaked at %.1f MiB, heap and ArrayBuffers at %.1f MiB (%.1f MiB before)",
 			run.Heap.PeakUsed/(1<<20), run.Heap.PeakBacking/(1<<20), run.Heap.Before/(1<<20))
 		require.Positive(t, run.Heap.PeakBacking, "the memory was sampled")
-		require.Less(t, grew, float64(size/4), "the file is hashed and sent in chunks, never held whole")
+		// Held whole, the file alone would add 25 MiB. Hashed in 1 MiB
+		// slices the growth is about 2.4 MiB on a quiet machine, and up to
+		// about 12 MiB on a loaded one, where V8 accounts the dead slices'
+		// memory as freed only later: the bound tells the two apart.
+		require.Less(t, grew, float64(size*3/4), "the file is hashed and sent in chunks, never held whole")
 	})
 }

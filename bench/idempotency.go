@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"sync/atomic"
 )
 
@@ -25,12 +23,7 @@ func benchIdempotency(ctx context.Context, e *env, rep *report, bin, tmp, secret
 	ct, form := multipartBody("data.csv", payload(size))
 	var seq atomic.Int64
 	keyed := func(int) error {
-		req, _ := http.NewRequest(http.MethodPost, on.uf.url+"/uploaded-file", bytes.NewReader(form))
-		req.Header.Set("Authorization", "Bearer "+on.token)
-		req.Header.Set("Content-Type", ct)
-		req.Header.Set("Idempotency-Key", fmt.Sprintf("bench-%d", seq.Add(1)))
-		_, err := do(req, http.StatusCreated)
-		return err
+		return on.bufferUploadWith(on.token, ct, form, fmt.Sprintf("bench-%d", seq.Add(1)))
 	}
 	n := pairCalls(size)
 	rs, m, err := measureRounds("idempotency bench", pairRounds,

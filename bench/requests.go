@@ -178,9 +178,18 @@ func (e *env) bufferUpload(ct string, form []byte) error {
 
 // bufferUploadAs sends one multipart upload to uploadedfile with token.
 func (e *env) bufferUploadAs(token, ct string, form []byte) error {
+	return e.bufferUploadWith(token, ct, form, "")
+}
+
+// bufferUploadWith is bufferUploadAs with an Idempotency-Key (none when
+// key is empty).
+func (e *env) bufferUploadWith(token, ct string, form []byte, key string) error {
 	req, _ := http.NewRequest(http.MethodPost, e.uf.url+"/uploaded-file", bytes.NewReader(form))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", ct)
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	_, err := do(req, http.StatusCreated)
 	return err
 }

@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -17,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -30,6 +30,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/db/migrations"
 	"github.com/uploadedfile/uploadedfile/internal/imagevariant"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/procstat"
 )
 
 // proc is a server process the driver started.
@@ -57,25 +58,10 @@ func (p *proc) stop() {
 // peakRSS is the process's resident-set high-water mark in bytes.
 func (p *proc) peakRSS() (int64, error) { return vmHWM(p.cmd.Process.Pid) }
 
-// vmHWM is the resident-set high-water mark of pid's own memory since its
-// exec (/proc/PID/status), never its parent's: getrusage's ru_maxrss of a
-// child Go started (clone with CLONE_VFORK, then exec) starts from the
-// parent's high-water mark, so a bench driver holding a gigabyte reported
-// a gigabyte for every child it ran.
-func vmHWM(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			var kb int64
-			_, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb)
-			return kb * 1024, err
-		}
-	}
-	return 0, errors.New("no VmHWM")
-}
+// vmHWM is pid's own peak resident memory (procstat.VmHWM): a bench driver
+// holding a gigabyte once reported a gigabyte for every child it ran, read
+// through ru_maxrss.
+func vmHWM(pid int) (int64, error) { return procstat.VmHWM(strconv.Itoa(pid)) }
 
 // watchHWM samples pid's VmHWM every 10 ms until the returned function is
 // called (after the process has exited: its /proc entry stops answering

@@ -30,6 +30,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/servecontent"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/clamdtest"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/procstat"
 )
 
 // The hostile suite's server: small limits, so that each attack reaches
@@ -230,16 +231,10 @@ type procStats struct {
 func (s *hostileServer) stats(t *testing.T) procStats {
 	t.Helper()
 	pid := strconv.Itoa(s.cmd.Process.Pid)
-	status, err := os.ReadFile("/proc/" + pid + "/status")
-	require.NoError(t, err)
 	var st procStats
-	for _, l := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			require.NoError(t, err)
-			st.hwm = kb << 10
-		}
-	}
+	hwm, err := procstat.VmHWM(pid)
+	require.NoError(t, err)
+	st.hwm = hwm
 	fds, err := os.ReadDir("/proc/" + pid + "/fd")
 	require.NoError(t, err)
 	st.fds = len(fds)

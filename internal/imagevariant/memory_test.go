@@ -24,6 +24,8 @@ import (
 
 	"github.com/HugoSmits86/nativewebp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/internal/testkit/procstat"
 )
 
 // memoryTestPixels is the pixel limit of the memory test: lower than the
@@ -189,17 +191,9 @@ func TestVariantMemoryChild(t *testing.T) {
 
 // vmHWM is this process's peak resident memory.
 func vmHWM(t *testing.T) int64 {
-	b, err := os.ReadFile("/proc/self/status")
+	n, err := procstat.VmHWM("self")
 	require.NoError(t, err)
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			require.NoError(t, err)
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmHWM in /proc/self/status")
-	return 0
+	return n
 }
 
 // interlacedPNG is a w x h 16-bit RGBA PNG, Adam7-interlaced (image/png

@@ -5,7 +5,7 @@
 // page on an origin the service does not allow) and tries to call the API
 // from it. Prints one JSON object: each file's outcome and whether the
 // cross-origin call was blocked.
-import { chromium } from "playwright-core";
+import { launch, loggedPage } from "./harness.mjs";
 
 const env = (name) => {
   const v = process.env[name];
@@ -16,15 +16,9 @@ const page_url = env("UF_PAGE"), api = env("UF_API"), token = env("UF_TOKEN"), s
 const files = JSON.parse(env("UF_FILES"));
 const label = process.env.UF_LABEL ?? "page";
 
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-gpu"],
-});
+const browser = await launch();
 try {
-  const page = await browser.newPage();
-  const logs = [];
-  page.on("console", (m) => logs.push(`${m.type()}: ${m.text()}`));
-  page.on("pageerror", (e) => logs.push(`pageerror: ${e.message}`));
+  const { page, logs } = await loggedPage(browser);
   await page.goto(page_url);
   await page.waitForSelector(".uppy-Dashboard-input", { state: "attached" });
   await page.evaluate(() => window.uploadedfile.loaded);

@@ -2,7 +2,7 @@
 // render the operations, screenshots it into UF_SHOTS, then calls
 // getFile for UF_FILE_ID with "Try it out" (signed in with the page's
 // token) and prints the operations rendered and the status of the call.
-import { chromium } from "playwright-core";
+import { launch } from "./harness.mjs";
 
 const env = (name) => {
   const v = process.env[name];
@@ -11,10 +11,7 @@ const env = (name) => {
 };
 const docs = env("UF_DOCS"), shots = env("UF_SHOTS"), id = env("UF_FILE_ID");
 
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-gpu"],
-});
+const browser = await launch();
 try {
   const page = await browser.newPage({ viewport: { width: 1280, height: 1600 } });
   await page.goto(docs);

@@ -12,7 +12,7 @@
 //   memory    one large file; the page's live JS heap and ArrayBuffer
 //             memory sampled through the upload (garbage collected, then
 //             Runtime.getHeapUsage)
-import { chromium } from "playwright-core";
+import { launch, loggedPage } from "./harness.mjs";
 
 const env = (name) => {
   const v = process.env[name];
@@ -23,15 +23,9 @@ const pageURL = env("UF_PAGE"), shots = env("UF_SHOTS"), scenario = env("UF_SCEN
 const files = JSON.parse(env("UF_FILES"));
 const target = /\/content\?expires=|\/_staging\//;
 
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-gpu"],
-});
+const browser = await launch();
 try {
-  const page = await browser.newPage();
-  const logs = [];
-  page.on("console", (m) => logs.push(`${m.type()}: ${m.text()}`));
-  page.on("pageerror", (e) => logs.push(`pageerror: ${e.message}`));
+  const { page, logs } = await loggedPage(browser);
   await page.goto(pageURL);
   await page.waitForSelector(".uppy-Dashboard-input", { state: "attached" });
   await page.evaluate(() => window.uploadedfile.loaded);

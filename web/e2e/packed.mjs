@@ -3,7 +3,7 @@
 // Chromium: adds two files to its Uppy, uploads them through the plugin,
 // and prints one JSON object -- each file's outcome and the Uppy version
 // the app runs.
-import { chromium } from "playwright-core";
+import { launch, loggedPage } from "./harness.mjs";
 
 const env = (name) => {
   const v = process.env[name];
@@ -12,15 +12,9 @@ const env = (name) => {
 };
 const page_url = `${env("UF_PAGE")}?api=${encodeURIComponent(env("UF_API"))}&token=${encodeURIComponent(env("UF_TOKEN"))}`;
 
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-gpu"],
-});
+const browser = await launch();
 try {
-  const page = await browser.newPage();
-  const logs = [];
-  page.on("console", (m) => logs.push(`${m.type()}: ${m.text()}`));
-  page.on("pageerror", (e) => logs.push(`pageerror: ${e.message}`));
+  const { page, logs } = await loggedPage(browser);
   await page.goto(page_url);
   await page.waitForFunction(() => window.appReady === true, null, { timeout: 30_000 });
   const out = await page.evaluate(async () => {

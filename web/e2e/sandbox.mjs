@@ -2,7 +2,7 @@
 // as a header of the navigation) and reports what the browser made of it:
 // the document's origin (an opaque "null" inside the sandbox), its title
 // and text, and whether a script of the file ran. Prints one JSON object.
-import { chromium } from "playwright-core";
+import { launch } from "./harness.mjs";
 
 const env = (name) => {
   const v = process.env[name];
@@ -11,10 +11,7 @@ const env = (name) => {
 };
 const url = env("UF_DOWNLOAD"), token = env("UF_TOKEN"), shots = env("UF_SHOTS");
 
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-gpu"],
-});
+const browser = await launch();
 try {
   const context = await browser.newContext({ extraHTTPHeaders: { Authorization: `Bearer ${token}` } });
   const page = await context.newPage();

@@ -275,18 +275,27 @@ func (w *worker) put(p pastUpload) {
 		w.putLocal(p)
 		return
 	}
-	req, err := http.NewRequest(p.target.Method, p.target.URL, bytes.NewReader(p.body))
+	_, _ = sendToTarget(w.http, p.target, p.body)
+}
+
+// sendToTarget PUTs body to a presigned target with plain net/http and
+// exactly its headers, as a browser would, and returns the status.
+func sendToTarget(c *http.Client, target service.UploadTarget, body []byte) (int, error) {
+	req, err := http.NewRequest(target.Method, target.URL, bytes.NewReader(body))
 	if err != nil {
-		return
+		return 0, err
 	}
-	for k, v := range p.target.Headers {
+	for k, v := range target.Headers {
 		if k != "Content-Length" {
 			req.Header.Set(k, v)
 		}
 	}
-	if resp, err := w.http.Do(req); err == nil {
-		resp.Body.Close()
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
 	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
 }
 
 // putLocal writes through the local target: its signed URL, exactly as a

@@ -520,17 +520,9 @@ func TestTemporaryTrackRemovesDueStaging(t *testing.T) {
 		init, err := svc.InitiateUpload(alice, service.InitiateInput{OriginalName: "d.pdf", ContentType: "application/pdf",
 			SizeBytes: int64(len(pdf)), Checksum: "sha256:" + base64.StdEncoding.EncodeToString(sum[:])}, nil)
 		require.NoError(t, err)
-		req, err := http.NewRequest(init.Upload.Method, init.Upload.URL, strings.NewReader(pdf))
+		status, err := sendToTarget(http.DefaultClient, init.Upload, []byte(pdf))
 		require.NoError(t, err)
-		for k, v := range init.Upload.Headers {
-			if k != "Content-Length" {
-				req.Header.Set(k, v)
-			}
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Equal(t, http.StatusOK, status)
 		_, err = svc.CompleteUpload(alice, init.ID.String())
 		require.NoError(t, err)
 	}

@@ -72,39 +72,14 @@ WITH candidate AS (
         AND uploaded_file.deletion_pending_at IS NOT DISTINCT FROM candidate.deletion_pending_at
         AND uploaded_file.deleted_at IS NOT DISTINCT FROM candidate.deleted_at
     RETURNING uploaded_file.*
-), freed AS (
-    -- The space the rows held, per owner and per tenant (''); taken off
-    -- the usage, never below zero (usage that rows changed by hand made
-    -- wrong never blocks a deletion; recount-usage repairs it).
-    SELECT holding.tenant_code, holding.user_id, sum(holding.size_bytes)::bigint AS bytes, count(*)::bigint AS files
-    FROM (
-        SELECT changed.tenant_code, changed.user_id, changed.size_bytes
-        FROM changed
-        JOIN candidate ON candidate.id = changed.id
-        WHERE candidate.deletion_pending_at IS NULL AND candidate.deleted_at IS NULL
-        UNION ALL
-        SELECT changed.tenant_code, '' AS user_id, changed.size_bytes
-        FROM changed
-        JOIN candidate ON candidate.id = changed.id
-        WHERE candidate.deletion_pending_at IS NULL AND candidate.deleted_at IS NULL
-    ) AS holding
-    GROUP BY holding.tenant_code, holding.user_id
-), usage_locked AS (
-    SELECT uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
-    FROM uploaded_file_usage
-    JOIN freed ON freed.tenant_code = uploaded_file_usage.tenant_code AND freed.user_id = uploaded_file_usage.user_id
-    ORDER BY uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
-    FOR UPDATE OF uploaded_file_usage
 ), released AS (
-    UPDATE uploaded_file_usage
-    SET
-        bytes = greatest(0, uploaded_file_usage.bytes - freed.bytes),
-        files = greatest(0, uploaded_file_usage.files - freed.files)
-    FROM freed, usage_locked
-    WHERE uploaded_file_usage.tenant_code = freed.tenant_code
-        AND uploaded_file_usage.user_id = freed.user_id
-        AND usage_locked.tenant_code = freed.tenant_code
-        AND usage_locked.user_id = freed.user_id
+    -- The space the rows held goes back to their owners and tenants
+    -- (uploaded_file_usage_release); the final SELECT reads this CTE,
+    -- so it runs.
+    SELECT uploaded_file_usage_release(array_agg(changed.tenant_code), array_agg(changed.user_id), array_agg(changed.size_bytes), 1) AS usage_rows
+    FROM changed
+    JOIN candidate ON candidate.id = changed.id
+    WHERE candidate.deletion_pending_at IS NULL AND candidate.deleted_at IS NULL
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'upload.abandoned', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
@@ -112,7 +87,7 @@ WITH candidate AS (
     JOIN candidate ON candidate.id = changed.id
     WHERE candidate.deletion_pending_at IS NULL AND candidate.deleted_at IS NULL
 )
-SELECT * FROM changed;
+SELECT changed.* FROM changed CROSS JOIN released;
 
 -- name: FileClaimExpiredDirectUploads :many
 -- Direct uploads still pending or completing whose in-flight cleanup lease
@@ -144,41 +119,18 @@ WITH candidate AS (
         AND uploaded_file.deletion_pending_at IS NULL
         AND uploaded_file.deleted_at IS NULL
     RETURNING uploaded_file.*
-), freed AS (
-    -- The space the rows held, per owner and per tenant (''); taken off
-    -- the usage, never below zero (usage that rows changed by hand made
-    -- wrong never blocks a deletion; recount-usage repairs it).
-    SELECT holding.tenant_code, holding.user_id, sum(holding.size_bytes)::bigint AS bytes, count(*)::bigint AS files
-    FROM (
-        SELECT changed.tenant_code, changed.user_id, changed.size_bytes
-        FROM changed
-        UNION ALL
-        SELECT changed.tenant_code, '' AS user_id, changed.size_bytes
-        FROM changed
-    ) AS holding
-    GROUP BY holding.tenant_code, holding.user_id
-), usage_locked AS (
-    SELECT uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
-    FROM uploaded_file_usage
-    JOIN freed ON freed.tenant_code = uploaded_file_usage.tenant_code AND freed.user_id = uploaded_file_usage.user_id
-    ORDER BY uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
-    FOR UPDATE OF uploaded_file_usage
 ), released AS (
-    UPDATE uploaded_file_usage
-    SET
-        bytes = greatest(0, uploaded_file_usage.bytes - freed.bytes),
-        files = greatest(0, uploaded_file_usage.files - freed.files)
-    FROM freed, usage_locked
-    WHERE uploaded_file_usage.tenant_code = freed.tenant_code
-        AND uploaded_file_usage.user_id = freed.user_id
-        AND usage_locked.tenant_code = freed.tenant_code
-        AND usage_locked.user_id = freed.user_id
+    -- The space the rows held goes back to their owners and tenants
+    -- (uploaded_file_usage_release); the final SELECT reads this CTE,
+    -- so it runs.
+    SELECT uploaded_file_usage_release(array_agg(changed.tenant_code), array_agg(changed.user_id), array_agg(changed.size_bytes), 1) AS usage_rows
+    FROM changed
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'upload.abandoned', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT * FROM changed;
+SELECT changed.* FROM changed CROSS JOIN released;
 
 -- name: FileClaimExpiredTemporary :many
 -- Ready temporary files expired exactly by their expired_at (expired_at <=
@@ -209,41 +161,18 @@ WITH candidate AS (
         AND uploaded_file.deletion_pending_at IS NULL
         AND uploaded_file.deleted_at IS NULL
     RETURNING uploaded_file.*
-), freed AS (
-    -- The space the rows held, per owner and per tenant (''); taken off
-    -- the usage, never below zero (usage that rows changed by hand made
-    -- wrong never blocks a deletion; recount-usage repairs it).
-    SELECT holding.tenant_code, holding.user_id, sum(holding.size_bytes)::bigint AS bytes, count(*)::bigint AS files
-    FROM (
-        SELECT changed.tenant_code, changed.user_id, changed.size_bytes
-        FROM changed
-        UNION ALL
-        SELECT changed.tenant_code, '' AS user_id, changed.size_bytes
-        FROM changed
-    ) AS holding
-    GROUP BY holding.tenant_code, holding.user_id
-), usage_locked AS (
-    SELECT uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
-    FROM uploaded_file_usage
-    JOIN freed ON freed.tenant_code = uploaded_file_usage.tenant_code AND freed.user_id = uploaded_file_usage.user_id
-    ORDER BY uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
-    FOR UPDATE OF uploaded_file_usage
 ), released AS (
-    UPDATE uploaded_file_usage
-    SET
-        bytes = greatest(0, uploaded_file_usage.bytes - freed.bytes),
-        files = greatest(0, uploaded_file_usage.files - freed.files)
-    FROM freed, usage_locked
-    WHERE uploaded_file_usage.tenant_code = freed.tenant_code
-        AND uploaded_file_usage.user_id = freed.user_id
-        AND usage_locked.tenant_code = freed.tenant_code
-        AND usage_locked.user_id = freed.user_id
+    -- The space the rows held goes back to their owners and tenants
+    -- (uploaded_file_usage_release); the final SELECT reads this CTE,
+    -- so it runs.
+    SELECT uploaded_file_usage_release(array_agg(changed.tenant_code), array_agg(changed.user_id), array_agg(changed.size_bytes), 1) AS usage_rows
+    FROM changed
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.expired', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT * FROM changed;
+SELECT changed.* FROM changed CROSS JOIN released;
 
 -- name: FileClaimUnusedBefore :many
 -- Active permanent files never marked used and created before @cutoff -> 
@@ -278,41 +207,18 @@ WITH candidate AS (
         AND uploaded_file.deletion_pending_at IS NULL
         AND uploaded_file.deleted_at IS NULL
     RETURNING uploaded_file.*
-), freed AS (
-    -- The space the rows held, per owner and per tenant (''); taken off
-    -- the usage, never below zero (usage that rows changed by hand made
-    -- wrong never blocks a deletion; recount-usage repairs it).
-    SELECT holding.tenant_code, holding.user_id, sum(holding.size_bytes)::bigint AS bytes, count(*)::bigint AS files
-    FROM (
-        SELECT changed.tenant_code, changed.user_id, changed.size_bytes
-        FROM changed
-        UNION ALL
-        SELECT changed.tenant_code, '' AS user_id, changed.size_bytes
-        FROM changed
-    ) AS holding
-    GROUP BY holding.tenant_code, holding.user_id
-), usage_locked AS (
-    SELECT uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
-    FROM uploaded_file_usage
-    JOIN freed ON freed.tenant_code = uploaded_file_usage.tenant_code AND freed.user_id = uploaded_file_usage.user_id
-    ORDER BY uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
-    FOR UPDATE OF uploaded_file_usage
 ), released AS (
-    UPDATE uploaded_file_usage
-    SET
-        bytes = greatest(0, uploaded_file_usage.bytes - freed.bytes),
-        files = greatest(0, uploaded_file_usage.files - freed.files)
-    FROM freed, usage_locked
-    WHERE uploaded_file_usage.tenant_code = freed.tenant_code
-        AND uploaded_file_usage.user_id = freed.user_id
-        AND usage_locked.tenant_code = freed.tenant_code
-        AND usage_locked.user_id = freed.user_id
+    -- The space the rows held goes back to their owners and tenants
+    -- (uploaded_file_usage_release); the final SELECT reads this CTE,
+    -- so it runs.
+    SELECT uploaded_file_usage_release(array_agg(changed.tenant_code), array_agg(changed.user_id), array_agg(changed.size_bytes), 1) AS usage_rows
+    FROM changed
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.expired', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT * FROM changed;
+SELECT changed.* FROM changed CROSS JOIN released;
 
 -- name: StagingClaimCompleted :many
 -- S3 direct uploads, ready or since deleted, whose retained staging object
@@ -389,41 +295,16 @@ WITH prior AS (
         AND (uploaded_file.deletion_pending_at IS NULL OR deletion_pending_at <= coalesce(sqlc.narg('now')::timestamptz, now()))
         AND (uploaded_file.completion_lease_until IS NULL OR completion_lease_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
     RETURNING *
-), freed AS (
-    -- The space the rows held, per owner and per tenant (''); taken off
-    -- the usage, never below zero (usage that rows changed by hand made
-    -- wrong never blocks a deletion; recount-usage repairs it).
-    SELECT holding.tenant_code, holding.user_id, sum(holding.size_bytes)::bigint AS bytes, count(*)::bigint AS files
-    FROM (
-        SELECT changed.tenant_code, changed.user_id, changed.size_bytes
-        FROM changed
-        JOIN prior ON prior.id = changed.id
-        WHERE prior.deletion_pending_at IS NULL AND prior.deleted_at IS NULL
-        UNION ALL
-        SELECT changed.tenant_code, '' AS user_id, changed.size_bytes
-        FROM changed
-        JOIN prior ON prior.id = changed.id
-        WHERE prior.deletion_pending_at IS NULL AND prior.deleted_at IS NULL
-    ) AS holding
-    GROUP BY holding.tenant_code, holding.user_id
-), usage_locked AS (
-    SELECT uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
-    FROM uploaded_file_usage
-    JOIN freed ON freed.tenant_code = uploaded_file_usage.tenant_code AND freed.user_id = uploaded_file_usage.user_id
-    ORDER BY uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
-    FOR UPDATE OF uploaded_file_usage
 ), released AS (
-    UPDATE uploaded_file_usage
-    SET
-        bytes = greatest(0, uploaded_file_usage.bytes - freed.bytes),
-        files = greatest(0, uploaded_file_usage.files - freed.files)
-    FROM freed, usage_locked
-    WHERE uploaded_file_usage.tenant_code = freed.tenant_code
-        AND uploaded_file_usage.user_id = freed.user_id
-        AND usage_locked.tenant_code = freed.tenant_code
-        AND usage_locked.user_id = freed.user_id
+    -- The space the rows held goes back to their owners and tenants
+    -- (uploaded_file_usage_release); the final SELECT reads this CTE,
+    -- so it runs.
+    SELECT uploaded_file_usage_release(array_agg(changed.tenant_code), array_agg(changed.user_id), array_agg(changed.size_bytes), 1) AS usage_rows
+    FROM changed
+    JOIN prior ON prior.id = changed.id
+    WHERE prior.deletion_pending_at IS NULL AND prior.deleted_at IS NULL
 )
-SELECT * FROM changed;
+SELECT changed.* FROM changed CROSS JOIN released;
 
 -- name: SweepBacklog :one
 -- What each sweep would take if it ran now, counted up to @cap rows a kind

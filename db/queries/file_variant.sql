@@ -263,32 +263,13 @@ WITH gone AS (
         AND uploaded_file_variant.status = 'deleting'
         AND uploaded_file_variant.lease_until = @claim::timestamptz
     RETURNING *
-), freed AS (
-    SELECT holding.tenant_code, holding.user_id, holding.bytes
-    FROM (
-        SELECT uploaded_file.tenant_code, uploaded_file.user_id, gone.size_bytes AS bytes
-        FROM gone
-        JOIN uploaded_file ON uploaded_file.id = gone.file_id
-        WHERE gone.size_bytes IS NOT NULL
-        UNION ALL
-        SELECT uploaded_file.tenant_code, '' AS user_id, gone.size_bytes AS bytes
-        FROM gone
-        JOIN uploaded_file ON uploaded_file.id = gone.file_id
-        WHERE gone.size_bytes IS NOT NULL
-    ) AS holding
-), usage_locked AS (
-    SELECT uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
-    FROM uploaded_file_usage
-    JOIN freed ON freed.tenant_code = uploaded_file_usage.tenant_code AND freed.user_id = uploaded_file_usage.user_id
-    ORDER BY uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
-    FOR UPDATE OF uploaded_file_usage
 ), released AS (
-    UPDATE uploaded_file_usage
-    SET bytes = greatest(0, uploaded_file_usage.bytes - freed.bytes)
-    FROM freed, usage_locked
-    WHERE uploaded_file_usage.tenant_code = freed.tenant_code
-        AND uploaded_file_usage.user_id = freed.user_id
-        AND usage_locked.tenant_code = freed.tenant_code
-        AND usage_locked.user_id = freed.user_id
+    -- The space the rows held goes back to their owners and tenants
+    -- (uploaded_file_usage_release); the final SELECT reads this CTE,
+    -- so it runs.
+    SELECT uploaded_file_usage_release(array_agg(uploaded_file.tenant_code), array_agg(uploaded_file.user_id), array_agg(gone.size_bytes), 0) AS usage_rows
+    FROM gone
+    JOIN uploaded_file ON uploaded_file.id = gone.file_id
+    WHERE gone.size_bytes IS NOT NULL
 )
-SELECT * FROM gone;
+SELECT gone.* FROM gone CROSS JOIN released;

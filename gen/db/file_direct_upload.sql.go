@@ -142,41 +142,18 @@ WITH changed AS (
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
     RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
-), freed AS (
-    -- The space the rows held, per owner and per tenant (''); taken off
-    -- the usage, never below zero (usage that rows changed by hand made
-    -- wrong never blocks a deletion; recount-usage repairs it).
-    SELECT holding.tenant_code, holding.user_id, sum(holding.size_bytes)::bigint AS bytes, count(*)::bigint AS files
-    FROM (
-        SELECT changed.tenant_code, changed.user_id, changed.size_bytes
-        FROM changed
-        UNION ALL
-        SELECT changed.tenant_code, '' AS user_id, changed.size_bytes
-        FROM changed
-    ) AS holding
-    GROUP BY holding.tenant_code, holding.user_id
-), usage_locked AS (
-    SELECT uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
-    FROM uploaded_file_usage
-    JOIN freed ON freed.tenant_code = uploaded_file_usage.tenant_code AND freed.user_id = uploaded_file_usage.user_id
-    ORDER BY uploaded_file_usage.tenant_code, uploaded_file_usage.user_id
-    FOR UPDATE OF uploaded_file_usage
 ), released AS (
-    UPDATE uploaded_file_usage
-    SET
-        bytes = greatest(0, uploaded_file_usage.bytes - freed.bytes),
-        files = greatest(0, uploaded_file_usage.files - freed.files)
-    FROM freed, usage_locked
-    WHERE uploaded_file_usage.tenant_code = freed.tenant_code
-        AND uploaded_file_usage.user_id = freed.user_id
-        AND usage_locked.tenant_code = freed.tenant_code
-        AND usage_locked.user_id = freed.user_id
+    -- The space the rows held goes back to their owners and tenants
+    -- (uploaded_file_usage_release); the final SELECT reads this CTE,
+    -- so it runs.
+    SELECT uploaded_file_usage_release(array_agg(changed.tenant_code), array_agg(changed.user_id), array_agg(changed.size_bytes), 1) AS usage_rows
+    FROM changed
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'upload.failed', changed.tenant_code, changed.id, changed.updated_at, nullif($5::text, ''), uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height FROM changed
+SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height FROM changed CROSS JOIN released
 `
 
 type FileFailCompletionParams struct {

@@ -1,0 +1,1 @@
+DROP FUNCTION IF EXISTS uploaded_file_usage_release(text[], text[], bigint[], integer);

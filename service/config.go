@@ -69,24 +69,27 @@ const (
 
 // RemoteCloneConfig controls cloneFromUrl (UploadedFileRemoteCloneConfig).
 type RemoteCloneConfig struct {
-	Enabled bool
+	Enabled bool `koanf:"enabled"`
 	// Timeout of the whole exchange; default 5 s.
-	Timeout time.Duration
+	Timeout time.Duration `koanf:"timeout"`
 	// MaxBytes; default and ceiling: the service's file size limit.
-	MaxBytes int64
+	MaxBytes int64 `koanf:"maxBytes"`
 	// MaxRedirects; default 3, at most 5.
-	MaxRedirects *int
+	MaxRedirects *int `koanf:"maxRedirects"`
 	// AllowedHosts is an optional exact host name allowlist.
-	AllowedHosts []string
+	AllowedHosts []string `koanf:"allowedHosts"`
 	// AllowedPorts adds ports to 80 and 443.
-	AllowedPorts []int
+	AllowedPorts []int `koanf:"allowedPorts"`
 }
 
 // QuotaConfig is the default storage quota (quota.*): bytes and files per
 // tenant and per owner within a tenant; 0 is unlimited, a negative value is
 // refused.
 type QuotaConfig struct {
-	TenantBytes, TenantFiles, OwnerBytes, OwnerFiles int64
+	TenantBytes int64 `koanf:"tenantBytes"`
+	TenantFiles int64 `koanf:"tenantFiles"`
+	OwnerBytes  int64 `koanf:"ownerBytes"`
+	OwnerFiles  int64 `koanf:"ownerFiles"`
 }
 
 // Config is UploadedFileConfig: every option of the spec's Limits table.
@@ -94,90 +97,90 @@ type QuotaConfig struct {
 type Config struct {
 	// Driver is "local" or "s3"; empty: s3 when a complete AccessID +
 	// AccessKey pair is given, local otherwise.
-	Driver string
+	Driver string `koanf:"driver"`
 	// AccessID and AccessKey: optional, only together, nonblank.
-	AccessID  string
-	AccessKey string
+	AccessID  string `koanf:"accessId"`
+	AccessKey string `koanf:"accessKey"`
 	// Region: empty uses the SDK's provider chain.
-	Region string
+	Region string `koanf:"region"`
 	// Endpoint: optional S3-compatible origin.
-	Endpoint string
+	Endpoint string `koanf:"endpoint"`
 	// ForcePathStyle: path-style bucket addressing.
-	ForcePathStyle bool
+	ForcePathStyle bool `koanf:"forcePathStyle"`
 	// Bucket: required for s3.
-	Bucket string
+	Bucket string `koanf:"bucket"`
 	// Folder: key prefix, default "core"; normalized, traversal refused.
-	Folder string
+	Folder string `koanf:"folder"`
 	// LocalRoot: default <cwd>/upload; made canonical and absolute.
-	LocalRoot string
+	LocalRoot string `koanf:"localRoot"`
 	// Host: base URL for authenticated private URLs (e.g. https://files.example.com).
-	Host string
+	Host string `koanf:"host"`
 	// CDNBaseURL: stable public read base; never the presigned PUT origin.
-	CDNBaseURL string
+	CDNBaseURL string `koanf:"cdnBaseUrl"`
 	// DefaultVisibility of managed uploads; default private.
-	DefaultVisibility Visibility
+	DefaultVisibility Visibility `koanf:"defaultVisibility"`
 	// AllowPublicUploads must be true before callers may ask for public.
-	AllowPublicUploads bool
+	AllowPublicUploads bool `koanf:"allowPublicUploads"`
 	// PublicAccessMode: "external" (default) or "object-acl".
-	PublicAccessMode string
+	PublicAccessMode string `koanf:"publicAccessMode"`
 	// PublicFiles is the deprecated compatibility switch: true makes
 	// permanent uploads public by default and allows public uploads; it
 	// never makes a temporary file public.
-	PublicFiles *bool
+	PublicFiles *bool `koanf:"publicFiles"`
 	// UploadURLTTLSeconds: default 600, at most 3600.
-	UploadURLTTLSeconds int
+	UploadURLTTLSeconds int `koanf:"uploadUrlTtlSeconds"`
 	// PrivateDownloadURLTTLSeconds: default 900, at most the maximum below.
-	PrivateDownloadURLTTLSeconds int
+	PrivateDownloadURLTTLSeconds int `koanf:"privateDownloadUrlTtlSeconds"`
 	// MaxPrivateDownloadURLTTLSeconds: default 3600, at most 3600.
-	MaxPrivateDownloadURLTTLSeconds int
+	MaxPrivateDownloadURLTTLSeconds int `koanf:"maxPrivateDownloadUrlTtlSeconds"`
 	// PendingCleanupInterval: cron, default "0 3 * * *".
-	PendingCleanupInterval string
+	PendingCleanupInterval string `koanf:"pendingCleanupInterval"`
 	// TemporaryCleanupInterval: cron, default "*/15 * * * *".
-	TemporaryCleanupInterval string
+	TemporaryCleanupInterval string `koanf:"temporaryCleanupInterval"`
 	// ReconcileInterval: cron of the reconcile track; empty (the default)
 	// leaves it off.
-	ReconcileInterval string
+	ReconcileInterval string `koanf:"reconcileInterval"`
 	// ReconcileGrace: objects younger than this are never reported or
 	// repaired by the reconcile track; default 24 hours.
-	ReconcileGrace time.Duration
+	ReconcileGrace time.Duration `koanf:"reconcileGrace"`
 	// ReconcileRepair: the reconcile track deletes orphans and staging
 	// leftovers (through durable claims) instead of only reporting them.
-	ReconcileRepair bool
+	ReconcileRepair bool `koanf:"reconcileRepair"`
 	// CleanupBatchSize: default 100, capped at 100.
-	CleanupBatchSize int
+	CleanupBatchSize int `koanf:"cleanupBatchSize"`
 	// DownloadPath: default "uploaded-file".
-	DownloadPath string
+	DownloadPath string `koanf:"downloadPath"`
 	// MaxFileSizeBytes: default 10 MiB, clamped to 25 MiB.
-	MaxFileSizeBytes int64
+	MaxFileSizeBytes int64 `koanf:"maxFileSizeBytes"`
 	// AllowedMIMETypes: default the spec's twelve types.
-	AllowedMIMETypes []string
+	AllowedMIMETypes []string `koanf:"allowedMimeTypes"`
 	// ValidateMagicBytes: default true.
-	ValidateMagicBytes *bool
+	ValidateMagicBytes *bool `koanf:"validateMagicBytes"`
 	// RemoteClone: disabled by default.
-	RemoteClone RemoteCloneConfig
+	RemoteClone RemoteCloneConfig `koanf:"remoteClone"`
 	// CleanupAfterDays: legacy unused-row age purge; 0 disables it.
-	CleanupAfterDays int
+	CleanupAfterDays int `koanf:"cleanupAfterDays"`
 	// ScanMode is ScanOff (the default) or ScanGate: no file becomes
 	// visible before a clean scan by the scanner WithScanner installs.
-	ScanMode string
+	ScanMode string `koanf:"-"`
 	// Quota: the default limits on what a tenant and each of its owners
 	// may hold (per-tenant overrides live in the database); 0, the
 	// default, is unlimited.
-	Quota QuotaConfig
+	Quota QuotaConfig `koanf:"quota"`
 	// Variants: image variant presets (none by default).
-	Variants VariantsConfig
+	Variants VariantsConfig `koanf:"variants"`
 
 	// ResolveScope: default DefaultResolveScope.
-	ResolveScope func(RequestContext) (Scope, error)
+	ResolveScope func(RequestContext) (Scope, error) `koanf:"-"`
 	// AuthorizationPolicy: nil is owner-only.
-	AuthorizationPolicy AuthorizationPolicy
+	AuthorizationPolicy AuthorizationPolicy `koanf:"-"`
 	// AttachedReadPolicy: nil denies every attached read.
-	AttachedReadPolicy AttachedReadPolicy
+	AttachedReadPolicy AttachedReadPolicy `koanf:"-"`
 
 	// SpoolDir holds buffer uploads while they are checked when the store
 	// cannot spool them itself (S3); default os.TempDir(). The local driver
 	// spools into unnamed files in LocalRoot and links them into place.
-	SpoolDir string
+	SpoolDir string `koanf:"spoolDir"`
 }
 
 // resolved is a validated Config with its derived values.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -135,4 +136,36 @@ func TestClampedOptionsAreReported(t *testing.T) {
 		{Option: "maxFileSizeBytes", Given: 100 << 20, Used: 25 << 20},
 		{Option: "uploadUrlTtlSeconds", Given: 7200, Used: 3600},
 	}, b.svc.Clamped(), "cleanupBatchSize 50 is within its bound")
+}
+
+// Config is the one configuration model: the CLI parses its file and
+// environment keys straight into it by these tags (and docs/configuration.md
+// is checked against them), so every field names its key -- or "-" for a
+// field only Go code sets -- and a new field cannot be left out of the
+// file by accident.
+func TestConfigFieldsNameTheirKeys(t *testing.T) {
+	t.Parallel()
+	var untagged []string
+	var walk func(t reflect.Type, path string)
+	walk = func(t reflect.Type, path string) {
+		for f := range t.Fields() {
+			if !f.IsExported() {
+				continue
+			}
+			tag, ok := f.Tag.Lookup("koanf")
+			if !ok || tag == "" {
+				untagged = append(untagged, path+f.Name)
+				continue
+			}
+			ft := f.Type
+			if ft.Kind() == reflect.Map {
+				ft = ft.Elem()
+			}
+			if tag != "-" && ft.Kind() == reflect.Struct && ft.PkgPath() == t.PkgPath() {
+				walk(ft, path+f.Name+".")
+			}
+		}
+	}
+	walk(reflect.TypeFor[service.Config](), "")
+	require.Empty(t, untagged, "fields of service.Config without a koanf key")
 }

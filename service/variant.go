@@ -27,34 +27,35 @@ import (
 // original. Only configured presets exist; clients cannot ask for sizes.
 type VariantsConfig struct {
 	// Presets by name (lowercase letters, digits, '-', '_'; at most 64).
-	Presets map[string]VariantPreset
+	Presets map[string]VariantPreset `koanf:"presets"`
 	// MaxPixels: images declaring more are refused before decoding
 	// (default 40 MP).
-	MaxPixels int64
+	MaxPixels int64 `koanf:"maxPixels"`
 	// Concurrency: generations decoding at once in this process (default
 	// 2); with MaxPixels it bounds the memory decoding takes.
-	Concurrency int
+	Concurrency int `koanf:"concurrency"`
 	// Timeout bounds one generation (default 30 s, at most 2 minutes).
-	Timeout time.Duration
+	Timeout time.Duration `koanf:"timeout"`
 	// Engine names the image engine: "go" (every build) or "vips" (a
 	// binary built with -tags vips and libvips). Empty: the first of
 	// imagevariant.Engines(), vips when it is built in.
-	Engine string
+	Engine string `koanf:"engine"`
 }
 
 // VariantPreset is one named preset.
 type VariantPreset struct {
-	Width, Height int
+	Width  int `koanf:"width"`
+	Height int `koanf:"height"`
 	// Fit: cover, contain or inside.
-	Fit string
+	Fit string `koanf:"fit"`
 	// Format: jpeg, png, webp (lossless on the go engine, lossy at
 	// Quality on vips) or avif (vips only).
-	Format string
+	Format string `koanf:"format"`
 	// Quality: 1..100 (0: 82), of JPEG, and of WebP and AVIF on vips.
-	Quality int
+	Quality int `koanf:"quality"`
 	// Eager: generated after file.ready by the events relay, not on the
 	// first request.
-	Eager bool
+	Eager bool `koanf:"eager"`
 }
 
 // spec is the generator's form of p.

@@ -51,49 +51,16 @@ type fileConfig struct {
 	// holds open at once (0: the default, negative: no limit).
 	MaxConnectionsPerClient int `koanf:"maxConnectionsPerClient"`
 
-	Driver                          string        `koanf:"driver"`
-	AccessID                        string        `koanf:"accessId"`
-	AccessKey                       string        `koanf:"accessKey"`
-	Region                          string        `koanf:"region"`
-	Endpoint                        string        `koanf:"endpoint"`
-	ForcePathStyle                  bool          `koanf:"forcePathStyle"`
-	Bucket                          string        `koanf:"bucket"`
-	Folder                          string        `koanf:"folder"`
-	LocalRoot                       string        `koanf:"localRoot"`
-	Host                            string        `koanf:"host"`
-	CDNBaseURL                      string        `koanf:"cdnBaseUrl"`
-	DefaultVisibility               string        `koanf:"defaultVisibility"`
-	AllowPublicUploads              bool          `koanf:"allowPublicUploads"`
-	PublicAccessMode                string        `koanf:"publicAccessMode"`
-	PublicFiles                     *bool         `koanf:"publicFiles"`
-	UploadURLTTLSeconds             int           `koanf:"uploadUrlTtlSeconds"`
-	PrivateDownloadURLTTLSeconds    int           `koanf:"privateDownloadUrlTtlSeconds"`
-	MaxPrivateDownloadURLTTLSeconds int           `koanf:"maxPrivateDownloadUrlTtlSeconds"`
-	PendingCleanupInterval          string        `koanf:"pendingCleanupInterval"`
-	TemporaryCleanupInterval        string        `koanf:"temporaryCleanupInterval"`
-	ReconcileInterval               string        `koanf:"reconcileInterval"`
-	ReconcileGrace                  time.Duration `koanf:"reconcileGrace"`
-	ReconcileRepair                 bool          `koanf:"reconcileRepair"`
-	CleanupBatchSize                int           `koanf:"cleanupBatchSize"`
-	DownloadPath                    string        `koanf:"downloadPath"`
-	MaxFileSizeBytes                int64         `koanf:"maxFileSizeBytes"`
-	AllowedMIMETypes                []string      `koanf:"allowedMimeTypes"`
-	ValidateMagicBytes              *bool         `koanf:"validateMagicBytes"`
-	CleanupAfterDays                int           `koanf:"cleanupAfterDays"`
-	SpoolDir                        string        `koanf:"spoolDir"`
-	// AuthorizationPolicy and AttachedReadPolicy are CEL expressions
-	// (internal/adapter/policy): the first evaluates to "owner", "tenant" or "deny",
-	// the second to a bool.
-	AuthorizationPolicy string `koanf:"authorizationPolicy"`
-	AttachedReadPolicy  string `koanf:"attachedReadPolicy"`
-	RemoteClone         struct {
-		Enabled      bool          `koanf:"enabled"`
-		Timeout      time.Duration `koanf:"timeout"`
-		MaxBytes     int64         `koanf:"maxBytes"`
-		MaxRedirects *int          `koanf:"maxRedirects"`
-		AllowedHosts []string      `koanf:"allowedHosts"`
-		AllowedPorts []int         `koanf:"allowedPorts"`
-	} `koanf:"remoteClone"`
+	// Config holds the service's keys: service.Config's koanf tags name
+	// them, so they are parsed into it directly (one model, documented
+	// beside its fields). The policies are CEL text here, compiled into
+	// the service's at start (authorizationPolicy, attachedReadPolicy).
+	service.Config `koanf:",squash"`
+	// AuthorizationPolicyCEL and AttachedReadPolicyCEL are CEL
+	// expressions (internal/adapter/policy): the first evaluates to
+	// "owner", "tenant" or "deny", the second to a bool.
+	AuthorizationPolicyCEL string `koanf:"authorizationPolicy"`
+	AttachedReadPolicyCEL  string `koanf:"attachedReadPolicy"`
 
 	Docs struct {
 		// Enabled serves the API reference at /docs/ (default: only with
@@ -138,35 +105,8 @@ type fileConfig struct {
 		Timeout time.Duration `koanf:"timeout"`
 	} `koanf:"scan"`
 
-	// Quota: the default storage limits (0: unlimited).
-	Quota struct {
-		TenantBytes int64 `koanf:"tenantBytes"`
-		TenantFiles int64 `koanf:"tenantFiles"`
-		OwnerBytes  int64 `koanf:"ownerBytes"`
-		OwnerFiles  int64 `koanf:"ownerFiles"`
-	} `koanf:"quota"`
-
 	// Events: the lifecycle event relay and its sinks (docs/events.md).
 	Events eventsConfig `koanf:"events"`
-
-	// Variants: image variant presets (docs/configuration.md).
-	Variants struct {
-		Presets     map[string]presetConfig `koanf:"presets"`
-		MaxPixels   int64                   `koanf:"maxPixels"`
-		Concurrency int                     `koanf:"concurrency"`
-		Timeout     time.Duration           `koanf:"timeout"`
-		Engine      string                  `koanf:"engine"`
-	} `koanf:"variants"`
-}
-
-// presetConfig is one image variant preset.
-type presetConfig struct {
-	Width   int    `koanf:"width"`
-	Height  int    `koanf:"height"`
-	Fit     string `koanf:"fit"`
-	Format  string `koanf:"format"`
-	Quality int    `koanf:"quality"`
-	Eager   bool   `koanf:"eager"`
 }
 
 // eventsConfig is the events section.
@@ -298,7 +238,9 @@ func durationKeys(t reflect.Type, prefix string) []string {
 	for f := range t.Fields() {
 		tag := f.Tag.Get("koanf")
 		switch {
-		case tag == "":
+		case tag == "" || tag == "-":
+		case tag == ",squash":
+			keys = append(keys, durationKeys(f.Type, prefix)...)
 		case f.Type == reflect.TypeFor[time.Duration]():
 			keys = append(keys, prefix+tag)
 		case f.Type.Kind() == reflect.Struct:
@@ -347,7 +289,11 @@ func knownKeys(t reflect.Type, prefix string) []string {
 	var keys []string
 	for f := range t.Fields() {
 		tag := f.Tag.Get("koanf")
-		if tag == "" {
+		if tag == "" || tag == "-" {
+			continue
+		}
+		if tag == ",squash" { // an embedded section whose keys are this level's
+			keys = append(keys, knownKeys(f.Type, prefix)...)
 			continue
 		}
 		if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeFor[time.Duration]() {
@@ -480,38 +426,16 @@ func lookup(environ func() []string, name string) string {
 // serviceConfig maps the file's options onto service.Config, compiling the
 // policy expressions (a bad one is an error naming its option).
 func (c fileConfig) serviceConfig() (service.Config, error) {
-	sc := service.Config{
-		Driver: c.Driver, AccessID: c.AccessID, AccessKey: c.AccessKey, Region: c.Region, Endpoint: c.Endpoint,
-		ForcePathStyle: c.ForcePathStyle, Bucket: c.Bucket, Folder: c.Folder, LocalRoot: c.LocalRoot, Host: c.Host,
-		CDNBaseURL: c.CDNBaseURL, DefaultVisibility: service.Visibility(c.DefaultVisibility), AllowPublicUploads: c.AllowPublicUploads,
-		PublicAccessMode: c.PublicAccessMode, PublicFiles: c.PublicFiles, UploadURLTTLSeconds: c.UploadURLTTLSeconds,
-		PrivateDownloadURLTTLSeconds: c.PrivateDownloadURLTTLSeconds, MaxPrivateDownloadURLTTLSeconds: c.MaxPrivateDownloadURLTTLSeconds,
-		PendingCleanupInterval: c.PendingCleanupInterval, TemporaryCleanupInterval: c.TemporaryCleanupInterval,
-		ReconcileInterval: c.ReconcileInterval, ReconcileGrace: c.ReconcileGrace, ReconcileRepair: c.ReconcileRepair,
-		CleanupBatchSize: c.CleanupBatchSize, DownloadPath: c.DownloadPath, MaxFileSizeBytes: c.MaxFileSizeBytes,
-		AllowedMIMETypes: c.AllowedMIMETypes, ValidateMagicBytes: c.ValidateMagicBytes, CleanupAfterDays: c.CleanupAfterDays,
-		SpoolDir: c.SpoolDir, ScanMode: c.Scan.Mode,
-		Quota:    service.QuotaConfig{TenantBytes: c.Quota.TenantBytes, TenantFiles: c.Quota.TenantFiles, OwnerBytes: c.Quota.OwnerBytes, OwnerFiles: c.Quota.OwnerFiles},
-		Variants: service.VariantsConfig{MaxPixels: c.Variants.MaxPixels, Concurrency: c.Variants.Concurrency, Timeout: c.Variants.Timeout, Engine: c.Variants.Engine},
-		RemoteClone: service.RemoteCloneConfig{
-			Enabled: c.RemoteClone.Enabled, Timeout: c.RemoteClone.Timeout, MaxBytes: c.RemoteClone.MaxBytes,
-			MaxRedirects: c.RemoteClone.MaxRedirects, AllowedHosts: c.RemoteClone.AllowedHosts, AllowedPorts: c.RemoteClone.AllowedPorts,
-		},
-	}
-	if len(c.Variants.Presets) > 0 {
-		sc.Variants.Presets = make(map[string]service.VariantPreset, len(c.Variants.Presets))
-		for name, p := range c.Variants.Presets {
-			sc.Variants.Presets[name] = service.VariantPreset{Width: p.Width, Height: p.Height, Fit: p.Fit, Format: p.Format, Quality: p.Quality, Eager: p.Eager}
-		}
-	}
+	sc := c.Config
+	sc.ScanMode = c.Scan.Mode
 	var err error
-	if c.AuthorizationPolicy != "" {
-		if sc.AuthorizationPolicy, err = policy.Authorization(c.AuthorizationPolicy); err != nil {
+	if c.AuthorizationPolicyCEL != "" {
+		if sc.AuthorizationPolicy, err = policy.Authorization(c.AuthorizationPolicyCEL); err != nil {
 			return service.Config{}, err
 		}
 	}
-	if c.AttachedReadPolicy != "" {
-		if sc.AttachedReadPolicy, err = policy.AttachedRead(c.AttachedReadPolicy); err != nil {
+	if c.AttachedReadPolicyCEL != "" {
+		if sc.AttachedReadPolicy, err = policy.AttachedRead(c.AttachedReadPolicyCEL); err != nil {
 			return service.Config{}, err
 		}
 	}

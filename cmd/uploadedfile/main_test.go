@@ -62,15 +62,15 @@ func TestMigrateCommand(t *testing.T) {
 
 	out, err = run(t, ctx, url, "migrate", "down", "--steps", "1")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261126200001\n", out)
+	require.Equal(t, "version: 20261126200002\n", out)
 
 	_, err = run(t, ctx, url, "migrate", "force", "123")
 	require.ErrorContains(t, err, `"123" is not one of this binary's versions`)
 	// Forced to the version it is at (what an operator does after
 	// repairing a dirty migration by hand): down --all then starts there.
-	out, err = run(t, ctx, url, "migrate", "force", "20261126200001")
+	out, err = run(t, ctx, url, "migrate", "force", "20261126200002")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261126200001\n", out)
+	require.Equal(t, "version: 20261126200002\n", out)
 
 	out, err = run(t, ctx, url, "migrate", "down", "--all")
 	require.NoError(t, err)
@@ -472,14 +472,14 @@ func TestEagerPresetsAddTheBuiltinSink(t *testing.T) {
 	t.Parallel()
 	g := &globals{logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	pool := pgtest.New(t)
-	cfg := fileConfig{LocalRoot: t.TempDir()}
-	cfg.Variants.Presets = map[string]presetConfig{"thumb": {Width: 8, Height: 8, Fit: "cover", Format: "png"}}
+	cfg := fileConfig{Config: service.Config{LocalRoot: t.TempDir()}}
+	cfg.Variants.Presets = map[string]service.VariantPreset{"thumb": {Width: 8, Height: 8, Fit: "cover", Format: "png"}}
 	sinks, closeSinks, err := cfg.builtinSinks(context.Background(), g, pool)
 	require.NoError(t, err)
 	closeSinks()
 	require.Empty(t, sinks)
 
-	cfg.Variants.Presets["thumb"] = presetConfig{Width: 8, Height: 8, Fit: "cover", Format: "png", Eager: true}
+	cfg.Variants.Presets["thumb"] = service.VariantPreset{Width: 8, Height: 8, Fit: "cover", Format: "png", Eager: true}
 	sinks, closeSinks, err = cfg.builtinSinks(context.Background(), g, pool)
 	require.NoError(t, err)
 	defer closeSinks()

@@ -54,7 +54,7 @@ func main() {
 	}
 	full := flag.Bool("full", false, "run the whole matrix (sizes 64 KiB, 1 MiB, 10 MiB; 1, 8, 32 clients; 1M-row sweep)")
 	write := flag.String("write", "", "also write the report to this Markdown file")
-	flag.StringVar(&only, "only", "", "run only these sections (comma-separated): uploads (with the downloads), downloads, lookup, s3-complete, rss, sweeps, reconcile, events, list, quota, idempotency, writepath, scan or tracing (no -write)")
+	flag.StringVar(&only, "only", "", "run only these sections (comma-separated): uploads (with the downloads), downloads, lookup, s3-complete, rss, sweeps, sweepday, reconcile, events, list, quota, idempotency, writepath, scan or tracing (no -write)")
 	flag.Parse()
 	if only != "" && *write != "" {
 		fmt.Fprintln(os.Stderr, "bench: -only measures part of the set; it does not -write the report")
@@ -115,6 +115,7 @@ type env struct {
 	token                     string
 	tenantTokens              []string // one tenant each, for the spread-tenant upload row
 	dsn, dsnS3                string
+	s3Config                  string // the S3 server's configuration file (for maintenance commands)
 	localRoot                 string
 	pool                      *pgxpool.Pool
 }
@@ -157,9 +158,10 @@ func run(full bool, write string) error {
 		run  func() error
 	}{
 		{"lookup", func() error { return benchLookup(ctx, e, rep, lookupClients) }},
-		{"s3-complete", func() error { return benchS3Complete(e, rep) }},
+		{"s3-complete", func() error { return benchS3Complete(ctx, e, rep, bin, gw) }},
 		{"rss", func() error { return benchRSS(e, rep) }},
 		{"sweeps", func() error { return benchSweeps(ctx, rep, full) }},
+		{"sweepday", func() error { return benchSweepDay(ctx, rep, gw, full) }},
 		{"reconcile", func() error { return benchReconcile(ctx, rep, bin, gw, full) }},
 		{"events", func() error { return benchEvents(ctx, e, rep, bin, tmp, secret) }},
 		{"list", func() error { return benchList(ctx, e, rep, secret) }},
@@ -245,6 +247,7 @@ func startEnv(ctx context.Context, tmp, bin string) (e *env, gw *s3test.Server, 
 	if err != nil {
 		return e, gw, secret, cleanup, err
 	}
+	e.s3Config = s3Cfg
 	if e.ufS3, err = startUploadedfile(bin, e.dsnS3, s3Cfg); err != nil {
 		return e, gw, secret, cleanup, err
 	}
@@ -705,11 +708,15 @@ func sumOf(text, prefix string) float64 {
 	return sum
 }
 
-func benchS3Complete(e *env, rep *report) error {
+func benchS3Complete(ctx context.Context, e *env, rep *report, bin string, gw *s3test.Server) error {
 	const n, size = 10, 4 << 20
 	body := payload(size)
 	in := initiateInput(body)
 	ids := make([]string, n)
+	held0, err := bucketBytes(ctx, gw, "bench")
+	if err != nil {
+		return err
+	}
 	for i := range ids {
 		r, err := e.initiate(e.ufS3.url, in)
 		if err != nil {
@@ -743,7 +750,7 @@ func benchS3Complete(e *env, rep *report) error {
 	rep.add(fmt.Sprintf("complete on S3 (%s CSV): content bytes streamed through the service", human(size)),
 		fmt.Sprintf("%.0f B written; %.0f B read (bounded verification reads)", writePer, readPer), "0 B streamed", writePer == 0 && readPer <= 64<<10)
 	rep.add("complete on S3: storage round trips per complete", fmt.Sprintf("%.1f", reqPer), "", true)
-	return nil
+	return benchStagingHeld(ctx, e, rep, bin, gw, ids, held0, n*size)
 }
 
 func benchRSS(e *env, rep *report) error {

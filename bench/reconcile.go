@@ -9,11 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -170,22 +167,7 @@ func reconcileS3(ctx context.Context, bin string, gw *s3test.Server, n int) (rec
 	if _, err := client.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: &bucket}); err != nil {
 		return reconcileRun{}, err
 	}
-	keys := make(chan string)
-	var failed atomic.Value
-	var wg sync.WaitGroup
-	for range 32 {
-		wg.Go(func() {
-			for k := range keys {
-				if _, err := client.PutObject(ctx, &awss3.PutObjectInput{Bucket: &bucket, Key: aws.String(k), Body: strings.NewReader("0123456789")}); err != nil {
-					failed.Store(err)
-				}
-			}
-		})
-	}
-	_ = objectKeys(n, func(k string) error { keys <- k; return nil })
-	close(keys)
-	wg.Wait()
-	if err, _ := failed.Load().(error); err != nil {
+	if err := putObjects(ctx, client, bucket, "0123456789", func(each func(string) error) error { return objectKeys(n, each) }); err != nil {
 		return reconcileRun{}, err
 	}
 	return runReconcile(bin, dsn, fmt.Sprintf("driver: s3\nbucket: %s\nendpoint: %s\nregion: us-east-1\nforcePathStyle: true\naccessId: %s\naccessKey: %s\n",

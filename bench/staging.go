@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"strings"
+	"sync"
 
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -66,4 +68,31 @@ func bucketBytes(ctx context.Context, gw *s3test.Server, bucket string) (int64, 
 		}
 	}
 	return total, nil
+}
+
+// putObjects writes body under every key keys gives (32 at a time) and
+// returns the first failure.
+func putObjects(ctx context.Context, client *awss3.Client, bucket, body string, keys func(each func(key string) error) error) error {
+	next := make(chan string)
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	for range 32 {
+		wg.Go(func() {
+			for k := range next {
+				if _, err := client.PutObject(ctx, &awss3.PutObjectInput{Bucket: &bucket, Key: &k, Body: strings.NewReader(body)}); err != nil {
+					once.Do(func() { first = fmt.Errorf("put %s: %w", k, err) })
+				}
+			}
+		})
+	}
+	err := keys(func(k string) error { next <- k; return nil })
+	close(next)
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return err
 }

@@ -2,17 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
-	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/robfig/cron/v3"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/uploadedfile/uploadedfile/internal/adapter/tracks"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
@@ -138,9 +137,12 @@ func simulateDay(ctx context.Context, gw *s3test.Server, w dayWork, sch daySched
 }
 
 // runDay runs the tracks at sch's times within day on the pinned clock,
-// reading after each run the backlog of the track's own kind.
+// reading after each run the backlog of the track's own kind from the
+// gauge the run itself sets (uploadedfile_sweep_backlog, what an operator
+// watches).
 func runDay(ctx context.Context, svc *service.Service, pool *pgxpool.Pool, clock *simClock, sch daySchedule, day time.Time, d *dayResult) error {
-	runner := tracks.New(svc, pool, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	reg := prometheus.NewRegistry()
+	runner := tracks.New(svc, pool, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
 	runner.SetClock(clock.now)
 	runs, err := dayRuns(sch, day)
 	if err != nil {
@@ -152,7 +154,7 @@ func runDay(ctx context.Context, svc *service.Service, pool *pgxpool.Pool, clock
 			return fmt.Errorf("%s at %s: %w", r.track, r.at.Format("15:04"), err)
 		}
 		d.runs[r.track]++
-		left, err := svc.UnsafeSystemSweepBacklog(ctx)
+		left, err := backlogGauge(reg)
 		if err != nil {
 			return err
 		}
@@ -164,6 +166,30 @@ func runDay(ctx context.Context, svc *service.Service, pool *pgxpool.Pool, clock
 		}
 	}
 	return nil
+}
+
+// backlogGauge reads uploadedfile_sweep_backlog by kind from reg; a run
+// that set none fails (the row would read 0).
+func backlogGauge(reg *prometheus.Registry) (map[string]int64, error) {
+	families, err := reg.Gather()
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range families {
+		if f.GetName() != "uploadedfile_sweep_backlog" {
+			continue
+		}
+		left := map[string]int64{}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" {
+					left[l.GetValue()] = int64(m.GetGauge().GetValue())
+				}
+			}
+		}
+		return left, nil
+	}
+	return nil, errors.New("the track's run set no uploadedfile_sweep_backlog gauge")
 }
 
 // objectsMatchRows: the bucket holds one object per staging copy and per
@@ -229,34 +255,14 @@ FROM generate_series(0, $1::integer - 1) AS i`, w.failedDeletions, day, failStep
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	return putObjects(ctx, gw, bucket, keys)
-}
-
-// putObjects writes a one-byte object under each key, 16 at a time.
-func putObjects(ctx context.Context, gw *s3test.Server, bucket string, keys []string) error {
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-	)
-	next := make(chan string)
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range next {
-				if _, err := gw.Client().PutObject(ctx, &awss3.PutObjectInput{Bucket: &bucket, Key: &k, Body: strings.NewReader("x")}); err != nil {
-					once.Do(func() { first = fmt.Errorf("put %s: %w", k, err) })
-				}
+	return putObjects(ctx, gw.Client(), bucket, "x", func(each func(string) error) error {
+		for _, k := range keys {
+			if err := each(k); err != nil {
+				return err
 			}
-		}()
-	}
-	for _, k := range keys {
-		next <- k
-	}
-	close(next)
-	wg.Wait()
-	return first
+		}
+		return nil
+	})
 }
 
 // dayRun is one run of a track at a time of the day.
@@ -268,7 +274,7 @@ type dayRun struct {
 // dayRuns lists the runs sch makes within day, in time order (the pending
 // track first when both are due at once, as either order would do).
 func dayRuns(sch daySchedule, day time.Time) ([]dayRun, error) {
-	parser := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow)
+	parser := service.ScheduleParser()
 	var runs []dayRun
 	for _, t := range []struct{ track, spec string }{{tracks.TrackPending, sch.pending}, {tracks.TrackTemporary, sch.temporary}} {
 		s, err := parser.Parse(t.spec)

@@ -653,19 +653,39 @@ var ruleIndexes = map[string]string{
 // declaredQueries lists the names declared in db/queries/*.sql.
 func declaredQueries(t *testing.T) []string {
 	t.Helper()
+	var names []string
+	for _, q := range queryTexts(t) {
+		names = append(names, q.name)
+	}
+	return names
+}
+
+// queryText is one query of db/queries: its file, its name, and its text
+// from its "-- name:" line to the next one.
+type queryText struct{ file, name, sql string }
+
+// queryTexts reads every query declared in db/queries/*.sql.
+func queryTexts(t *testing.T) []queryText {
+	t.Helper()
 	files, err := filepath.Glob("queries/*.sql")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	var names []string
 	re := regexp.MustCompile(`(?m)^-- name: (\w+) :`)
+	var out []queryText
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
-		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
-			names = append(names, m[1])
+		text := string(b)
+		starts := re.FindAllStringSubmatchIndex(text, -1)
+		for i, m := range starts {
+			end := len(text)
+			if i+1 < len(starts) {
+				end = starts[i+1][0]
+			}
+			out = append(out, queryText{file: f, name: text[m[2]:m[3]], sql: text[m[0]:end]})
 		}
 	}
-	return names
+	return out
 }
 
 func keys(m map[string]string) []string {

@@ -1,9 +1,6 @@
 package db_test
 
 import (
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -17,32 +14,17 @@ import (
 // counted.
 func TestUsageReleasedInOnePlace(t *testing.T) {
 	t.Parallel()
-	files, err := filepath.Glob("queries/*.sql")
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	name := regexp.MustCompile(`(?m)^-- name: (\w+) :`)
 	callers := 0
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		require.NoError(t, err)
-		text := string(b)
-		starts := name.FindAllStringSubmatchIndex(text, -1)
-		for i, m := range starts {
-			end := len(text)
-			if i+1 < len(starts) {
-				end = starts[i+1][0]
-			}
-			query, sql := text[m[2]:m[3]], text[m[0]:end]
-			if strings.Contains(sql, "UPDATE uploaded_file_usage") {
-				require.Equal(t, "UsageRecount", query, "%s: %s updates uploaded_file_usage itself; release space with uploaded_file_usage_release", f, query)
-			}
-			if !strings.Contains(sql, "uploaded_file_usage_release(") {
-				continue
-			}
-			callers++
-			require.Regexp(t, `(?m)^SELECT \w+\.\* FROM \w+ CROSS JOIN released;\s*$`, sql,
-				"%s: %s calls uploaded_file_usage_release in a CTE its final SELECT does not read", f, query)
+	for _, q := range queryTexts(t) {
+		if strings.Contains(q.sql, "UPDATE uploaded_file_usage") {
+			require.Equal(t, "UsageRecount", q.name, "%s: %s updates uploaded_file_usage itself; release space with uploaded_file_usage_release", q.file, q.name)
 		}
+		if !strings.Contains(q.sql, "uploaded_file_usage_release(") {
+			continue
+		}
+		callers++
+		require.Regexp(t, `(?m)^SELECT \w+\.\* FROM \w+ CROSS JOIN released;\s*$`, q.sql,
+			"%s: %s calls uploaded_file_usage_release in a CTE its final SELECT does not read", q.file, q.name)
 	}
 	require.Equal(t, 12, callers, "the transitions out of \"holds space\" (docs/schema.md)")
 }

@@ -355,8 +355,16 @@ func (r *resolved) resolveTTLs() error {
 	return nil
 }
 
+// ScheduleParser reads the tracks' cron expressions (pendingCleanupInterval,
+// temporaryCleanupInterval, reconcileInterval): five fields, minute to
+// weekday, or a descriptor (@daily, @every 1h). New validates them with it
+// and the scheduler runs them with it, so what is accepted is what runs.
+func ScheduleParser() cron.Parser {
+	return cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+}
+
 func (r *resolved) resolveSweeps() error {
-	parser := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+	parser := ScheduleParser()
 	if r.PendingCleanupInterval == "" {
 		r.PendingCleanupInterval = DefaultPendingCleanupInterval
 	}

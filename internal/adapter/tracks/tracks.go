@@ -306,8 +306,7 @@ func (r *Runner) reconcile(ctx context.Context, st *service.SweepStats) error {
 // still in progress when its next time comes is not started twice.
 func (r *Runner) Schedule(ctx context.Context) error {
 	cfg := r.svc.EffectiveConfig()
-	parser := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-	c := cron.New(cron.WithParser(parser), cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger)))
+	c := cron.New(cron.WithParser(service.ScheduleParser()), cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger)))
 	tracks := map[string]string{TrackPending: cfg.PendingCleanupInterval, TrackTemporary: cfg.TemporaryCleanupInterval}
 	if cfg.ReconcileInterval != "" {
 		tracks[TrackReconcile] = cfg.ReconcileInterval

@@ -29,6 +29,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/uploadedfile/uploadedfile/gen/client"
@@ -163,7 +164,9 @@ func (c *Client) send(ctx context.Context, t client.UploadTarget, f File) (int, 
 	if _, err := f.Body.Seek(0, io.SeekStart); err != nil {
 		return 0, nil, nil, fmt.Errorf("uploader: rewind the body: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, t.Method, t.Url, io.LimitReader(f.Body, f.Size))
+	body := &attemptBody{r: io.LimitReader(f.Body, f.Size)}
+	defer body.Close() // before the next attempt rewinds f.Body
+	req, err := http.NewRequestWithContext(ctx, t.Method, t.Url, body)
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("uploader: %w", err)
 	}
@@ -176,11 +179,43 @@ func (c *Client) send(ctx context.Context, t client.UploadTarget, f File) (int, 
 		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode == http.StatusPreconditionFailed || bytes.Contains(body, []byte(`"rule":"content.already-written"`)) {
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode == http.StatusPreconditionFailed || bytes.Contains(answer, []byte(`"rule":"content.already-written"`)) {
 		return http.StatusOK, nil, resp.Header, nil // S3's If-None-Match, the local target's rule: written before
 	}
-	return resp.StatusCode, body, resp.Header, nil
+	return resp.StatusCode, answer, resp.Header, nil
+}
+
+// errAttemptOver ends the reads of a send whose answer came back before
+// its body was sent.
+var errAttemptOver = errors.New("uploader: this attempt's body is closed")
+
+// attemptBody is one send's view of the caller's body. net/http may go on
+// reading a request's body after Do returned (an answer that came before
+// the body was all sent), so each attempt reads through a guard of its
+// own: Close, which waits for a read in progress, ends the attempt's
+// reads before the next attempt rewinds the body.
+type attemptBody struct {
+	mu     sync.Mutex
+	r      io.Reader
+	closed bool
+}
+
+func (b *attemptBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return 0, errAttemptOver
+	}
+	return b.r.Read(p)
+}
+
+// Close ends the attempt's reads (the transport closes it too).
+func (b *attemptBody) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	return nil
 }
 
 // BufferUpload sends a small file (at most the server's size limit; it is

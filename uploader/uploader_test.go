@@ -171,3 +171,50 @@ func TestDeleteThroughAProxyThatLosesTheAnswer(t *testing.T) {
 	require.ErrorAs(t, err, &ue)
 	require.Equal(t, http.StatusNotFound, ue.Status)
 }
+
+// TestUploadRetriesATargetThatAnswersEarly: the upload target answers 503
+// before it has read the body (a balancer whose upstream is gone, S3's
+// SlowDown), the first three times. net/http may still be writing the
+// body of such a request after Do returned, so a retry that rewinds the
+// caller's body under it would race with that write and could send a
+// mix of both (go test -race reports it). The retry sends the bytes whole
+// once the target takes them: complete verifies their checksum.
+func TestUploadRetriesATargetThatAnswersEarly(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	var early atomic.Int32
+	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		early.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable) // the body unread
+	}))
+	t.Cleanup(refuse.Close)
+	refuseURL, err := url.Parse(refuse.URL)
+	require.NoError(t, err)
+	rt := &earlyFirst{next: http.DefaultTransport.(*http.Transport).Clone(), to: refuseURL, n: 3}
+	c, err := uploader.New(s.url, s.token, uploader.WithHTTPClient(&http.Client{Transport: rt}), uploader.WithRetries(6, time.Millisecond))
+	require.NoError(t, err)
+
+	body := bytes.Repeat([]byte("id,name,amount\n1,alpha,10\n"), (8<<20)/26)
+	f, err := c.Upload(context.Background(), uploader.File{Name: "big.csv", ContentType: "text/csv", Body: bytes.NewReader(body), Size: int64(len(body))})
+	require.NoError(t, err)
+	require.EqualValues(t, "ready", f.Status)
+	require.EqualValues(t, len(body), f.SizeBytes)
+	require.EqualValues(t, 3, early.Load(), "the first three sends were answered early")
+}
+
+// earlyFirst sends the first n PUTs (the upload target's) to another
+// server, and everything else where it was going.
+type earlyFirst struct {
+	next http.RoundTripper
+	to   *url.URL
+	n    int32
+	sent atomic.Int32
+}
+
+func (e *earlyFirst) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPut && e.sent.Add(1) <= e.n {
+		r = r.Clone(r.Context())
+		r.URL.Scheme, r.URL.Host, r.Host = e.to.Scheme, e.to.Host, e.to.Host
+	}
+	return e.next.RoundTrip(r)
+}

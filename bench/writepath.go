@@ -12,8 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/uploadedfile/uploadedfile/gen/db"
-	"github.com/uploadedfile/uploadedfile/internal/pgbatch"
+	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 	"github.com/uploadedfile/uploadedfile/service"
 )
@@ -61,19 +60,15 @@ func benchWritePath(ctx context.Context, rep *report) error {
 			id := uuid.New()
 			tenant := fmt.Sprintf("bench-%d", i%tenants)
 			cdn := "urn:uploadedfile:" + id.String()
-			row, err := pgbatch.One(pool, func(conn pgbatch.DBTX) pgbatch.Results[db.FileInsertHiddenRow] {
-				return q.FileInsertHidden(ctx, conn, []db.FileInsertHiddenParams{{
-					ID: id, TenantCode: tenant, UserID: "bench", Key: "uploads/" + tenant + "/" + id.String() + ".csv", CDN: &cdn,
-					OriginalName: "data.csv", SizeBytes: size, ContentType: "text/csv", Visibility: "private", Disposition: "attachment",
-					Checksum: &sum, ExtraData: []byte("{}"), ActivationLease: service.ActivationLease,
-				}})
+			row, err := q.InsertHiddenAlone(ctx, pool, db.FileInsertHiddenParams{
+				ID: id, TenantCode: tenant, UserID: "bench", Key: "uploads/" + tenant + "/" + id.String() + ".csv", CDN: &cdn,
+				OriginalName: "data.csv", SizeBytes: size, ContentType: "text/csv", Visibility: "private", Disposition: "attachment",
+				Checksum: &sum, ExtraData: []byte("{}"), ActivationLease: service.ActivationLease,
 			})
 			if err != nil {
 				return err
 			}
-			_, err = pgbatch.One(pool, func(conn pgbatch.DBTX) pgbatch.Results[db.FileActivateUploadRow] {
-				return q.FileActivateUpload(ctx, conn, []db.FileActivateUploadParams{{ID: id, UploadMarker: *row.UploadPendingAt, Checksum: &sum}})
-			})
+			_, err = q.ActivateUploadAlone(ctx, pool, db.FileActivateUploadParams{ID: id, UploadMarker: *row.UploadPendingAt, Checksum: &sum})
 			return err
 		}
 	}

@@ -1,4 +1,4 @@
-// Package db_test tests the SQL in db/queries (compiled into gen/db) against
+// Package db_test tests the SQL in db/queries (compiled by sqlc into this package, db) against
 // a real PostgreSQL: every transition, every guard, every scope predicate,
 // concurrent claimers, and the query plans on a large table.
 package db_test
@@ -16,8 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/uploadedfile/uploadedfile/gen/db"
-	"github.com/uploadedfile/uploadedfile/internal/pgbatch"
+	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 )
 
@@ -234,14 +233,10 @@ func asFileCall[P any, R changedRow](q func(context.Context, db.DBTX, P) (R, err
 // insertHidden runs FileInsertHidden (a :batchone query, batched by the
 // service under load) for one upload.
 func insertHidden(ctx context.Context, conn db.DBTX, p db.FileInsertHiddenParams) (db.FileInsertHiddenRow, error) {
-	return pgbatch.One(conn, func(conn pgbatch.DBTX) pgbatch.Results[db.FileInsertHiddenRow] {
-		return db.New().FileInsertHidden(ctx, conn, []db.FileInsertHiddenParams{p})
-	})
+	return db.New().InsertHiddenAlone(ctx, conn, p)
 }
 
 // activateUpload runs FileActivateUpload (a :batchone query) for one upload.
 func activateUpload(ctx context.Context, conn db.DBTX, p db.FileActivateUploadParams) (db.FileActivateUploadRow, error) {
-	return pgbatch.One(conn, func(conn pgbatch.DBTX) pgbatch.Results[db.FileActivateUploadRow] {
-		return db.New().FileActivateUpload(ctx, conn, []db.FileActivateUploadParams{p})
-	})
+	return db.New().ActivateUploadAlone(ctx, conn, p)
 }

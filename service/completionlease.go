@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/db"
 )
 
 // leaseKeeper extends the completion lease of one running completion every

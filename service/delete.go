@@ -7,7 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/db"
 )
 
 // DeleteByID aborts a pending direct upload or deletes a ready file. The
@@ -206,7 +206,7 @@ func objectKeys(row db.UploadedFile) []string {
 // succeeds.
 func (s *Service) inTx(ctx context.Context, tx pgx.Tx, fn func(pgx.Tx) error) error {
 	if tx != nil {
-		return fn(classifyTx(tx))
+		return fn(db.ClassifyTx(tx))
 	}
 	own, err := s.db.Begin(ctx)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/internal/filecheck"
 	"github.com/uploadedfile/uploadedfile/internal/objectkey"
 	"github.com/uploadedfile/uploadedfile/internal/storage"

@@ -110,7 +110,7 @@ func Rule(err error) string {
 	}
 	var u *UnavailableError
 	if errors.As(err, &u) {
-		return u.rule
+		return u.Rule()
 	}
 	return ""
 }

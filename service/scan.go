@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 )
 
@@ -70,7 +70,7 @@ func (s *Service) scan(ctx context.Context, r io.Reader, row db.UploadedFile) er
 	switch {
 	case err != nil:
 		s.log.WarnContext(ctx, "malware scan failed; upload not accepted", "file_id", row.ID, "error", err.Error())
-		return &UnavailableError{Dependency: DependencyScanner, op: ErrUploadFailed, rule: RuleScanUnavailable, cause: err}
+		return unavailable(DependencyScanner, ErrUploadFailed, RuleScanUnavailable, err)
 	case v.Infected:
 		s.log.WarnContext(ctx, "malware found; upload refused", "file_id", row.ID, "tenant", row.TenantCode, "signature", v.Signature)
 		return invalidUpload(RuleContentInfected)

@@ -37,7 +37,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/internal/imagevariant"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 	"github.com/uploadedfile/uploadedfile/internal/storage/local"
@@ -48,19 +48,16 @@ import (
 
 // DB is what the service needs of PostgreSQL: queries, pipelined batches
 // (the buffer upload's statements, committed in groups under load) and
-// transactions for batch operations. *pgxpool.Pool satisfies it; a pool's single-row
-// reads then reuse their scan plans per connection (scanplans.go), a DB of
-// another type is used as it is.
-type DB interface {
-	db.DBTX
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
+// transactions for batch operations. *pgxpool.Pool satisfies it; a pool's
+// single-row reads then reuse their scan plans per connection, a DB of
+// another type is used as it is (db.Wrap).
+type DB = db.Conn
 
 // Service is UploadedFileService.
 type Service struct {
 	cfg resolved
 	db  DB
-	// keysDB runs the idempotency keys' statements: asyncCommit over db,
+	// keysDB runs the idempotency keys' statements: db.AsyncCommit over db,
 	// or db itself when the service was given a transaction.
 	keysDB  db.DBTX
 	q       *db.Queries
@@ -74,7 +71,7 @@ type Service struct {
 	tracer  trace.TracerProvider
 	imager  *imagevariant.Generator
 	// uploads commits the buffer upload's statements in groups.
-	uploads uploadStatements
+	uploads *db.UploadStatements
 	// probe is the store's last probe (storeUp).
 	probe storeProbe
 	// uploadSizes observes the size of every upload that became ready
@@ -151,8 +148,8 @@ func New(ctx context.Context, cfg Config, database DB, opts ...Option) (*Service
 	if database == nil {
 		return nil, errors.New("uploadedfile: a database is required")
 	}
-	s := &Service{cfg: r, db: classifyingDB{withPlanCache(database)}, q: db.New(), log: slog.Default(), now: func() *time.Time { return nil }}
-	s.keysDB = asyncCommit{s.db}
+	s := &Service{cfg: r, db: db.Wrap(database), q: db.New(), log: slog.Default(), now: func() *time.Time { return nil }}
+	s.keysDB = db.AsyncCommit(s.db)
 	if _, inTx := database.(pgx.Tx); inTx {
 		s.keysDB = s.db // a host's transaction commits as the host says
 	}

@@ -3,60 +3,52 @@ package service
 import (
 	"errors"
 
+	"github.com/uploadedfile/uploadedfile/internal/outage"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 )
 
 // Dependency names a system the service depends on for an answer.
-type Dependency string
+type Dependency = outage.Dependency
 
 // The dependencies whose outage a caller is told about.
 const (
 	// DependencyDatabase: PostgreSQL (no connection, a timeout, a server
 	// shutting down or refusing connections, a schema it cannot use).
-	DependencyDatabase Dependency = "database"
+	DependencyDatabase = outage.Database
 	// DependencyStorage: the object store (local disk or S3) failed for a
 	// reason other than the object's own state.
-	DependencyStorage Dependency = "storage"
+	DependencyStorage = outage.Storage
 	// DependencyScanner: the malware scanner gave no verdict.
-	DependencyScanner Dependency = "scanner"
+	DependencyScanner = outage.Scanner
 )
 
 // ErrUnavailable matches (errors.Is) every error of an operation that
 // could not be answered because a dependency did not answer. It is never
 // "not found": the file may well exist. The same call can succeed later.
-var ErrUnavailable = errors.New("uploadedfile: a dependency did not answer")
+var ErrUnavailable = outage.ErrUnavailable
 
 // UnavailableError is the failure of an operation whose dependency did not
-// answer. Its message is its stable code, core.<dependency>.unavailable;
-// errors.Is matches ErrUnavailable and, for a write, the spec code of the
-// operation that failed (ErrUploadFailed, ErrDeleteFailed, ...). The cause
-// is logged where it happened and kept for errors.As (a host may inspect a
-// *pgconn.PgError); it never reaches an HTTP answer.
-type UnavailableError struct {
-	Dependency Dependency
-	op         *Error
-	rule       string
-	cause      error
-}
-
-// Code is the stable code of the outage: core.database.unavailable,
-// core.storage.unavailable or core.scanner.unavailable.
-func (e *UnavailableError) Code() string { return "core." + string(e.Dependency) + ".unavailable" }
-
-func (e *UnavailableError) Error() string { return e.Code() }
-
-// Is matches ErrUnavailable and the failed operation's spec code.
-func (e *UnavailableError) Is(target error) bool {
-	return target == ErrUnavailable || e.op != nil && e.op.Is(target)
-}
-
-// Unwrap is the dependency's own error.
-func (e *UnavailableError) Unwrap() error { return e.cause }
+// answer. Its message is its stable code, core.<dependency>.unavailable
+// (Code); errors.Is matches ErrUnavailable and, for a write, the spec code
+// of the operation that failed (ErrUploadFailed, ErrDeleteFailed, ...). The
+// cause is logged where it happened and kept for errors.As (a host may
+// inspect a *pgconn.PgError); it never reaches an HTTP answer. The
+// persistence package (db) makes the database's, classifying every
+// statement's error once.
+type UnavailableError = outage.Error
 
 // unavailable is an outage of dep for an operation with the spec code op
 // (nil for a read), caused by cause.
-func unavailable(dep Dependency, op *Error, cause error) *UnavailableError {
-	return &UnavailableError{Dependency: dep, op: op, cause: cause}
+func unavailable(dep Dependency, op *Error, rule string, cause error) *UnavailableError {
+	return outage.New(dep, opCode(op), rule, cause)
+}
+
+// opCode is op as an error, nil for a read (no typed nil in an interface).
+func opCode(op *Error) error {
+	if op == nil || op == ErrNotFound { // a read: there is no spec code to keep
+		return nil
+	}
+	return op
 }
 
 // Unavailable returns the dependency that did not answer when err is an
@@ -70,22 +62,16 @@ func Unavailable(err error) (Dependency, bool) {
 }
 
 // classifyFailure is the public form of an operation's failure (the code
-// of the operation, op) from its cause: an outage the database wrapper or
-// a storage driver already named keeps its dependency; any other cause is
-// the operation's own code (a statement the schema refused, a bug).
+// of the operation, op) from its cause: an outage the persistence package
+// or a storage driver already named keeps its dependency; any other cause
+// is the operation's own code (a statement the schema refused, a bug).
 func classifyFailure(op *Error, cause error) error {
 	var ue *UnavailableError
 	switch {
 	case errors.As(cause, &ue):
-		if op == ErrNotFound { // a read: there is no spec code to keep
-			op = nil
-		}
-		return &UnavailableError{Dependency: ue.Dependency, op: op, rule: ue.rule, cause: ue.cause}
+		return ue.For(opCode(op))
 	case errors.Is(cause, storage.ErrUnavailable):
-		if op == ErrNotFound {
-			op = nil
-		}
-		return unavailable(DependencyStorage, op, cause)
+		return unavailable(DependencyStorage, op, "", cause)
 	}
 	return op
 }

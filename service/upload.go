@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/internal/filecheck"
 	"github.com/uploadedfile/uploadedfile/internal/objectkey"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
@@ -205,7 +205,7 @@ func (s *Service) insertHidden(ctx context.Context, a access, c filecheck.Result
 		m = &Meta{}
 	}
 	tb, tf, ob, of := s.quotaDefaults()
-	row, err := s.uploads.insert.Do(ctx, db.FileInsertHiddenParams{
+	row, err := s.uploads.InsertHidden(ctx, db.FileInsertHiddenParams{
 		ID: id, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, UserID: a.scope.UserID,
 		Key: key, CDN: s.persistedCDN(id, key, vis), OriginalName: c.Name, SizeBytes: sp.Size(), ContentType: c.ContentType,
 		Visibility: string(vis), Disposition: string(disp), IsTemporary: u.temporary, Checksum: ptr(sp.checksum()),
@@ -229,7 +229,7 @@ func (s *Service) writeAndActivate(ctx context.Context, a access, row db.Uploade
 	})
 	if err == nil {
 		var active db.FileActivateUploadRow
-		active, err = s.uploads.activate.Do(ctx, db.FileActivateUploadParams{
+		active, err = s.uploads.ActivateUpload(ctx, db.FileActivateUploadParams{
 			ID: row.ID, UploadMarker: marker, Checksum: ptr(sp.checksum()), ETag: optional(oi.ETag), Now: s.now(),
 		})
 		if err == nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/internal/filecheck"
 	"github.com/uploadedfile/uploadedfile/internal/imagevariant"
 	"github.com/uploadedfile/uploadedfile/internal/objectkey"

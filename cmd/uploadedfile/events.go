@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
-	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/internal/adapter/eventrelay"
 	"github.com/uploadedfile/uploadedfile/internal/adapter/eventrelay/jetstream"
 	"github.com/uploadedfile/uploadedfile/internal/adapter/eventrelay/variantsink"

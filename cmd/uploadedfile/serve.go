@@ -27,6 +27,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/db/migrations"
 	"github.com/uploadedfile/uploadedfile/internal/adapter/eventrelay"
 	"github.com/uploadedfile/uploadedfile/internal/adapter/eventrelay/variantsink"
@@ -611,23 +612,18 @@ func ensureDatabase(ctx context.Context, databaseURL string) error {
 	return nil
 }
 
-// openPool opens the database pool. pgxpool's default of max(4, CPUs)
-// connections queues an HTTP server's concurrent requests; the server
-// defaults to 32 unless the URL sets pool_max_conns.
+// openPool opens the database pool (db.OpenPool), with a span per
+// statement when tracing is on.
 func openPool(ctx context.Context, databaseURL string, tp trace.TracerProvider) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(databaseURL)
-	if err != nil {
-		return nil, errors.New("serve: the database URL is invalid")
-	}
+	var tracer pgx.QueryTracer
 	if tp != nil {
-		cfg.ConnConfig.Tracer = tracing.NewPGX(tp) // a span per statement, named after its query
+		tracer = tracing.NewPGX(tp) // a span per statement, named after its query
 	}
-	service.ConfigurePool(cfg) // binary UUIDs
-
-	if !strings.Contains(databaseURL, "pool_max_conns") {
-		cfg.MaxConns = 32
+	pool, err := db.OpenPool(ctx, databaseURL, tracer)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
 	}
-	return pgxpool.NewWithConfig(ctx, cfg)
+	return pool, nil
 }
 
 // applyFile takes the file's listen and migrate options where no flag set

@@ -14,7 +14,7 @@
 -- batch -- one implicit transaction, committed at its end -- inserts in
 -- (tenant, owner) order so that their usage-row locks are taken in key
 -- order, activations in id order. A batch that fails as a whole is not
--- used: each upload then runs its statement alone (service/groupcommit.go).
+-- used: each upload then runs its statement alone (db/groupcommit.go).
 -- Alone, an upload runs a batch of one: the same single statement as a
 -- :one query.
 --

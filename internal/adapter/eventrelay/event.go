@@ -11,7 +11,7 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 
-	"github.com/uploadedfile/uploadedfile/gen/db"
+	"github.com/uploadedfile/uploadedfile/db"
 )
 
 // Types are the lifecycle event names; the CloudEvents type is

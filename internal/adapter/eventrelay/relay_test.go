@@ -21,9 +21,9 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/gen/api"
 	"github.com/uploadedfile/uploadedfile/gen/client"
-	"github.com/uploadedfile/uploadedfile/gen/db"
 	"github.com/uploadedfile/uploadedfile/internal/adapter/eventrelay"
 	"github.com/uploadedfile/uploadedfile/internal/adapter/eventrelay/jetstream"
 	"github.com/uploadedfile/uploadedfile/internal/adapter/eventrelay/webhook"

@@ -32,8 +32,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/db/migrations"
-	"github.com/uploadedfile/uploadedfile/service"
 )
 
 // DefaultURL is the server used when TEST_DATABASE_URL is not set.
@@ -150,7 +150,7 @@ func New(t testing.TB) *pgxpool.Pool {
 	require.NoError(t, err)
 	// Enough connections for concurrency tests to hold one per goroutine.
 	cfg.MaxConns = 16
-	service.ConfigurePool(cfg) // as serve's pool is
+	db.ConfigurePool(cfg) // as serve's pool is
 
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	require.NoError(t, err)

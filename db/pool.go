@@ -1,8 +1,10 @@
-package service
+package db
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -11,13 +13,37 @@ import (
 	pgxuuid "github.com/vgarvardt/pgx-google-uuid/v5"
 )
 
+// ErrInvalidURL: OpenPool could not parse the database URL. The URL itself
+// is not repeated (it may carry a password).
+var ErrInvalidURL = errors.New("the database URL is invalid")
+
+// OpenPool opens the pool the service runs on, for every command that runs
+// it (serve, maintenance, the tracks): ConfigurePool's codecs, tracer on
+// every connection (nil: none) and, unless the URL sets pool_max_conns, 32
+// connections -- pgxpool's default of max(4, CPUs) queues an HTTP server's
+// concurrent requests.
+func OpenPool(ctx context.Context, databaseURL string, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, ErrInvalidURL
+	}
+	if tracer != nil {
+		cfg.ConnConfig.Tracer = tracer
+	}
+	ConfigurePool(cfg)
+	if !strings.Contains(databaseURL, "pool_max_conns") {
+		cfg.MaxConns = 32
+	}
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
 // ConfigurePool prepares a pool's configuration for the service: every
 // connection encodes and decodes github.com/google/uuid values as binary
 // UUIDs rather than through their driver.Valuer and sql.Scanner (text,
 // parsed again -- about 7 % of a lookup's CPU), and copies a jsonb column
 // into a json.RawMessage as PostgreSQL sent it instead of validating it
-// again with encoding/json. Go hosts that pass their own pool to New call
-// it before pgxpool.NewWithConfig; an AfterConnect already set still runs,
+// again with encoding/json. Go hosts that pass their own pool to
+// service.New call it before pgxpool.NewWithConfig; an AfterConnect already set still runs,
 // after it.
 func ConfigurePool(cfg *pgxpool.Config) {
 	next := cfg.AfterConnect

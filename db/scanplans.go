@@ -1,4 +1,4 @@
-package service
+package db
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // single-row statements than this.
 const maxStatementPlans = 256
 
-// planCachingDB is the service's DB with single-row reads (QueryRow) that
+// planCachingDB is a Conn with single-row reads (QueryRow) that
 // remember their scan plans. pgx plans how each column of a result scans
 // into its destination once per result -- for a single-row read, once per
 // query: about a fifth of a lookup's allocations and 5 % of its CPU. Here a
@@ -27,14 +27,14 @@ const maxStatementPlans = 256
 // dropped with it.
 //
 // Everything else (Exec, Query, Begin, and QueryRow's errors) is the
-// wrapped pool's. Only a *pgxpool.Pool is wrapped (withPlanCache): a DB of
+// wrapped pool's. Only a *pgxpool.Pool is wrapped (withPlanCache): a Conn of
 // the host's own keeps its own QueryRow.
 type planCachingDB struct {
-	DB
+	Conn
 }
 
 // connPlansKey is the key of a connection's plans in its CustomData.
-const connPlansKey = "uploadedfile/service.connPlans"
+const connPlansKey = "uploadedfile/db.connPlans"
 
 // connPlans are one connection's scan plans by statement. Only the
 // goroutine holding the connection reads or writes them.
@@ -50,20 +50,20 @@ type columnPlan struct {
 	plan   pgtype.ScanPlan
 }
 
-func newPlanCachingDB(db DB) *planCachingDB { return &planCachingDB{DB: db} }
+func newPlanCachingDB(c Conn) *planCachingDB { return &planCachingDB{Conn: c} }
 
-// withPlanCache is db with cached scan plans when it is a pool, else db.
-func withPlanCache(db DB) DB {
-	if p, ok := db.(*pgxpool.Pool); ok {
+// withPlanCache is c with cached scan plans when it is a pool, else c.
+func withPlanCache(c Conn) Conn {
+	if p, ok := c.(*pgxpool.Pool); ok {
 		return newPlanCachingDB(p)
 	}
-	return db
+	return c
 }
 
-// QueryRow runs sql like the wrapped DB's QueryRow; its Scan reuses the
+// QueryRow runs sql like the wrapped pool's QueryRow; its Scan reuses the
 // connection's plans for sql.
 func (d *planCachingDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	rows, err := d.DB.Query(ctx, sql, args...)
+	rows, err := d.Conn.Query(ctx, sql, args...)
 	return &cachedRow{sql: sql, rows: rows, err: err}
 }
 

@@ -1,4 +1,4 @@
-package service_test
+package db_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
-	"github.com/uploadedfile/uploadedfile/service"
 )
 
 // asyncCommit runs its statement with synchronous_commit off for that
@@ -24,7 +24,7 @@ func TestAsyncCommit(t *testing.T) {
 	_, err = pool.Exec(ctx, "CREATE TABLE t (k text PRIMARY KEY)")
 	require.NoError(t, err)
 
-	a := service.AsyncCommit(pool)
+	a := db.AsyncCommit(pool)
 	var setting string
 	require.NoError(t, a.QueryRow(ctx, "SELECT current_setting('synchronous_commit')").Scan(&setting))
 	require.Equal(t, "off", setting, "inside the statement's transaction")

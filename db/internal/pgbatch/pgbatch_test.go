@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/uploadedfile/uploadedfile/internal/pgbatch"
+	"github.com/uploadedfile/uploadedfile/db/internal/pgbatch"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 )
 

@@ -1,4 +1,4 @@
-package service
+package db
 
 import (
 	"context"
@@ -7,11 +7,25 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/uploadedfile/uploadedfile/internal/outage"
 )
 
-// classifyDB is the one place a database error gets its meaning, as
-// river's pgx driver does it (interpretError): every statement the service
-// runs passes through classifyingDB, which calls it.
+// Conn is what the service needs of PostgreSQL: queries, pipelined batches
+// and transactions. *pgxpool.Pool satisfies it, as does a host's pgx.Tx.
+type Conn interface {
+	DBTX
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Wrap is c as the service runs its statements: every error classified
+// (classify) and, when c is a *pgxpool.Pool, single-row reads that reuse
+// their scan plans per connection (scanplans.go).
+func Wrap(c Conn) Conn { return classifyingDB{withPlanCache(c)} }
+
+// classify is the one place a database error gets its meaning, as river's
+// pgx driver does it (interpretError): every statement run through Wrap's
+// Conn or ClassifyTx's transaction passes through it.
 //
 //   - nil, and pgx.ErrNoRows -- the query's zero-row answer, whose meaning
 //     each query's comment states (not found, a lost claim) -- pass through;
@@ -22,17 +36,18 @@ import (
 //   - anything else is the database not answering: no connection, a
 //     refused or terminated one, a timeout, a server shutting down, a
 //     serialization failure, a relation that does not exist (a schema the
-//     binary cannot use). It becomes an *UnavailableError, which no caller
-//     mistakes for "not found".
-func classifyDB(err error) error {
-	if err == nil || errors.Is(err, pgx.ErrNoRows) || errors.Is(err, ErrUnavailable) {
+//     binary cannot use). It becomes an *outage.Error of outage.Database
+//     (the service's *UnavailableError), which no caller mistakes for "not
+//     found".
+func classify(err error) error {
+	if err == nil || errors.Is(err, pgx.ErrNoRows) || errors.Is(err, outage.ErrUnavailable) {
 		return err
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && refusedStatement(pe.Code) {
 		return err
 	}
-	return unavailable(DependencyDatabase, nil, err)
+	return outage.New(outage.Database, nil, "", err)
 }
 
 // refusedStatement: a SQLSTATE that is the schema's answer to a statement
@@ -41,40 +56,40 @@ func refusedStatement(state string) bool {
 	return strings.HasPrefix(state, "22") || strings.HasPrefix(state, "23") || strings.HasPrefix(state, "UF")
 }
 
-// classifyingDB is the service's DB with every error classified
-// (classifyDB): statements, batches, transactions and their rows.
-type classifyingDB struct{ DB }
+// classifyingDB is a Conn with every error classified (classify):
+// statements, batches, transactions and their rows.
+type classifyingDB struct{ Conn }
 
-// Exec implements db.DBTX.
+// Exec implements DBTX.
 func (d classifyingDB) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	tag, err := d.DB.Exec(ctx, sql, args...)
-	return tag, classifyDB(err)
+	tag, err := d.Conn.Exec(ctx, sql, args...)
+	return tag, classify(err)
 }
 
-// Query implements db.DBTX.
+// Query implements DBTX.
 func (d classifyingDB) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	rows, err := d.DB.Query(ctx, sql, args...)
+	rows, err := d.Conn.Query(ctx, sql, args...)
 	if err != nil {
-		return rows, classifyDB(err)
+		return rows, classify(err)
 	}
 	return classifiedRows{rows}, nil
 }
 
-// QueryRow implements db.DBTX.
+// QueryRow implements DBTX.
 func (d classifyingDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	return classifiedRow{d.DB.QueryRow(ctx, sql, args...)}
+	return classifiedRow{d.Conn.QueryRow(ctx, sql, args...)}
 }
 
-// SendBatch implements db.DBTX.
+// SendBatch implements DBTX.
 func (d classifyingDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	return classifiedBatch{d.DB.SendBatch(ctx, b)}
+	return classifiedBatch{d.Conn.SendBatch(ctx, b)}
 }
 
-// Begin implements DB.
+// Begin implements Conn.
 func (d classifyingDB) Begin(ctx context.Context) (pgx.Tx, error) {
-	tx, err := d.DB.Begin(ctx)
+	tx, err := d.Conn.Begin(ctx)
 	if err != nil {
-		return nil, classifyDB(err)
+		return nil, classify(err)
 	}
 	return classifiedTx{tx}, nil
 }
@@ -82,9 +97,9 @@ func (d classifyingDB) Begin(ctx context.Context) (pgx.Tx, error) {
 // classifiedTx is a transaction with every error classified.
 type classifiedTx struct{ pgx.Tx }
 
-// classifyTx is tx with its errors classified (a host's own transaction,
+// ClassifyTx is tx with its errors classified (a host's own transaction,
 // handed to MarkUsed, included); nil stays nil.
-func classifyTx(tx pgx.Tx) pgx.Tx {
+func ClassifyTx(tx pgx.Tx) pgx.Tx {
 	if tx == nil {
 		return nil
 	}
@@ -96,13 +111,13 @@ func classifyTx(tx pgx.Tx) pgx.Tx {
 
 func (t classifiedTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	tag, err := t.Tx.Exec(ctx, sql, args...)
-	return tag, classifyDB(err)
+	return tag, classify(err)
 }
 
 func (t classifiedTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	rows, err := t.Tx.Query(ctx, sql, args...)
 	if err != nil {
-		return rows, classifyDB(err)
+		return rows, classify(err)
 	}
 	return classifiedRows{rows}, nil
 }
@@ -115,34 +130,34 @@ func (t classifiedTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResu
 	return classifiedBatch{t.Tx.SendBatch(ctx, b)}
 }
 
-func (t classifiedTx) Commit(ctx context.Context) error { return classifyDB(t.Tx.Commit(ctx)) }
+func (t classifiedTx) Commit(ctx context.Context) error { return classify(t.Tx.Commit(ctx)) }
 
 // classifiedRow is a row whose Scan error is classified.
 type classifiedRow struct{ pgx.Row }
 
-func (r classifiedRow) Scan(dest ...any) error { return classifyDB(r.Row.Scan(dest...)) }
+func (r classifiedRow) Scan(dest ...any) error { return classify(r.Row.Scan(dest...)) }
 
 // classifiedRows are rows whose error is classified.
 type classifiedRows struct{ pgx.Rows }
 
-func (r classifiedRows) Err() error { return classifyDB(r.Rows.Err()) }
+func (r classifiedRows) Err() error { return classify(r.Rows.Err()) }
 
 // classifiedBatch is a batch whose results and outcome are classified.
 type classifiedBatch struct{ pgx.BatchResults }
 
 func (b classifiedBatch) Exec() (pgconn.CommandTag, error) {
 	tag, err := b.BatchResults.Exec()
-	return tag, classifyDB(err)
+	return tag, classify(err)
 }
 
 func (b classifiedBatch) Query() (pgx.Rows, error) {
 	rows, err := b.BatchResults.Query()
 	if err != nil {
-		return rows, classifyDB(err)
+		return rows, classify(err)
 	}
 	return classifiedRows{rows}, nil
 }
 
 func (b classifiedBatch) QueryRow() pgx.Row { return classifiedRow{b.BatchResults.QueryRow()} }
 
-func (b classifiedBatch) Close() error { return classifyDB(b.BatchResults.Close()) }
+func (b classifiedBatch) Close() error { return classify(b.BatchResults.Close()) }

@@ -1,4 +1,4 @@
-package service_test
+package db_test
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
-	"github.com/uploadedfile/uploadedfile/service"
 )
 
 // onePool is a pool of one connection over a fresh database, configured as
@@ -28,7 +28,7 @@ func poolOf(t *testing.T, conns int32) *pgxpool.Pool {
 	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
 	require.NoError(t, err)
 	cfg.MaxConns = conns
-	service.ConfigurePool(cfg)
+	db.ConfigurePool(cfg)
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
@@ -46,11 +46,11 @@ type mixed struct {
 	opt  *string
 }
 
-func scanMixed(db interface {
+func scanMixed(conn interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, args ...any) (mixed, error) {
 	var m mixed
-	err := db.QueryRow(context.Background(), mixedRow, args...).Scan(&m.id, &m.name, &m.size, &m.at, &m.data, &m.opt)
+	err := conn.QueryRow(context.Background(), mixedRow, args...).Scan(&m.id, &m.name, &m.size, &m.at, &m.data, &m.opt)
 	return m, err
 }
 
@@ -59,7 +59,7 @@ func scanMixed(db interface {
 // non-NULLs in the same column.
 func TestPlanCachingDBScansAsPgx(t *testing.T) {
 	pool := onePool(t)
-	db := service.NewPlanCachingDB(pool)
+	pc := db.NewPlanCachingDB(pool)
 	at := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	opt := "x"
 	for i, args := range [][]any{
@@ -69,7 +69,7 @@ func TestPlanCachingDBScansAsPgx(t *testing.T) {
 	} {
 		want, err := scanMixed(pool, args...)
 		require.NoError(t, err)
-		got, err := scanMixed(db, args...)
+		got, err := scanMixed(pc, args...)
 		require.NoError(t, err, "call %d", i)
 		require.Equal(t, want.id, got.id)
 		require.Equal(t, want.name, got.name)
@@ -78,45 +78,45 @@ func TestPlanCachingDBScansAsPgx(t *testing.T) {
 		require.JSONEq(t, string(want.data), string(got.data))
 		require.Equal(t, want.opt, got.opt, "call %d", i)
 	}
-	require.Equal(t, 1, service.ConnectionsWithPlans(context.Background(), pool))
+	require.Equal(t, 1, db.ConnectionsWithPlans(context.Background(), pool))
 }
 
 // A destination of another type for the same statement is planned again,
 // not scanned with the plan of the type before it.
 func TestPlanCachingDBReplansANewDestinationType(t *testing.T) {
-	db := service.NewPlanCachingDB(onePool(t))
+	pc := db.NewPlanCachingDB(onePool(t))
 	ctx := context.Background()
 	var n int64
-	require.NoError(t, db.QueryRow(ctx, "SELECT 42::int4").Scan(&n))
+	require.NoError(t, pc.QueryRow(ctx, "SELECT 42::int4").Scan(&n))
 	require.Equal(t, int64(42), n)
 	var s string
-	err := db.QueryRow(ctx, "SELECT 42::int4").Scan(&s)
+	err := pc.QueryRow(ctx, "SELECT 42::int4").Scan(&s)
 	require.NoError(t, err)
 	require.Equal(t, "42", s)
 	var f float64
-	require.NoError(t, db.QueryRow(ctx, "SELECT 42::int4").Scan(&f))
+	require.NoError(t, pc.QueryRow(ctx, "SELECT 42::int4").Scan(&f))
 	require.Equal(t, 42.0, f)
 }
 
 // No row, a scan that fails and a failing statement answer pgx's errors,
 // and each gives the connection back (the pool has one).
 func TestPlanCachingDBErrorsReleaseTheConnection(t *testing.T) {
-	db := service.NewPlanCachingDB(onePool(t))
+	pc := db.NewPlanCachingDB(onePool(t))
 	ctx := context.Background()
 	var s string
 	for range 3 {
-		require.ErrorIs(t, db.QueryRow(ctx, "SELECT 'a' WHERE false").Scan(&s), pgx.ErrNoRows)
+		require.ErrorIs(t, pc.QueryRow(ctx, "SELECT 'a' WHERE false").Scan(&s), pgx.ErrNoRows)
 		var n int64
-		err := db.QueryRow(ctx, "SELECT NULL::int8").Scan(&n)
+		err := pc.QueryRow(ctx, "SELECT NULL::int8").Scan(&n)
 		var scanErr pgx.ScanArgError
 		require.True(t, errors.As(err, &scanErr), "%v", err)
 		require.Equal(t, 0, scanErr.ColumnIndex)
-		require.Error(t, db.QueryRow(ctx, "SELECT * FROM no_such_table").Scan(&s))
-		require.ErrorContains(t, db.QueryRow(ctx, "SELECT 1, 2").Scan(&n), "number of field descriptions")
+		require.Error(t, pc.QueryRow(ctx, "SELECT * FROM no_such_table").Scan(&s))
+		require.ErrorContains(t, pc.QueryRow(ctx, "SELECT 1, 2").Scan(&n), "number of field descriptions")
 	}
 	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	require.NoError(t, db.QueryRow(tctx, "SELECT 'ok'").Scan(&s))
+	require.NoError(t, pc.QueryRow(tctx, "SELECT 'ok'").Scan(&s))
 	require.Equal(t, "ok", s)
 }
 
@@ -124,20 +124,20 @@ func TestPlanCachingDBErrorsReleaseTheConnection(t *testing.T) {
 // past that it starts over, and what it scans is still right.
 func TestPlanCachingDBBoundsItsStatements(t *testing.T) {
 	pool := onePool(t)
-	db := service.NewPlanCachingDB(pool)
+	pc := db.NewPlanCachingDB(pool)
 	ctx := context.Background()
-	for i := range service.MaxStatementPlans + 10 {
+	for i := range db.MaxStatementPlans + 10 {
 		var n int64
-		require.NoError(t, db.QueryRow(ctx, fmt.Sprintf("SELECT %d::int8", i)).Scan(&n))
+		require.NoError(t, pc.QueryRow(ctx, fmt.Sprintf("SELECT %d::int8", i)).Scan(&n))
 		require.Equal(t, int64(i), n)
 	}
 	conn, err := pool.Acquire(ctx)
 	require.NoError(t, err)
 	defer conn.Release()
-	planned := service.PlannedStatements(conn.Conn())
+	planned := db.PlannedStatements(conn.Conn())
 	require.Positive(t, planned)
-	require.LessOrEqual(t, planned, service.MaxStatementPlans)
-	require.Less(t, planned, service.MaxStatementPlans+10)
+	require.LessOrEqual(t, planned, db.MaxStatementPlans)
+	require.Less(t, planned, db.MaxStatementPlans+10)
 }
 
 // Goroutines sharing a pool of four connections each get their own
@@ -145,21 +145,21 @@ func TestPlanCachingDBBoundsItsStatements(t *testing.T) {
 // touched only by its holder).
 func TestPlanCachingDBConcurrentReads(t *testing.T) {
 	pool := poolOf(t, 4)
-	db := service.NewPlanCachingDB(pool)
+	pc := db.NewPlanCachingDB(pool)
 	var g errgroup.Group
 	for w := range 8 {
 		g.Go(func() error {
 			for i := range 200 {
 				var n int64
 				var s string
-				if err := db.QueryRow(context.Background(), "SELECT $1::int8, $2::text", w*1000+i, fmt.Sprint(w, i)).Scan(&n, &s); err != nil {
+				if err := pc.QueryRow(context.Background(), "SELECT $1::int8, $2::text", w*1000+i, fmt.Sprint(w, i)).Scan(&n, &s); err != nil {
 					return err
 				}
 				if n != int64(w*1000+i) || s != fmt.Sprint(w, i) {
 					return fmt.Errorf("worker %d call %d read %d %q", w, i, n, s)
 				}
 				var at time.Time
-				if err := db.QueryRow(context.Background(), "SELECT to_timestamp($1::int8)", int64(i)).Scan(&at); err != nil {
+				if err := pc.QueryRow(context.Background(), "SELECT to_timestamp($1::int8)", int64(i)).Scan(&at); err != nil {
 					return err
 				}
 				if at.Unix() != int64(i) {
@@ -170,7 +170,7 @@ func TestPlanCachingDBConcurrentReads(t *testing.T) {
 		})
 	}
 	require.NoError(t, g.Wait())
-	held := service.ConnectionsWithPlans(context.Background(), pool)
+	held := db.ConnectionsWithPlans(context.Background(), pool)
 	require.LessOrEqual(t, held, 4)
 	require.Positive(t, held)
 }

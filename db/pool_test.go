@@ -1,4 +1,4 @@
-package service_test
+package db_test
 
 import (
 	"context"

@@ -1,15 +1,13 @@
-package service
+package db
 
 import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/uploadedfile/uploadedfile/gen/db"
 )
 
-// asyncCommit runs each statement in a transaction of its own whose
+// AsyncCommit is d with each statement run in a transaction of its own whose
 // commit does not wait for the WAL flush (synchronous_commit off, for
 // that transaction only): the set_config and the statement go in one
 // pipelined batch, which PostgreSQL runs as one implicit transaction, in
@@ -29,7 +27,10 @@ import (
 //     as after a crash of this process.
 //
 // Query and SendBatch are passed through unchanged (synchronous).
-type asyncCommit struct{ db.DBTX }
+func AsyncCommit(d DBTX) DBTX { return asyncCommit{d} }
+
+// asyncCommit is AsyncCommit's DBTX.
+type asyncCommit struct{ DBTX }
 
 // batch queues the setting, then sql.
 func (a asyncCommit) batch(ctx context.Context, sql string, args []any) pgx.BatchResults {
@@ -39,7 +40,7 @@ func (a asyncCommit) batch(ctx context.Context, sql string, args []any) pgx.Batc
 	return a.DBTX.SendBatch(ctx, b)
 }
 
-// Exec implements db.DBTX.
+// Exec implements DBTX.
 func (a asyncCommit) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	br := a.batch(ctx, sql, args)
 	if _, err := br.Exec(); err != nil {
@@ -53,7 +54,7 @@ func (a asyncCommit) Exec(ctx context.Context, sql string, args ...any) (pgconn.
 	return tag, err
 }
 
-// QueryRow implements db.DBTX.
+// QueryRow implements DBTX.
 func (a asyncCommit) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	return asyncRow{a.batch(ctx, sql, args)}
 }

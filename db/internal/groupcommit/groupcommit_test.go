@@ -14,7 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/uploadedfile/uploadedfile/internal/groupcommit"
+	"github.com/uploadedfile/uploadedfile/db/internal/groupcommit"
 )
 
 // statement is a test's statement: it records every run, alone or

@@ -9,9 +9,11 @@ import (
 // benchIdempotency measures what an Idempotency-Key costs a buffer upload
 // (issue 48: at most 5 %): 64 KiB uploads from 32 clients to one fresh
 // server, each with a key of its own, against the same uploads without
-// one, in interleaved rounds. A keyed upload claims its key, runs, and
-// records its answer: two statements more, and a row that the temporary
-// track expires after 24 hours.
+// one, in interleaved rounds. A keyed upload stores its key and its
+// request's fingerprint on the file's row, claimed by the insert that
+// reserves the file: one more entry of a partial unique index, no
+// statement more (docs/decisions.md, "A buffer upload's key on its file's
+// row").
 func benchIdempotency(ctx context.Context, e *env, rep *report, bin, tmp, secret string) error {
 	srv, stop, err := startVariant(ctx, bin, tmp, "idempotency", secret, "")
 	if err != nil {

@@ -37,13 +37,13 @@ WITH changed AS (
         AND uploaded_file.upload_pending_at = $5::timestamptz
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.ready', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height FROM changed
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint FROM changed
 `
 
 type FileActivateUploadBatchResults struct {
@@ -61,40 +61,42 @@ type FileActivateUploadParams struct {
 }
 
 type FileActivateUploadRow struct {
-	ID                   uuid.UUID
-	TenantCode           string
-	DepartmentCode       *string
-	UserID               string
-	Key                  string
-	CDN                  *string
-	OriginalName         string
-	SizeBytes            int64
-	ContentType          string
-	Visibility           string
-	IsTemporary          bool
-	UploadPendingAt      *time.Time
-	DeletionPendingAt    *time.Time
-	ExpiredAt            *time.Time
-	ExtraData            json.RawMessage
-	Module               *string
-	Entity               *string
-	EntityID             *string
-	Type                 *string
-	UsedAt               *time.Time
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-	DeletedAt            *time.Time
-	Status               string
-	PendingKey           *string
-	Checksum             *string
-	ETag                 *string
-	Disposition          string
-	CompletedAt          *time.Time
-	UploadExpiresAt      *time.Time
-	CompletionLeaseUntil *time.Time
-	StagingCleanupAt     *time.Time
-	Width                *int32
-	Height               *int32
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
 }
 
 // hidden -> ready. Clears exactly the marker the writer inserted, only while
@@ -168,6 +170,8 @@ func (b *FileActivateUploadBatchResults) QueryRow(f func(int, FileActivateUpload
 			&i.StagingCleanupAt,
 			&i.Width,
 			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
 		)
 		if f != nil {
 			f(t, i, err)
@@ -182,16 +186,24 @@ func (b *FileActivateUploadBatchResults) Close() error {
 
 const fileInsertHidden = `-- name: FileInsertHidden :batchone
 
-WITH limits AS (
+WITH key_free AS (
+    -- NULL (no key) is free; the OR stops there, without a probe.
+    SELECT $1::text IS NULL OR NOT EXISTS (
+        SELECT 1 FROM uploaded_file_idempotency
+        WHERE uploaded_file_idempotency.tenant_code = $2
+            AND uploaded_file_idempotency.caller = $3
+            AND uploaded_file_idempotency.key = $1::text
+    ) AS free
+), limits AS (
     -- The tenant's limits: its override, else the configured default (0:
     -- unlimited).
     SELECT
-        coalesce(uploaded_file_quota.tenant_bytes, $1::bigint) AS tenant_bytes,
-        coalesce(uploaded_file_quota.tenant_files, $2::bigint) AS tenant_files,
-        coalesce(uploaded_file_quota.owner_bytes, $3::bigint) AS owner_bytes,
-        coalesce(uploaded_file_quota.owner_files, $4::bigint) AS owner_files
+        coalesce(uploaded_file_quota.tenant_bytes, $4::bigint) AS tenant_bytes,
+        coalesce(uploaded_file_quota.tenant_files, $5::bigint) AS tenant_files,
+        coalesce(uploaded_file_quota.owner_bytes, $6::bigint) AS owner_bytes,
+        coalesce(uploaded_file_quota.owner_files, $7::bigint) AS owner_files
     FROM (SELECT 1) AS one
-    LEFT JOIN uploaded_file_quota ON uploaded_file_quota.tenant_code = $5
+    LEFT JOIN uploaded_file_quota ON uploaded_file_quota.tenant_code = $2
 ), reserved AS (
     -- Adds the row to the tenant's ('') and the owner's usage where it
     -- still fits, creating a usage row at its first reservation. An
@@ -199,11 +211,11 @@ WITH limits AS (
     -- concurrent reservations queue on it and none can pass a limit; rows
     -- are taken in key order, as every statement that changes usage does.
     INSERT INTO uploaded_file_usage AS usage (tenant_code, user_id, bytes, files)
-    SELECT $5, holder.user_id, $6, 1
-    FROM limits, (SELECT '' AS user_id UNION ALL SELECT $7::text) AS holder
-    WHERE CASE WHEN holder.user_id = ''
-        THEN (limits.tenant_bytes = 0 OR $6 <= limits.tenant_bytes) AND (limits.tenant_files = 0 OR 1 <= limits.tenant_files)
-        ELSE (limits.owner_bytes = 0 OR $6 <= limits.owner_bytes) AND (limits.owner_files = 0 OR 1 <= limits.owner_files)
+    SELECT $2, holder.user_id, $8, 1
+    FROM limits, (SELECT '' AS user_id UNION ALL SELECT $3::text) AS holder
+    WHERE (SELECT free FROM key_free) AND CASE WHEN holder.user_id = ''
+        THEN (limits.tenant_bytes = 0 OR $8 <= limits.tenant_bytes) AND (limits.tenant_files = 0 OR 1 <= limits.tenant_files)
+        ELSE (limits.owner_bytes = 0 OR $8 <= limits.owner_bytes) AND (limits.owner_files = 0 OR 1 <= limits.owner_files)
         END
     ORDER BY holder.user_id
     ON CONFLICT (tenant_code, user_id) DO UPDATE
@@ -239,21 +251,22 @@ WITH limits AS (
         type,
         width,
         height,
+        idempotency_key,
+        idempotency_fingerprint,
         status,
         upload_pending_at,
         created_at,
         updated_at
     )
     SELECT
-        $8,
-        $5,
         $9,
-        $7,
+        $2,
         $10,
+        $3,
         $11,
         $12,
-        $6,
         $13,
+        $8,
         $14,
         $15,
         $16,
@@ -263,16 +276,23 @@ WITH limits AS (
         $20,
         $21,
         $22,
-        $23::integer,
+        $23,
         $24::integer,
+        $25::integer,
+        $1::text,
+        $26::bytea,
         'pending',
-        coalesce($25::timestamptz, now()) + $26::interval,
-        coalesce($25::timestamptz, now()),
-        coalesce($25::timestamptz, now())
-    WHERE CASE WHEN (SELECT count(*) FROM reserved) = 2 THEN true ELSE uploaded_file_quota_exceeded() END
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+        coalesce($27::timestamptz, now()) + $28::interval,
+        coalesce($27::timestamptz, now()),
+        coalesce($27::timestamptz, now())
+    -- CASE tests in order: a key in use elsewhere inserts nothing (and
+    -- reserved nothing) without being taken for a quota refusal.
+    WHERE CASE WHEN NOT (SELECT free FROM key_free) THEN false
+        WHEN (SELECT count(*) FROM reserved) = 2 THEN true
+        ELSE uploaded_file_quota_exceeded() END
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height FROM inserted
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint FROM inserted
 `
 
 type FileInsertHiddenBatchResults struct {
@@ -282,69 +302,73 @@ type FileInsertHiddenBatchResults struct {
 }
 
 type FileInsertHiddenParams struct {
-	DefaultTenantBytes int64
-	DefaultTenantFiles int64
-	DefaultOwnerBytes  int64
-	DefaultOwnerFiles  int64
-	TenantCode         string
-	SizeBytes          int64
-	UserID             string
-	ID                 uuid.UUID
-	DepartmentCode     *string
-	Key                string
-	CDN                *string
-	OriginalName       string
-	ContentType        string
-	Visibility         string
-	Disposition        string
-	IsTemporary        bool
-	Checksum           *string
-	ExtraData          json.RawMessage
-	Module             *string
-	Entity             *string
-	EntityID           *string
-	Type               *string
-	Width              *int32
-	Height             *int32
-	Now                *time.Time
-	ActivationLease    time.Duration
+	IdempotencyKey         *string
+	TenantCode             string
+	UserID                 string
+	DefaultTenantBytes     int64
+	DefaultTenantFiles     int64
+	DefaultOwnerBytes      int64
+	DefaultOwnerFiles      int64
+	SizeBytes              int64
+	ID                     uuid.UUID
+	DepartmentCode         *string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	ContentType            string
+	Visibility             string
+	Disposition            string
+	IsTemporary            bool
+	Checksum               *string
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	Width                  *int32
+	Height                 *int32
+	IdempotencyFingerprint []byte
+	Now                    *time.Time
+	ActivationLease        time.Duration
 }
 
 type FileInsertHiddenRow struct {
-	ID                   uuid.UUID
-	TenantCode           string
-	DepartmentCode       *string
-	UserID               string
-	Key                  string
-	CDN                  *string
-	OriginalName         string
-	SizeBytes            int64
-	ContentType          string
-	Visibility           string
-	IsTemporary          bool
-	UploadPendingAt      *time.Time
-	DeletionPendingAt    *time.Time
-	ExpiredAt            *time.Time
-	ExtraData            json.RawMessage
-	Module               *string
-	Entity               *string
-	EntityID             *string
-	Type                 *string
-	UsedAt               *time.Time
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-	DeletedAt            *time.Time
-	Status               string
-	PendingKey           *string
-	Checksum             *string
-	ETag                 *string
-	Disposition          string
-	CompletedAt          *time.Time
-	UploadExpiresAt      *time.Time
-	CompletionLeaseUntil *time.Time
-	StagingCleanupAt     *time.Time
-	Width                *int32
-	Height               *int32
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
 }
 
 // Buffer uploads (legacy and managed): the server receives the bytes itself.
@@ -353,6 +377,17 @@ type FileInsertHiddenRow struct {
 //	FileActivateUpload           hidden   -> visible (ready), that exact marker only
 //	FileSettleFailedUpload       hidden   -> claimed for deletion, marker cleared
 //	FileRestoreUploadForCleanup  taken over by maintenance -> claimed for deletion
+//
+// An upload with an Idempotency-Key stores the key and its request's
+// fingerprint on the row FileInsertHidden inserts (unique per tenant, user
+// and key: uploaded_file_idempotency_key_unique). A retry's insert fails on
+// that index and FileGetByIdempotencyKey reads the first row: ready, the
+// retry answers with it; hidden under a live lease, the first request is
+// still running; hidden past its lease, the first request died and the
+// retry settles its row as the writer would have (FileSettleFailedUpload
+// with its marker), then inserts again; being deleted, or claimed more than
+// a day ago, FileForgetIdempotencyKey frees the key and the retry inserts
+// again.
 //
 // The activation lease is a marker, not only a deadline: the activation and
 // the settled cleanup both name the exact upload_pending_at value the writer
@@ -380,18 +415,23 @@ type FileInsertHiddenRow struct {
 // Persists a buffer upload before its bytes are written: status pending and a
 // future activation lease in upload_pending_at, so the row is invisible to
 // every normal read and, should the writer die, the deletion-retry sweep finds
-// it once the lease has expired. Fails on a duplicate id, key or cdn.
+// it once the lease has expired. Fails on a duplicate id, key or cdn, or
+// idempotency key (SQLSTATE 23505, uploaded_file_idempotency_key_unique).
+// Zero rows: @idempotency_key is one the caller used on a route whose keys
+// live in uploaded_file_idempotency (another request: nothing is written,
+// nothing reserved).
 func (q *Queries) FileInsertHidden(ctx context.Context, db DBTX, arg []FileInsertHiddenParams) *FileInsertHiddenBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
 		vals := []interface{}{
+			a.IdempotencyKey,
+			a.TenantCode,
+			a.UserID,
 			a.DefaultTenantBytes,
 			a.DefaultTenantFiles,
 			a.DefaultOwnerBytes,
 			a.DefaultOwnerFiles,
-			a.TenantCode,
 			a.SizeBytes,
-			a.UserID,
 			a.ID,
 			a.DepartmentCode,
 			a.Key,
@@ -409,6 +449,7 @@ func (q *Queries) FileInsertHidden(ctx context.Context, db DBTX, arg []FileInser
 			a.Type,
 			a.Width,
 			a.Height,
+			a.IdempotencyFingerprint,
 			a.Now,
 			a.ActivationLease,
 		}
@@ -464,6 +505,8 @@ func (b *FileInsertHiddenBatchResults) QueryRow(f func(int, FileInsertHiddenRow,
 			&i.StagingCleanupAt,
 			&i.Width,
 			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
 		)
 		if f != nil {
 			f(t, i, err)

@@ -553,6 +553,23 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			return err
 		},
 		func() error {
+			_, err := insertHidden(ctx, e, db.FileInsertHiddenParams{ID: uuid.New(), TenantCode: ten, UserID: "u", Key: "k2", ExtraData: []byte(`{}`), Visibility: "private", Disposition: "inline",
+				ActivationLease: time.Minute, IdempotencyKey: ptr("k"), IdempotencyFingerprint: []byte{1}})
+			return err
+		},
+		func() error {
+			_, err := q.FileGetByIdempotencyKey(ctx, e, db.FileGetByIdempotencyKeyParams{TenantCode: ten, UserID: "u", IdempotencyKey: "k", Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileForgetIdempotencyKey(ctx, e, db.FileForgetIdempotencyKeyParams{ID: id, IdempotencyKey: "k", Retention: 24 * time.Hour, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.IdempotencyKeyOnFile(ctx, e, db.IdempotencyKeyOnFileParams{TenantCode: ten, Caller: "u", Key: "k"})
+			return err
+		},
+		func() error {
 			_, err := q.SweepBacklog(ctx, e, db.SweepBacklogParams{Cap: 100_000, Now: now})
 			return err
 		},

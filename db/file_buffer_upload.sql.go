@@ -13,6 +13,110 @@ import (
 	"github.com/google/uuid"
 )
 
+const fileForgetIdempotencyKey = `-- name: FileForgetIdempotencyKey :execrows
+UPDATE uploaded_file
+SET idempotency_key = NULL, idempotency_fingerprint = NULL
+WHERE id = $1 AND idempotency_key = $2::text
+    AND (deletion_pending_at IS NOT NULL OR deleted_at IS NOT NULL
+        OR created_at <= coalesce($3::timestamptz, now()) - $4::interval)
+`
+
+type FileForgetIdempotencyKeyParams struct {
+	ID             uuid.UUID
+	IdempotencyKey string
+	Now            *time.Time
+	Retention      time.Duration
+}
+
+// Frees @idempotency_key from row @id, when the key no longer answers for
+// it: the row is being deleted or was (a failed upload's settled cleanup,
+// or a deletion), or the key was claimed more than @retention ago. Guard:
+// the row still holds that key. Zero rows: another retry freed it, or the
+// row is none of those (it is answered from instead).
+func (q *Queries) FileForgetIdempotencyKey(ctx context.Context, db DBTX, arg FileForgetIdempotencyKeyParams) (int64, error) {
+	result, err := db.Exec(ctx, fileForgetIdempotencyKey,
+		arg.ID,
+		arg.IdempotencyKey,
+		arg.Now,
+		arg.Retention,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const fileGetByIdempotencyKey = `-- name: FileGetByIdempotencyKey :one
+SELECT uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint, coalesce($1::timestamptz, now())::timestamptz AS db_now
+FROM uploaded_file
+WHERE tenant_code = $2 AND user_id = $3 AND idempotency_key = $4::text
+`
+
+type FileGetByIdempotencyKeyParams struct {
+	Now            *time.Time
+	TenantCode     string
+	UserID         string
+	IdempotencyKey string
+}
+
+type FileGetByIdempotencyKeyRow struct {
+	UploadedFile UploadedFile
+	DBNow        time.Time
+}
+
+// The row a buffer upload of the caller (@tenant_code, @user_id) made under
+// @idempotency_key, whatever its state, with the database time. Zero rows:
+// the key is free (its row went meanwhile): insert again.
+func (q *Queries) FileGetByIdempotencyKey(ctx context.Context, db DBTX, arg FileGetByIdempotencyKeyParams) (FileGetByIdempotencyKeyRow, error) {
+	row := db.QueryRow(ctx, fileGetByIdempotencyKey,
+		arg.Now,
+		arg.TenantCode,
+		arg.UserID,
+		arg.IdempotencyKey,
+	)
+	var i FileGetByIdempotencyKeyRow
+	err := row.Scan(
+		&i.UploadedFile.ID,
+		&i.UploadedFile.TenantCode,
+		&i.UploadedFile.DepartmentCode,
+		&i.UploadedFile.UserID,
+		&i.UploadedFile.Key,
+		&i.UploadedFile.CDN,
+		&i.UploadedFile.OriginalName,
+		&i.UploadedFile.SizeBytes,
+		&i.UploadedFile.ContentType,
+		&i.UploadedFile.Visibility,
+		&i.UploadedFile.IsTemporary,
+		&i.UploadedFile.UploadPendingAt,
+		&i.UploadedFile.DeletionPendingAt,
+		&i.UploadedFile.ExpiredAt,
+		&i.UploadedFile.ExtraData,
+		&i.UploadedFile.Module,
+		&i.UploadedFile.Entity,
+		&i.UploadedFile.EntityID,
+		&i.UploadedFile.Type,
+		&i.UploadedFile.UsedAt,
+		&i.UploadedFile.CreatedAt,
+		&i.UploadedFile.UpdatedAt,
+		&i.UploadedFile.DeletedAt,
+		&i.UploadedFile.Status,
+		&i.UploadedFile.PendingKey,
+		&i.UploadedFile.Checksum,
+		&i.UploadedFile.ETag,
+		&i.UploadedFile.Disposition,
+		&i.UploadedFile.CompletedAt,
+		&i.UploadedFile.UploadExpiresAt,
+		&i.UploadedFile.CompletionLeaseUntil,
+		&i.UploadedFile.StagingCleanupAt,
+		&i.UploadedFile.Width,
+		&i.UploadedFile.Height,
+		&i.UploadedFile.IdempotencyKey,
+		&i.UploadedFile.IdempotencyFingerprint,
+		&i.DBNow,
+	)
+	return i, err
+}
+
 const fileRestoreUploadForCleanup = `-- name: FileRestoreUploadForCleanup :one
 WITH changed AS (
     UPDATE uploaded_file
@@ -26,7 +130,7 @@ WITH changed AS (
         AND uploaded_file.upload_pending_at IS NOT DISTINCT FROM $4::timestamptz
         AND uploaded_file.deletion_pending_at IS NOT DISTINCT FROM $5::timestamptz
         AND uploaded_file.deleted_at IS NOT DISTINCT FROM $6::timestamptz
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 ), released AS (
     -- The space the rows held goes back to their owners and tenants
     -- (uploaded_file_usage_release); the final SELECT reads this CTE,
@@ -35,7 +139,7 @@ WITH changed AS (
     FROM changed
     WHERE $5::timestamptz IS NULL AND $6::timestamptz IS NULL
 )
-SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height FROM changed CROSS JOIN released
+SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint FROM changed CROSS JOIN released
 `
 
 type FileRestoreUploadForCleanupParams struct {
@@ -48,40 +152,42 @@ type FileRestoreUploadForCleanupParams struct {
 }
 
 type FileRestoreUploadForCleanupRow struct {
-	ID                   uuid.UUID
-	TenantCode           string
-	DepartmentCode       *string
-	UserID               string
-	Key                  string
-	CDN                  *string
-	OriginalName         string
-	SizeBytes            int64
-	ContentType          string
-	Visibility           string
-	IsTemporary          bool
-	UploadPendingAt      *time.Time
-	DeletionPendingAt    *time.Time
-	ExpiredAt            *time.Time
-	ExtraData            json.RawMessage
-	Module               *string
-	Entity               *string
-	EntityID             *string
-	Type                 *string
-	UsedAt               *time.Time
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-	DeletedAt            *time.Time
-	Status               string
-	PendingKey           *string
-	Checksum             *string
-	ETag                 *string
-	Disposition          string
-	CompletedAt          *time.Time
-	UploadExpiresAt      *time.Time
-	CompletionLeaseUntil *time.Time
-	StagingCleanupAt     *time.Time
-	Width                *int32
-	Height               *int32
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
 }
 
 // A slow writer finishing after maintenance reached its expired upload: it
@@ -138,6 +244,8 @@ func (q *Queries) FileRestoreUploadForCleanup(ctx context.Context, db DBTX, arg 
 		&i.StagingCleanupAt,
 		&i.Width,
 		&i.Height,
+		&i.IdempotencyKey,
+		&i.IdempotencyFingerprint,
 	)
 	return i, err
 }
@@ -154,7 +262,7 @@ WITH changed AS (
         AND uploaded_file.upload_pending_at = $4::timestamptz
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 ), released AS (
     -- The space the rows held goes back to their owners and tenants
     -- (uploaded_file_usage_release); the final SELECT reads this CTE,
@@ -166,7 +274,7 @@ WITH changed AS (
     SELECT 'upload.failed', changed.tenant_code, changed.id, changed.updated_at, $5::text, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height FROM changed CROSS JOIN released
+SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint FROM changed CROSS JOIN released
 `
 
 type FileSettleFailedUploadParams struct {
@@ -178,40 +286,42 @@ type FileSettleFailedUploadParams struct {
 }
 
 type FileSettleFailedUploadRow struct {
-	ID                   uuid.UUID
-	TenantCode           string
-	DepartmentCode       *string
-	UserID               string
-	Key                  string
-	CDN                  *string
-	OriginalName         string
-	SizeBytes            int64
-	ContentType          string
-	Visibility           string
-	IsTemporary          bool
-	UploadPendingAt      *time.Time
-	DeletionPendingAt    *time.Time
-	ExpiredAt            *time.Time
-	ExtraData            json.RawMessage
-	Module               *string
-	Entity               *string
-	EntityID             *string
-	Type                 *string
-	UsedAt               *time.Time
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-	DeletedAt            *time.Time
-	Status               string
-	PendingKey           *string
-	Checksum             *string
-	ETag                 *string
-	Disposition          string
-	CompletedAt          *time.Time
-	UploadExpiresAt      *time.Time
-	CompletionLeaseUntil *time.Time
-	StagingCleanupAt     *time.Time
-	Width                *int32
-	Height               *int32
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
 }
 
 // hidden -> claimed for deletion, when the write or the activation failed.
@@ -266,6 +376,8 @@ func (q *Queries) FileSettleFailedUpload(ctx context.Context, db DBTX, arg FileS
 		&i.StagingCleanupAt,
 		&i.Width,
 		&i.Height,
+		&i.IdempotencyKey,
+		&i.IdempotencyFingerprint,
 	)
 	return i, err
 }

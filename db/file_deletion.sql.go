@@ -27,7 +27,7 @@ WITH changed AS (
         AND status = 'pending'
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 ), released AS (
     -- The space the rows held goes back to their owners and tenants
     -- (uploaded_file_usage_release); the final SELECT reads this CTE,
@@ -39,7 +39,7 @@ WITH changed AS (
     SELECT 'upload.abandoned', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height FROM changed CROSS JOIN released
+SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint FROM changed CROSS JOIN released
 `
 
 type FileClaimAbortParams struct {
@@ -52,40 +52,42 @@ type FileClaimAbortParams struct {
 }
 
 type FileClaimAbortRow struct {
-	ID                   uuid.UUID
-	TenantCode           string
-	DepartmentCode       *string
-	UserID               string
-	Key                  string
-	CDN                  *string
-	OriginalName         string
-	SizeBytes            int64
-	ContentType          string
-	Visibility           string
-	IsTemporary          bool
-	UploadPendingAt      *time.Time
-	DeletionPendingAt    *time.Time
-	ExpiredAt            *time.Time
-	ExtraData            json.RawMessage
-	Module               *string
-	Entity               *string
-	EntityID             *string
-	Type                 *string
-	UsedAt               *time.Time
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-	DeletedAt            *time.Time
-	Status               string
-	PendingKey           *string
-	Checksum             *string
-	ETag                 *string
-	Disposition          string
-	CompletedAt          *time.Time
-	UploadExpiresAt      *time.Time
-	CompletionLeaseUntil *time.Time
-	StagingCleanupAt     *time.Time
-	Width                *int32
-	Height               *int32
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
 }
 
 // A direct upload not yet completing (pending, or failed before its claim was
@@ -140,6 +142,8 @@ func (q *Queries) FileClaimAbort(ctx context.Context, db DBTX, arg FileClaimAbor
 		&i.StagingCleanupAt,
 		&i.Width,
 		&i.Height,
+		&i.IdempotencyKey,
+		&i.IdempotencyFingerprint,
 	)
 	return i, err
 }
@@ -159,7 +163,7 @@ WITH changed AS (
         AND upload_pending_at IS NULL
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 ), released AS (
     -- The space the rows held goes back to their owners and tenants
     -- (uploaded_file_usage_release); the final SELECT reads this CTE,
@@ -171,7 +175,7 @@ WITH changed AS (
     SELECT 'file.deleted', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height FROM changed CROSS JOIN released
+SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint FROM changed CROSS JOIN released
 `
 
 type FileClaimDeletionParams struct {
@@ -184,40 +188,42 @@ type FileClaimDeletionParams struct {
 }
 
 type FileClaimDeletionRow struct {
-	ID                   uuid.UUID
-	TenantCode           string
-	DepartmentCode       *string
-	UserID               string
-	Key                  string
-	CDN                  *string
-	OriginalName         string
-	SizeBytes            int64
-	ContentType          string
-	Visibility           string
-	IsTemporary          bool
-	UploadPendingAt      *time.Time
-	DeletionPendingAt    *time.Time
-	ExpiredAt            *time.Time
-	ExtraData            json.RawMessage
-	Module               *string
-	Entity               *string
-	EntityID             *string
-	Type                 *string
-	UsedAt               *time.Time
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-	DeletedAt            *time.Time
-	Status               string
-	PendingKey           *string
-	Checksum             *string
-	ETag                 *string
-	Disposition          string
-	CompletedAt          *time.Time
-	UploadExpiresAt      *time.Time
-	CompletionLeaseUntil *time.Time
-	StagingCleanupAt     *time.Time
-	Width                *int32
-	Height               *int32
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
 }
 
 // Durable deletion: claim, then storage I/O, then settle. Each transition
@@ -282,6 +288,8 @@ func (q *Queries) FileClaimDeletion(ctx context.Context, db DBTX, arg FileClaimD
 		&i.StagingCleanupAt,
 		&i.Width,
 		&i.Height,
+		&i.IdempotencyKey,
+		&i.IdempotencyFingerprint,
 	)
 	return i, err
 }
@@ -300,7 +308,7 @@ WITH changed AS (
         AND upload_pending_at IS NULL
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 ), released AS (
     -- The space the rows held goes back to their owners and tenants
     -- (uploaded_file_usage_release); the final SELECT reads this CTE,
@@ -315,7 +323,7 @@ WITH changed AS (
     WHERE kind.type = 'file.deleted' OR $7::boolean
     ORDER BY changed.id, kind.n
 )
-SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height FROM changed CROSS JOIN released
+SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint FROM changed CROSS JOIN released
 `
 
 type FileClaimDeletionByReferencesParams struct {
@@ -329,40 +337,42 @@ type FileClaimDeletionByReferencesParams struct {
 }
 
 type FileClaimDeletionByReferencesRow struct {
-	ID                   uuid.UUID
-	TenantCode           string
-	DepartmentCode       *string
-	UserID               string
-	Key                  string
-	CDN                  *string
-	OriginalName         string
-	SizeBytes            int64
-	ContentType          string
-	Visibility           string
-	IsTemporary          bool
-	UploadPendingAt      *time.Time
-	DeletionPendingAt    *time.Time
-	ExpiredAt            *time.Time
-	ExtraData            json.RawMessage
-	Module               *string
-	Entity               *string
-	EntityID             *string
-	Type                 *string
-	UsedAt               *time.Time
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-	DeletedAt            *time.Time
-	Status               string
-	PendingKey           *string
-	Checksum             *string
-	ETag                 *string
-	Disposition          string
-	CompletedAt          *time.Time
-	UploadExpiresAt      *time.Time
-	CompletionLeaseUntil *time.Time
-	StagingCleanupAt     *time.Time
-	Width                *int32
-	Height               *int32
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
 }
 
 // visible -> claimed for deletion, for every exact reference (key or cdn) in
@@ -422,6 +432,8 @@ func (q *Queries) FileClaimDeletionByReferences(ctx context.Context, db DBTX, ar
 			&i.StagingCleanupAt,
 			&i.Width,
 			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
 		); err != nil {
 			return nil, err
 		}
@@ -480,7 +492,7 @@ SET
     updated_at = coalesce($1::timestamptz, now())
 WHERE id = $3
     AND deletion_pending_at = $4::timestamptz
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 `
 
 type FileReleaseDeletionParams struct {
@@ -537,6 +549,8 @@ func (q *Queries) FileReleaseDeletion(ctx context.Context, db DBTX, arg FileRele
 		&i.StagingCleanupAt,
 		&i.Width,
 		&i.Height,
+		&i.IdempotencyKey,
+		&i.IdempotencyFingerprint,
 	)
 	return i, err
 }
@@ -552,7 +566,7 @@ SET
 WHERE id = $4
     AND deletion_pending_at = $5::timestamptz
     AND upload_pending_at = $6::timestamptz
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 `
 
 type FileRescheduleTombstoneParams struct {
@@ -615,6 +629,8 @@ func (q *Queries) FileRescheduleTombstone(ctx context.Context, db DBTX, arg File
 		&i.StagingCleanupAt,
 		&i.Width,
 		&i.Height,
+		&i.IdempotencyKey,
+		&i.IdempotencyFingerprint,
 	)
 	return i, err
 }
@@ -632,14 +648,14 @@ WITH changed AS (
     WHERE uploaded_file.id = $2
         AND uploaded_file.deletion_pending_at = $3::timestamptz
         AND uploaded_file.upload_pending_at IS NOT DISTINCT FROM $4::timestamptz
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.purged', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
     WHERE changed.status = 'ready'
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height FROM changed
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint FROM changed
 `
 
 type FileSettleDeletionParams struct {
@@ -650,40 +666,42 @@ type FileSettleDeletionParams struct {
 }
 
 type FileSettleDeletionRow struct {
-	ID                   uuid.UUID
-	TenantCode           string
-	DepartmentCode       *string
-	UserID               string
-	Key                  string
-	CDN                  *string
-	OriginalName         string
-	SizeBytes            int64
-	ContentType          string
-	Visibility           string
-	IsTemporary          bool
-	UploadPendingAt      *time.Time
-	DeletionPendingAt    *time.Time
-	ExpiredAt            *time.Time
-	ExtraData            json.RawMessage
-	Module               *string
-	Entity               *string
-	EntityID             *string
-	Type                 *string
-	UsedAt               *time.Time
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-	DeletedAt            *time.Time
-	Status               string
-	PendingKey           *string
-	Checksum             *string
-	ETag                 *string
-	Disposition          string
-	CompletedAt          *time.Time
-	UploadExpiresAt      *time.Time
-	CompletionLeaseUntil *time.Time
-	StagingCleanupAt     *time.Time
-	Width                *int32
-	Height               *int32
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
 }
 
 // claimed -> deleted, once every object of the row is gone: soft-delete (the
@@ -735,6 +753,8 @@ func (q *Queries) FileSettleDeletion(ctx context.Context, db DBTX, arg FileSettl
 		&i.StagingCleanupAt,
 		&i.Width,
 		&i.Height,
+		&i.IdempotencyKey,
+		&i.IdempotencyFingerprint,
 	)
 	return i, err
 }

@@ -27,7 +27,7 @@ WHERE id = $4
     AND upload_expires_at > coalesce($2::timestamptz, now())
     AND deletion_pending_at IS NULL
     AND deleted_at IS NULL
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 `
 
 type FileClaimCompletionParams struct {
@@ -88,6 +88,8 @@ func (q *Queries) FileClaimCompletion(ctx context.Context, db DBTX, arg FileClai
 		&i.StagingCleanupAt,
 		&i.Width,
 		&i.Height,
+		&i.IdempotencyKey,
+		&i.IdempotencyFingerprint,
 	)
 	return i, err
 }
@@ -141,7 +143,7 @@ WITH changed AS (
         AND uploaded_file.completion_lease_until = $4::timestamptz
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 ), released AS (
     -- The space the rows held goes back to their owners and tenants
     -- (uploaded_file_usage_release); the final SELECT reads this CTE,
@@ -153,7 +155,7 @@ WITH changed AS (
     SELECT 'upload.failed', changed.tenant_code, changed.id, changed.updated_at, nullif($5::text, ''), uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height FROM changed CROSS JOIN released
+SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint FROM changed CROSS JOIN released
 `
 
 type FileFailCompletionParams struct {
@@ -165,40 +167,42 @@ type FileFailCompletionParams struct {
 }
 
 type FileFailCompletionRow struct {
-	ID                   uuid.UUID
-	TenantCode           string
-	DepartmentCode       *string
-	UserID               string
-	Key                  string
-	CDN                  *string
-	OriginalName         string
-	SizeBytes            int64
-	ContentType          string
-	Visibility           string
-	IsTemporary          bool
-	UploadPendingAt      *time.Time
-	DeletionPendingAt    *time.Time
-	ExpiredAt            *time.Time
-	ExtraData            json.RawMessage
-	Module               *string
-	Entity               *string
-	EntityID             *string
-	Type                 *string
-	UsedAt               *time.Time
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-	DeletedAt            *time.Time
-	Status               string
-	PendingKey           *string
-	Checksum             *string
-	ETag                 *string
-	Disposition          string
-	CompletedAt          *time.Time
-	UploadExpiresAt      *time.Time
-	CompletionLeaseUntil *time.Time
-	StagingCleanupAt     *time.Time
-	Width                *int32
-	Height               *int32
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
 }
 
 // completing -> failed, by the holder of exactly @lease, when the staging or
@@ -254,6 +258,8 @@ func (q *Queries) FileFailCompletion(ctx context.Context, db DBTX, arg FileFailC
 		&i.StagingCleanupAt,
 		&i.Width,
 		&i.Height,
+		&i.IdempotencyKey,
+		&i.IdempotencyFingerprint,
 	)
 	return i, err
 }
@@ -282,13 +288,13 @@ WITH changed AS (
         AND uploaded_file.completion_lease_until = $8::timestamptz
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.ready', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height FROM changed
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint FROM changed
 `
 
 type FileFinalizeCompletionParams struct {
@@ -303,40 +309,42 @@ type FileFinalizeCompletionParams struct {
 }
 
 type FileFinalizeCompletionRow struct {
-	ID                   uuid.UUID
-	TenantCode           string
-	DepartmentCode       *string
-	UserID               string
-	Key                  string
-	CDN                  *string
-	OriginalName         string
-	SizeBytes            int64
-	ContentType          string
-	Visibility           string
-	IsTemporary          bool
-	UploadPendingAt      *time.Time
-	DeletionPendingAt    *time.Time
-	ExpiredAt            *time.Time
-	ExtraData            json.RawMessage
-	Module               *string
-	Entity               *string
-	EntityID             *string
-	Type                 *string
-	UsedAt               *time.Time
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-	DeletedAt            *time.Time
-	Status               string
-	PendingKey           *string
-	Checksum             *string
-	ETag                 *string
-	Disposition          string
-	CompletedAt          *time.Time
-	UploadExpiresAt      *time.Time
-	CompletionLeaseUntil *time.Time
-	StagingCleanupAt     *time.Time
-	Width                *int32
-	Height               *int32
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
 }
 
 // completing -> ready, by the holder of exactly @lease, after the promoted
@@ -400,6 +408,8 @@ func (q *Queries) FileFinalizeCompletion(ctx context.Context, db DBTX, arg FileF
 		&i.StagingCleanupAt,
 		&i.Width,
 		&i.Height,
+		&i.IdempotencyKey,
+		&i.IdempotencyFingerprint,
 	)
 	return i, err
 }
@@ -484,9 +494,9 @@ WITH limits AS (
         coalesce($19::timestamptz, now()),
         coalesce($19::timestamptz, now())
     WHERE CASE WHEN (SELECT count(*) FROM reserved) = 2 THEN true ELSE uploaded_file_quota_exceeded() END
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height FROM inserted
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint FROM inserted
 `
 
 type FileInsertPendingParams struct {
@@ -514,40 +524,42 @@ type FileInsertPendingParams struct {
 }
 
 type FileInsertPendingRow struct {
-	ID                   uuid.UUID
-	TenantCode           string
-	DepartmentCode       *string
-	UserID               string
-	Key                  string
-	CDN                  *string
-	OriginalName         string
-	SizeBytes            int64
-	ContentType          string
-	Visibility           string
-	IsTemporary          bool
-	UploadPendingAt      *time.Time
-	DeletionPendingAt    *time.Time
-	ExpiredAt            *time.Time
-	ExtraData            json.RawMessage
-	Module               *string
-	Entity               *string
-	EntityID             *string
-	Type                 *string
-	UsedAt               *time.Time
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-	DeletedAt            *time.Time
-	Status               string
-	PendingKey           *string
-	Checksum             *string
-	ETag                 *string
-	Disposition          string
-	CompletedAt          *time.Time
-	UploadExpiresAt      *time.Time
-	CompletionLeaseUntil *time.Time
-	StagingCleanupAt     *time.Time
-	Width                *int32
-	Height               *int32
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
 }
 
 // The direct upload lifecycle: initiate -> the client writes the staging
@@ -648,12 +660,14 @@ func (q *Queries) FileInsertPending(ctx context.Context, db DBTX, arg FileInsert
 		&i.StagingCleanupAt,
 		&i.Width,
 		&i.Height,
+		&i.IdempotencyKey,
+		&i.IdempotencyFingerprint,
 	)
 	return i, err
 }
 
 const fileLockPendingContent = `-- name: FileLockPendingContent :one
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 FROM uploaded_file
 WHERE id = $1
     AND tenant_code = $2
@@ -717,12 +731,14 @@ func (q *Queries) FileLockPendingContent(ctx context.Context, db DBTX, arg FileL
 		&i.StagingCleanupAt,
 		&i.Width,
 		&i.Height,
+		&i.IdempotencyKey,
+		&i.IdempotencyFingerprint,
 	)
 	return i, err
 }
 
 const fileLockPendingContentSigned = `-- name: FileLockPendingContentSigned :one
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 FROM uploaded_file
 WHERE id = $1
     AND status = 'pending'
@@ -780,6 +796,8 @@ func (q *Queries) FileLockPendingContentSigned(ctx context.Context, db DBTX, arg
 		&i.StagingCleanupAt,
 		&i.Width,
 		&i.Height,
+		&i.IdempotencyKey,
+		&i.IdempotencyFingerprint,
 	)
 	return i, err
 }
@@ -795,7 +813,7 @@ WHERE id = $2
     AND completion_lease_until = $3::timestamptz
     AND deletion_pending_at IS NULL
     AND deleted_at IS NULL
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 `
 
 type FileReleaseCompletionParams struct {
@@ -848,6 +866,8 @@ func (q *Queries) FileReleaseCompletion(ctx context.Context, db DBTX, arg FileRe
 		&i.StagingCleanupAt,
 		&i.Width,
 		&i.Height,
+		&i.IdempotencyKey,
+		&i.IdempotencyFingerprint,
 	)
 	return i, err
 }
@@ -866,7 +886,7 @@ WHERE id = $4
     AND completion_lease_until <= coalesce($2::timestamptz, now())
     AND deletion_pending_at IS NULL
     AND deleted_at IS NULL
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 `
 
 type FileTakeOverCompletionParams struct {
@@ -930,6 +950,8 @@ func (q *Queries) FileTakeOverCompletion(ctx context.Context, db DBTX, arg FileT
 		&i.StagingCleanupAt,
 		&i.Width,
 		&i.Height,
+		&i.IdempotencyKey,
+		&i.IdempotencyFingerprint,
 	)
 	return i, err
 }

@@ -14,7 +14,7 @@ import (
 
 const fileListOwnerByCreated = `-- name: FileListOwnerByCreated :many
 
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 FROM uploaded_file
 WHERE tenant_code = $1
     AND user_id = $2
@@ -142,6 +142,8 @@ func (q *Queries) FileListOwnerByCreated(ctx context.Context, db DBTX, arg FileL
 			&i.StagingCleanupAt,
 			&i.Width,
 			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
 		); err != nil {
 			return nil, err
 		}
@@ -154,7 +156,7 @@ func (q *Queries) FileListOwnerByCreated(ctx context.Context, db DBTX, arg FileL
 }
 
 const fileListOwnerByName = `-- name: FileListOwnerByName :many
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 FROM uploaded_file
 WHERE tenant_code = $1
     AND user_id = $2
@@ -262,6 +264,8 @@ func (q *Queries) FileListOwnerByName(ctx context.Context, db DBTX, arg FileList
 			&i.StagingCleanupAt,
 			&i.Width,
 			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
 		); err != nil {
 			return nil, err
 		}
@@ -274,7 +278,7 @@ func (q *Queries) FileListOwnerByName(ctx context.Context, db DBTX, arg FileList
 }
 
 const fileListOwnerBySize = `-- name: FileListOwnerBySize :many
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 FROM uploaded_file
 WHERE tenant_code = $1
     AND user_id = $2
@@ -382,6 +386,8 @@ func (q *Queries) FileListOwnerBySize(ctx context.Context, db DBTX, arg FileList
 			&i.StagingCleanupAt,
 			&i.Width,
 			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
 		); err != nil {
 			return nil, err
 		}
@@ -394,7 +400,7 @@ func (q *Queries) FileListOwnerBySize(ctx context.Context, db DBTX, arg FileList
 }
 
 const fileListTenantByCreated = `-- name: FileListTenantByCreated :many
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 FROM uploaded_file
 WHERE tenant_code = $1
     AND ($2::text IS NULL OR department_code = $2::text)
@@ -499,6 +505,8 @@ func (q *Queries) FileListTenantByCreated(ctx context.Context, db DBTX, arg File
 			&i.StagingCleanupAt,
 			&i.Width,
 			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
 		); err != nil {
 			return nil, err
 		}
@@ -511,7 +519,7 @@ func (q *Queries) FileListTenantByCreated(ctx context.Context, db DBTX, arg File
 }
 
 const fileListTenantByName = `-- name: FileListTenantByName :many
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 FROM uploaded_file
 WHERE tenant_code = $1
     AND ($2::text IS NULL OR department_code = $2::text)
@@ -616,6 +624,8 @@ func (q *Queries) FileListTenantByName(ctx context.Context, db DBTX, arg FileLis
 			&i.StagingCleanupAt,
 			&i.Width,
 			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
 		); err != nil {
 			return nil, err
 		}
@@ -628,7 +638,7 @@ func (q *Queries) FileListTenantByName(ctx context.Context, db DBTX, arg FileLis
 }
 
 const fileListTenantBySize = `-- name: FileListTenantBySize :many
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 FROM uploaded_file
 WHERE tenant_code = $1
     AND ($2::text IS NULL OR department_code = $2::text)
@@ -733,6 +743,8 @@ func (q *Queries) FileListTenantBySize(ctx context.Context, db DBTX, arg FileLis
 			&i.StagingCleanupAt,
 			&i.Width,
 			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
 		); err != nil {
 			return nil, err
 		}

@@ -24,13 +24,13 @@ WITH changed AS (
         AND uploaded_file.upload_pending_at IS NULL
         AND uploaded_file.deletion_pending_at IS NULL
         AND uploaded_file.deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.quarantined', changed.tenant_code, changed.id, changed.updated_at, 'content.infected', uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height FROM changed
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint FROM changed
 `
 
 type FileQuarantineParams struct {
@@ -39,40 +39,42 @@ type FileQuarantineParams struct {
 }
 
 type FileQuarantineRow struct {
-	ID                   uuid.UUID
-	TenantCode           string
-	DepartmentCode       *string
-	UserID               string
-	Key                  string
-	CDN                  *string
-	OriginalName         string
-	SizeBytes            int64
-	ContentType          string
-	Visibility           string
-	IsTemporary          bool
-	UploadPendingAt      *time.Time
-	DeletionPendingAt    *time.Time
-	ExpiredAt            *time.Time
-	ExtraData            json.RawMessage
-	Module               *string
-	Entity               *string
-	EntityID             *string
-	Type                 *string
-	UsedAt               *time.Time
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-	DeletedAt            *time.Time
-	Status               string
-	PendingKey           *string
-	Checksum             *string
-	ETag                 *string
-	Disposition          string
-	CompletedAt          *time.Time
-	UploadExpiresAt      *time.Time
-	CompletionLeaseUntil *time.Time
-	StagingCleanupAt     *time.Time
-	Width                *int32
-	Height               *int32
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
 }
 
 // ready -> quarantined, after a rescan found malware in it. Writes
@@ -115,13 +117,15 @@ func (q *Queries) FileQuarantine(ctx context.Context, db DBTX, arg FileQuarantin
 		&i.StagingCleanupAt,
 		&i.Width,
 		&i.Height,
+		&i.IdempotencyKey,
+		&i.IdempotencyFingerprint,
 	)
 	return i, err
 }
 
 const fileRescanBatch = `-- name: FileRescanBatch :many
 
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 FROM uploaded_file
 WHERE id > $1::uuid
     AND status = 'ready'
@@ -201,6 +205,8 @@ func (q *Queries) FileRescanBatch(ctx context.Context, db DBTX, arg FileRescanBa
 			&i.StagingCleanupAt,
 			&i.Width,
 			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
 		); err != nil {
 			return nil, err
 		}
@@ -220,13 +226,13 @@ WITH changed AS (
         updated_at = coalesce($1::timestamptz, now())
     WHERE uploaded_file.id = $2
         AND uploaded_file.status = 'quarantined'
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.unquarantined', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height FROM changed
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint FROM changed
 `
 
 type FileUnquarantineParams struct {
@@ -235,40 +241,42 @@ type FileUnquarantineParams struct {
 }
 
 type FileUnquarantineRow struct {
-	ID                   uuid.UUID
-	TenantCode           string
-	DepartmentCode       *string
-	UserID               string
-	Key                  string
-	CDN                  *string
-	OriginalName         string
-	SizeBytes            int64
-	ContentType          string
-	Visibility           string
-	IsTemporary          bool
-	UploadPendingAt      *time.Time
-	DeletionPendingAt    *time.Time
-	ExpiredAt            *time.Time
-	ExtraData            json.RawMessage
-	Module               *string
-	Entity               *string
-	EntityID             *string
-	Type                 *string
-	UsedAt               *time.Time
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-	DeletedAt            *time.Time
-	Status               string
-	PendingKey           *string
-	Checksum             *string
-	ETag                 *string
-	Disposition          string
-	CompletedAt          *time.Time
-	UploadExpiresAt      *time.Time
-	CompletionLeaseUntil *time.Time
-	StagingCleanupAt     *time.Time
-	Width                *int32
-	Height               *int32
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
 }
 
 // quarantined -> ready, by an operator (a false positive). Writes
@@ -311,6 +319,8 @@ func (q *Queries) FileUnquarantine(ctx context.Context, db DBTX, arg FileUnquara
 		&i.StagingCleanupAt,
 		&i.Width,
 		&i.Height,
+		&i.IdempotencyKey,
+		&i.IdempotencyFingerprint,
 	)
 	return i, err
 }

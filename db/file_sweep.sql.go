@@ -32,7 +32,7 @@ FROM candidate
 WHERE uploaded_file.id = candidate.id
     AND uploaded_file.deletion_pending_at = candidate.deletion_pending_at
     AND uploaded_file.upload_pending_at IS NULL
-RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height
+RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint
 `
 
 type DeletionClaimElapsedParams struct {
@@ -106,6 +106,8 @@ func (q *Queries) DeletionClaimElapsed(ctx context.Context, db DBTX, arg Deletio
 			&i.StagingCleanupAt,
 			&i.Width,
 			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
 		); err != nil {
 			return nil, err
 		}
@@ -138,7 +140,7 @@ WITH candidate AS (
         AND uploaded_file.upload_pending_at = candidate.upload_pending_at
         AND uploaded_file.deletion_pending_at IS NOT DISTINCT FROM candidate.deletion_pending_at
         AND uploaded_file.deleted_at IS NOT DISTINCT FROM candidate.deleted_at
-    RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height
+    RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint
 ), released AS (
     -- The space the rows held goes back to their owners and tenants
     -- (uploaded_file_usage_release); the final SELECT reads this CTE,
@@ -154,7 +156,7 @@ WITH candidate AS (
     JOIN candidate ON candidate.id = changed.id
     WHERE candidate.deletion_pending_at IS NULL AND candidate.deleted_at IS NULL
 )
-SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height FROM changed CROSS JOIN released
+SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint FROM changed CROSS JOIN released
 `
 
 type DeletionClaimExpiredTombstonesParams struct {
@@ -164,40 +166,42 @@ type DeletionClaimExpiredTombstonesParams struct {
 }
 
 type DeletionClaimExpiredTombstonesRow struct {
-	ID                   uuid.UUID
-	TenantCode           string
-	DepartmentCode       *string
-	UserID               string
-	Key                  string
-	CDN                  *string
-	OriginalName         string
-	SizeBytes            int64
-	ContentType          string
-	Visibility           string
-	IsTemporary          bool
-	UploadPendingAt      *time.Time
-	DeletionPendingAt    *time.Time
-	ExpiredAt            *time.Time
-	ExtraData            json.RawMessage
-	Module               *string
-	Entity               *string
-	EntityID             *string
-	Type                 *string
-	UsedAt               *time.Time
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-	DeletedAt            *time.Time
-	Status               string
-	PendingKey           *string
-	Checksum             *string
-	ETag                 *string
-	Disposition          string
-	CompletedAt          *time.Time
-	UploadExpiresAt      *time.Time
-	CompletionLeaseUntil *time.Time
-	StagingCleanupAt     *time.Time
-	Width                *int32
-	Height               *int32
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
 }
 
 // Uploads whose upload marker has expired -> restored to hidden pending
@@ -254,6 +258,8 @@ func (q *Queries) DeletionClaimExpiredTombstones(ctx context.Context, db DBTX, a
 			&i.StagingCleanupAt,
 			&i.Width,
 			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
 		); err != nil {
 			return nil, err
 		}
@@ -288,7 +294,7 @@ WITH candidate AS (
         AND uploaded_file.upload_pending_at = candidate.upload_pending_at
         AND uploaded_file.deletion_pending_at IS NULL
         AND uploaded_file.deleted_at IS NULL
-    RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height
+    RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint
 ), released AS (
     -- The space the rows held goes back to their owners and tenants
     -- (uploaded_file_usage_release); the final SELECT reads this CTE,
@@ -300,7 +306,7 @@ WITH candidate AS (
     SELECT 'upload.abandoned', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height FROM changed CROSS JOIN released
+SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint FROM changed CROSS JOIN released
 `
 
 type FileClaimExpiredDirectUploadsParams struct {
@@ -310,40 +316,42 @@ type FileClaimExpiredDirectUploadsParams struct {
 }
 
 type FileClaimExpiredDirectUploadsRow struct {
-	ID                   uuid.UUID
-	TenantCode           string
-	DepartmentCode       *string
-	UserID               string
-	Key                  string
-	CDN                  *string
-	OriginalName         string
-	SizeBytes            int64
-	ContentType          string
-	Visibility           string
-	IsTemporary          bool
-	UploadPendingAt      *time.Time
-	DeletionPendingAt    *time.Time
-	ExpiredAt            *time.Time
-	ExtraData            json.RawMessage
-	Module               *string
-	Entity               *string
-	EntityID             *string
-	Type                 *string
-	UsedAt               *time.Time
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-	DeletedAt            *time.Time
-	Status               string
-	PendingKey           *string
-	Checksum             *string
-	ETag                 *string
-	Disposition          string
-	CompletedAt          *time.Time
-	UploadExpiresAt      *time.Time
-	CompletionLeaseUntil *time.Time
-	StagingCleanupAt     *time.Time
-	Width                *int32
-	Height               *int32
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
 }
 
 // Direct uploads still pending or completing whose in-flight cleanup lease
@@ -396,6 +404,8 @@ func (q *Queries) FileClaimExpiredDirectUploads(ctx context.Context, db DBTX, ar
 			&i.StagingCleanupAt,
 			&i.Width,
 			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
 		); err != nil {
 			return nil, err
 		}
@@ -430,7 +440,7 @@ WITH candidate AS (
         AND uploaded_file.expired_at = candidate.expired_at
         AND uploaded_file.deletion_pending_at IS NULL
         AND uploaded_file.deleted_at IS NULL
-    RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height
+    RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint
 ), released AS (
     -- The space the rows held goes back to their owners and tenants
     -- (uploaded_file_usage_release); the final SELECT reads this CTE,
@@ -442,7 +452,7 @@ WITH candidate AS (
     SELECT 'file.expired', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height FROM changed CROSS JOIN released
+SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint FROM changed CROSS JOIN released
 `
 
 type FileClaimExpiredTemporaryParams struct {
@@ -452,40 +462,42 @@ type FileClaimExpiredTemporaryParams struct {
 }
 
 type FileClaimExpiredTemporaryRow struct {
-	ID                   uuid.UUID
-	TenantCode           string
-	DepartmentCode       *string
-	UserID               string
-	Key                  string
-	CDN                  *string
-	OriginalName         string
-	SizeBytes            int64
-	ContentType          string
-	Visibility           string
-	IsTemporary          bool
-	UploadPendingAt      *time.Time
-	DeletionPendingAt    *time.Time
-	ExpiredAt            *time.Time
-	ExtraData            json.RawMessage
-	Module               *string
-	Entity               *string
-	EntityID             *string
-	Type                 *string
-	UsedAt               *time.Time
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-	DeletedAt            *time.Time
-	Status               string
-	PendingKey           *string
-	Checksum             *string
-	ETag                 *string
-	Disposition          string
-	CompletedAt          *time.Time
-	UploadExpiresAt      *time.Time
-	CompletionLeaseUntil *time.Time
-	StagingCleanupAt     *time.Time
-	Width                *int32
-	Height               *int32
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
 }
 
 // Ready temporary files expired exactly by their expired_at (expired_at <=
@@ -537,6 +549,8 @@ func (q *Queries) FileClaimExpiredTemporary(ctx context.Context, db DBTX, arg Fi
 			&i.StagingCleanupAt,
 			&i.Width,
 			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
 		); err != nil {
 			return nil, err
 		}
@@ -573,7 +587,7 @@ WITH candidate AS (
         AND uploaded_file.status = 'ready'
         AND uploaded_file.deletion_pending_at IS NULL
         AND uploaded_file.deleted_at IS NULL
-    RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height
+    RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint
 ), released AS (
     -- The space the rows held goes back to their owners and tenants
     -- (uploaded_file_usage_release); the final SELECT reads this CTE,
@@ -585,7 +599,7 @@ WITH candidate AS (
     SELECT 'file.expired', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height FROM changed CROSS JOIN released
+SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint FROM changed CROSS JOIN released
 `
 
 type FileClaimUnusedBeforeParams struct {
@@ -596,40 +610,42 @@ type FileClaimUnusedBeforeParams struct {
 }
 
 type FileClaimUnusedBeforeRow struct {
-	ID                   uuid.UUID
-	TenantCode           string
-	DepartmentCode       *string
-	UserID               string
-	Key                  string
-	CDN                  *string
-	OriginalName         string
-	SizeBytes            int64
-	ContentType          string
-	Visibility           string
-	IsTemporary          bool
-	UploadPendingAt      *time.Time
-	DeletionPendingAt    *time.Time
-	ExpiredAt            *time.Time
-	ExtraData            json.RawMessage
-	Module               *string
-	Entity               *string
-	EntityID             *string
-	Type                 *string
-	UsedAt               *time.Time
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-	DeletedAt            *time.Time
-	Status               string
-	PendingKey           *string
-	Checksum             *string
-	ETag                 *string
-	Disposition          string
-	CompletedAt          *time.Time
-	UploadExpiresAt      *time.Time
-	CompletionLeaseUntil *time.Time
-	StagingCleanupAt     *time.Time
-	Width                *int32
-	Height               *int32
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
 }
 
 // Active permanent files never marked used and created before @cutoff ->
@@ -688,6 +704,8 @@ func (q *Queries) FileClaimUnusedBefore(ctx context.Context, db DBTX, arg FileCl
 			&i.StagingCleanupAt,
 			&i.Width,
 			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
 		); err != nil {
 			return nil, err
 		}
@@ -716,7 +734,7 @@ WITH prior AS (
         AND uploaded_file.upload_pending_at <= coalesce($2::timestamptz, now())
         AND (uploaded_file.deletion_pending_at IS NULL OR deletion_pending_at <= coalesce($2::timestamptz, now()))
         AND (uploaded_file.completion_lease_until IS NULL OR completion_lease_until <= coalesce($2::timestamptz, now()))
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 ), released AS (
     -- The space the rows held goes back to their owners and tenants
     -- (uploaded_file_usage_release); the final SELECT reads this CTE,
@@ -726,7 +744,7 @@ WITH prior AS (
     JOIN prior ON prior.id = changed.id
     WHERE prior.deletion_pending_at IS NULL AND prior.deleted_at IS NULL
 )
-SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height FROM changed CROSS JOIN released
+SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint FROM changed CROSS JOIN released
 `
 
 type FileRetireTombstoneParams struct {
@@ -735,40 +753,42 @@ type FileRetireTombstoneParams struct {
 }
 
 type FileRetireTombstoneRow struct {
-	ID                   uuid.UUID
-	TenantCode           string
-	DepartmentCode       *string
-	UserID               string
-	Key                  string
-	CDN                  *string
-	OriginalName         string
-	SizeBytes            int64
-	ContentType          string
-	Visibility           string
-	IsTemporary          bool
-	UploadPendingAt      *time.Time
-	DeletionPendingAt    *time.Time
-	ExpiredAt            *time.Time
-	ExtraData            json.RawMessage
-	Module               *string
-	Entity               *string
-	EntityID             *string
-	Type                 *string
-	UsedAt               *time.Time
-	CreatedAt            time.Time
-	UpdatedAt            time.Time
-	DeletedAt            *time.Time
-	Status               string
-	PendingKey           *string
-	Checksum             *string
-	ETag                 *string
-	Disposition          string
-	CompletedAt          *time.Time
-	UploadExpiresAt      *time.Time
-	CompletionLeaseUntil *time.Time
-	StagingCleanupAt     *time.Time
-	Width                *int32
-	Height               *int32
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
 }
 
 // An operator retires an abandoned upload tombstone (after every producer is
@@ -816,6 +836,8 @@ func (q *Queries) FileRetireTombstone(ctx context.Context, db DBTX, arg FileReti
 		&i.StagingCleanupAt,
 		&i.Width,
 		&i.Height,
+		&i.IdempotencyKey,
+		&i.IdempotencyFingerprint,
 	)
 	return i, err
 }
@@ -837,7 +859,7 @@ SET
 FROM candidate
 WHERE uploaded_file.id = candidate.id
     AND uploaded_file.staging_cleanup_at = candidate.staging_cleanup_at
-RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height
+RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint
 `
 
 type StagingClaimCompletedParams struct {
@@ -897,6 +919,8 @@ func (q *Queries) StagingClaimCompleted(ctx context.Context, db DBTX, arg Stagin
 			&i.StagingCleanupAt,
 			&i.Width,
 			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
 		); err != nil {
 			return nil, err
 		}
@@ -915,7 +939,7 @@ SET
     updated_at = coalesce($1::timestamptz, now())
 WHERE id = $3
     AND staging_cleanup_at = $4::timestamptz
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 `
 
 type StagingReleaseParams struct {
@@ -970,6 +994,8 @@ func (q *Queries) StagingRelease(ctx context.Context, db DBTX, arg StagingReleas
 		&i.StagingCleanupAt,
 		&i.Width,
 		&i.Height,
+		&i.IdempotencyKey,
+		&i.IdempotencyFingerprint,
 	)
 	return i, err
 }
@@ -983,7 +1009,7 @@ SET
 WHERE id = $2
     AND staging_cleanup_at = $3::timestamptz
     AND pending_key = $4::text
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height
+RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 `
 
 type StagingSettleParams struct {
@@ -1038,6 +1064,8 @@ func (q *Queries) StagingSettle(ctx context.Context, db DBTX, arg StagingSettleP
 		&i.StagingCleanupAt,
 		&i.Width,
 		&i.Height,
+		&i.IdempotencyKey,
+		&i.IdempotencyFingerprint,
 	)
 	return i, err
 }

@@ -220,6 +220,29 @@ func (q *Queries) IdempotencyGet(ctx context.Context, db DBTX, arg IdempotencyGe
 	return i, err
 }
 
+const idempotencyKeyOnFile = `-- name: IdempotencyKeyOnFile :one
+SELECT EXISTS (
+    SELECT 1 FROM uploaded_file
+    WHERE tenant_code = $1 AND user_id = $2::text AND idempotency_key = $3::text
+) AS on_file
+`
+
+type IdempotencyKeyOnFileParams struct {
+	TenantCode string
+	Caller     string
+	Key        string
+}
+
+// Whether @key names a file a buffer upload of the caller made (the keys
+// of POST /uploaded-file live on the file's row, FileInsertHidden): then
+// any other route's request under it is another request.
+func (q *Queries) IdempotencyKeyOnFile(ctx context.Context, db DBTX, arg IdempotencyKeyOnFileParams) (bool, error) {
+	row := db.QueryRow(ctx, idempotencyKeyOnFile, arg.TenantCode, arg.Caller, arg.Key)
+	var on_file bool
+	err := row.Scan(&on_file)
+	return on_file, err
+}
+
 const idempotencyRelease = `-- name: IdempotencyRelease :exec
 DELETE FROM uploaded_file_idempotency
 WHERE tenant_code = $1 AND caller = $2 AND key = $3

@@ -81,6 +81,10 @@ type UploadedFile struct {
 	Width *int32
 	// Images: the height in pixels as shown (after the EXIF orientation), from the header read at upload; NULL for other types or an unreadable header.
 	Height *int32
+	// Buffer uploads sent with an Idempotency-Key: the key, unique per tenant and user; a retry answers from this row. Cleared when the row is deleted or the key is reused after 24 hours.
+	IdempotencyKey *string
+	// With idempotency_key: the SHA-256 of the request that used it (route, path, content type, the form without its boundary); a retry with another fingerprint is another request (422).
+	IdempotencyFingerprint []byte
 }
 
 // The lifecycle event outbox: one row per state change of uploaded_file, written by the transition's own statement; pruned after events.retention once every sink has it.

@@ -50,6 +50,12 @@ var (
 	// whose signature is wrong or whose signed headers (content type,
 	// length, checksum) differ (HTTP 403, like S3's SignatureDoesNotMatch).
 	ErrUploadTargetInvalid = &Error{Code: "core.file.upload-target-invalid"}
+	// ErrIdempotencyKeyReused: the Idempotency-Key was used for another
+	// request -- another route, or another body (HTTP 422).
+	ErrIdempotencyKeyReused = &Error{Code: "core.idempotency.key-reused"}
+	// ErrIdempotencyInFlight: a request with the Idempotency-Key is still
+	// running (HTTP 409 with Retry-After; *KeyInFlightError says how long).
+	ErrIdempotencyInFlight = &Error{Code: "core.idempotency.in-flight"}
 )
 
 // Rules of a direct upload's content, beside the file-check rules
@@ -128,7 +134,7 @@ func Retryable(err error) bool {
 	if errors.As(err, &e) {
 		return e.retryable
 	}
-	for _, code := range []*Error{ErrUploadCompleting, ErrUploadFailed, ErrDeleteFailed, ErrCleanupFailed, ErrVariantFailed} {
+	for _, code := range []*Error{ErrIdempotencyInFlight, ErrUploadCompleting, ErrUploadFailed, ErrDeleteFailed, ErrCleanupFailed, ErrVariantFailed} {
 		if errors.Is(err, code) {
 			return true
 		}

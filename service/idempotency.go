@@ -38,6 +38,10 @@ const (
 	KeyRunning
 	// KeyDone: the key's answer is recorded (Answer).
 	KeyDone
+	// KeyOnFile: the key names a file a buffer upload of the caller made
+	// (its key lives on the file's row, WithUploadKey): this request is
+	// another one.
+	KeyOnFile
 )
 
 // IdempotencyKey is a claimed or recorded key of the caller in ctx.
@@ -86,6 +90,14 @@ func (s *Service) ClaimIdempotencyKey(ctx context.Context, key, route string, cr
 		return nil, err
 	}
 	k := &IdempotencyKey{tenant: a.scope.TenantCode, caller: a.scope.UserID, key: key, createsFile: createsFile, service: s, Route: route}
+	onFile, err := s.q.IdempotencyKeyOnFile(ctx, s.db, db.IdempotencyKeyOnFileParams{TenantCode: k.tenant, Caller: k.caller, Key: key})
+	if err != nil {
+		return nil, s.internalError(ctx, ErrUploadFailed, "read idempotency key", err)
+	}
+	if onFile {
+		k.State = KeyOnFile
+		return k, nil
+	}
 	for range 3 { // a key that expires or is taken over between two reads is looked at again
 		id := k.newID()
 		claimed, err := s.q.IdempotencyClaim(ctx, s.keysDB, db.IdempotencyClaimParams{

@@ -147,6 +147,9 @@ func (s *Service) upload(ctx context.Context, u bufferUpload) (db.UploadedFile, 
 	if err != nil {
 		return db.UploadedFile{}, err
 	}
+	if k := uploadKeyFrom(ctx); k != nil && k.replayed {
+		return row, nil // the key's first request made it: nothing is written
+	}
 	if err := s.scan(ctx, io.NewSectionReader(sp, 0, sp.Size()), row); err != nil {
 		// Not written yet: the settled cleanup fails the row (upload.failed
 		// with the rule) and gives its space back.
@@ -205,18 +208,29 @@ func (s *Service) insertHidden(ctx context.Context, a access, c filecheck.Result
 		m = &Meta{}
 	}
 	tb, tf, ob, of := s.quotaDefaults()
-	row, err := s.uploads.InsertHidden(ctx, db.FileInsertHiddenParams{
+	p := db.FileInsertHiddenParams{
 		ID: id, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, UserID: a.scope.UserID,
 		Key: key, CDN: s.persistedCDN(id, key, vis), OriginalName: c.Name, SizeBytes: sp.Size(), ContentType: c.ContentType,
 		Visibility: string(vis), Disposition: string(disp), IsTemporary: u.temporary, Checksum: ptr(sp.checksum()),
 		ExtraData: extra, Module: optional(m.Module), Entity: optional(m.Entity), EntityID: optional(m.EntityID), Type: optional(m.Type),
 		Width: pixels(c.Width), Height: pixels(c.Height), ActivationLease: ActivationLease, Now: s.now(),
 		DefaultTenantBytes: tb, DefaultTenantFiles: tf, DefaultOwnerBytes: ob, DefaultOwnerFiles: of,
-	})
-	if err != nil {
-		return db.UploadedFile{}, s.insertError(ctx, a, sp.Size(), "insert hidden upload", err)
 	}
-	return db.UploadedFile(row), nil
+	insert := func() (db.UploadedFile, error) {
+		row, err := s.uploads.InsertHidden(ctx, p)
+		return db.UploadedFile(row), err
+	}
+	fail := func(err error) error { return s.insertError(ctx, a, sp.Size(), "insert hidden upload", err) }
+	if k := uploadKeyFrom(ctx); k != nil {
+		fp := k.fingerprint(u, vis, disp, extra, sp.sum)
+		p.IdempotencyKey, p.IdempotencyFingerprint = &k.key, fp
+		return s.insertKeyed(ctx, a, k, fp, insert, fail)
+	}
+	row, err := insert()
+	if err != nil {
+		return db.UploadedFile{}, fail(err)
+	}
+	return row, nil
 }
 
 // writeAndActivate writes the bytes and activates the row with the exact

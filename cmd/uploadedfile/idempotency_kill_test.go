@@ -159,3 +159,87 @@ func post(t *testing.T, base, path, contentType, key, token string, body []byte)
 	require.NoError(t, err)
 	return resp.StatusCode, b
 }
+
+// TestUploadKeyRecoversADeadUpload: a keyed buffer upload whose server is
+// SIGKILLed between its insert and its activation (the test holds the
+// activation by locking the event outbox it writes to) leaves a hidden
+// row holding the key and its space. A retry under the key while the
+// row's activation lease runs is 409; once it has run out, the retry
+// settles the dead row as its writer would have (its object goes, its row is deleted,
+// its space comes back) and stores the file: one row, one object, quota
+// counted once.
+func TestUploadKeyRecoversADeadUpload(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewDatabase(t)
+	secret := strings.Repeat("k", 40)
+	root := t.TempDir()
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+root+"\nauth:\n  hmacSecret: "+secret+"\n"), 0o600))
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "alice", "tenant": "acme", "exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte(secret))
+	require.NoError(t, err)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	count := func(sql string) int {
+		var n int
+		require.NoError(t, conn.QueryRow(ctx, sql).Scan(&n))
+		return n
+	}
+	form := func() (string, []byte) {
+		var b bytes.Buffer
+		w := multipart.NewWriter(&b)
+		part, err := w.CreateFormFile("file", "r.pdf")
+		require.NoError(t, err)
+		_, _ = part.Write([]byte("%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"))
+		require.NoError(t, w.Close())
+		return w.FormDataContentType(), b.Bytes()
+	}
+
+	first := startServe(t, dbURL, cfgFile)
+	hold, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer hold.Close(ctx)
+	_, err = hold.Exec(ctx, "BEGIN; LOCK TABLE uploaded_file_event IN SHARE ROW EXCLUSIVE MODE")
+	require.NoError(t, err)
+	ct, body := form()
+	sendUnread(t, first.base, "/uploaded-file", ct, "upload-dead", tok, body)
+	require.Eventually(t, func() bool {
+		return count("SELECT count(*) FROM uploaded_file WHERE idempotency_key = 'upload-dead' AND upload_pending_at IS NOT NULL") == 1
+	}, 10*time.Second, 20*time.Millisecond, "the upload inserted its row")
+	var deadID, deadKey string
+	require.NoError(t, conn.QueryRow(ctx, "SELECT id::text, key FROM uploaded_file WHERE idempotency_key = 'upload-dead'").Scan(&deadID, &deadKey))
+	require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(root, deadKey)); return err == nil },
+		10*time.Second, 20*time.Millisecond, "and wrote its object; its activation waits")
+	require.NoError(t, first.cmd.Process.Kill())
+	_ = first.cmd.Wait()
+	_, err = hold.Exec(ctx, "ROLLBACK")
+	require.NoError(t, err)
+	require.Equal(t, 1, count("SELECT files::int FROM uploaded_file_usage WHERE tenant_code = 'acme' AND user_id = 'alice'"), "the dead upload holds its space")
+
+	second := startServe(t, dbURL, cfgFile)
+	ct, body = form()
+	status, answer := post(t, second.base, "/uploaded-file", ct, "upload-dead", tok, body)
+	require.Equal(t, http.StatusConflict, status, "its lease still runs: %s", answer)
+
+	_, err = conn.Exec(ctx, "UPDATE uploaded_file SET upload_pending_at = now() - interval '1 second' WHERE id = $1", deadID) // the lease ran out
+	require.NoError(t, err)
+	ct, body = form()
+	status, answer = post(t, second.base, "/uploaded-file", ct, "upload-dead", tok, body)
+	require.Equal(t, http.StatusCreated, status, string(answer))
+	var f struct{ ID string }
+	require.NoError(t, json.Unmarshal(answer, &f))
+	require.NotEqual(t, deadID, f.ID, "a new file")
+	var key string
+	require.NoError(t, conn.QueryRow(ctx, "SELECT key FROM uploaded_file WHERE id = $1 AND status = 'ready'", f.ID).Scan(&key))
+	require.Equal(t, 0, count("SELECT count(*) FROM uploaded_file WHERE id = '"+deadID+"' AND deleted_at IS NULL"), "the dead row was deleted")
+	_, err = os.Stat(filepath.Join(root, deadKey))
+	require.True(t, os.IsNotExist(err), "and its object")
+	_, err = os.Stat(filepath.Join(root, key))
+	require.NoError(t, err, "the file's object is there")
+	require.Equal(t, 1, count("SELECT files::int FROM uploaded_file_usage WHERE tenant_code = 'acme' AND user_id = 'alice'"), "counted once")
+
+	status, again := post(t, second.base, "/uploaded-file", ct, "upload-dead", tok, body)
+	require.Equal(t, http.StatusCreated, status)
+	require.JSONEq(t, string(answer), string(again), "and replayed from now on")
+}

@@ -55,22 +55,22 @@ func TestMigrateCommand(t *testing.T) {
 
 	out, err = run(t, ctx, url, "migrate", "up")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261127000000\n", out)
+	require.Equal(t, "version: 20261128000001\n", out)
 
 	_, err = run(t, ctx, url, "migrate", "down")
 	require.ErrorContains(t, err, "exactly one of --steps N")
 
 	out, err = run(t, ctx, url, "migrate", "down", "--steps", "1")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261126200002\n", out)
+	require.Equal(t, "version: 20261128000000\n", out)
 
 	_, err = run(t, ctx, url, "migrate", "force", "123")
 	require.ErrorContains(t, err, `"123" is not one of this binary's versions`)
 	// Forced to the version it is at (what an operator does after
 	// repairing a dirty migration by hand): down --all then starts there.
-	out, err = run(t, ctx, url, "migrate", "force", "20261126200002")
+	out, err = run(t, ctx, url, "migrate", "force", "20261128000000")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261126200002\n", out)
+	require.Equal(t, "version: 20261128000000\n", out)
 
 	out, err = run(t, ctx, url, "migrate", "down", "--all")
 	require.NoError(t, err)
@@ -78,7 +78,7 @@ func TestMigrateCommand(t *testing.T) {
 
 	out, err = run(t, ctx, url, "migrate", "up")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261127000000\n", out)
+	require.Equal(t, "version: 20261128000001\n", out)
 
 	_, err = run(t, ctx, "mysql://x", "migrate", "up")
 	require.ErrorContains(t, err, "unsupported database URL scheme")
@@ -223,7 +223,7 @@ func TestServeDev(t *testing.T) {
 
 	out2, err := run(t, context.Background(), missing, "migrate", "version")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261127000000\n", out2, "serve migrated the new database")
+	require.Equal(t, "version: 20261128000001\n", out2, "serve migrated the new database")
 
 	cancel()
 	select {
@@ -603,7 +603,7 @@ func TestMigrateHonoursTheConfiguration(t *testing.T) {
 	cmd := newRootCommand(&out, io.Discard)
 	cmd.SetArgs([]string{"migrate", "up", "--config", cfgFile})
 	require.NoError(t, cmd.ExecuteContext(context.Background()))
-	require.Equal(t, "version: 20261127000000\n", out.String())
+	require.Equal(t, "version: 20261128000001\n", out.String())
 	conn, err := pgx.Connect(context.Background(), target)
 	require.NoError(t, err)
 	defer conn.Close(context.Background())
@@ -621,7 +621,7 @@ func TestServeChecksTheSchema(t *testing.T) {
 	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
 	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+"\nauth:\n  hmacSecret: "+strings.Repeat("s", 40)+"\n"), 0o600))
 	_, err := run(t, context.Background(), pgtest.NewEmptyDatabase(t), "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
-	require.ErrorContains(t, err, "the database has no schema; this binary needs version 20261127000000: run uploadedfile migrate up")
+	require.ErrorContains(t, err, "the database has no schema; this binary needs version 20261128000001: run uploadedfile migrate up")
 
 	behind := pgtest.NewDatabase(t)
 	conn, err := pgx.Connect(context.Background(), behind)
@@ -630,11 +630,11 @@ func TestServeChecksTheSchema(t *testing.T) {
 	_, err = conn.Exec(context.Background(), "UPDATE schema_migrations SET version = 20261125000000")
 	require.NoError(t, err)
 	_, err = run(t, context.Background(), behind, "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
-	require.ErrorContains(t, err, "the database schema is at version 20261125000000, behind this binary's 20261127000000")
+	require.ErrorContains(t, err, "the database schema is at version 20261125000000, behind this binary's 20261128000001")
 	_, err = conn.Exec(context.Background(), "UPDATE schema_migrations SET version = 20991231000000")
 	require.NoError(t, err)
 	_, err = run(t, context.Background(), behind, "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
-	require.ErrorContains(t, err, "ahead of this binary's 20261127000000")
+	require.ErrorContains(t, err, "ahead of this binary's 20261128000001")
 
 	d := startDevOn(t, pgtest.NewEmptyDatabase(t), "", "--no-migrate")
 	resp, err := http.Get(d.base + "/readyz")
@@ -663,7 +663,7 @@ func TestMigrateUpTwiceAtOnce(t *testing.T) {
 	}
 	out, err := run(t, context.Background(), url, "migrate", "version")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261127000000\n", out)
+	require.Equal(t, "version: 20261128000001\n", out)
 }
 
 // recordingRegisterer records the name of every metric registered through

@@ -5,6 +5,17 @@
 --   FileSettleFailedUpload       hidden   -> claimed for deletion, marker cleared
 --   FileRestoreUploadForCleanup  taken over by maintenance -> claimed for deletion
 --
+-- An upload with an Idempotency-Key stores the key and its request's
+-- fingerprint on the row FileInsertHidden inserts (unique per tenant, user
+-- and key: uploaded_file_idempotency_key_unique). A retry's insert fails on
+-- that index and FileGetByIdempotencyKey reads the first row: ready, the
+-- retry answers with it; hidden under a live lease, the first request is
+-- still running; hidden past its lease, the first request died and the
+-- retry settles its row as the writer would have (FileSettleFailedUpload
+-- with its marker), then inserts again; being deleted, or claimed more than
+-- a day ago, FileForgetIdempotencyKey frees the key and the retry inserts
+-- again.
+--
 -- The activation lease is a marker, not only a deadline: the activation and
 -- the settled cleanup both name the exact upload_pending_at value the writer
 -- inserted, so whichever commits first wins and the other matches zero rows.
@@ -33,8 +44,20 @@
 -- Persists a buffer upload before its bytes are written: status pending and a
 -- future activation lease in upload_pending_at, so the row is invisible to
 -- every normal read and, should the writer die, the deletion-retry sweep finds
--- it once the lease has expired. Fails on a duplicate id, key or cdn.
-WITH limits AS (
+-- it once the lease has expired. Fails on a duplicate id, key or cdn, or
+-- idempotency key (SQLSTATE 23505, uploaded_file_idempotency_key_unique).
+-- Zero rows: @idempotency_key is one the caller used on a route whose keys
+-- live in uploaded_file_idempotency (another request: nothing is written,
+-- nothing reserved).
+WITH key_free AS (
+    -- NULL (no key) is free; the OR stops there, without a probe.
+    SELECT sqlc.narg('idempotency_key')::text IS NULL OR NOT EXISTS (
+        SELECT 1 FROM uploaded_file_idempotency
+        WHERE uploaded_file_idempotency.tenant_code = @tenant_code
+            AND uploaded_file_idempotency.caller = @user_id
+            AND uploaded_file_idempotency.key = sqlc.narg('idempotency_key')::text
+    ) AS free
+), limits AS (
     -- The tenant's limits: its override, else the configured default (0:
     -- unlimited).
     SELECT
@@ -53,7 +76,7 @@ WITH limits AS (
     INSERT INTO uploaded_file_usage AS usage (tenant_code, user_id, bytes, files)
     SELECT @tenant_code, holder.user_id, @size_bytes, 1
     FROM limits, (SELECT '' AS user_id UNION ALL SELECT @user_id::text) AS holder
-    WHERE CASE WHEN holder.user_id = ''
+    WHERE (SELECT free FROM key_free) AND CASE WHEN holder.user_id = ''
         THEN (limits.tenant_bytes = 0 OR @size_bytes <= limits.tenant_bytes) AND (limits.tenant_files = 0 OR 1 <= limits.tenant_files)
         ELSE (limits.owner_bytes = 0 OR @size_bytes <= limits.owner_bytes) AND (limits.owner_files = 0 OR 1 <= limits.owner_files)
         END
@@ -91,6 +114,8 @@ WITH limits AS (
         type,
         width,
         height,
+        idempotency_key,
+        idempotency_fingerprint,
         status,
         upload_pending_at,
         created_at,
@@ -117,11 +142,17 @@ WITH limits AS (
         sqlc.narg('type'),
         sqlc.narg('width')::integer,
         sqlc.narg('height')::integer,
+        sqlc.narg('idempotency_key')::text,
+        sqlc.narg('idempotency_fingerprint')::bytea,
         'pending',
         coalesce(sqlc.narg('now')::timestamptz, now()) + @activation_lease::interval,
         coalesce(sqlc.narg('now')::timestamptz, now()),
         coalesce(sqlc.narg('now')::timestamptz, now())
-    WHERE CASE WHEN (SELECT count(*) FROM reserved) = 2 THEN true ELSE uploaded_file_quota_exceeded() END
+    -- CASE tests in order: a key in use elsewhere inserts nothing (and
+    -- reserved nothing) without being taken for a quota refusal.
+    WHERE CASE WHEN NOT (SELECT free FROM key_free) THEN false
+        WHEN (SELECT count(*) FROM reserved) = 2 THEN true
+        ELSE uploaded_file_quota_exceeded() END
     RETURNING *
 )
 SELECT * FROM inserted;
@@ -227,3 +258,23 @@ WITH changed AS (
     WHERE sqlc.narg('deletion_marker')::timestamptz IS NULL AND sqlc.narg('deleted_marker')::timestamptz IS NULL
 )
 SELECT changed.* FROM changed CROSS JOIN released;
+
+-- name: FileGetByIdempotencyKey :one
+-- The row a buffer upload of the caller (@tenant_code, @user_id) made under
+-- @idempotency_key, whatever its state, with the database time. Zero rows:
+-- the key is free (its row went meanwhile): insert again.
+SELECT sqlc.embed(uploaded_file), coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS db_now
+FROM uploaded_file
+WHERE tenant_code = @tenant_code AND user_id = @user_id AND idempotency_key = @idempotency_key::text;
+
+-- name: FileForgetIdempotencyKey :execrows
+-- Frees @idempotency_key from row @id, when the key no longer answers for
+-- it: the row is being deleted or was (a failed upload's settled cleanup,
+-- or a deletion), or the key was claimed more than @retention ago. Guard:
+-- the row still holds that key. Zero rows: another retry freed it, or the
+-- row is none of those (it is answered from instead).
+UPDATE uploaded_file
+SET idempotency_key = NULL, idempotency_fingerprint = NULL
+WHERE id = @id AND idempotency_key = @idempotency_key::text
+    AND (deletion_pending_at IS NOT NULL OR deleted_at IS NOT NULL
+        OR created_at <= coalesce(sqlc.narg('now')::timestamptz, now()) - @retention::interval);

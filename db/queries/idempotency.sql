@@ -88,3 +88,12 @@ WHERE (tenant_code, caller, key) IN (
     ORDER BY expires_at
     LIMIT @max::integer
     FOR UPDATE SKIP LOCKED);
+
+-- name: IdempotencyKeyOnFile :one
+-- Whether @key names a file a buffer upload of the caller made (the keys
+-- of POST /uploaded-file live on the file's row, FileInsertHidden): then
+-- any other route's request under it is another request.
+SELECT EXISTS (
+    SELECT 1 FROM uploaded_file
+    WHERE tenant_code = @tenant_code AND user_id = @caller::text AND idempotency_key = @key::text
+) AS on_file;

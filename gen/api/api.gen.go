@@ -707,6 +707,9 @@ type HostChangeFilesParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -720,6 +723,9 @@ type HostCloneFromUrlParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -733,6 +739,9 @@ type HostDeleteParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -746,6 +755,9 @@ type HostInitiateUploadParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -759,6 +771,9 @@ type HostMarkUsedParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -789,6 +804,9 @@ type HostUploadParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -802,6 +820,9 @@ type HostUseFilesParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -870,6 +891,9 @@ type UploadFileParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -883,6 +907,9 @@ type InitiateUploadParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -896,6 +923,9 @@ type InitiateTemporaryUploadParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -909,6 +939,9 @@ type DeleteFileParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -922,6 +955,9 @@ type CompleteUploadParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -6509,120 +6545,121 @@ var swaggerSpec = []string{
 	"7gtqAwqzhC21bZiIGVfaABP6ChX06YOwhNgMP1BfjA/B7mU4AC60QRZboFQuBBfzieAF4MMhMA80mxlU",
 	"wCCR1fDCrgpSdoEaGGiMpHBINZqIs/piCAwmpFmgKsHmGp49eQJhJBWOeLWpowtcDhXmGuPwaCKuFjxB",
 	"WrRbWvG5NjxJLMw6gGfjf7SMw8VwlvD5woQT4Tbig13K8NguJRzBMTy/vi7WwjUIaUePpIppfxbol27n",
-	"cBsymogCT91lqzB1BSt6HWj65PnzoJdyUfz/cRvWvuXavJDCHtgZNa6i7bEAvGaRAfst9EOesjkeZGIe",
-	"DkDaU5qxlCfLsuX/hIPygv2Wo1pWcEe1eTbB3AGloyQ/4kyqFjh9M0ypHcyCazA8xU5gGsPVwZlJlTLT",
-	"O+zFzODQjtHbAtNrJdNuiJihjSKk3hUsGvG2QOVKS9VOBkOB175DaO+hxbxM4SWXuYaMzbvhcoN2HNvj",
-	"8ZNnXeC8EoabFnp4bAyLFhg7ks81IHWEPqFbJxK5XrfAHwfHSbw7JDzeDZiT+BbgvOUpN+uwWB6miUfY",
-	"04B+jDOWJwaejwOLSKkliU/G406IEhq2Do4foXf4fBxY2Hiap73DJ+MxEQf3v4o0cGFwjqoE8ycZ5wlu",
-	"2DPPJ7iGlLpu2zLX6xYb9jNL8b3CGb9eh8a2adCGKcPFvIIpAD4X0g4DEdMIfSHhiidxxFSsO0EU1Uz7",
-	"g3kqVcux+mt9bKAv8MryFOIwAV1Af0KDAOzM0D+2iPj/V2Anaqv57wj9hKl5OUTnKrQFpA7//1Y46x32",
-	"/tdBJcoduFZ9YCF/p+LawZ9ZHqOYapVkkiWYoh36lr0TeNI2ZKhSZkeH/owlFnDLpnUXmOU4bbLeVMoE",
-	"mSiB+oVrPuWJpydtw11WPXZde23QYp6P3CzOVaLX1/4BtUwuEZBFi1Ko/PAW+plCzecCY7q8tsXKYqdP",
-	"O8/nqpij9bLS1gVt+/ALU5wJ816hxhZMO4ZIihmf58qCQp08Wl26D/XI/aoHR8DEEpykZCWk8Ri4uGQJ",
-	"j4cpGtYhJ7uvv0RWvrHf6kwKjbTDPy6N+8MLCPZPlmUJd4rFgYwMmqE2Chmx2RauOOXCoVDLXJ3KwNTO",
-	"a1dZ02a8LDR8yXUmNS8Um24tJOi9OmPzbX3+MywGttLP8B1Bozd/Zb97IdMsQUvUNuxPpuQ0wfT//lev",
-	"ArsJ7d+7r9r26NiLz1ZgZyJCix1RCYmj9nmWSBYfebk1Ycapa7WtrEnArQutWA2pT+I1CdB3us5Swm9q",
-	"OysCtl1+qQJYtQX6VqDbeZMGRw3FprYvX7RjxcLuFDEAlZIqAKbhw+sX8I9nz/8Gfhqv3OtR7ybonQuW",
-	"m4VU/HeM7xLCn7jWdvulKmgZTJEpK3rLCxQrG/7x48fhcW4WVo6LmMFtF/KmoHKOViyYmCNJbCciy93i",
-	"4piIBkveK5mhMtySNk/Ns9pPnwtJdn2ioJIr2xoFXtH33GCqdxHESew7cb0fW7nPtzOl2NI2yyT+qiPe",
-	"1JnDr254D/ensq+c/hcjY8d6kUiBd7mDeG0Ue8kM657PsbQ1UC3n+Jn44E6bVArPa03GK9trDblKVoXN",
-	"8bO/t0mb9S22X7Vt7UtM0NxqbxXOUKGI8AsxI+Wi+O8WNKnN2LqUJkdGYRWXX3tcJFxYfYKRRpJaIvOp",
-	"BSx7TV9dehK0ygYSPsNoGSUIeEm2NA0MXiQyj+kTeDwaQ18blUeG5KpUxjgYQWhnCYHrieBy5Ig9xs4q",
-	"lY/HTyMrMtFfeAShzmktoTcwJQg8PoLQoGCi9usjPRHuN6tKGRSaSwHMGMWnucHBEYQqTzCEvptwNGM8",
-	"wXjgrEi5M2BNhGuEqZIX6GxJzfONPfpvorPlntFdsbSWGeYpeYHAxTnUqTpR87ZD4C3a9/n5ycvLvx1V",
-	"3Lc0YcaYcPrDGyrobCwFL8W+PCer7do8qlVnbezXYWO/oL5d0PdrHKVcp8xEi4A0r9p/R6ORFZ+nZHm9",
-	"WqAordY8QnAzWC1OG6kQOEG9BqWWuYpa4KR16pFrrkwAB3UEG7SPmGF0iUqv3JHHo3HrcXiM7LaYA493",
-	"2m+Hr+2EjqctS/xYbJlRTLhLbYWnlBuDMXBDyryxi2eGTa3qHiUyuhg0oNlgCqsI7E74TSbJVXpU38zA",
-	"uQf8ifnRqw30yyw3Yv2muF9aCVvzlnWfBTOrOzYc0i9vzs7eDzWbISgk7UwYuodOqrWbKa8EqiNvRGeE",
-	"lWzu7OVSOSOgXai2mx/FJCU1qUW0wOhC52nrEXupF+Njs6upMmgYg1sHLSwmuw8ZY8aUsRzghYzbR42b",
-	"TGQTctT5TSlQ3EbWyCxC7bMORyW3XjquGzaaVVPBRvFDKj7ngiWFLLNOGvjvWOrlJShcmB+e9daNhUHP",
-	"Xtdcb9vTU9dro/yjUXVspTdgrF8R4ri+daiQxUtnivL3w7eAWTADU4ycQ8v26rsbYa/IBS4HLXi/BUsX",
-	"WOis61uSlRaaL97dKx5bietzm5W2TrJK28yKq6WcrhiqhLyNIF02rGx7mM7qoBDO+sNcwbcmQE1Qm/Y7",
-	"hy5NVG9e4jqh2Ehcz1bklVWBjf4hrLDztTXGJEvHXc1ZrubdrZ4MdDUzb07vnruzvSHVdLezKROxFN1T",
-	"/JYzxYThG7rkYodOjXvYKYq/5ZquRvO6lWpG+ccm7Dv3c9vxKppSqbWVr6sjNoHaCunS9ianSynXSSei",
-	"JEzbv3HU26aFOai70PCXLvJ1LIB8pyWhkjNgjucPh21MeyudKpGcXLL/zXBuT6vw3JZ/X+E0K//DLvms",
-	"9bhuwYkt7Ce7cbE7oqBerW5Tt19t5dAiTxI2tay0YRaoRtmVPvt9CW5BqOvnEHTq+2+kNnQdrLKfJO9m",
-	"vcNf97pEqzcyisVXNqFc4LLdRl7fKNtpfX2fuoz5MKNQhIXUBqYsukARB5X0S7CClb+BiRgSnLNoWd6n",
-	"yuwwqu/g1yBQ5Wncb+JkwTwR3HBm0KHDbgajJtAtI0CW5NqJYCVbXzkmSNkSooWUGqGf5dOERyAQYw0s",
-	"SeTVe/rFDakHm/WSJjiTnl6wJ89/OJz0YCbtWBjDdEnQWIXyh2dw+uZ4+OT5D8Uel+6gho1rvF132eIY",
-	"/hKtY1VO325+20wYN3n8v5LgtyLqdRO48uzacLLAplLu2wcxu3HkL3q03/SIvs7JPNzee3/EH1BTbMIq",
-	"U5x5gWMfWX1HG4dTL3Yb/IypOZoORdSN4yTT1qVWETD1MIyG0FVI1fXfRKXQtgrPPzF1ca4xvkv3Fl/x",
-	"5n2Bi+Y2Pqy1/W+XOmru61VdJsZ2mUgbK4U7FzTYbqP6qUjlNVAhzXAmcxET4he/FqEtJSqsN6VoWKNB",
-	"YSoNDmOu7cRxW9sMTbQYltp31e7mGVaK/1pTFS3Q1nqJis+8R6VtfCcs+eW0g7hh7pYBnX2jrSVKkIk8",
-	"27BKQ3dv6Dey0eO3XBo2xOsIMV75uDIVzHLd0dack+VmMcrrsQX1huIco4TxVBdNlkQqwZLW+0mBGU63",
-	"a/FRUIBHIzIeIiZA55FdjYt6ceHt4GLHfVDIRJRRIYVxXNfcTIFzGTGIMUMRo4iW3mcUgFTUOBFh8WUI",
-	"hMwgpGNysEQDfW2FZ7PAlGIIRTmPix4fHE0E0ZTKOeU9XN435c3+pDxdMQ3+CEZwXKgXE1HeI1KbIoWx",
-	"JTssKQI+tPMrrhue291vHxfMABNlXIZUBTB151vgdbnzE/KfLeQV9BPnmeBiImIZ6YOFMdkojQeH3kwy",
-	"JCbmnHk6jxbAtPPNEilgTnwIg4kILbkeYZqZZRhASE49I+WQIirtL4XjT/O5YCZXSF/9zrMRikgtM2PH",
-	"cXHvvuvKrDXPoeZiTp+vehPrE7GE7GTDK8WNQRGOgKIrnc1nKnPjvLkuKeMReXL8djU2vyZBlIb4dfne",
-	"cLOFlK86xs8/nIBgqQtowjLSh/Z2q8bpHV9u1po1lwh8G0vwwZXxuTPWNNnCt7Tg7BhNcVrubXOfalZR",
-	"YFmGTGnngOBiNbRAQ59Bvb9zs2pv5lNociWcrMvISTGo8zhLLQp2UeMdhdm6pJV1M20b1WsITGs77diG",
-	"3sfgV4upahdwOnGutr0pmoWMN0XFbD42/73rXcEU1BbUdqoN0XQ9PKHW+saYzAnBHYbZP5U39XtwlVbW",
-	"43aT+iMNrou9ihm/xkRbMm3ZioC+i8fkRsOr/5y8Bql44TqvgjssN3KBnnZyPWq1Lv+1Pbbf1LR+O5tU",
-	"zSTfiRjUY1+8CIgou5RJ28ERGWCmDIjeHW/aFNU/zFF6rtkc13kBRY5s1b/tt+9mzUignT5YtVrQbOUo",
-	"nXC+m61DOi1wv3ngtHuwwKQZydR9L2icjuysM29oAkqzgv74EHJBf2M82HF8yobpSvzaA04aZwOcJFjc",
-	"Gs6Vg5l6HHTANzapAUn7id19jPS9i15tZi6V8hzp8CQf8Etm2kxIllJjlCtulqf29nhkp5j26q/XxXn+",
-	"6+NZkVBEvMX1K0e1mpMLm+diJtcR59RIhUXegpdO9SGkaBj5z7iA91KbucLT//c28PqoFJSsHbEEYq4v",
-	"XOz9RDABp0/JyMEMnyYIbjdcTORoIibiFUV3EqJSIQDv+QmPvXpPJPcQfnQB/C6k9l8fz1xEbTgCH+wf",
-	"QMoSi9EYBxOrTnMsVFap9dAH0yp00XvkWSpSsUvd/tn4WaHdBKAlsIkocpS8oGcwSbRVp4moa5miFAiY",
-	"aMtLaA14zbXRI3gl4mGurTRvF6Unoh+WsZtD2zMcNMT9ugSpW0VIC4xHryPnPnNDQz88KMwba1Mw1eYX",
-	"nQgWUYKKayI47V7ZraeJw8Y4h/bbEHQkM39mSkmlafAyASTsSukIfTp+YbkLreoXOs014REKTSzHZ5ZZ",
-	"aqA4Gse8SKwghNWHBwd4zaxYXJh4DoqvK622Vw9FsQyyiIPtPR6NR2OSoTIULOO9w97T0Xj01N47ZhZ0",
-	"oQ4WyBKz+N3+7ZUiS4doSZbG9N749pXctSfj8Up6i8Frc5AljG9JHFtPrkn4JY4aN753+OunoKfzNCWR",
-	"keh6pmSEWnsMtsTYsLm21MQtoffJjtCBFrXlrUyuIfznqzNYwaKgBYOghkBWBLIoZHnKyn5Jbd5y5//W",
-	"vWapjo6QhKrLQZUhfRPs1Nm70nfsTUm6O/b1GdA79vbZ7nv1Pol3XmVNBNzxk4ZUvNMXlQS5K1S1mgX7",
-	"feKrL+z4US0DfMcvyjzem09b7+1aAsPO6WiNkJGWi/1OoK+tcBP0nrmJ28YrAawS3Gz/x9v7N7Lt6KNn",
-	"e0xyUycxdhGO7ZdJkVythtCsx84EwFzFAmaAQaGuF4RJarORLB1ElEo3LGXjTOo2Giy1qSXd7U1VVkr0",
-	"OKSgBNAfZbz8aviwlhd40xQWraZ7s4aPz1oqiNBA8X3FG9v/H9v7l5m99oMnT/aa4Pn46W0RmcoPRUhm",
-	"1Eiq2EtpGvoyiUEK1OAjeiHOFZsmy8F+KJtIgXVcXVfBzj+8Ba6BXIRFqYzT0w+vLQ83GFEOeBn1xOJY",
-	"odboTMeBy4Gygl/MlRWbFZLkY8lmAFOZCyufU0EIeyPtjRsUrqAFRhdeBCZhO56IhF8gpfvXnQctt8su",
-	"yhLyczKh3s/rVaWL7nSxHn91Qt9VV8BttitL1Uw0rhdJa5vBdz0o+9EMd3Tnn+45ybemEY/3BGhvmnJn",
-	"NIjUafIVZksX1e2iBpy+2CffrP/FkhMrVVP5IXLl70eOHC3bzDtdNvB9vdf1XOXbckw3xgPHvBW2us3z",
-	"XHK69HXfShkP+ixJQCoQUuB+yMl9HFk3u3xr+RNvhJu16p6Uw+XihVcjiw8nInS8NCwMSesxxCH0ySp/",
-	"xTWSa35zOE04GMGZq87n/LIu0MXe0gUjDmykq6YYJRyLHDONIta1qMQOZtuMrruv17IrOvyOeW9rKGIH",
-	"H/Zucp82K1xCsQ8ycQf4wJ7vMXv+AnbLlFU/vcRcRDx5i6o3W+UaVQBe6JYKCtP7PvQsZepiSCFrG/lt",
-	"Efx5X692Mzj1tjzXjvLAcm+HsXbvPMO16OTCfmKZMi682voFXNf9b4s95S6YT5onhmdMmYOZVOmwKD1S",
-	"Iek3KOuzGsn2r9N3P3sPFFWvMnjdXpWjMJNvrS0X9FwmWVuRQHLrUH6WSzYraptKRWFC5JyKhRdwqlKK",
-	"q5U9dgsNMZuDSjoDN75Kuk9HQP29VcxreYFtGYAPYsGfTyz4iQk2t8Q1n81QbRAL9qOuRcBMu7tQavNP",
-	"NC6q5hv6HtwEHWhPII7+CC8CxXpT1Ln2XnbS4lhktN34wNksybXg3PMBLGQSu+B17T6lxAG955ns5EMo",
-	"IlLuq1zWjJh5kMv+cLks+LrmkM88vtlGOV67KIb98NO/gHEn3s5NxXVHd4dEj8e3PeNjn/3SUSZgXTrY",
-	"+4wPyrIumw77pbwS9svjqgbM7U49+Ly54np3wea1mLPPm2vvf6WRTuK9xurA6s1n76JnvwN0LGJLda38",
-	"S4E/jvYkSzByVT/cHykJz0slLGMmWrQj5imaV6VK9UWk6HYsco+yIrdlkajusX+9yZEsqC5CkAv/SpKv",
-	"Y14Rrv2RwQfvdxInn5J1G3fwXTCjesZYBz86//D2O2FH5x/e2gtOCQbF8Qal/ZqyY5b7n3BR9v/gsys6",
-	"tJPkUdSq+gJWtKVn8xmDb4ok9QV1IInfpHssLD/eE6j7q453lzsLinDh+k2gFIMWnKekx+543Q+u+duF",
-	"69IEo9pefJUY4HpKONeQC3bJOGVIbY8MLmvleuW6FGFdqHBXpPBuAcJUk6qehVy6iYv6xH2qTkva/CNd",
-	"5Z1nMuHRciJijHiMuip4PZMKwoRrEw4CHw9fPqMWlLFZUoHPC5xYRUvbrtUDOpCLBLWGUEtlQtBsqaH0",
-	"747gPbNt9TevmJ6IMPL/KUxA9epaReEt7lN4Xa56432IIh07sHtgiZnTF6Qy0GdiaRZczCkxoHhVJawX",
-	"mAgHbf7gh1Dph1Dpv0Co9J8rTLoQ0lysh384M2VL0IgbA6KdjfLTTVCLhskURvagCw1n9b019/abFKVc",
-	"WLwG9xx+4j866lsUoLcwoJhJRfGvibxC5VIBB+uJGs4BeCtz07d0Au7shruP/qhmtauHYNG/pNvJIUF5",
-	"Y4ELYFDeAit8pNAv0iNdbUz3HPI6oQh618OKQgwVMu2KU2j3ekUz4KVfxNEFzaCnoCwSNHDC5N5Rer/4",
-	"CHTt3y2MEmZxWLAUA/dALElC/HcMigRG7bMZq4isibCdXESdBmY3aOhTQ5sxWnCKomb6qoXhTYS/A+7Z",
-	"EB+U58t8WMrokxhHZeWPkNIyyR2lgSVXbKknQvt4IR8CVKXwF+FBzX3leiUa8ZGeiP5iLT5uMIJjSDGd",
-	"FgmmRBUgluge/rUyrysi5IXFiSheh8VmnALXELaXKQvbhMjvI6DwIZjwgXx/r8GELTLcOh0t43FuF/d8",
-	"VHsgSpe0iREpdASueMfdPyhY1IKSYgQ/y3qtZamo/pSVPqlw3RRhzi/dM3jtpGOl3u59pyGt5YEfiMmf",
-	"xN//vUUakyGzGc23E8FYDSVqq2BjkWVW1ogpHn/TVqp0JjPgIkryGONBaf8jlU+7nASL30voj51VsawF",
-	"Az9LZ69yxQarB4F91QypOvL7H4KbSo1/NZZpPZSpMMSuhTR140QRI1LldTX33yXrfFGUSHA7ar5jDhb0",
-	"fVrtEShMGafstmIjrqS6sJio0ChOpT19ae/oYq5kLuLB6H7RpdpDzHfsLZlKp6N4zlGQGuUt5L5MZCe1",
-	"CdrdI/c5wmgX68l3FmX0SPvXkbd6uDZThINCg+8OcPSYelsl8GsSh7tFieoa3G/asa8n9+5ozS+o+GwZ",
-	"QKYk5SQ7mUOwhKoM3EIT8ihbIoAvALd+dr56mOKX5F9csQMd60Zh3Mq8ZcoiCxOh+dy290OvJbkCz0UZ",
-	"50FZ5EqDkO4x8ENK1CwMTBNRGI28TB1CP6y/2h/SEOF/hi98+dbhKb1REQYwlWZRQDConIUu+xOOoYTD",
-	"yWJcw5WSYu4rSfsakrZpImI+m6HSrsIkyQ5uXVJg4PyJTwvr1krV9fAImJgI7y0lu+Ozx+MRfORmQbJd",
-	"A4yi5JphFw3/xSM9EfUX0+l9e2Sxy4P1ZdMiphT3nzlb1SMN4aszNg8pucbCcfoU3p+fkdWrzVb1Pvep",
-	"R36Lv4RQNfGJio76dHu/ed5A2D8X/Bo0RlL414RaYxMd/vS2hDWuFM4rt3Z93q6JyuPobY163EWDlpFB",
-	"M9RGIUublHW7D2UHhfluiXldUQ5IS3axkb5O+oqWbDGvnbD4KnDFKzHezlwbZdNz/9+zle2+M50qjqWq",
-	"Zvnrp5vg800jruWj4gYrYupu14q7o848KGhjsDtzin3wdUP73uyKPaU3v4uocSox4B8oKJ4EsJgUEKeo",
-	"sY/hu8wV/BFSCz6bOXbCBFQP10OtYO8ITvMsk8po+MDE3DFjS7h8SCx4oqDXVfMioPxbCPg7Bls/Gf+w",
-	"R++nbWrkz9JAKmM+42WE7v0P4PayvsPVr+Tcy1VSkK+GKtHqw9sa8tkZ++iuFhmPE/QRerPipYsZn+dW",
-	"qHDjQd/esolYa9CuBuoggDkKi5Ikh3jQlTYF0lpkngiN6hJ9Le0yVM07wphxAgcVZ6Xqo4GPJHPfCimG",
-	"KPLU4z1l9K5u0GHxHEsVlUbLCoC5Adwi6RqCf7ADeNxWG7ZNgnkIlX0Ilb3HobJbGN8ajWhnhe2Mr/aq",
-	"enGpvgrTg37oqjxbCdmVeR66HxyQ7qeR+wmv/f/DwVGT3jRpDZW+a0LsCeiuLLZ8bLUmaGxmu/eFKPyh",
-	"7PqBNtwlbajEDlLmG6JHcbWdDPJIg9X1LlmCwrTKyhsEdCudW77t8bmq0n14cPD4yd9G49F49Pjw7+O/",
-	"jwkp/dBrOnqzRPqoUoodDOsK9pt6FbCi+jkJBq0Vywe1ISlpYH3E92Uh7bgede9i4+ufu2D5GxLUrnC6",
-	"kPKiDFF8dVmYtlrd+3Va2CyTHiUyj92TUK5U+gjeOIUWQj/JkMfhRNBxUkfg8SCoWg1PURuWZmHTsOGE",
-	"Ra4tjcU0MwMXcFV+VxnFoB9ePg4cNfWvqr756fjF8PTNsXtZdSImPdfM4wbtLedu/DqV8dL94D/DEHIR",
-	"F7IUFxePtIVSoRmM4CUmnB4AIFAnIkH3lnVkFX4BUtkPM1TE747IzxEXnyy8vEfyGYls8UTY6Udw7KS3",
-	"J9fXxKu8Z8kCLHNzBGsB+t4F1SbhKYyQX5KTzZ3zrqaY1cPdTwBzc902p/E4ijBbqYG4mrlCb/0d+ZC6",
-	"hC39JmhfQDZj6sLtL61hc+ZJ6eBYeekM+lfkdwaPd3T+4LdUD8jA8j8BAAD//w==",
+	"cBvi15XmieEZUwbyLJEshgvETIO9P3a1UnhwEwRu/G3Th7Z9Itxh2enMgpniCnggUhaj3/o+g5lCvYAw",
+	"V0k4CICJ2B2CQxQ3ur28Cdq7bH+zkxenIfAKpLAnUdwsRx6qu7WCx72Oi/Xk+fOgl3JR/P9x2z17y7V5",
+	"IYVFsTNqXL1oxwLwmkUG7LfQD3nK5niQiXk4AGnxasZSnizLlv8TDkqS8FuOalnBHdXm2QRzB5SO9v2I",
+	"M6la4PTNMKV2MAt7UDzFTmAaw9XBmUmVMtM77MXM4NCO0dsC02sl026ImKGNomu4K1g04m2BypWWqp1w",
+	"hwKvfYfQUg6LfJnCSy5zDRmbd8PlBu04tsfjJ8+6wHklDDctFPzYGBYt7AWQbluQOkKf0K0TiVyvW+CP",
+	"g+Mk3h0SHu8GzEl8C3De8pSbdVgs19XE1expQD/GGcsTA8/HgUWk1BLxJ+NxJ0QJDVsHx4/QO3w+Dixs",
+	"PM3T3uGT8ZiIg/tfRRq4MDhHVYL5k4zzBDfsmedsXENKXbdtmet1iw37maX4XuGMX69DY9s0aMOU4WJe",
+	"wRQAnwtph4GIaYS+kHDFkzhiKtadIIpqpv3BPJWq5Vj9tT420Bd4Zbkg8cSALqA/oUEAdmboH1tE/P8r",
+	"sBO11fx3hH7C1LwconMV2gJSh/9/K5z1Dnv/66ASPg9cqz6wkL9Tce3gzyyPUUy1yl7JEkzRDn0rkBB4",
+	"0jZkqFJmR4f+jCUWcMvxdBeY5Tht0ulUygSZKIH6hWs+5YmnJ23DXVY9dl17bdBino/cLM5VotfX/gG1",
+	"TC4RkEWLUgz+8Bb6mULN5wJjurzE5KWA06ed53NVzNF6WWnrgrZ9+IUpzoR5r1BjC6YdQyTFjM9zZUGh",
+	"Th6tLt2HeuR+1YMjYGIJTrazMt14DFxcsoTHwxQN65Ds3ddfIt3f2G91JoVG2uEfl8b94QUE+yfLsoQ7",
+	"VehARgbNUBuFjNhsC1eccuFQqGWuTvVlaue1q6zpX14WGr7kOpOaF6pYt94U9F6dsfm2Pv8ZFgNb6Wf4",
+	"jqDRm7+y372QaZagJWob9idTcppg+n//q1eB3YT2791XbXt07AV+q2IwEZG4GpWQOGrvBOgjL2knzDgF",
+	"s7aVNZm9daEVqyGFT7wmkf9O11nqJE39bEXAtssvlRaraEHfCnQ7b9LgqKGK1fbli3asWNidIgagUlIF",
+	"wDR8eP0C/vHs+d/AT+PNEXrUuwl654LlZiEV/x3ju4TwJ6613X6pCloGU2TKit7yAsXKhn/8+HF4nJuF",
+	"leMiZnDbhbwpqJyjFQsm5kgS24nIcre4OCaiwZL3SmaoDLekzVPzrPbT50KSXZ8oqOTKtkaBV/Q9N5jq",
+	"XQRxEvtOXO/HVu7z7UwptrTNMom/6og3debwqxvew/2p7Cun/8XI2LFeJFLgXe4gXhvFXjLDuudzLG0N",
+	"VMs5fiY+uNMmlcLzWpPxyvZaQ66SVWFz/OzvbdJmfYvtV21b+5KMDLfZW4UzVCgi/ELMSLko/rsFTWoz",
+	"ti6lyZFRWMXl1x4XCRdWn2CkkaSWyHxqActe01eXngStsoGEzzBaRgkCXpL1TwODF4nMY/oEHo/G0NdG",
+	"5ZEhuSqVMQ5GENpZQuB6IrgcOWKPsbOj5ePx08iKTPQXHkGoc1pLWLMxxUcQGhRM1H59pCfC/WZVKYNC",
+	"cymAGaP4NDc4OIJQ5QmG0HcTjmaMJxgPnN0rdya3ifAGrqmSF96W1Dzf2KP/Jjpb7hndFUtrmWGekhcI",
+	"XJxDnaoTNW87BN6ifZ+fn7y8/NtRxX1Lo2uMCac/vKGCzsZS8FLsy3OyM6/No1p11sZ+HTb2C+rbBX2/",
+	"xlHKdcpMtAhI86r9dzQaWfF5SrbiqwWK0s7OIwQ3g9XitJEKgRPUa1BqmauoBU5apx655soEcFBHsEH7",
+	"iBlGl6j0yh15PBq3HofHyG4bP/B4p/12+NpO6HjassSPxZYZxYS71FZ4SrkxGJM9Vhtm7OKZYVOrukeJ",
+	"jC4GDWg2mMIqArsTfpNJcpUe1TczcA4Nf2J+9GoD/TLLjVi/Ke6XVsLWvGXdZ8HM6o4Nh/TLm7Oz90PN",
+	"ZggKSTsThu6hk2rtZsorgerIm/0ZYSWbO7OzVM4IaBeq7eZHMUlJTWoRLTC60HnaesRe6sX42Oxqqgwa",
+	"xuDWQQuLye5DxpgxZSwHeCHj9lHjJhPZhBx1flMKFLeRNTKLUPusw1HJrZeO64aNZtVUsFH8kIrPuWBJ",
+	"Icuskwb+O5Z6eQkKF+aHZ711Y2HQs9c119v29NT12ij/aFQdW+kNGOtXhDiubx0qZPHSmaL8/fAtzm8z",
+	"xci54GyvvrsR3v8zaMH7LVi6wEJnXd+SrLTQfPHuXvHYSlyf26y0dZJV2mZWXC3ldMVQJeRtBOmyYWXb",
+	"w3RWB4Vw1h/mCr41AWqC2rTfOXRponrzEtcJxUbierYir6wKbPQPYYWdr63RO+y6mrNczbtbPRnoambe",
+	"nN49d2d7Q6rpbmdTJmIpuqf4LWeKCcM3dMnFDp0a97BTFH/LNV2N5nUr1Yzyj03Yd+7ntuNVNKVSaytf",
+	"V0c0BbUV0qXtTU6XUq7z7uCEaUMe2d42LcxB3YWGv3SRr2MB5DstCZWcAXM8fzhsY9pb6VSJ5OSS/W+G",
+	"c3tahee2/PsKp1n5H3bJZ63HdQtObGE/2Y2L3REF9Wp1m7r9aiuHFnmSsKllpQ2zQDXKrvTZ70twC0Jd",
+	"P4egU99/I7Wh62CV/SR5N+sd/rrXJVq9kVEsvrIJ5QKX7Tby+kbZTuvr+9RlzIcZhSIspDYwZdEFijio",
+	"pF+CFaz8TbEYCc5ZtCzvU2V2GNV38GsQqPI07jdxsmCeCG44M+jQYTeDURPolhEgS3LtRLCSra8cE6Rs",
+	"CdFCSo3Qz/JpwiMQiLEGliTy6j394obUg816SROcSU8v2JPnPxxOejCTdiyMYbokaKxC+cMzOH1zPHzy",
+	"/Idij0t3UMPGNd6uu2xxDH+J1rEqp283v20mjJs8/l9J8FsR9boJXHl2bThZYFMp9+2DmN048hc92m96",
+	"RF/nZB5u770/4g+oKTZhlSnOvMCxj6y+o43DqRe7DX7G1BxNhyLqxnGSaetSqwiYehhGQ+gqpOr6b6JS",
+	"aFuF55+YujjXGN+le4uvePO+wEVzGx/W2v63Sx019/WqLhNju0ykjZXCnQsabLdR/VSk8hqokGY4k7mI",
+	"CfGLX4vQlhIV1ptSNKzRoDCVBocx13biuK1thiZaDEvtu2p38wwrxX+tqYoWaGu9RMVn3qPSNr4Tlvxy",
+	"2kHcMHfLgM6+0dYSJchEnm1YpaG7N/Qb2ejxWy4NG+J1hBivfFyZCma57mhrzslysxjl9diCekNxjlHC",
+	"eKqLJksilWBJ6/2kwAyn27X4KCjAoxHLDxEToPPIrsZFvbiAfHDR7j4oZCLKqJDCOK5rbqbAuYwYxJih",
+	"iFFES+8zCkAqapyIsPgyBEJmENIxOViigb62wrNZYEoxhKKcx0WhD44mgmhK5ZzyHi7vm/Jmf1KerpgG",
+	"fwQjOC7Ui4ko7xGpTZHC2JIdlhQBH9r5FdcNz+3ut48LZoCJMi5DqgKYuvMt8Lrc+Qn5zxbyCvqJ80xw",
+	"MRGxjPTBwphslMaDQ28mGRITc848nUcLYNr5ZokUMCc+hMFEhJZcjzDNzDIMICSnnpFySBGV9pfC8af5",
+	"XDCTK6SvfufZCEWklpmx47i4d991Zdaa51BzMafPV72J9YlYQnay4ZXixqAIR0DRlc7mM5W5cd5cl0by",
+	"iDw5frsam1+TIEpD/Lp8b7jZQspXHePnH05AsNQFNGEZ6UN7u1Xj9I4vN2vNmksEvo0l+ODK+NwZa5ps",
+	"4VtacHaMpjgt97a5TzWrKLAsQ6a0c0BwsRpaoKHPoN6/SAdxZj6FJlfCybqMnBSDOo+z1KJgFzXeUZit",
+	"S1pZN9O2Ub2GwLS2045t6H0MfrWYqnYBpxPnatubolnIeFNUzOZj89+73hVMQW1BbafaEE3XwxNqrW+M",
+	"yZwQ3GGY/VN5U78HV2llPW43qT/S4LrYq5jxa0y0JdOWrQjou3hMbjS8+s/Ja5CKF67zKrjDciMX6Gkn",
+	"16NW6/Jf22P7TU3rt7NJ1UzynYhBPfbFi4CIskvytB0ckQFmyoDo3fGmTVH9wxyl55rNcZ0XUOTIVv3b",
+	"fvtu1owE2umDVasFzVaO0gnnu9k6pNMC95sHTrsHC0yakUzd94LG6cjOOvOGJqA0K+iPDyEX9DfGgx3H",
+	"p2yYrsSvPeCkcTbASYLFreFcOZipx0EHfGOTGpC0n9jdx0jfu+jVZuZSKc+RDk/yAb9kps2EZCk1Rrni",
+	"Znlqb49Hdoppr/56XZznvz6eFQlFxFtcv3JUqzm5sHkuZnIdcU6NVFjkLXjpVB9CioaR/4wLeC+1mSs8",
+	"/X9vA6+PSkHp5RFLIOb6wsXeTwQTcPqUjBzM8GmC4HbDxUSOJmIiXlF0JyEqlS7wnp/w2Kv3RHIP4UcX",
+	"wO9Cav/18cxF1IYj8MH+AaQssRiNcTCx6jTHQmWVWg99MK1CF71HnqUib7vU7Z+NnxXaTQBaApuIIkfJ",
+	"C3oGk0RbdZqIupYpSoGAiba8hNaA11wbPYJXIh7m2krzdlF6IvphGbs5tD3DQUPcr0uQulWEtMB49Dpy",
+	"7jM3NPTDg8K8sTYFU21+0YlgESWouCaC0+6V3XqaOGyMc2i/DUFHMvNnppRUmgYvE0DCrpSO0BcQKCx3",
+	"oVX9Qqe5JjxCoYnl+MwySw0UR+OYF4kVhLD68OAAr5kViwsTz0HxdaXV9uqhKJZBFnGwvcej8WhMMlSG",
+	"gmW8d9h7OhqPntp7x8yCLtTBAlliFr/bv71SZOkQLcnSmN4b376Su/ZkPF5JbzF4bQ6yhPEtiWPryTUJ",
+	"v8RR48b3Dn/9FPR0nqYkMhJdz5SMUBeVBywxNmyuLTVxS+h9siN0oEVteSuTawj/+eoMVrAoaMEgqCGQ",
+	"FYEsClmesrJfUpu33Pm/da9ZXKQjJKHqclBlSN8EO3X2rvQde1OS7o59fQb0jr19tvtevU/inVdZEwF3",
+	"/KQhFe/0RSVB7gpVrWbBfp/46gs7flTLAN/xizKP9+bT1nu7lsCwczpaI2Sk5WK/E+hrK9wEvWdu4rbx",
+	"SgCrBDfb//H2/o1sO/ro2R6T3NRJjF2EY/tlUiRXqyE067EzATBXsYAZYFCo6wVhktpsJEsHEaXSDUvZ",
+	"OJO6jQZLbWpJd3tTlZWiQg4pKAH0Rxkvvxo+rOUF3jSFRavp3qzh47OWCiI0UHxf8cb2/8f2/mVmr/3g",
+	"yZO9Jng+fnpbRKaCSRGSGTWSKvZSmoa+TGKQAqsSPHGu2DRZDvZD2UQKrOPqugp2/uEtcA3kIixKZZye",
+	"fnhtebjBiHLAy6gnFscKtUZnOg5cDpQV/GKurNiskCQfSzYDmMpcWPmcCkLYG2lv3KBwBS0wuvAiMAnb",
+	"8UQk/AIp3b/uPGi5XXZRlpCfkwn1fl6vKl10p4v1+KsT+q66Am6zXSGtZqJxvaxb2wy+60HZj2a4ozv/",
+	"dM9JvjWNeLwnQHvTlDujQaROk68wW7qobhc14PTFPvlm/S+WnFipmsoPkSt/P3LkaNlm3umyge/rva7n",
+	"Kt+WY7oxHjjmrbDVbZ7nktOlr/tWynjQZ0kCUoGQAvdDTu7jyLrZ5VvLn3gj3KxV96QcLhcvvBpZfDgR",
+	"oeOlYWFIWo8hDqFPVvkrrpFc85vDacLBCM5cPUHnl3WBLvaWLhhxYCNdWb8o4VjkmGkUsa5FJXYw22Z0",
+	"3X29ll3R4XfMe1tDETv4sHeT+7RZ4RKKfZCJO8AH9nyP2fMXsFumrPrpJeYi4slbVL3ZKteoAvBCt1RQ",
+	"mN73oWcpUxdDClnbyG+L4M/7erWbwam35bl2lAeWezuMtXvnGa5FJxf2E8uUceHV1i/guu5/W+wpd8F8",
+	"yrK7BzOp0mFReqRC0m9Q1mc1ku1fp+9+9h4oql5l8Lq9KkdhJt9aWy7ouUyytiKB5Nah/CyXbFbUNpWK",
+	"woTIORULL+BUpRRXK3vsFhpiNgeVdAZufJV0n46A+nurmNfyAtsyAB/Egj+fWPATE2xuiWs+m6HaIBbs",
+	"R12LgJl2d6HU5p9oXFTNN/Q9uAk60J5AHP0RXgSK9aaoc+297KTFschou/GuKLpzLTj3fAALmcQueF27",
+	"TylxQO95Jjv5EIqIlPsqlzUjZh7ksj9cLgu+rjnkM49vtlGO1y6KYT/89G923Im3c1Nx3dHdIdHj8W3P",
+	"+Nhnv3SUCViXDvY+44OyrMumw34pr4T98riqAXO7Uw8+b6643l2weS3m7PPm2vtfaaSTeK+xOrB689m7",
+	"6NnvAB2L2FJdK/9S4I+jPckSjFzVD/dHSsLzUgnLmIkW7Yh5iuZVqVJ9ESm6HYvco6zIbVkkqnvsX29y",
+	"JAuqixDkwr/r5OuYV4Rrf2TwwfudxMmnZN3GHXwXzKieMdbBj84/vP1O2NH5h7f2glOCQXG8QWm/puyY",
+	"5f4nXJT9P/jsig7tJHkUtaq+gBVt6dl8xuCbIkl9QR1I4jfpHgvLj/cE6v6q493lzoIiXLh+EyjFoAXn",
+	"KemxO173g2v+duG6NMGothdfJQa4nhLONeSCXTJOGVLbI4PLWrleuS5FWBcq3BUpvFuAMNWkqmchl27i",
+	"oj5xn6rTkjb/SFd555lMeLSciBgjHqOuCl7PpIIw4dqEg8DHw5cPvwVlbJZU4PMCJ1bR0rZr9YAO5CJB",
+	"rSHUUpkQNFtqKP27I3jPbFv9zSumJyKM/H8KE1C9ulZReIv7FF6Xq954H6JIxw7sHlhi5vQFqQz0mVia",
+	"BRdzSgwoXlUJ6wUmwkGbP/ghVPohVPovECr95wqTLoQ0F+vhn/pM2RI04saAaGej/HQT1KJhMoWRPehC",
+	"w1l9b829/SZFKRcWr8E9h5/4j476FgXoLQwoZlJR/Gsir1C5VMDBeqKGcwDeytz0LZ2AO7vh7qM/qlnt",
+	"6iFY9C/pdnJIUN5Y4AJY7QVai9jQL9IjXW1M94DzOqEIetfDikIMFTLtilNo93pFM+ClX8TRBc2gp6As",
+	"EjRwwuTeUXq/+Ah07d8tjBJmcViwFAP3QCxJQvx3DIoERu2zGauIrImwnVxEnQZmN2joU0ObMVpwiqJm",
+	"+qqF4U2EvwPu2RAflOfLfFjK6JMYR2Xlj5DSMskdpYElV2ypJ0L7eCEfAlSl8BfhQc195XolGvGRnoj+",
+	"Yi0+bjCCY0gxnRYJpkQVIJboniq2Mq8rIuSFxYkoXofFZpwC1xC2lykL24TI7yOg8CGY8IF8f6/BhC0y",
+	"3DodLeNxbhf3fAT1Z8IL2sSIFDoCV7w87x8ULGpBSTGCn2W91rJUVH/KSp9UuG6KMOeX7hm8dtKxUm/3",
+	"vtOQ1vLAD8TkT+Lv/94ijcmQ2Yzm24lgrIYStVWwscgyK2vEFI+/aStVOpMZcBEleYzxoLT/kcqnXU6C",
+	"xe8l9MfOqljWgoGfpbNXuWKD1YPAvmqGVB35/Q/BTaXGvxrLtB7KVBhi10KaunGiiBGp8rqa+++Sdb4o",
+	"SiS4HTXfMQcL+j6t9ggUpoxTdluxEVdSXVhMVGgUp9KevrR3dDFXMhfxYHS/6FLtIeY79pZMpdNRPOco",
+	"SI3yFnJfJrKT2gTt7pH7HGG0i/XkO4syeqT968hbPVybKcJBocF3Bzh6TL2tEvg1icPdokR1De437djX",
+	"k3t3tOYXVHy2DCBTknKSncwhWEJVBm6hCXmULRHAF4BbPztfPUzxS/IvrtiBjnWjMG5l3jJlkYWJ0Hxu",
+	"2/uh15JcgeeijPOgLHKlQUj3GPghJWoWBqaJKIxGXqYOoR/WX+0PaYjwP8MXvnzr8JTeqAgDmEqzKCAY",
+	"VM5Cl/0Jx1DC4WQxruFKSTH3laR9DUnbNBExn81QaVdhkmQHty4pMHD+xKeFdWul6np4BExMhPeWkt3x",
+	"2ePxCD5ysyDZrgFGUXLNsIuG/+KRnoj6i+n0vj2y2OXB+rJpEVOK+8+creqRhvDVGZuHlFxj4Th9Cu/P",
+	"z8jq1Warep/71CO/xV9CqJr4REVHfbq93zxvIOyfC34NGiMp/GtCrbGJDn96W8IaVwrnlVu7Pm/XROVx",
+	"9LZGPe6iQcvIoBlqo5ClTcq63Yeyg8J8t8S8rigHpCW72EhfJ31FS7aY105YfBW44pUYb2eujbLpuf/v",
+	"2cp235lOFcdSVbP89dNN8PmmEdfyUXGDFTF1t2vF3VFnHhS0MdidOcU++LqhfW92xZ7Sm99F1DiVGPAP",
+	"FBRPAlhMCohT1NjH8F3mCv4IqQWfzRw7YQKqh+uhVrB3BKd5lkllNHxgYu6YsSVcPiQWPFHQ66p5EVD+",
+	"LQT8HYOtn4x/2KP30zY18mdpIJUxn/EyQvf+B3B7Wd/h6ldy7uUqKchXQ5Vo9eFtDfnsjH10V4uMxwn6",
+	"CL1Z8dLFjM9zK1S48aBvb9lErDVoVwN1EMAchUVJkkM86EqbAmktMk+ERnWJvpZ2GarmHWHMOIGDirNS",
+	"9dHAR5K5b4UUQxR56vGeMnpXN+iweI6likqjZQXA3ABukXQNwT/YATxuqw3bJsE8hMo+hMre41DZLYxv",
+	"jUa0s8J2xld7Vb24VF+F6UE/dFWerYTsyjwP3Q8OSPfTyP2E1/7/4eCoSW+atIZK3zUh9gR0VxZbPrZa",
+	"EzQ2s937QhT+UHb9QBvukjZUYgcp8w3Ro7jaTgZ5pMHqepcsQWFaZeUNArqVzi3f9vhcVek+PDh4/ORv",
+	"o/FoPHp8+Pfx38eElH7oNR29WSJ9VCnFDoZ1BftNvQpYUf2cBIPWiuWD2pCUNLA+4vuykHZcj7p3sfH1",
+	"z12w/A0Jalc4XUh5UYYovrosTFut7v06LWyWSY8SmcfuSShXKn0Eb5xCC6GfZMjjcCLoOKkj8HgQVK2G",
+	"p6gNS7OwadhwwiLXlsZimpmBC7gqv6uMYtAPLx8Hjpr6V1Xf/HT8Ynj65ti9rDoRk55r5nGD9pZzN36d",
+	"ynjpfvCfYQi5iAtZiouLR9pCqdAMRvASE04PABCoE5Gge8s6sgq/AKnshxkq4ndH5OeIi08WXt4j+YxE",
+	"tngi7PQjOHbS25Pra+JV3rNkAZa5OYK1AH3vgmqT8BRGyC/JyebOeVdTzOrh7ieAublum9N4HEWYrdRA",
+	"XM1cobf+jnxIXcKWfhO0LyCbMXXh9pfWsDnzpHRwrLx0Bv0r8juDxzs6f/BbqgdkYPmfAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -699,6 +699,9 @@ type HostChangeFilesParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -712,6 +715,9 @@ type HostCloneFromUrlParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -725,6 +731,9 @@ type HostDeleteParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -738,6 +747,9 @@ type HostInitiateUploadParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -751,6 +763,9 @@ type HostMarkUsedParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -781,6 +796,9 @@ type HostUploadParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -794,6 +812,9 @@ type HostUseFilesParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -862,6 +883,9 @@ type UploadFileParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -875,6 +899,9 @@ type InitiateUploadParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -888,6 +915,9 @@ type InitiateTemporaryUploadParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -901,6 +931,9 @@ type DeleteFileParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -914,6 +947,9 @@ type CompleteUploadParams struct {
 	// The same key with another request is 422 `core.idempotency.key-reused`;
 	// while the first request still runs, 409 `core.idempotency.in-flight`
 	// with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+	// The multipart upload keeps its key on the file it creates: its
+	// replay is that file's answer made again (a fresh `url`), and after
+	// the file is deleted the key makes a new one.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 

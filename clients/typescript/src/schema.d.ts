@@ -891,6 +891,9 @@ export interface components {
          *     The same key with another request is 422 `core.idempotency.key-reused`;
          *     while the first request still runs, 409 `core.idempotency.in-flight`
          *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+         *     The multipart upload keeps its key on the file it creates: its
+         *     replay is that file's answer made again (a fresh `url`), and after
+         *     the file is deleted the key makes a new one.
          */
         IdempotencyKey: string;
         /** @description The file's UUID. */
@@ -918,6 +921,9 @@ export interface operations {
                  *     The same key with another request is 422 `core.idempotency.key-reused`;
                  *     while the first request still runs, 409 `core.idempotency.in-flight`
                  *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 *     The multipart upload keeps its key on the file it creates: its
+                 *     replay is that file's answer made again (a fresh `url`), and after
+                 *     the file is deleted the key makes a new one.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -963,6 +969,9 @@ export interface operations {
                  *     The same key with another request is 422 `core.idempotency.key-reused`;
                  *     while the first request still runs, 409 `core.idempotency.in-flight`
                  *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 *     The multipart upload keeps its key on the file it creates: its
+                 *     replay is that file's answer made again (a fresh `url`), and after
+                 *     the file is deleted the key makes a new one.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -1007,6 +1016,9 @@ export interface operations {
                  *     The same key with another request is 422 `core.idempotency.key-reused`;
                  *     while the first request still runs, 409 `core.idempotency.in-flight`
                  *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 *     The multipart upload keeps its key on the file it creates: its
+                 *     replay is that file's answer made again (a fresh `url`), and after
+                 *     the file is deleted the key makes a new one.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -1137,6 +1149,9 @@ export interface operations {
                  *     The same key with another request is 422 `core.idempotency.key-reused`;
                  *     while the first request still runs, 409 `core.idempotency.in-flight`
                  *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 *     The multipart upload keeps its key on the file it creates: its
+                 *     replay is that file's answer made again (a fresh `url`), and after
+                 *     the file is deleted the key makes a new one.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -1224,6 +1239,9 @@ export interface operations {
                  *     The same key with another request is 422 `core.idempotency.key-reused`;
                  *     while the first request still runs, 409 `core.idempotency.in-flight`
                  *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 *     The multipart upload keeps its key on the file it creates: its
+                 *     replay is that file's answer made again (a fresh `url`), and after
+                 *     the file is deleted the key makes a new one.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -1362,6 +1380,9 @@ export interface operations {
                  *     The same key with another request is 422 `core.idempotency.key-reused`;
                  *     while the first request still runs, 409 `core.idempotency.in-flight`
                  *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 *     The multipart upload keeps its key on the file it creates: its
+                 *     replay is that file's answer made again (a fresh `url`), and after
+                 *     the file is deleted the key makes a new one.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -1407,6 +1428,9 @@ export interface operations {
                  *     The same key with another request is 422 `core.idempotency.key-reused`;
                  *     while the first request still runs, 409 `core.idempotency.in-flight`
                  *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 *     The multipart upload keeps its key on the file it creates: its
+                 *     replay is that file's answer made again (a fresh `url`), and after
+                 *     the file is deleted the key makes a new one.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -1465,6 +1489,9 @@ export interface operations {
                  *     The same key with another request is 422 `core.idempotency.key-reused`;
                  *     while the first request still runs, 409 `core.idempotency.in-flight`
                  *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 *     The multipart upload keeps its key on the file it creates: its
+                 *     replay is that file's answer made again (a fresh `url`), and after
+                 *     the file is deleted the key makes a new one.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -1718,6 +1745,9 @@ export interface operations {
                  *     The same key with another request is 422 `core.idempotency.key-reused`;
                  *     while the first request still runs, 409 `core.idempotency.in-flight`
                  *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 *     The multipart upload keeps its key on the file it creates: its
+                 *     replay is that file's answer made again (a fresh `url`), and after
+                 *     the file is deleted the key makes a new one.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -1758,6 +1788,9 @@ export interface operations {
                  *     The same key with another request is 422 `core.idempotency.key-reused`;
                  *     while the first request still runs, 409 `core.idempotency.in-flight`
                  *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 *     The multipart upload keeps its key on the file it creates: its
+                 *     replay is that file's answer made again (a fresh `url`), and after
+                 *     the file is deleted the key makes a new one.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -1798,6 +1831,9 @@ export interface operations {
                  *     The same key with another request is 422 `core.idempotency.key-reused`;
                  *     while the first request still runs, 409 `core.idempotency.in-flight`
                  *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 *     The multipart upload keeps its key on the file it creates: its
+                 *     replay is that file's answer made again (a fresh `url`), and after
+                 *     the file is deleted the key makes a new one.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
@@ -1838,6 +1874,9 @@ export interface operations {
                  *     The same key with another request is 422 `core.idempotency.key-reused`;
                  *     while the first request still runs, 409 `core.idempotency.in-flight`
                  *     with `Retry-After`. A 5xx answer is not recorded: the retry runs again.
+                 *     The multipart upload keeps its key on the file it creates: its
+                 *     replay is that file's answer made again (a fresh `url`), and after
+                 *     the file is deleted the key makes a new one.
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };

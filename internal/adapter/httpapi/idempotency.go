@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,21 +28,17 @@ const IdempotencyKeyHeader = "Idempotency-Key"
 // idempotent routes is a small JSON document or empty).
 const maxIdempotentAnswer = 64 << 10
 
-// Codes of idempotent requests.
-const (
-	// codeIdempotencyKeyInvalid: the key is empty, longer than 255 bytes,
-	// or not printable ASCII (400).
-	codeIdempotencyKeyInvalid = "core.idempotency.key-invalid"
-	// codeIdempotencyKeyReused: the key was used for another request --
-	// another route, path or body (422).
-	codeIdempotencyKeyReused = "core.idempotency.key-reused"
-	// codeIdempotencyInFlight: a request with the key is still running
-	// (409, with Retry-After).
-	codeIdempotencyInFlight = "core.idempotency.in-flight"
-)
+// codeIdempotencyKeyInvalid: the key is empty, longer than 255 bytes, or
+// not printable ASCII (400). The service's ErrIdempotencyKeyReused (422)
+// and ErrIdempotencyInFlight (409) are the other codes of keyed requests.
+const codeIdempotencyKeyInvalid = "core.idempotency.key-invalid"
 
 // idempotentRoute is a write that takes an Idempotency-Key.
 type idempotentRoute struct {
+	// onFile: the key lives on the row of the file the request creates
+	// (service.WithUploadKey): the buffer upload, whose insert claims it
+	// at the cost of one index entry.
+	onFile bool
 	// createsFile: the request creates a file, whose id the key names
 	// before anything is written.
 	createsFile bool
@@ -59,14 +56,14 @@ type idempotentRoute struct {
 // initiates and clones (a second file, counted twice), complete, abort and
 // delete, and the host's batch routes.
 var idempotentRoutes = map[string]idempotentRoute{
-	"POST /uploaded-file":                       {createsFile: true, recover: recoverUpload(false)},
+	"POST /uploaded-file":                       {onFile: true},
 	"POST /uploaded-file/initiate":              {createsFile: true, recover: recoverInitiate},
 	"POST /uploaded-file/temporary/initiate":    {createsFile: true, recover: recoverInitiate},
 	"POST /uploaded-file/{id}/complete":         {},
 	"DELETE /uploaded-file/{id}":                {recoverRequest: recoverDelete},
 	"POST /internal/uploaded-file/initiate":     {createsFile: true, recover: recoverInitiate},
-	"POST /internal/uploaded-file/uploads":      {createsFile: true, recover: recoverUpload(true)},
-	"POST /internal/uploaded-file/clone":        {createsFile: true, recover: recoverUpload(true)},
+	"POST /internal/uploaded-file/uploads":      {createsFile: true, recover: recoverHostUpload},
+	"POST /internal/uploaded-file/clone":        {createsFile: true, recover: recoverHostUpload},
 	"POST /internal/uploaded-file/mark-used":    {},
 	"POST /internal/uploaded-file/use-files":    {},
 	"POST /internal/uploaded-file/change-files": {},
@@ -95,12 +92,18 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 			writeProblem(w, http.StatusBadRequest, codeIdempotencyKeyInvalid)
 			return
 		}
+		if route.onFile {
+			uploadKeyed(w, r, key, next)
+			return
+		}
 		k, err := s.svc.ClaimIdempotencyKey(r.Context(), key, r.Pattern, route.createsFile)
 		if err != nil {
 			errorWriter{log: s.log}.response(w, r, err)
 			return
 		}
 		switch k.State {
+		case service.KeyOnFile:
+			writeProblem(w, http.StatusUnprocessableEntity, service.ErrIdempotencyKeyReused.Code)
 		case service.KeyDone:
 			s.replay(w, r, k)
 		case service.KeyRunning:
@@ -111,12 +114,46 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 				}
 			}
 			w.Header().Set("Retry-After", strconv.Itoa(max(1, int(k.RetryAfter.Round(time.Second)/time.Second))))
-			writeProblem(w, http.StatusConflict, codeIdempotencyInFlight)
+			writeProblem(w, http.StatusConflict, service.ErrIdempotencyInFlight.Code)
 		default:
 			s.runIdempotent(w, r, k, route, next)
 		}
 	})
 }
+
+// uploadKeyed runs a buffer upload whose key lives on its file's row
+// (service.WithUploadKey): the service answers a retry from the first
+// file, and the answer says so (Idempotent-Replayed). The fingerprint is
+// the service's, of the upload's inputs and the SHA-256 of its bytes, with
+// what only the request says (route, path, media type without the
+// multipart boundary): a form built again with another boundary is the
+// same request, and the body is hashed once, by the upload itself.
+func uploadKeyed(w http.ResponseWriter, r *http.Request, key string, next http.Handler) {
+	ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";") // the boundary follows
+	ct = strings.ToLower(strings.TrimSpace(ct))
+	var request []byte
+	for _, part := range []string{r.Pattern, r.URL.Path, ct} {
+		request = append(request, strconv.Itoa(len(part))+":"+part+"\n"...)
+	}
+	k := service.NewUploadKey(key, request)
+	next.ServeHTTP(&replayMarking{ResponseWriter: w, k: k}, r.WithContext(service.WithUploadKey(r.Context(), k)))
+}
+
+// replayMarking marks the answer of a replayed upload (Idempotent-Replayed).
+type replayMarking struct {
+	http.ResponseWriter
+	k *service.UploadKey
+}
+
+func (w *replayMarking) WriteHeader(status int) {
+	if w.k.Replayed() {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+// Unwrap is the ResponseWriter underneath (http.ResponseController).
+func (w *replayMarking) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // validIdempotencyKey: 1 to 255 bytes of printable ASCII (a structured
 // field string, as the draft has it, without its quotes).
@@ -140,7 +177,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, k *service.Idemp
 		return // the body did not arrive: its own error already ended the request
 	}
 	if k.Route != r.Pattern || !bytes.Equal(fp, k.Answer.Fingerprint) {
-		writeProblem(w, http.StatusUnprocessableEntity, codeIdempotencyKeyReused)
+		writeProblem(w, http.StatusUnprocessableEntity, service.ErrIdempotencyKeyReused.Code)
 		return
 	}
 	writeAnswer(w, k.Route, k.Answer, true)
@@ -337,21 +374,16 @@ func (w *recordingWriter) Write(p []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection.
 func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// recoverUpload answers an upload, host upload or clone again from the
-// file a dead request made: ready and visible, it is the answer (201, the
-// end user's or the host's view).
-func recoverUpload(host bool) func(context.Context, *Server, uuid.UUID) (service.IdempotentAnswer, bool) {
-	return func(ctx context.Context, s *Server, id uuid.UUID) (service.IdempotentAnswer, bool) {
-		r, err := s.svc.Find(ctx, id.String())
-		if err != nil || r.Status != service.StatusReady {
-			return service.IdempotentAnswer{}, false
-		}
-		var v any = httpResult(r)
-		if host {
-			v = hostFile(r)
-		}
-		return jsonAnswer(http.StatusCreated, v)
+// recoverHostUpload answers a host upload or clone again from the file a
+// dead request made: ready and visible, it is the answer (201, the host's
+// view). The end user's upload keeps its key on its file instead
+// (uploadKeyed).
+func recoverHostUpload(ctx context.Context, s *Server, id uuid.UUID) (service.IdempotentAnswer, bool) {
+	r, err := s.svc.Find(ctx, id.String())
+	if err != nil || r.Status != service.StatusReady {
+		return service.IdempotentAnswer{}, false
 	}
+	return jsonAnswer(http.StatusCreated, hostFile(r))
 }
 
 // recoverInitiate answers an initiate again from the pending upload a dead

@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -155,56 +154,110 @@ func TestDeleteRetriedAfterItsRequestDied(t *testing.T) {
 
 // TestIdempotencyKeyInFlight: a request with a key whose first request is
 // still running is 409 with Retry-After; once the first is answered, the
-// retry gets its answer.
+// retry gets its answer. An initiate claims its key before it runs: the
+// test holds the first one after its claim by locking the usage table its
+// reservation writes.
 func TestIdempotencyKeyInFlight(t *testing.T) {
 	t.Parallel()
 	s := start(t, service.DriverLocal)
 	user := s.token("acme", "alice", nil)
-	ct, body := multipartBody(t, map[string][]byte{"r.pdf": []byte(pdf)})
-	raw := body.Bytes()
-	// The first request sends its head and half its body, and waits.
-	conn := rawRequest(t, s, "POST /uploaded-file HTTP/1.1\nHost: x\nAuthorization: Bearer "+user+"\nContent-Type: "+ct+
-		"\nIdempotency-Key: k-slow\nContent-Length: "+itoa(len(raw))+"\n")
-	_, err := conn.Write(raw[:len(raw)/2])
+	ctx := context.Background()
+	req := outageRequest{method: "POST", path: "/uploaded-file/initiate", contentType: "application/json",
+		body:    mustJSON(t, map[string]any{"originalName": "a.pdf", "contentType": "application/pdf", "sizeBytes": len(pdf), "checksum": checksum([]byte(pdf))}),
+		headers: map[string]string{httpapi.IdempotencyKeyHeader: "k-slow"}}
+	hold, err := s.pool.Begin(ctx)
 	require.NoError(t, err)
+	defer func() { _ = hold.Rollback(ctx) }()
+	_, err = hold.Exec(ctx, "LOCK TABLE uploaded_file_usage IN SHARE ROW EXCLUSIVE MODE")
+	require.NoError(t, err)
+	first := make(chan outageResponse, 1)
+	go func() { first <- do(t, s, req, user, "") }()
 	require.Eventually(t, func() bool { // the first request holds the key
 		var running int
-		require.NoError(t, s.pool.QueryRow(context.Background(), "SELECT count(*) FROM uploaded_file_idempotency WHERE key = 'k-slow' AND state = 'running'").Scan(&running))
+		require.NoError(t, s.pool.QueryRow(ctx, "SELECT count(*) FROM uploaded_file_idempotency WHERE key = 'k-slow' AND state = 'running'").Scan(&running))
 		return running == 1
 	}, 10*time.Second, 20*time.Millisecond)
-	second := do(t, s, outageRequest{method: "POST", path: "/uploaded-file", contentType: ct, body: raw,
-		headers: map[string]string{httpapi.IdempotencyKeyHeader: "k-slow"}}, user, "")
+	second := do(t, s, req, user, "")
 	require.Equal(t, http.StatusConflict, second.status, second.body)
 	require.Contains(t, second.body, `"code":"core.idempotency.in-flight"`)
 	require.NotEmpty(t, second.header.Get("Retry-After"))
 
-	_, err = conn.Write(raw[len(raw)/2:])
-	require.NoError(t, err)
-	out := readUntilClosedOrAnswered(t, conn)
-	require.Contains(t, out, "201 Created")
-	third := do(t, s, outageRequest{method: "POST", path: "/uploaded-file", contentType: ct, body: raw,
-		headers: map[string]string{httpapi.IdempotencyKeyHeader: "k-slow"}}, user, "")
+	require.NoError(t, hold.Rollback(ctx))
+	f := <-first
+	require.Equal(t, http.StatusCreated, f.status, f.body)
+	third := do(t, s, req, user, "")
 	require.Equal(t, http.StatusCreated, third.status, third.body)
+	require.Equal(t, "true", third.header.Get("Idempotent-Replayed"))
+	require.Equal(t, f.body, third.body)
 	var n int
-	require.NoError(t, s.pool.QueryRow(context.Background(), "SELECT count(*) FROM uploaded_file").Scan(&n))
+	require.NoError(t, s.pool.QueryRow(ctx, "SELECT count(*) FROM uploaded_file").Scan(&n))
 	require.Equal(t, 1, n)
 }
 
-func itoa(n int) string { return strconv.Itoa(n) }
+// TestUploadKeyInFlight: a buffer upload's key lives on its file's row,
+// claimed by the insert once the bytes are in. While the first request's
+// row is hidden (its activation held: the test locks the event outbox the
+// activation writes to), a retry is 409 with Retry-After and changes
+// nothing; once the first is answered the retry replays it: one file,
+// counted once. The same key on an initiate is another request (422).
+func TestUploadKeyInFlight(t *testing.T) {
+	t.Parallel()
+	s := start(t, service.DriverLocal)
+	user := s.token("acme", "alice", nil)
+	ctx := context.Background()
+	ct, body := multipartBody(t, map[string][]byte{"r.pdf": []byte(pdf)})
+	req := outageRequest{method: "POST", path: "/uploaded-file", contentType: ct, body: body.Bytes(),
+		headers: map[string]string{httpapi.IdempotencyKeyHeader: "k-upload"}}
 
-// readUntilClosedOrAnswered reads from conn until a status line arrived
-// (and a little more), the server closes, or 10 seconds pass.
-func readUntilClosedOrAnswered(t *testing.T, conn net.Conn) string {
-	t.Helper()
-	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
-	var out []byte
-	buf := make([]byte, 4096)
-	for !strings.Contains(string(out), "\r\n\r\n") {
-		n, err := conn.Read(buf)
-		out = append(out, buf[:n]...)
-		if err != nil {
-			break
-		}
-	}
-	return string(out)
+	hold, err := s.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = hold.Rollback(ctx) }()
+	_, err = hold.Exec(ctx, "LOCK TABLE uploaded_file_event IN SHARE ROW EXCLUSIVE MODE")
+	require.NoError(t, err)
+	first := make(chan outageResponse, 1)
+	go func() { first <- do(t, s, req, user, "") }()
+	require.Eventually(t, func() bool { // inserted, hidden, its activation waiting
+		var hidden int
+		require.NoError(t, s.pool.QueryRow(ctx, "SELECT count(*) FROM uploaded_file WHERE idempotency_key = 'k-upload' AND upload_pending_at IS NOT NULL").Scan(&hidden))
+		return hidden == 1
+	}, 10*time.Second, 20*time.Millisecond)
+	second := do(t, s, req, user, "")
+	require.Equal(t, http.StatusConflict, second.status, second.body)
+	require.Contains(t, second.body, `"code":"core.idempotency.in-flight"`)
+	retryAfter, err := strconv.Atoi(second.header.Get("Retry-After"))
+	require.NoError(t, err)
+	require.Equal(t, 5, retryAfter, "soon: the first request is most likely storing its bytes")
+
+	require.NoError(t, hold.Rollback(ctx))
+	f := <-first
+	require.Equal(t, http.StatusCreated, f.status, f.body)
+	require.Empty(t, f.header.Get("Idempotent-Replayed"))
+	third := do(t, s, req, user, "")
+	require.Equal(t, http.StatusCreated, third.status, third.body)
+	require.Equal(t, "true", third.header.Get("Idempotent-Replayed"))
+	require.JSONEq(t, f.body, third.body)
+	require.Equal(t, f.header.Get("Location"), third.header.Get("Location"))
+	var n, files int
+	require.NoError(t, s.pool.QueryRow(ctx, "SELECT count(*) FROM uploaded_file").Scan(&n))
+	require.Equal(t, 1, n, "one file")
+	require.NoError(t, s.pool.QueryRow(ctx, "SELECT files FROM uploaded_file_usage WHERE tenant_code = 'acme' AND user_id = 'alice'").Scan(&files))
+	require.Equal(t, 1, files, "counted once")
+
+	initiate := do(t, s, outageRequest{method: "POST", path: "/uploaded-file/initiate", contentType: "application/json",
+		body:    mustJSON(t, map[string]any{"originalName": "a.pdf", "contentType": "application/pdf", "sizeBytes": len(pdf), "checksum": checksum([]byte(pdf))}),
+		headers: map[string]string{httpapi.IdempotencyKeyHeader: "k-upload"}}, user, "")
+	require.Equal(t, http.StatusUnprocessableEntity, initiate.status, initiate.body)
+	require.Contains(t, initiate.body, `"code":"core.idempotency.key-reused"`)
+
+	// And the other way round: a key an initiate used is not an upload's.
+	init := do(t, s, outageRequest{method: "POST", path: "/uploaded-file/initiate", contentType: "application/json",
+		body:    mustJSON(t, map[string]any{"originalName": "a.pdf", "contentType": "application/pdf", "sizeBytes": len(pdf), "checksum": checksum([]byte(pdf))}),
+		headers: map[string]string{httpapi.IdempotencyKeyHeader: "k-initiate"}}, user, "")
+	require.Equal(t, http.StatusCreated, init.status, init.body)
+	req.headers = map[string]string{httpapi.IdempotencyKeyHeader: "k-initiate"}
+	reused := do(t, s, req, user, "")
+	require.Equal(t, http.StatusUnprocessableEntity, reused.status, reused.body)
+	require.Contains(t, reused.body, `"code":"core.idempotency.key-reused"`)
+	require.NoError(t, s.pool.QueryRow(ctx, "SELECT files FROM uploaded_file_usage WHERE tenant_code = 'acme' AND user_id = 'alice'").Scan(&files))
+	require.Equal(t, 2, files, "the refused upload reserved nothing (the file and the pending upload)")
 }

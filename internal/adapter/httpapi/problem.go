@@ -5,7 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/uploadedfile/uploadedfile/service"
 )
@@ -51,6 +53,8 @@ var statusOf = map[string]int{
 	service.ErrQuotaExceeded.Code:            http.StatusRequestEntityTooLarge,
 	service.ErrVariantRefused.Code:           http.StatusUnprocessableEntity,
 	service.ErrVariantFailed.Code:            http.StatusServiceUnavailable,
+	service.ErrIdempotencyKeyReused.Code:     http.StatusUnprocessableEntity,
+	service.ErrIdempotencyInFlight.Code:      http.StatusConflict,
 }
 
 // unavailableRetryAfter is the Retry-After of every 503: a dependency's
@@ -114,8 +118,12 @@ type errorWriter struct{ log *slog.Logger }
 func (e errorWriter) response(w http.ResponseWriter, r *http.Request, err error) {
 	var se *service.Error
 	var ue *service.UnavailableError
+	var inFlight *service.KeyInFlightError
 	var p problem
 	switch {
+	case errors.As(err, &inFlight):
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(inFlight.RetryAfter.Round(time.Second)/time.Second))))
+		p = serviceProblem(err, http.StatusConflict, service.ErrIdempotencyInFlight.Code)
 	case errors.As(err, &ue):
 		p = serviceProblem(err, http.StatusServiceUnavailable, ue.Code())
 	case service.SizeOnly(err):

@@ -171,9 +171,13 @@ func chaosWorker() int {
 			}
 			var mu sync.Mutex
 			var wg sync.WaitGroup
-			for _, b := range bodies {
+			for i, b := range bodies {
+				ctx := uctx
+				if i > 0 && rnd.IntN(2) == 0 { // a keyed upload, and sometimes its retry at once
+					b, ctx = keyedUpload(uctx, rnd.IntN(20))
+				}
 				wg.Go(func() {
-					if r, err := svc.Upload(uctx, bytes.NewReader(b), "data.csv", nil); err == nil {
+					if r, err := svc.Upload(ctx, bytes.NewReader(b), "data.csv", nil); err == nil {
 						mu.Lock()
 						ids = append(ids, r.ID.String())
 						mu.Unlock()
@@ -206,6 +210,16 @@ func chaosWorker() int {
 			}
 		}
 	}
+}
+
+// keyedUpload is the upload under Idempotency-Key n of ctx's caller, from a
+// pool every worker draws from: the same key is the same body (the same
+// request), sent again by the worker that used it, a concurrent one, or a
+// worker started after the one that used it was killed -- with the file it
+// made ready, deleted, or left behind hidden.
+func keyedUpload(ctx context.Context, n int) ([]byte, context.Context) {
+	body := fmt.Appendf(nil, "row,key-%d\n%s\n", n, strings.Repeat("k", 100*n))
+	return body, service.WithUploadKey(ctx, service.NewUploadKey(fmt.Sprintf("key-%d", n), nil))
 }
 
 // worker is a chaos worker's client side of the direct lifecycle.
@@ -373,7 +387,7 @@ func runChaos(t *testing.T, driver string) {
 	// The work runs for the duration and then, on a machine slow enough
 	// that it has not yet reached every path the checks below require to
 	// have run (an infected upload refused, a variant made for a visible
-	// file), on until it has, for up to three times as long again.
+	// file, a file made by a keyed upload), on until it has, for up to three times as long again.
 	begin, d := time.Now(), *chaosDuration
 	deadline, longest := begin.Add(d), begin.Add(4*d)
 	for time.Now().Before(deadline) || time.Now().Before(longest) && !chaosCovered(t, e) {
@@ -547,6 +561,8 @@ func chaosCovered(t *testing.T, e *env) bool {
 SELECT EXISTS (SELECT FROM uploaded_file_event WHERE type = 'upload.failed' AND rule = 'content.infected')
    -- buffer uploads activated together, in one transaction (group commit)
    AND EXISTS (SELECT FROM uploaded_file_event WHERE type = 'file.ready' GROUP BY xmin::text HAVING count(*) > 1)
+   -- a keyed buffer upload (its key on its row) made a file
+   AND EXISTS (SELECT FROM uploaded_file WHERE idempotency_key IS NOT NULL AND status = 'ready')
    AND EXISTS (SELECT FROM uploaded_file_variant v JOIN uploaded_file f ON f.id = v.file_id
                WHERE v.status = 'ready' AND f.status = 'ready' AND f.deleted_at IS NULL AND f.deletion_pending_at IS NULL)`).Scan(&covered))
 	return covered

@@ -54,6 +54,52 @@ func startServe(t *testing.T, dbURL, cfgFile string) *serveProcess {
 	return nil
 }
 
+// killContent is the file the kill tests upload.
+var killContent = []byte("%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n")
+
+// killFixture is what the kill tests share: a database, serve's
+// configuration (local store at root), alice's token, a connection to
+// look at the rows, and the upload's form.
+type killFixture struct {
+	dbURL, cfgFile, root, token string
+	conn                        *pgx.Conn
+	t                           *testing.T
+}
+
+func newKillFixture(t *testing.T) *killFixture {
+	t.Helper()
+	k := &killFixture{t: t, dbURL: pgtest.NewDatabase(t), root: t.TempDir()}
+	secret := strings.Repeat("k", 40)
+	k.cfgFile = filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(k.cfgFile, []byte("localRoot: "+k.root+"\nauth:\n  hmacSecret: "+secret+"\n"), 0o600))
+	var err error
+	k.token, err = jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "alice", "tenant": "acme", "exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte(secret))
+	require.NoError(t, err)
+	k.conn, err = pgx.Connect(context.Background(), k.dbURL)
+	require.NoError(t, err)
+	t.Cleanup(func() { k.conn.Close(context.Background()) })
+	return k
+}
+
+// count is the single number sql answers.
+func (k *killFixture) count(sql string) int {
+	var n int
+	require.NoError(k.t, k.conn.QueryRow(context.Background(), sql).Scan(&n))
+	return n
+}
+
+// form is the upload's multipart body, built anew for each try (its own
+// boundary), and its content type.
+func (k *killFixture) form() (string, []byte) {
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	part, err := w.CreateFormFile("file", "r.pdf")
+	require.NoError(k.t, err)
+	_, _ = part.Write(killContent)
+	require.NoError(k.t, w.Close())
+	return w.FormDataContentType(), b.Bytes()
+}
+
 // TestIdempotentRetryAfterKill: a buffer upload and an initiate whose
 // server is SIGKILLed after the write committed and before the client read
 // the answer: the retry under the same Idempotency-Key, to a new server,
@@ -61,30 +107,8 @@ func startServe(t *testing.T, dbURL, cfgFile string) *serveProcess {
 // initiate's retry hands out the same upload again.
 func TestIdempotentRetryAfterKill(t *testing.T) {
 	t.Parallel()
-	dbURL := pgtest.NewDatabase(t)
-	secret := strings.Repeat("k", 40)
-	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
-	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+"\nauth:\n  hmacSecret: "+secret+"\n"), 0o600))
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "alice", "tenant": "acme", "exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte(secret))
-	require.NoError(t, err)
-	conn, err := pgx.Connect(context.Background(), dbURL)
-	require.NoError(t, err)
-	defer conn.Close(context.Background())
-	count := func(sql string) int {
-		var n int
-		require.NoError(t, conn.QueryRow(context.Background(), sql).Scan(&n))
-		return n
-	}
-	content := []byte("%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n")
-	form := func() (string, []byte) { // built anew for each try, with its own boundary
-		var b bytes.Buffer
-		w := multipart.NewWriter(&b)
-		part, err := w.CreateFormFile("file", "r.pdf")
-		require.NoError(t, err)
-		_, _ = part.Write(content)
-		require.NoError(t, w.Close())
-		return w.FormDataContentType(), b.Bytes()
-	}
+	k := newKillFixture(t)
+	dbURL, cfgFile, tok, conn, count, form, content := k.dbURL, k.cfgFile, k.token, k.conn, k.count, k.form, killContent
 	initiate := []byte(fmt.Sprintf(`{"originalName":"p.pdf","contentType":"application/pdf","sizeBytes":%d,"checksum":"sha256:z6MYHB7jbovOXjn4SVn0VY6nujLA5FOairPIzoxxbsY="}`, len(content)))
 
 	// The first tries: sent, committed, and the server killed before the
@@ -170,31 +194,9 @@ func post(t *testing.T, base, path, contentType, key, token string, body []byte)
 // counted once.
 func TestUploadKeyRecoversADeadUpload(t *testing.T) {
 	t.Parallel()
-	dbURL := pgtest.NewDatabase(t)
-	secret := strings.Repeat("k", 40)
-	root := t.TempDir()
-	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
-	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+root+"\nauth:\n  hmacSecret: "+secret+"\n"), 0o600))
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "alice", "tenant": "acme", "exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte(secret))
-	require.NoError(t, err)
+	k := newKillFixture(t)
+	dbURL, cfgFile, root, tok, conn, count, form := k.dbURL, k.cfgFile, k.root, k.token, k.conn, k.count, k.form
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	count := func(sql string) int {
-		var n int
-		require.NoError(t, conn.QueryRow(ctx, sql).Scan(&n))
-		return n
-	}
-	form := func() (string, []byte) {
-		var b bytes.Buffer
-		w := multipart.NewWriter(&b)
-		part, err := w.CreateFormFile("file", "r.pdf")
-		require.NoError(t, err)
-		_, _ = part.Write([]byte("%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"))
-		require.NoError(t, w.Close())
-		return w.FormDataContentType(), b.Bytes()
-	}
 
 	first := startServe(t, dbURL, cfgFile)
 	hold, err := pgx.Connect(ctx, dbURL)

@@ -165,11 +165,7 @@ func TestIdempotencyKeyInFlight(t *testing.T) {
 	req := outageRequest{method: "POST", path: "/uploaded-file/initiate", contentType: "application/json",
 		body:    mustJSON(t, map[string]any{"originalName": "a.pdf", "contentType": "application/pdf", "sizeBytes": len(pdf), "checksum": checksum([]byte(pdf))}),
 		headers: map[string]string{httpapi.IdempotencyKeyHeader: "k-slow"}}
-	hold, err := s.pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = hold.Rollback(ctx) }()
-	_, err = hold.Exec(ctx, "LOCK TABLE uploaded_file_usage IN SHARE ROW EXCLUSIVE MODE")
-	require.NoError(t, err)
+	release := holdWrites(t, s, "uploaded_file_usage")
 	first := make(chan outageResponse, 1)
 	go func() { first <- do(t, s, req, user, "") }()
 	require.Eventually(t, func() bool { // the first request holds the key
@@ -182,7 +178,7 @@ func TestIdempotencyKeyInFlight(t *testing.T) {
 	require.Contains(t, second.body, `"code":"core.idempotency.in-flight"`)
 	require.NotEmpty(t, second.header.Get("Retry-After"))
 
-	require.NoError(t, hold.Rollback(ctx))
+	release()
 	f := <-first
 	require.Equal(t, http.StatusCreated, f.status, f.body)
 	third := do(t, s, req, user, "")
@@ -192,6 +188,20 @@ func TestIdempotencyKeyInFlight(t *testing.T) {
 	var n int
 	require.NoError(t, s.pool.QueryRow(ctx, "SELECT count(*) FROM uploaded_file").Scan(&n))
 	require.Equal(t, 1, n)
+}
+
+// holdWrites holds every write to table until release is called (or the
+// test ends): a transaction of the test's locks it against inserts and
+// updates.
+func holdWrites(t *testing.T, s *server, table string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	hold, err := s.pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = hold.Rollback(ctx) })
+	_, err = hold.Exec(ctx, "LOCK TABLE "+table+" IN SHARE ROW EXCLUSIVE MODE")
+	require.NoError(t, err)
+	return func() { require.NoError(t, hold.Rollback(ctx)) }
 }
 
 // TestUploadKeyInFlight: a buffer upload's key lives on its file's row,
@@ -209,11 +219,7 @@ func TestUploadKeyInFlight(t *testing.T) {
 	req := outageRequest{method: "POST", path: "/uploaded-file", contentType: ct, body: body.Bytes(),
 		headers: map[string]string{httpapi.IdempotencyKeyHeader: "k-upload"}}
 
-	hold, err := s.pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = hold.Rollback(ctx) }()
-	_, err = hold.Exec(ctx, "LOCK TABLE uploaded_file_event IN SHARE ROW EXCLUSIVE MODE")
-	require.NoError(t, err)
+	release := holdWrites(t, s, "uploaded_file_event")
 	first := make(chan outageResponse, 1)
 	go func() { first <- do(t, s, req, user, "") }()
 	require.Eventually(t, func() bool { // inserted, hidden, its activation waiting
@@ -228,7 +234,7 @@ func TestUploadKeyInFlight(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 5, retryAfter, "soon: the first request is most likely storing its bytes")
 
-	require.NoError(t, hold.Rollback(ctx))
+	release()
 	f := <-first
 	require.Equal(t, http.StatusCreated, f.status, f.body)
 	require.Empty(t, f.header.Get("Idempotent-Replayed"))

@@ -43,8 +43,8 @@ func OpenPool(ctx context.Context, databaseURL string, tracer pgx.QueryTracer) (
 // parsed again -- about 7 % of a lookup's CPU), and copies a jsonb column
 // into a json.RawMessage as PostgreSQL sent it instead of validating it
 // again with encoding/json. Go hosts that pass their own pool to
-// service.New call it before pgxpool.NewWithConfig; an AfterConnect already set still runs,
-// after it.
+// service.New call it before pgxpool.NewWithConfig; an AfterConnect
+// already set still runs, after it.
 func ConfigurePool(cfg *pgxpool.Config) {
 	next := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {

@@ -216,21 +216,15 @@ func (s *Service) insertHidden(ctx context.Context, a access, c filecheck.Result
 		Width: pixels(c.Width), Height: pixels(c.Height), ActivationLease: ActivationLease, Now: s.now(),
 		DefaultTenantBytes: tb, DefaultTenantFiles: tf, DefaultOwnerBytes: ob, DefaultOwnerFiles: of,
 	}
-	insert := func() (db.UploadedFile, error) {
-		row, err := s.uploads.InsertHidden(ctx, p)
-		return db.UploadedFile(row), err
-	}
-	fail := func(err error) error { return s.insertError(ctx, a, sp.Size(), "insert hidden upload", err) }
 	if k := uploadKeyFrom(ctx); k != nil {
-		fp := k.fingerprint(u, vis, disp, extra, sp.sum)
-		p.IdempotencyKey, p.IdempotencyFingerprint = &k.key, fp
-		return s.insertKeyed(ctx, a, k, fp, insert, fail)
+		p.IdempotencyKey, p.IdempotencyFingerprint = &k.key, k.fingerprint(u, vis, disp, extra, sp.sum)
+		return s.insertKeyed(ctx, a, k, p)
 	}
-	row, err := insert()
+	row, err := s.uploads.InsertHidden(ctx, p)
 	if err != nil {
-		return db.UploadedFile{}, fail(err)
+		return db.UploadedFile{}, s.insertError(ctx, a, sp.Size(), "insert hidden upload", err)
 	}
-	return row, nil
+	return db.UploadedFile(row), nil
 }
 
 // writeAndActivate writes the bytes and activates the row with the exact
@@ -256,7 +250,8 @@ func (s *Service) writeAndActivate(ctx context.Context, a access, row db.Uploade
 }
 
 // settleFailedUpload is the settled cleanup of a buffer upload whose write
-// or activation failed. It claims the row for deletion with the exact
+// or activation failed (or whose writer died: a retry under its key runs
+// it for the writer, keyTaken). It claims the row for deletion with the exact
 // upload marker before touching storage (rule 3); when that CAS misses it
 // reads the current state: an activation that committed is a success
 // (rule 4); a row maintenance took over is restored to hidden pending with

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -46,8 +47,10 @@ func NewUploadKey(key string, request []byte) *UploadKey {
 // the upload resolved them, each part length-prefixed.
 func (k *UploadKey) fingerprint(u bufferUpload, vis Visibility, disp Disposition, extra []byte, contentSHA256 []byte) []byte {
 	h := sha256.New()
+	var n [8]byte
 	part := func(b []byte) {
-		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(b))))
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
 		h.Write(b)
 	}
 	m := u.meta
@@ -104,24 +107,24 @@ type keyTaken struct {
 	retry bool
 }
 
-// insertKeyed runs insert (FileInsertHidden with the key) and, when the key
-// is taken, answers from the row that holds it: replay (k.replayed, the
-// ready file), ErrIdempotencyKeyReused, *KeyInFlightError, or, once the
-// dead or deleted row let go of the key, insert again (three tries). Any
-// other error of the insert is fail's.
-func (s *Service) insertKeyed(ctx context.Context, a access, k *UploadKey, fp []byte,
-	insert func() (db.UploadedFile, error), fail func(error) error) (db.UploadedFile, error) {
+// insertKeyed runs FileInsertHidden with p (which carries k and its
+// fingerprint) and, when the key is taken, answers from the row that holds
+// it: replay (k.replayed, the ready file), ErrIdempotencyKeyReused,
+// *KeyInFlightError, or, once the dead or deleted row let go of the key,
+// insert again (three tries). Any other error of the insert is
+// insertError's.
+func (s *Service) insertKeyed(ctx context.Context, a access, k *UploadKey, p db.FileInsertHiddenParams) (db.UploadedFile, error) {
 	for range 3 {
-		row, err := insert()
+		row, err := s.uploads.InsertHidden(ctx, p)
 		switch {
 		case err == nil:
-			return row, nil
+			return db.UploadedFile(row), nil
 		case isNoRows(err): // the key names another route's request
 			return db.UploadedFile{}, ErrIdempotencyKeyReused
 		case !keyConflict(err):
-			return db.UploadedFile{}, fail(err)
+			return db.UploadedFile{}, s.insertError(ctx, a, p.SizeBytes, "insert hidden upload", err)
 		}
-		taken, err := s.keyTaken(ctx, a, k, fp)
+		taken, err := s.keyTaken(ctx, a, k, p.IdempotencyFingerprint)
 		if err != nil || !taken.retry {
 			return taken.row, err
 		}
@@ -150,7 +153,7 @@ func (s *Service) keyTaken(ctx context.Context, a access, k *UploadKey, fp []byt
 	switch {
 	case row.DeletionPendingAt != nil || row.DeletedAt != nil || !row.CreatedAt.After(got.DBNow.Add(-IdempotencyRetention)):
 		return s.forgetKey(ctx, row, k)
-	case !bytesEqual(row.IdempotencyFingerprint, fp):
+	case !bytes.Equal(row.IdempotencyFingerprint, fp):
 		return keyTaken{}, ErrIdempotencyKeyReused
 	case row.Status == string(StatusReady) && row.UploadPendingAt == nil:
 		k.replayed = true
@@ -161,8 +164,9 @@ func (s *Service) keyTaken(ctx context.Context, a access, k *UploadKey, fp []byt
 		return keyTaken{}, &KeyInFlightError{RetryAfter: min(row.UploadPendingAt.Sub(got.DBNow), inFlightRetry)}
 	case row.UploadPendingAt != nil:
 		// The first request died between its insert and its activation:
-		// settle its row as it would have, then insert again.
-		s.settleDeadUpload(ctx, row)
+		// settle its row as it would have (its exact marker), then insert
+		// again. Whatever the settling answers, the next insert tells.
+		_, _ = s.settleFailedUpload(ctx, a, row.ID, *row.UploadPendingAt, "", nil)
 		return keyTaken{retry: true}, nil
 	}
 	return keyTaken{}, ErrIdempotencyKeyReused // not a buffer upload's row
@@ -177,21 +181,3 @@ func (s *Service) forgetKey(ctx context.Context, row db.UploadedFile, k *UploadK
 	}
 	return keyTaken{retry: true}, nil
 }
-
-// settleDeadUpload is the settled cleanup of a keyed upload whose writer
-// died (its lease ran out): the row is claimed for deletion with its exact
-// marker, then its object and row go. Zero rows: the writer (or the sweep)
-// settled it first.
-func (s *Service) settleDeadUpload(ctx context.Context, row db.UploadedFile) {
-	cctx, cancel := detached(ctx)
-	defer cancel()
-	claimed, err := s.q.FileSettleFailedUpload(cctx, s.db, db.FileSettleFailedUploadParams{
-		ID: row.ID, UploadMarker: *row.UploadPendingAt, DeletionLease: deletionLease, Now: s.now(),
-	})
-	if err != nil {
-		return
-	}
-	s.finishDeletion(cctx, db.UploadedFile(claimed))
-}
-
-func bytesEqual(a, b []byte) bool { return string(a) == string(b) }

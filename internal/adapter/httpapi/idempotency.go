@@ -113,7 +113,7 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 					return
 				}
 			}
-			w.Header().Set("Retry-After", strconv.Itoa(max(1, int(k.RetryAfter.Round(time.Second)/time.Second))))
+			w.Header().Set("Retry-After", retryAfter(k.RetryAfter))
 			writeProblem(w, http.StatusConflict, service.ErrIdempotencyInFlight.Code)
 		default:
 			s.runIdempotent(w, r, k, route, next)

@@ -57,6 +57,11 @@ var statusOf = map[string]int{
 	service.ErrIdempotencyInFlight.Code:      http.StatusConflict,
 }
 
+// retryAfter is d as a Retry-After header: whole seconds, at least one.
+func retryAfter(d time.Duration) string {
+	return strconv.Itoa(max(1, int(d.Round(time.Second)/time.Second)))
+}
+
 // unavailableRetryAfter is the Retry-After of every 503: a dependency's
 // outage or a failed write, worth another try in a few seconds.
 const unavailableRetryAfter = "2"
@@ -122,7 +127,7 @@ func (e errorWriter) response(w http.ResponseWriter, r *http.Request, err error)
 	var p problem
 	switch {
 	case errors.As(err, &inFlight):
-		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(inFlight.RetryAfter.Round(time.Second)/time.Second))))
+		w.Header().Set("Retry-After", retryAfter(inFlight.RetryAfter))
 		p = serviceProblem(err, http.StatusConflict, service.ErrIdempotencyInFlight.Code)
 	case errors.As(err, &ue):
 		p = serviceProblem(err, http.StatusServiceUnavailable, ue.Code())

@@ -3,6 +3,7 @@ package service
 import (
 	"bytes"
 	"context"
+	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -13,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -66,10 +68,12 @@ type ContentReceipt struct {
 	ETag string
 }
 
-// signingKeys caches the shared key, loaded once per service.
+// signingKeys caches the shared key, loaded once per service, and the
+// download grants' sealer derived from it.
 type signingKeys struct {
-	mu  sync.Mutex
-	key []byte
+	mu     sync.Mutex
+	key    []byte
+	grants atomic.Pointer[cipher.AEAD]
 }
 
 // signingKey returns the key the replicas share, creating it on first use.

@@ -50,6 +50,10 @@ var (
 	// whose signature is wrong or whose signed headers (content type,
 	// length, checksum) differ (HTTP 403, like S3's SignatureDoesNotMatch).
 	ErrUploadTargetInvalid = &Error{Code: "core.file.upload-target-invalid"}
+	// ErrDownloadURLInvalid: a granted download URL (the local driver's
+	// signed GET) that is wrong, tampered with, moved to another file or
+	// past its expiry (HTTP 403, as S3 answers a presigned GET that is).
+	ErrDownloadURLInvalid = &Error{Code: "core.file.download-url-invalid"}
 	// ErrIdempotencyKeyReused: the Idempotency-Key was used for another
 	// request -- another route, or another body (HTTP 422).
 	ErrIdempotencyKeyReused = &Error{Code: "core.idempotency.key-reused"}

@@ -175,6 +175,13 @@ func TestListFiltersAndSorts(t *testing.T) {
 	for _, f := range all.Files {
 		got, err := b.svc.Find(alice, f.ID.String())
 		require.NoError(t, err)
+		// Each resolution grants its own URL (a fresh seal): the same
+		// route and expiry, a different grant.
+		require.Equal(t, urlBase(f.URL), urlBase(got.URL), f.OriginalName)
+		if f.URLExpiredAt != nil {
+			require.True(t, f.URLExpiredAt.Equal(*got.URLExpiredAt), f.OriginalName)
+		}
+		f.URL, got.URL, f.URLExpiredAt, got.URLExpiredAt = "", "", nil, nil
 		require.Equal(t, f, got, f.OriginalName)
 	}
 
@@ -321,4 +328,11 @@ FROM generate_series(1, 10000) AS i`, b.clock.Now())
 			require.Positive(t, inserted.Load(), "the churn ran during the walk")
 		})
 	}
+}
+
+// urlBase is a resolved URL without its grant (the part each resolution
+// seals afresh).
+func urlBase(u string) string {
+	base, _, _ := strings.Cut(u, "&grant=")
+	return base
 }

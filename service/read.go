@@ -80,9 +80,9 @@ func FindByID[T any](ctx context.Context, s *Service, id string) (*File[T], erro
 
 // ResolveURL returns a URL to read a visible file and the URL's expiry: a
 // stable URL (nil expiry) for a public file, a freshly presigned GET for a
-// private file on S3 (at most privateDownloadUrlTtlSeconds, never past a
-// temporary file's expiry), the authenticated download route on the local
-// driver. The signed URL is neither persisted nor logged.
+// private file (on S3 a presigned GET, on the local driver a granted
+// download route; at most privateDownloadUrlTtlSeconds, never past a
+// temporary file's expiry). The signed URL is neither persisted nor logged.
 func (s *Service) ResolveURL(ctx context.Context, id string) (*URL, error) {
 	row, _, err := s.visible(ctx, OpResolveURL, id)
 	if err != nil {
@@ -227,7 +227,7 @@ func (s *Service) openObject(ctx context.Context, id uuid.UUID, key, name, conte
 // result builds the URL-aware result of a row; dbNow is the database time
 // of the read (nil: the row's completion time, just written).
 func (s *Service) result(ctx context.Context, row db.UploadedFile, dbNow *time.Time) (*Result, error) {
-	now := time.Now()
+	now := s.clock()
 	if dbNow != nil {
 		now = *dbNow
 	} else if row.CompletedAt != nil && row.CompletedAt.After(now) {
@@ -249,20 +249,20 @@ func (s *Service) urlFor(ctx context.Context, row db.UploadedFile, now time.Time
 // or one of its variants.
 type objectRef struct {
 	key, route, name, contentType string
+	preset                        string // "" for the file itself
 }
 
 // objectURL resolves the URL of an object of a ready row at database time
-// now: the CDN (or the download route) for a public file, a presigned GET
-// on S3 for a private one, the authenticated download route otherwise.
+// now: the CDN (or the download route) for a public file; for a private
+// one a presigned GET on S3, a granted download route on the local driver
+// (downloadgrant.go), each valid for privateDownloadUrlTtlSeconds and never
+// past a temporary file's expiry.
 func (s *Service) objectURL(ctx context.Context, row db.UploadedFile, o objectRef, now time.Time) (*URL, error) {
 	if isPublic(row) {
 		if s.cfg.CDNBaseURL != "" {
 			return &URL{URL: s.cfg.CDNBaseURL + "/" + escapeKey(o.key)}, nil
 		}
 		return &URL{URL: o.route}, nil
-	}
-	if s.store.Kind() != storage.KindS3 {
-		return &URL{URL: o.route, URLExpiredAt: row.ExpiredAt}, nil
 	}
 	ttl := s.cfg.privateDownloadTTL
 	if row.ExpiredAt != nil && row.ExpiredAt.Sub(now) < ttl {
@@ -271,15 +271,23 @@ func (s *Service) objectURL(ctx context.Context, row db.UploadedFile, o objectRe
 			return nil, ErrExpired
 		}
 	}
+	exp := now.Add(ttl)
+	inline := Disposition(row.Disposition) == DispositionInline
+	if s.store.Kind() != storage.KindS3 {
+		u, err := s.grantedURL(ctx, row.ID, o.preset, o, inline, exp)
+		if err != nil {
+			return nil, s.internalError(ctx, ErrNotFound, "grant download", err, "file_id", row.ID)
+		}
+		return &URL{URL: u, URLExpiredAt: &exp}, nil
+	}
 	disp := filecheck.AttachmentDisposition(o.name)
-	if Disposition(row.Disposition) == DispositionInline {
+	if inline {
 		disp = filecheck.InlineDisposition(o.name)
 	}
 	p, err := s.store.PresignGet(ctx, o.key, storage.PresignGetOptions{Expires: ttl, ContentDisposition: disp, ContentType: o.contentType})
 	if err != nil {
 		return nil, s.internalError(ctx, ErrNotFound, "presign download", err, "file_id", row.ID)
 	}
-	exp := now.Add(ttl)
 	return &URL{URL: p.URL, URLExpiredAt: &exp}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -53,8 +54,22 @@ func TestReads(t *testing.T) {
 			require.NoError(t, err)
 			switch driver {
 			case service.DriverLocal:
-				require.Equal(t, "https://files.example.test/uploaded-file/"+id+"/download", u.URL, "the authenticated download route")
-				require.Nil(t, u.URLExpiredAt)
+				require.True(t, strings.HasPrefix(u.URL, "https://files.example.test/uploaded-file/"+id+"/download?expires="), "the granted download route: %s", u.URL)
+				require.Contains(t, u.URL, "&grant=")
+				require.Equal(t, b.clock.Now().Add(15*time.Minute), u.URLExpiredAt.UTC(), "privateDownloadUrlTtlSeconds")
+				p, err := url.Parse(u.URL)
+				require.NoError(t, err)
+				g, err := b.svc.DownloadGranted(context.Background(), id, "", p.Query())
+				require.NoError(t, err, "no request context: the grant is the authorization")
+				got, _ := io.ReadAll(g.Body)
+				g.Body.Close()
+				require.Equal(t, pdf, string(got))
+				require.Equal(t, "Résumé.pdf", g.FileName)
+				_, err = b.svc.DownloadGranted(context.Background(), id, "thumb", p.Query())
+				require.ErrorIs(t, err, service.ErrDownloadURLInvalid, "bound to its preset")
+				b.clock.Advance(15 * time.Minute)
+				_, err = b.svc.DownloadGranted(context.Background(), id, "", p.Query())
+				require.ErrorIs(t, err, service.ErrDownloadURLInvalid, "expired")
 			case service.DriverS3:
 				require.Equal(t, b.clock.Now().Add(15*time.Minute), u.URLExpiredAt.UTC(), "privateDownloadUrlTtlSeconds")
 				resp, err := http.Get(u.URL)
@@ -79,7 +94,7 @@ func TestDownloadPathMovesURLs(t *testing.T) {
 	t.Parallel()
 	b := setup(t, service.DriverLocal, func(c *service.Config) { c.DownloadPath = "/files/v1/" })
 	r := b.upload(alice)
-	require.Equal(t, "https://files.example.test/files/v1/"+r.ID.String()+"/download", r.URL)
+	require.True(t, strings.HasPrefix(r.URL, "https://files.example.test/files/v1/"+r.ID.String()+"/download?expires="), r.URL)
 	require.Equal(t, "urn:uploadedfile:"+r.ID.String(), *r.CDN, "a private file's persisted reference is not a URL")
 }
 

@@ -462,7 +462,7 @@ func (s *Service) variantError(ctx context.Context, what string, err error, file
 // variantURL is urlFor for a variant object.
 func (s *Service) variantURL(ctx context.Context, file db.UploadedFile, v db.UploadedFileVariant, now time.Time) (*URL, error) {
 	route := s.fileRoute(file.ID, "variants/"+v.Preset+"/download")
-	return s.objectURL(ctx, file, objectRef{key: v.Key, route: route, name: variantName(file.OriginalName, v), contentType: v.ContentType}, now)
+	return s.objectURL(ctx, file, objectRef{key: v.Key, route: route, name: variantName(file.OriginalName, v), contentType: v.ContentType, preset: v.Preset}, now)
 }
 
 // variantName is the file name a variant is served under:

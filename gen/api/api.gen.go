@@ -170,6 +170,7 @@ const (
 	CoreAuthUnauthorized             ProblemCode = "core.auth.unauthorized"
 	CoreFileCleanupFailed            ProblemCode = "core.file.cleanup-failed"
 	CoreFileDeleteFailed             ProblemCode = "core.file.delete-failed"
+	CoreFileDownloadUrlInvalid       ProblemCode = "core.file.download-url-invalid"
 	CoreFileExpired                  ProblemCode = "core.file.expired"
 	CoreFileInvalidMeta              ProblemCode = "core.file.invalid-meta"
 	CoreFileInvalidUpload            ProblemCode = "core.file.invalid-upload"
@@ -198,6 +199,8 @@ func (e ProblemCode) Valid() bool {
 	case CoreFileCleanupFailed:
 		return true
 	case CoreFileDeleteFailed:
+		return true
+	case CoreFileDownloadUrlInvalid:
 		return true
 	case CoreFileExpired:
 		return true
@@ -603,6 +606,12 @@ type Visibility string
 // FileID defines model for FileID.
 type FileID = string
 
+// Grant defines model for Grant.
+type Grant = string
+
+// GrantExpires defines model for GrantExpires.
+type GrantExpires = string
+
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
@@ -970,6 +979,24 @@ type PutUploadContentParams struct {
 	Signature *string `form:"signature,omitempty" json:"signature,omitempty"`
 }
 
+// DownloadFileParams defines parameters for DownloadFile.
+type DownloadFileParams struct {
+	// Expires Expiry of a granted download URL (Unix seconds), as the file's `url` carries it.
+	Expires *GrantExpires `form:"expires,omitempty" json:"expires,omitempty"`
+
+	// Grant The sealed grant of a download URL, as the file's `url` carries it; opaque.
+	Grant *Grant `form:"grant,omitempty" json:"grant,omitempty"`
+}
+
+// DownloadFileVariantParams defines parameters for DownloadFileVariant.
+type DownloadFileVariantParams struct {
+	// Expires Expiry of a granted download URL (Unix seconds), as the file's `url` carries it.
+	Expires *GrantExpires `form:"expires,omitempty" json:"expires,omitempty"`
+
+	// Grant The sealed grant of a download URL, as the file's `url` carries it; opaque.
+	Grant *Grant `form:"grant,omitempty" json:"grant,omitempty"`
+}
+
 // HostChangeFilesJSONRequestBody defines body for HostChangeFiles for application/json ContentType.
 type HostChangeFilesJSONRequestBody = ChangeFilesInput
 
@@ -1084,17 +1111,17 @@ type ServerInterface interface {
 	// PutUploadContent Write the bytes of a direct upload (local driver only)
 	// (PUT /uploaded-file/{id}/content)
 	PutUploadContent(w http.ResponseWriter, r *http.Request, id FileID, params PutUploadContentParams)
-	// DownloadFile The file's bytes (compatibility route)
+	// DownloadFile The file's bytes (compatibility route; the local driver's signed URL)
 	// (GET /uploaded-file/{id}/download)
 	//
 	// Deprecated: Use the url of the file's detail.
-	DownloadFile(w http.ResponseWriter, r *http.Request, id FileID)
+	DownloadFile(w http.ResponseWriter, r *http.Request, id FileID, params DownloadFileParams)
 	// GetFileVariant An image variant of a file, with a URL to read it
 	// (GET /uploaded-file/{id}/variants/{preset})
 	GetFileVariant(w http.ResponseWriter, r *http.Request, id FileID, preset VariantPreset)
 	// DownloadFileVariant An image variant's bytes (the compatibility download route's equivalent)
 	// (GET /uploaded-file/{id}/variants/{preset}/download)
-	DownloadFileVariant(w http.ResponseWriter, r *http.Request, id FileID, preset VariantPreset)
+	DownloadFileVariant(w http.ResponseWriter, r *http.Request, id FileID, preset VariantPreset, params DownloadFileVariantParams)
 }
 
 // ServerInterfaceWrapper converts contexts to parameters.
@@ -2327,8 +2354,37 @@ func (siw *ServerInterfaceWrapper) DownloadFile(w http.ResponseWriter, r *http.R
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DownloadFileParams
+
+	// ------------- Optional query parameter "expires" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "expires", r.URL.Query(), &params.Expires, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "expires"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "expires", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "grant" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "grant", r.URL.Query(), &params.Grant, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "grant"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "grant", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.DownloadFile(w, r, id)
+		siw.Handler.DownloadFile(w, r, id, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2397,8 +2453,37 @@ func (siw *ServerInterfaceWrapper) DownloadFileVariant(w http.ResponseWriter, r 
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DownloadFileVariantParams
+
+	// ------------- Optional query parameter "expires" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "expires", r.URL.Query(), &params.Expires, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "expires"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "expires", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "grant" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "grant", r.URL.Query(), &params.Grant, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "grant"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "grant", Err: err})
+		}
+		return
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.DownloadFileVariant(w, r, id, preset)
+		siw.Handler.DownloadFileVariant(w, r, id, preset, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5152,7 +5237,8 @@ func (response PutUploadContent503ApplicationProblemPlusJSONResponse) VisitPutUp
 }
 
 type DownloadFileRequestObject struct {
-	Id FileID `json:"id"`
+	Id     FileID `json:"id"`
+	Params DownloadFileParams
 }
 
 type DownloadFileResponseObject interface {
@@ -5250,9 +5336,23 @@ func (response DownloadFile401ApplicationProblemPlusJSONResponse) VisitDownloadF
 	return err
 }
 
-type DownloadFile404ApplicationProblemPlusJSONResponse struct {
+type DownloadFile403ApplicationProblemPlusJSONResponse struct {
 	ProblemApplicationProblemPlusJSONResponse
 }
+
+func (response DownloadFile403ApplicationProblemPlusJSONResponse) VisitDownloadFileResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadFile404ApplicationProblemPlusJSONResponse Problem
 
 func (response DownloadFile404ApplicationProblemPlusJSONResponse) VisitDownloadFileResponse(w http.ResponseWriter) error {
 
@@ -5411,6 +5511,7 @@ func (response GetFileVariant503ApplicationProblemPlusJSONResponse) VisitGetFile
 type DownloadFileVariantRequestObject struct {
 	Id     FileID        `json:"id"`
 	Preset VariantPreset `json:"preset"`
+	Params DownloadFileVariantParams
 }
 
 type DownloadFileVariantResponseObject interface {
@@ -5520,6 +5621,20 @@ func (response DownloadFileVariant401ApplicationProblemPlusJSONResponse) VisitDo
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadFileVariant403ApplicationProblemPlusJSONResponse Problem
+
+func (response DownloadFileVariant403ApplicationProblemPlusJSONResponse) VisitDownloadFileVariantResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5673,7 +5788,7 @@ type StrictServerInterface interface {
 	// PutUploadContent Write the bytes of a direct upload (local driver only)
 	// (PUT /uploaded-file/{id}/content)
 	PutUploadContent(ctx context.Context, request PutUploadContentRequestObject) (PutUploadContentResponseObject, error)
-	// DownloadFile The file's bytes (compatibility route)
+	// DownloadFile The file's bytes (compatibility route; the local driver's signed URL)
 	// (GET /uploaded-file/{id}/download)
 	//
 	// Deprecated: Use the url of the file's detail.
@@ -6452,10 +6567,11 @@ func (sh *strictHandler) PutUploadContent(w http.ResponseWriter, r *http.Request
 }
 
 // DownloadFile operation middleware
-func (sh *strictHandler) DownloadFile(w http.ResponseWriter, r *http.Request, id FileID) {
+func (sh *strictHandler) DownloadFile(w http.ResponseWriter, r *http.Request, id FileID, params DownloadFileParams) {
 	var request DownloadFileRequestObject
 
 	request.Id = id
+	request.Params = params
 
 	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
 		return sh.ssi.DownloadFile(ctx, request.(DownloadFileRequestObject))
@@ -6505,11 +6621,12 @@ func (sh *strictHandler) GetFileVariant(w http.ResponseWriter, r *http.Request, 
 }
 
 // DownloadFileVariant operation middleware
-func (sh *strictHandler) DownloadFileVariant(w http.ResponseWriter, r *http.Request, id FileID, preset VariantPreset) {
+func (sh *strictHandler) DownloadFileVariant(w http.ResponseWriter, r *http.Request, id FileID, preset VariantPreset, params DownloadFileVariantParams) {
 	var request DownloadFileVariantRequestObject
 
 	request.Id = id
 	request.Preset = preset
+	request.Params = params
 
 	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
 		return sh.ssi.DownloadFileVariant(ctx, request.(DownloadFileVariantRequestObject))
@@ -6536,130 +6653,135 @@ func (sh *strictHandler) DownloadFileVariant(w http.ResponseWriter, r *http.Requ
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H17c9s48uBX6dJdVaQ7SlZes7v2X548Nt7NTHKxPdm6UaoIkS0JaxLgAKBtTcrf/VdogC+J1MNJPM6M",
-	"/0k5Agg0gEa/u/G5F8k0kwKF0b3Dz70FshgV/flWRsxwKezfMepI8cz9t3e2QIgUMoMxzHiCjzTEaBhP",
-	"oM+Nhn++OgMlc4ODABQmzPBLBCPBLBA0qktUo17Q09ECU2YHN8sMe4c9bRQX897NzU3Qy5hiKRoPyWue",
-	"4MnLdjj8/OfnJy/tqNz+njGz6AU9wVI7Lo97QU/hbzlXGPcOjcqxPnvKrt+imJtF7/CHZ8EaMEHvJMY0",
-	"kwZFtPw3LteheCcQLnAJGSpI5JxHLIErxQ1C/+TV2WtYGJOxjEOs2MzAhKCujTn8Ny4n4s3Z2Xt4Q5sP",
-	"rzkm8aQ3CECjMMDmjAuQAvAS1RIUGrUEOQNuDuGKmwUX8OQZLGSu9ETQHrPUQTRTMoXyl4glCSr6pPrR",
-	"7gtqAwqzhC21bZiIGVfaABP6ChX06YOwhNgMP1BfjA/B7mU4AC60QRZboFQuBBfzieAF4MMhMA80mxlU",
-	"wCCR1fDCrgpSdoEaGGiMpHBINZqIs/piCAwmpFmgKsHmGp49eQJhJBWOeLWpowtcDhXmGuPwaCKuFjxB",
-	"WrRbWvG5NjxJLMw6gGfjf7SMw8VwlvD5woQT4Tbig13K8NguJRzBMTy/vi7WwjUIaUePpIppfxbol27n",
-	"cBvi15XmieEZUwbyLJEshgvETIO9P3a1UnhwEwRu/G3Th7Z9Itxh2enMgpniCnggUhaj3/o+g5lCvYAw",
-	"V0k4CICJ2B2CQxQ3ur28Cdq7bH+zkxenIfAKpLAnUdwsRx6qu7WCx72Oi/Xk+fOgl3JR/P9x2z17y7V5",
-	"IYVFsTNqXL1oxwLwmkUG7LfQD3nK5niQiXk4AGnxasZSnizLlv8TDkqS8FuOalnBHdXm2QRzB5SO9v2I",
-	"M6la4PTNMKV2MAt7UDzFTmAaw9XBmUmVMtM77MXM4NCO0dsC02sl026ImKGNomu4K1g04m2BypWWqp1w",
-	"hwKvfYfQUg6LfJnCSy5zDRmbd8PlBu04tsfjJ8+6wHklDDctFPzYGBYt7AWQbluQOkKf0K0TiVyvW+CP",
-	"g+Mk3h0SHu8GzEl8C3De8pSbdVgs19XE1expQD/GGcsTA8/HgUWk1BLxJ+NxJ0QJDVsHx4/QO3w+Dixs",
-	"PM3T3uGT8ZiIg/tfRRq4MDhHVYL5k4zzBDfsmedsXENKXbdtmet1iw37maX4XuGMX69DY9s0aMOU4WJe",
-	"wRQAnwtph4GIaYS+kHDFkzhiKtadIIpqpv3BPJWq5Vj9tT420Bd4Zbkg8cSALqA/oUEAdmboH1tE/P8r",
-	"sBO11fx3hH7C1LwconMV2gJSh/9/K5z1Dnv/66ASPg9cqz6wkL9Tce3gzyyPUUy1yl7JEkzRDn0rkBB4",
-	"0jZkqFJmR4f+jCUWcMvxdBeY5Tht0ulUygSZKIH6hWs+5YmnJ23DXVY9dl17bdBino/cLM5VotfX/gG1",
-	"TC4RkEWLUgz+8Bb6mULN5wJjurzE5KWA06ed53NVzNF6WWnrgrZ9+IUpzoR5r1BjC6YdQyTFjM9zZUGh",
-	"Th6tLt2HeuR+1YMjYGIJTrazMt14DFxcsoTHwxQN65Ds3ddfIt3f2G91JoVG2uEfl8b94QUE+yfLsoQ7",
-	"VehARgbNUBuFjNhsC1eccuFQqGWuTvVlaue1q6zpX14WGr7kOpOaF6pYt94U9F6dsfm2Pv8ZFgNb6Wf4",
-	"jqDRm7+y372QaZagJWob9idTcppg+n//q1eB3YT2791XbXt07AV+q2IwEZG4GpWQOGrvBOgjL2knzDgF",
-	"s7aVNZm9daEVqyGFT7wmkf9O11nqJE39bEXAtssvlRaraEHfCnQ7b9LgqKGK1fbli3asWNidIgagUlIF",
-	"wDR8eP0C/vHs+d/AT+PNEXrUuwl654LlZiEV/x3ju4TwJ6613X6pCloGU2TKit7yAsXKhn/8+HF4nJuF",
-	"leMiZnDbhbwpqJyjFQsm5kgS24nIcre4OCaiwZL3SmaoDLekzVPzrPbT50KSXZ8oqOTKtkaBV/Q9N5jq",
-	"XQRxEvtOXO/HVu7z7UwptrTNMom/6og3debwqxvew/2p7Cun/8XI2LFeJFLgXe4gXhvFXjLDuudzLG0N",
-	"VMs5fiY+uNMmlcLzWpPxyvZaQ66SVWFz/OzvbdJmfYvtV21b+5KMDLfZW4UzVCgi/ELMSLko/rsFTWoz",
-	"ti6lyZFRWMXl1x4XCRdWn2CkkaSWyHxqActe01eXngStsoGEzzBaRgkCXpL1TwODF4nMY/oEHo/G0NdG",
-	"5ZEhuSqVMQ5GENpZQuB6IrgcOWKPsbOj5ePx08iKTPQXHkGoc1pLWLMxxUcQGhRM1H59pCfC/WZVKYNC",
-	"cymAGaP4NDc4OIJQ5QmG0HcTjmaMJxgPnN0rdya3ifAGrqmSF96W1Dzf2KP/Jjpb7hndFUtrmWGekhcI",
-	"XJxDnaoTNW87BN6ifZ+fn7y8/NtRxX1Lo2uMCac/vKGCzsZS8FLsy3OyM6/No1p11sZ+HTb2C+rbBX2/",
-	"xlHKdcpMtAhI86r9dzQaWfF5SrbiqwWK0s7OIwQ3g9XitJEKgRPUa1BqmauoBU5apx655soEcFBHsEH7",
-	"iBlGl6j0yh15PBq3HofHyG4bP/B4p/12+NpO6HjassSPxZYZxYS71FZ4SrkxGJM9Vhtm7OKZYVOrukeJ",
-	"jC4GDWg2mMIqArsTfpNJcpUe1TczcA4Nf2J+9GoD/TLLjVi/Ke6XVsLWvGXdZ8HM6o4Nh/TLm7Oz90PN",
-	"ZggKSTsThu6hk2rtZsorgerIm/0ZYSWbO7OzVM4IaBeq7eZHMUlJTWoRLTC60HnaesRe6sX42Oxqqgwa",
-	"xuDWQQuLye5DxpgxZSwHeCHj9lHjJhPZhBx1flMKFLeRNTKLUPusw1HJrZeO64aNZtVUsFH8kIrPuWBJ",
-	"Icuskwb+O5Z6eQkKF+aHZ711Y2HQs9c119v29NT12ij/aFQdW+kNGOtXhDiubx0qZPHSmaL8/fAtzm8z",
-	"xci54GyvvrsR3v8zaMH7LVi6wEJnXd+SrLTQfPHuXvHYSlyf26y0dZJV2mZWXC3ldMVQJeRtBOmyYWXb",
-	"w3RWB4Vw1h/mCr41AWqC2rTfOXRponrzEtcJxUbierYir6wKbPQPYYWdr63RO+y6mrNczbtbPRnoambe",
-	"nN49d2d7Q6rpbmdTJmIpuqf4LWeKCcM3dMnFDp0a97BTFH/LNV2N5nUr1Yzyj03Yd+7ntuNVNKVSaytf",
-	"V0c0BbUV0qXtTU6XUq7z7uCEaUMe2d42LcxB3YWGv3SRr2MB5DstCZWcAXM8fzhsY9pb6VSJ5OSS/W+G",
-	"c3tahee2/PsKp1n5H3bJZ63HdQtObGE/2Y2L3REF9Wp1m7r9aiuHFnmSsKllpQ2zQDXKrvTZ70twC0Jd",
-	"P4egU99/I7Wh62CV/SR5N+sd/rrXJVq9kVEsvrIJ5QKX7Tby+kbZTuvr+9RlzIcZhSIspDYwZdEFijio",
-	"pF+CFaz8TbEYCc5ZtCzvU2V2GNV38GsQqPI07jdxsmCeCG44M+jQYTeDURPolhEgS3LtRLCSra8cE6Rs",
-	"CdFCSo3Qz/JpwiMQiLEGliTy6j394obUg816SROcSU8v2JPnPxxOejCTdiyMYbokaKxC+cMzOH1zPHzy",
-	"/Idij0t3UMPGNd6uu2xxDH+J1rEqp283v20mjJs8/l9J8FsR9boJXHl2bThZYFMp9+2DmN048hc92m96",
-	"RF/nZB5u770/4g+oKTZhlSnOvMCxj6y+o43DqRe7DX7G1BxNhyLqxnGSaetSqwiYehhGQ+gqpOr6b6JS",
-	"aFuF55+YujjXGN+le4uvePO+wEVzGx/W2v63Sx019/WqLhNju0ykjZXCnQsabLdR/VSk8hqokGY4k7mI",
-	"CfGLX4vQlhIV1ptSNKzRoDCVBocx13biuK1thiZaDEvtu2p38wwrxX+tqYoWaGu9RMVn3qPSNr4Tlvxy",
-	"2kHcMHfLgM6+0dYSJchEnm1YpaG7N/Qb2ejxWy4NG+J1hBivfFyZCma57mhrzslysxjl9diCekNxjlHC",
-	"eKqLJksilWBJ6/2kwAyn27X4KCjAoxHLDxEToPPIrsZFvbiAfHDR7j4oZCLKqJDCOK5rbqbAuYwYxJih",
-	"iFFES+8zCkAqapyIsPgyBEJmENIxOViigb62wrNZYEoxhKKcx0WhD44mgmhK5ZzyHi7vm/Jmf1KerpgG",
-	"fwQjOC7Ui4ko7xGpTZHC2JIdlhQBH9r5FdcNz+3ut48LZoCJMi5DqgKYuvMt8Lrc+Qn5zxbyCvqJ80xw",
-	"MRGxjPTBwphslMaDQ28mGRITc848nUcLYNr5ZokUMCc+hMFEhJZcjzDNzDIMICSnnpFySBGV9pfC8af5",
-	"XDCTK6SvfufZCEWklpmx47i4d991Zdaa51BzMafPV72J9YlYQnay4ZXixqAIR0DRlc7mM5W5cd5cl0by",
-	"iDw5frsam1+TIEpD/Lp8b7jZQspXHePnH05AsNQFNGEZ6UN7u1Xj9I4vN2vNmksEvo0l+ODK+NwZa5ps",
-	"4VtacHaMpjgt97a5TzWrKLAsQ6a0c0BwsRpaoKHPoN6/SAdxZj6FJlfCybqMnBSDOo+z1KJgFzXeUZit",
-	"S1pZN9O2Ub2GwLS2045t6H0MfrWYqnYBpxPnatubolnIeFNUzOZj89+73hVMQW1BbafaEE3XwxNqrW+M",
-	"yZwQ3GGY/VN5U78HV2llPW43qT/S4LrYq5jxa0y0JdOWrQjou3hMbjS8+s/Ja5CKF67zKrjDciMX6Gkn",
-	"16NW6/Jf22P7TU3rt7NJ1UzynYhBPfbFi4CIskvytB0ckQFmyoDo3fGmTVH9wxyl55rNcZ0XUOTIVv3b",
-	"fvtu1owE2umDVasFzVaO0gnnu9k6pNMC95sHTrsHC0yakUzd94LG6cjOOvOGJqA0K+iPDyEX9DfGgx3H",
-	"p2yYrsSvPeCkcTbASYLFreFcOZipx0EHfGOTGpC0n9jdx0jfu+jVZuZSKc+RDk/yAb9kps2EZCk1Rrni",
-	"Znlqb49Hdoppr/56XZznvz6eFQlFxFtcv3JUqzm5sHkuZnIdcU6NVFjkLXjpVB9CioaR/4wLeC+1mSs8",
-	"/X9vA6+PSkHp5RFLIOb6wsXeTwQTcPqUjBzM8GmC4HbDxUSOJmIiXlF0JyEqlS7wnp/w2Kv3RHIP4UcX",
-	"wO9Cav/18cxF1IYj8MH+AaQssRiNcTCx6jTHQmWVWg99MK1CF71HnqUib7vU7Z+NnxXaTQBaApuIIkfJ",
-	"C3oGk0RbdZqIupYpSoGAiba8hNaA11wbPYJXIh7m2krzdlF6IvphGbs5tD3DQUPcr0uQulWEtMB49Dpy",
-	"7jM3NPTDg8K8sTYFU21+0YlgESWouCaC0+6V3XqaOGyMc2i/DUFHMvNnppRUmgYvE0DCrpSO0BcQKCx3",
-	"oVX9Qqe5JjxCoYnl+MwySw0UR+OYF4kVhLD68OAAr5kViwsTz0HxdaXV9uqhKJZBFnGwvcej8WhMMlSG",
-	"gmW8d9h7OhqPntp7x8yCLtTBAlliFr/bv71SZOkQLcnSmN4b376Su/ZkPF5JbzF4bQ6yhPEtiWPryTUJ",
-	"v8RR48b3Dn/9FPR0nqYkMhJdz5SMUBeVBywxNmyuLTVxS+h9siN0oEVteSuTawj/+eoMVrAoaMEgqCGQ",
-	"FYEsClmesrJfUpu33Pm/da9ZXKQjJKHqclBlSN8EO3X2rvQde1OS7o59fQb0jr19tvtevU/inVdZEwF3",
-	"/KQhFe/0RSVB7gpVrWbBfp/46gs7flTLAN/xizKP9+bT1nu7lsCwczpaI2Sk5WK/E+hrK9wEvWdu4rbx",
-	"SgCrBDfb//H2/o1sO/ro2R6T3NRJjF2EY/tlUiRXqyE067EzATBXsYAZYFCo6wVhktpsJEsHEaXSDUvZ",
-	"OJO6jQZLbWpJd3tTlZWiQg4pKAH0Rxkvvxo+rOUF3jSFRavp3qzh47OWCiI0UHxf8cb2/8f2/mVmr/3g",
-	"yZO9Jng+fnpbRKaCSRGSGTWSKvZSmoa+TGKQAqsSPHGu2DRZDvZD2UQKrOPqugp2/uEtcA3kIixKZZye",
-	"fnhtebjBiHLAy6gnFscKtUZnOg5cDpQV/GKurNiskCQfSzYDmMpcWPmcCkLYG2lv3KBwBS0wuvAiMAnb",
-	"8UQk/AIp3b/uPGi5XXZRlpCfkwn1fl6vKl10p4v1+KsT+q66Am6zXSGtZqJxvaxb2wy+60HZj2a4ozv/",
-	"dM9JvjWNeLwnQHvTlDujQaROk68wW7qobhc14PTFPvlm/S+WnFipmsoPkSt/P3LkaNlm3umyge/rva7n",
-	"Kt+WY7oxHjjmrbDVbZ7nktOlr/tWynjQZ0kCUoGQAvdDTu7jyLrZ5VvLn3gj3KxV96QcLhcvvBpZfDgR",
-	"oeOlYWFIWo8hDqFPVvkrrpFc85vDacLBCM5cPUHnl3WBLvaWLhhxYCNdWb8o4VjkmGkUsa5FJXYw22Z0",
-	"3X29ll3R4XfMe1tDETv4sHeT+7RZ4RKKfZCJO8AH9nyP2fMXsFumrPrpJeYi4slbVL3ZKteoAvBCt1RQ",
-	"mN73oWcpUxdDClnbyG+L4M/7erWbwam35bl2lAeWezuMtXvnGa5FJxf2E8uUceHV1i/guu5/W+wpd8F8",
-	"yrK7BzOp0mFReqRC0m9Q1mc1ku1fp+9+9h4oql5l8Lq9KkdhJt9aWy7ouUyytiKB5Nah/CyXbFbUNpWK",
-	"woTIORULL+BUpRRXK3vsFhpiNgeVdAZufJV0n46A+nurmNfyAtsyAB/Egj+fWPATE2xuiWs+m6HaIBbs",
-	"R12LgJl2d6HU5p9oXFTNN/Q9uAk60J5AHP0RXgSK9aaoc+297KTFschou/GuKLpzLTj3fAALmcQueF27",
-	"TylxQO95Jjv5EIqIlPsqlzUjZh7ksj9cLgu+rjnkM49vtlGO1y6KYT/89G923Im3c1Nx3dHdIdHj8W3P",
-	"+Nhnv3SUCViXDvY+44OyrMumw34pr4T98riqAXO7Uw8+b6643l2weS3m7PPm2vtfaaSTeK+xOrB689m7",
-	"6NnvAB2L2FJdK/9S4I+jPckSjFzVD/dHSsLzUgnLmIkW7Yh5iuZVqVJ9ESm6HYvco6zIbVkkqnvsX29y",
-	"JAuqixDkwr/r5OuYV4Rrf2TwwfudxMmnZN3GHXwXzKieMdbBj84/vP1O2NH5h7f2glOCQXG8QWm/puyY",
-	"5f4nXJT9P/jsig7tJHkUtaq+gBVt6dl8xuCbIkl9QR1I4jfpHgvLj/cE6v6q493lzoIiXLh+EyjFoAXn",
-	"KemxO173g2v+duG6NMGothdfJQa4nhLONeSCXTJOGVLbI4PLWrleuS5FWBcq3BUpvFuAMNWkqmchl27i",
-	"oj5xn6rTkjb/SFd555lMeLSciBgjHqOuCl7PpIIw4dqEg8DHw5cPvwVlbJZU4PMCJ1bR0rZr9YAO5CJB",
-	"rSHUUpkQNFtqKP27I3jPbFv9zSumJyKM/H8KE1C9ulZReIv7FF6Xq954H6JIxw7sHlhi5vQFqQz0mVia",
-	"BRdzSgwoXlUJ6wUmwkGbP/ghVPohVPovECr95wqTLoQ0F+vhn/pM2RI04saAaGej/HQT1KJhMoWRPehC",
-	"w1l9b829/SZFKRcWr8E9h5/4j476FgXoLQwoZlJR/Gsir1C5VMDBeqKGcwDeytz0LZ2AO7vh7qM/qlnt",
-	"6iFY9C/pdnJIUN5Y4AJY7QVai9jQL9IjXW1M94DzOqEIetfDikIMFTLtilNo93pFM+ClX8TRBc2gp6As",
-	"EjRwwuTeUXq/+Ah07d8tjBJmcViwFAP3QCxJQvx3DIoERu2zGauIrImwnVxEnQZmN2joU0ObMVpwiqJm",
-	"+qqF4U2EvwPu2RAflOfLfFjK6JMYR2Xlj5DSMskdpYElV2ypJ0L7eCEfAlSl8BfhQc195XolGvGRnoj+",
-	"Yi0+bjCCY0gxnRYJpkQVIJboniq2Mq8rIuSFxYkoXofFZpwC1xC2lykL24TI7yOg8CGY8IF8f6/BhC0y",
-	"3DodLeNxbhf3fAT1Z8IL2sSIFDoCV7w87x8ULGpBSTGCn2W91rJUVH/KSp9UuG6KMOeX7hm8dtKxUm/3",
-	"vtOQ1vLAD8TkT+Lv/94ijcmQ2Yzm24lgrIYStVWwscgyK2vEFI+/aStVOpMZcBEleYzxoLT/kcqnXU6C",
-	"xe8l9MfOqljWgoGfpbNXuWKD1YPAvmqGVB35/Q/BTaXGvxrLtB7KVBhi10KaunGiiBGp8rqa+++Sdb4o",
-	"SiS4HTXfMQcL+j6t9ggUpoxTdluxEVdSXVhMVGgUp9KevrR3dDFXMhfxYHS/6FLtIeY79pZMpdNRPOco",
-	"SI3yFnJfJrKT2gTt7pH7HGG0i/XkO4syeqT968hbPVybKcJBocF3Bzh6TL2tEvg1icPdokR1De437djX",
-	"k3t3tOYXVHy2DCBTknKSncwhWEJVBm6hCXmULRHAF4BbPztfPUzxS/IvrtiBjnWjMG5l3jJlkYWJ0Hxu",
-	"2/uh15JcgeeijPOgLHKlQUj3GPghJWoWBqaJKIxGXqYOoR/WX+0PaYjwP8MXvnzr8JTeqAgDmEqzKCAY",
-	"VM5Cl/0Jx1DC4WQxruFKSTH3laR9DUnbNBExn81QaVdhkmQHty4pMHD+xKeFdWul6np4BExMhPeWkt3x",
-	"2ePxCD5ysyDZrgFGUXLNsIuG/+KRnoj6i+n0vj2y2OXB+rJpEVOK+8+creqRhvDVGZuHlFxj4Th9Cu/P",
-	"z8jq1Warep/71CO/xV9CqJr4REVHfbq93zxvIOyfC34NGiMp/GtCrbGJDn96W8IaVwrnlVu7Pm/XROVx",
-	"9LZGPe6iQcvIoBlqo5ClTcq63Yeyg8J8t8S8rigHpCW72EhfJ31FS7aY105YfBW44pUYb2eujbLpuf/v",
-	"2cp235lOFcdSVbP89dNN8PmmEdfyUXGDFTF1t2vF3VFnHhS0MdidOcU++LqhfW92xZ7Sm99F1DiVGPAP",
-	"FBRPAlhMCohT1NjH8F3mCv4IqQWfzRw7YQKqh+uhVrB3BKd5lkllNHxgYu6YsSVcPiQWPFHQ66p5EVD+",
-	"LQT8HYOtn4x/2KP30zY18mdpIJUxn/EyQvf+B3B7Wd/h6ldy7uUqKchXQ5Vo9eFtDfnsjH10V4uMxwn6",
-	"CL1Z8dLFjM9zK1S48aBvb9lErDVoVwN1EMAchUVJkkM86EqbAmktMk+ERnWJvpZ2GarmHWHMOIGDirNS",
-	"9dHAR5K5b4UUQxR56vGeMnpXN+iweI6likqjZQXA3ABukXQNwT/YATxuqw3bJsE8hMo+hMre41DZLYxv",
-	"jUa0s8J2xld7Vb24VF+F6UE/dFWerYTsyjwP3Q8OSPfTyP2E1/7/4eCoSW+atIZK3zUh9gR0VxZbPrZa",
-	"EzQ2s937QhT+UHb9QBvukjZUYgcp8w3Ro7jaTgZ5pMHqepcsQWFaZeUNArqVzi3f9vhcVek+PDh4/ORv",
-	"o/FoPHp8+Pfx38eElH7oNR29WSJ9VCnFDoZ1BftNvQpYUf2cBIPWiuWD2pCUNLA+4vuykHZcj7p3sfH1",
-	"z12w/A0Jalc4XUh5UYYovrosTFut7v06LWyWSY8SmcfuSShXKn0Eb5xCC6GfZMjjcCLoOKkj8HgQVK2G",
-	"p6gNS7OwadhwwiLXlsZimpmBC7gqv6uMYtAPLx8Hjpr6V1Xf/HT8Ynj65ti9rDoRk55r5nGD9pZzN36d",
-	"ynjpfvCfYQi5iAtZiouLR9pCqdAMRvASE04PABCoE5Gge8s6sgq/AKnshxkq4ndH5OeIi08WXt4j+YxE",
-	"tngi7PQjOHbS25Pra+JV3rNkAZa5OYK1AH3vgmqT8BRGyC/JyebOeVdTzOrh7ieAublum9N4HEWYrdRA",
-	"XM1cobf+jnxIXcKWfhO0LyCbMXXh9pfWsDnzpHRwrLx0Bv0r8juDxzs6f/BbqgdkYPmfAAAA//8=",
+	"7H17cxs38uBX6eJdlcm7IUXbcnZX+ktJ5Fi7TuyzpHjrQlcNONMksZoBJgBGEuPSd/8VGpgXOcOHbGvl",
+	"xP+4ZAIDNIBGv7vxsRfJNJMChdG9o4+9BbIYFf35WkbMcCns3zHqSPHM/bd3sUCIFDKDMcx4gk80xGgY",
+	"T6DPjYafTi9AydzgIACFCTP8GsFIMAsEjeoa1agX9HS0wJTZwc0yw95RTxvFxbx3d3cX9DKmWIrGQ/KS",
+	"J3j2Yzscfv7Ly7Mf7ajc/p4xs+gFPcFSOy6Pe0FP4e85Vxj3jozKsT57ym5fo5ibRe/ou8NgDZig95Ni",
+	"wrRPrpElGMPc9gA5AwaxvBGJZDFcvnsdANO0aA9jmKskhIgpxVEDN8cgM/Z7jiXcv+eolhXgNGyvA9bD",
+	"8T++64T29DbjCvU60NSwdKDS8Bg3QIb+peC3oDGSItaDbSvoghz9/B2wPxu3QX4WY5pJgyJa/guX67C/",
+	"EQhXuIQMFSRyziOWwI3iBqF/dnrxEhbGZCzjECs2MzChA6qNOfwXLifi1cXFW3hFSA4vOSbxpDcIQKMw",
+	"wOaMC5AC8BrVEhQat1PcHMENNwsu4NkhLGSu9EQQLrPUQTRTMoXyl4glCSr6pPrR4h9qAwqzhC1pUydi",
+	"xpU2wIS+QQV9+iAsITbDd9QX4yOwOBsOgAttkMUWKJULwcV8IngB+HAIzAPNZgYVMEhkNbywq4KUXaEG",
+	"5g+YjnU0ERf1xRAYTEizQFWCzTUcPnsGYSQVjni1qaMrXA4V5hrj8HgibhY8QY8wilbrPteGJ4mFWQdw",
+	"OP5HyzhcDGcJny9MOBFuI97ZpQxP7FLCEZzAi9vbYi1cg5B29EiqmPZngX7pdg63IX5daZ4YnjFlIM8I",
+	"y68QM4u7mlYrRYnfwI2navrItk+EOyw7nVkwU1wCD0TKYvRb32cwU6gX7n7YWyNidwgOUdzolkgmaG+c",
+	"/c1OXpyGwBuQwp5EcZ8cGa4u1Aoed16sFy+CXspF8f+nbffsNdfmByksil1Q4+pFOxGAtywyYL+FfshT",
+	"NseDTMzDAUiLVzOW8mRZtvyfcNBFCKLaPJtg7oDS8ZjvcSZVC5y+GabUDmZhD4qnnfQ0agxXB2cmVcpM",
+	"76gXM4NDO0ZvC0wvlUy7IWKGNoqu4a5g0Yj3BSpXWqp2HhUKvPUdQks5LPJlCq+5zDVkbN4Nlxu049ie",
+	"jp8ddoFzKgw3LRT8xBgWLewFkG5bkDpCn9CtE4lcr3vgj4PjLN4dEh7vBsxZfA9wXvOUtwgSVrrRxNXs",
+	"aUA/xhnLEwMvxoFFpNQS8WfjcSdECQ1bB8eP0Dt6MQ4sbDzNU8t1x0Qc3P8q0sCFwTmqEsyfZZwnuGHP",
+	"PGfjGlLqum3LXK97bNgvLMW3Cmf8dh0a26ZBG6YMF/MKpgD4XEg7DERMI/SFhBuexBFTse4EUVQz7Q/m",
+	"uVQtx+qv9YmBvsAbywWJJwZ0Af0JDQKwM0P/xCLi/1+Bnait5n8g9BOm5uUQnavQFpA6/P9b4ax31Ptf",
+	"B5WQf+Ba9YGF/I2Kawd/YXmMYqpV9kqWYIp26FuBhMCTtiFDlTI7OvRnLLGAW46nu8Asx2nTAqZSJshE",
+	"CdSvXPMpTzw9aRvuuuqx69prgxbzvOdmcamSFpn5HWqZXCMgixalumFF5Uyh5nOBMV1eYvJSwPnzzvO5",
+	"KeZovay0dUHbPvzKFGfCvFWosQXTTiCSYsbnubKgUCePVtfuQz1yv+rBMTCxBCfbWZluPAYurlnC42GK",
+	"hnVoUO7rT9Gi7uy3OpNCO63k+6Vxf3gBwf7JsizhTuU8kJFBM9RGISM228IVp1w4FGqZq1NNnNp57Spr",
+	"eq6XhYY/cp1JzQuVt1s/DXqnF2y+rc+/h8XAVvoZviFo9Oav7Hc/yDRL0BK1DfuTKTlNMP2//9GrwG5C",
+	"+7fuq7Y9OvECv1UxmIhIXI1KSBy1dwL0sZe0E2acIl/byprM3rrQitWQwideksj/oOssdZKmfrYiYNvl",
+	"l0qLVbSgbwW6nTdpcNxQxWr78kk7VizsQREDUCmpyBTw7uUP8I/DF38DP403++hR7y7oXQqWm4VU/A+M",
+	"HxLCn7nWdvulKmgZTJEpK3rLKxQrG/7+/fvhSW4WVo6LmMFtF/KuoHKOViyYmCNJbGciy93i4piIBkve",
+	"KpmhMtySNk/Ns9pPHwtJdn2ioJIr2xoF3tD33GCqdxHESew7c72fjitzC1OKLW2zTOLPOuJdnTn85ob3",
+	"cH8o+8rpfzAydqwfEinwIXcQb41iPzLDuudzLG0NVMs5fiE+uNMmlcLzWpPxyvZaQ66SNQPZ4d/bpM36",
+	"Ftuv2rb2RzIy3GdvFc5QoYjwEzEj5aL47xY0qc3YupQmR0ZhFZffelwkXFh9gpFGkloi86EFLHtNT69R",
+	"tIpMCZ9htIwSBLwm658GBj8kMo/pE3g6GkNfG5VHhuSqVMY4GEFoZwmB64ngcuSIPcbOjpaPx88jKzLR",
+	"X3gMoc5pLWHNxhQfQ2hQMFH79YmeCPebVaUMCs2lAGaM4tPc4OAYQpUnGELfTTiaMZ5gPHB2r9yZ3CbC",
+	"G7imSl55W1LzfGOP/pvobLlndFcsrWWGeUpeIHBxDnWqTtS87RB4i/Z9eXn24/XfjivuWxpdY0w4/eEN",
+	"FXQ2loKXYl+ekz1/bR7VqrM29uuosV9Q3y7o+zWOUq5TZqJFQJpX7b+j0ciKz1OyFd8sUJT+DB4huBms",
+	"FqeNVOht42tQapmrqAVOWqceuebKBHBQR7BB+4gZRteo9ModeToatx6Hx8huXwrweKf9dvjaTuh42rLE",
+	"98WWGcWEu9RWeEq5MRiTPVYbZuzimWFTq7pHiYyuBg1oNpjCKgK7E36TSXKVHtU3M3COI39ifvRqA/0y",
+	"y41Yvynul1bC1rxl3WfBzOqODYf0y6uLi7dDzWYICkk7E4buoZNq7WbKG4Hq2Jv9GWElmzuzs1TOCGgX",
+	"qu3mRzFJSU1qES0wutJ52nrEXurF+MTsaqoMGsbg1kELi8nuQ8aYMWUsB/hBxu2jxk0msgk56vymFCju",
+	"I2tkFqH2WYejklsvHdcNG82qqWCj+CEVn3PBkkKWWScN/A8s9fISFC7Md4e9dWNh0LPXNdfb9vTc9doo",
+	"/2hUHVvpDRjrV4Q4rm8dKmTx0pmi/P3wLc5vM8XIueBsr767Ed7/M2jB+y1YusBCZ13fkqy00Hzy7t7w",
+	"2EpcH9ustHWSVdpmVlwt5XTFUCXkbQTpumFl28N0VgeFcNYf5gq+NQFqgtq03zl0aaJ68xLXCcVG4nqx",
+	"Iq+sCmz0D2GFna+t0TvsupqzXM27Wz0Z6Gpm3pzePXdne0Oq6W5nUyZiKbqn+D1nignDN3TJxQ6dGvew",
+	"UxR/zTVdjeZ1K9WM8o9N2Hfp57bjVTSlUmsrX1dH1Aq1FdKl7U1Ol1Ku8+7ghGlDHtneNi3MQd2Fhr92",
+	"ka8TAeQ7LQkVRWQQzx8O25j2VjpVIjm5ZP+T4dyeVuG5Lf++wWlW/odd81nrcd2DE1vYz3bjYg9EQb1a",
+	"3aZun27l0CJPEja1rLRhFqhG2ZU++30J7kGo6+cQdOr7r6Q2dB2ssp8kb2a9o9/2ukSrNzKKxWc2oVzh",
+	"st1GXt8o22l9fR+6jPkwo1CEhdQGpiy6QhEHlfRLsIKVvykWI8E5i5blfarMDqP6Dn4OAlWexuMmThbM",
+	"M8ENZwYdOuxmMGoC3TICZEnuQsYqtr5yTJCyJUQLKTVCP8unCY9AIMYaWJLIm7f0ixtSDzbrJU1wJj29",
+	"YM9efHc06cFM2rEwhumSoLEK5XeHcP7qZPjsxXfFHpfuoIaNa7xdd9niGP4UrWNVTt9ufttMGDd5/D+T",
+	"4Lci6nUTuPLs2nCywKZS7tsHMbtx5C96tF/0iD7PyXy7vY/+iN+hptiEVaY48wLHPrL6jjYOp17sNvgF",
+	"U3M0HYqoG8dJpq1LrSJg6mEYDaGrkKrrv4lKoW0Vnn9m6upSY/yQ7i2+4s37BBfNfXxYa/vfLnXU3Ner",
+	"ukyMHRH2xkrhzgUNttuofipSeQ1USDOcyVzEhPjFr0VoS4kK600pGtZoUJhKg8OYaztx3NY2QxMthqX2",
+	"XbW7eYaV4r/WVEULtLVeo+Iz71FpG98JS3457SBumLtlQGffaGuJEmQizzas0tDdG/qNbA7rMwqGuUpa",
+	"O/yeS8OGeBshxiujV7aEWa472ppAsdwsRnk9+KDeUBx0lDCe6qLJ0lAlWNJ6gSlywyl/LU4MigBpBPtD",
+	"xAToPLKrcWExLmIfXDi8jxqZiDJspLCe65ofKnA+JQYxZihiFNHSO5UCkIoaJyIsvgyBsB2EdFwQlmig",
+	"r610bRaYUpChKOdxYeqD44kgolN5r7wLzDuvvF+AtKsbpsEfwQhOCv1jIsqLRnpVpDC2dIklRUSIdo7H",
+	"dct0u3/u/YIZYKIM3JCqAKbunQu8snd5Rg62hbyBfuJcF1xMRCwjfbAwJhul8eDI21GGxOWct0/n0QKY",
+	"ds5bohXMyRdhMBGhpecjTDOzDAMIyetnpBxSyKX9pfAMaj4XzOQK6as/eDZCEallZuw4LjDed12ZteZa",
+	"1FzM6fNVd2N9IpaQIW14o7gxKMIRUPilMwpNZW6cu9flmTwhV4/frsbm10SM0lK/rgAYbrbQ+lXP+eW7",
+	"MxAsdRFPWIYC0d5uVUm9Z8zNWjP3Egdo4xk++jK+dNacJt/4kiaeHcMtzsu9be5TzWwKLMuQKe08FFys",
+	"xh5o6DOo9y/yRZwdUKHJlXDCMCMvxqDOBC21KPhJjbkUdu2SVtbtuG1UryFRre20z+jaxyJYC7pql4A6",
+	"ca62vSmahYw3hc1sPjb/vetdwRTUFtR2qg3ZdT1+odb6ypjMSckdlts/lbv1a/ClVubldpv7Ew2ui72K",
+	"Gb/FRFsybdmKgL4L2ORGw+m/z16CVLzwrVfRH5YbuUhQO7ketZqf/9ou3S9qe7+f0apms+9EDOqxL14E",
+	"RJRdFqjt4IgMMFNGTO+ON22a7H/Nk3qp2RzXeQGFlmxV0O23b2bNUKGdPlg1a9Bs5SidcL6ZrUM6LXC/",
+	"eeC0e7DApBnq1H0vaJyO9K0Lb4kCysOC/vgIckF/YzzYcXxKl+nKDNsDThpnA5wkWNwbzpWDmXocdMA3",
+	"NqkBSfuJPXwQ9aMLb22mNpXyHCn5JB/wa2babEyWUmOUK26W5/b2eGSnoPfqr5fFef7z/UWRcUS8xfUr",
+	"R7Wak4ur52Im1xHn3EiFRWKDl071EaRoGDnYuIC3Upu5wvP/9zrw+qgUlH8esQRirq9ccP5EMAHnz8kK",
+	"wgyfJghuN1zQ5GgiJuKUwj8JUamGhHcNhSdevSeSewTfuwh/F3P7z/cXLuQ2HIHPBgggZYnFaIyDiVWn",
+	"ORYqq9R66KNtFbrwPnI9FYndpW5/OD4stJsAtAQ2EUUSkxf0DCaJtuo0EXUtU5QCARNteQmtAW+5NnoE",
+	"pyIe5tpK83ZReiL6YRncObQ9w0FD3K9LkLpVhLTAePQ6dv41NzT0w4PCvLE2BVNtjtOJYBFlsLgmgtPu",
+	"ld16mjhsjHNkvw1BRzLzZ6aUVJoGLzNEwq6cj9BXGChMe6FV/UKnuSY8QqGJ5fjUM0sNFEfjmBeJFYSw",
+	"+ujgAG+ZFYsLE89B8XWl1fbqsSqWQRaBsr2no/FoTDJUhoJlvHfUez4aj57be8fMgi7UwQJZYhZ/2L+9",
+	"UmTpEC3J0pjeK9++ktz2bDxeyX8xeGsOsoTxLZll69k3Cb/GUePG945++xD0dJ6mJDISXc+UjFAXpQks",
+	"MTZsri01cUvofbAjdKBFbXkrk2sIfzq9gBUsClowCGoIZEUgi0KWp6zsl9TmNXcOct1rVnnpiFmouhxU",
+	"KdR3wU6dva99x96UxbtjX58ivWNvnw6/V++zeOdV1kTAHT9pSMU7fVFJkLtCVStqsN8nvjzDjh/VUsR3",
+	"/KJM9L37sPXermU47Jyv1ogpabnYbwT64gt3Qe/QTdw2XglglQFn+z/d3r+RjkcfHe4xyV2dxNhFOLZf",
+	"Zk1ytRpjsx5cEwBzJQ2YAQaFul4QJqnNRrJ0EFGu3bCUjTOp22iw1KaWlbc3VVmpOuSQgjJEv5fx8rPh",
+	"w1ri4F1TWLSa7t0aPh62lBihgeLHije2/z+29y9Tf+0Hz57tNcGL8fP7IjJVVIqQzKiRVLGX0jT0ZRKD",
+	"FFjV6IlzxabJcrAfyiZSYB1X11Wwy3evgWsgH2JRS+P8/N1Ly8MNRpQkXoZFsThWqDU603HgkqSs4Bdz",
+	"ZcVmhST5WLIZwFTmwsrnVDHC3kh74waFK2iB0ZUXgUnYjici4VdI9QDqzoOW22UXZQn5JZlQH+f1qvJJ",
+	"d7pYTz87oe8qPOA221XaamYi1+vrtc3gux6U/WiGB7rzz/ec5EvTiKd7ArQ3TXkwGkTqNPkKM1+Iz4UV",
+	"OH2xT75Z/4slJ1aqpvpE5Ovfjxw5WraZd7p04cd6r+vJzPflmG6MbxzzXtjqNs9zyenSF4YrZTzosyQB",
+	"qUBIgfshJ/eBZt3s8rXlT7wRj9aqe1KSlwsoXg09PpqI0PHSsDAkrQcZh9Anq/wN10iu+c3xNuFgBBeu",
+	"4KDzy7pIGHtLF4w4sJGu7l+UcCyS0DSKWNfCFjuYbTP87rFey67w8Qfmva2xih182LvJfV6tcBnHPsjE",
+	"HeA39vyI2fMnsFumrPrpJeYi4slbVL3ZKteoAvBCt1RQmN73oWcpU1dDClnbyG+L6NDHerWb0av35bl2",
+	"lG8s934Ya/fOM1yLTi7sJ5Yp48KrrZ/Add3/tthTHoL5lHV5D2ZSpcOiNkmFpF+g7s9qJNs/z9/84j1Q",
+	"rtI13raX7SjM5FuLzwU9l2rWVkWQ3DqUwOWy0Yrip1JRmBA5p2LhBZyq1uJq6Y/dQkPM5qCSzsCNz5IP",
+	"1BFx/2gV81riYFuK4Dex4M8nFvzMBJtb4prPZqg2iAX7UdciYKbdXSi1+QmNi6r5gr4HN0EH2hOIo/+G",
+	"F4FivSnqXHsvO2lxLDLabryrmu5cC849H8BCJrELXtfuU0oc0HueyU4+hCIi5bHKZc2ImW9y2X9dLgs+",
+	"rznkI4/vtlGOly6KYT/89I+nPIi3c1P13dHDIdHT8X3P+MRnv3TUEViXDvY+44Oy7sumw/7RZ1CdVEVi",
+	"7nfqwcfNJdm7KzqvxZx93Fyc/zONdBbvNVYHVm8+exc9+xWgYxFbqmv1YQr8cbQnWYKRq/rh/khJeF4q",
+	"YRkz0aIdMc/RnJYq1SeRovuxyD3qjtyXRaJ6xP71JkeyoLoIQS78A1u+0HlFuPZHBh+830mcfErWfdzB",
+	"D8GM6hljHfzo8t3rr4QdXb57bS84JRgUxxuU9mvKjlnuf8LFuwAHH11Vop0kj6KY1Sewoi09m+8cfFEk",
+	"qS+oA0n8Jj1iYfnpnkA9XnW8ux5aUIQL128CpRi04DwlPXbH675zzV8uXJcmGNX24rPEANdTwrmGXLBr",
+	"xilDantkcFlM1yvXpQjrQoW7IoV3CxCmolX1LOTSTVwUMO5T+VrS5p/oKu88kwmPlhMRY8Rj1FVF7JlU",
+	"ECZcm3AQ+Hj48mW4oIzNkgp8XuDEKlradq1e2IFcJKg1hFoqE4JmSw2lf3cEb5ltqz+KxfREhJH/T2EC",
+	"qpffKipzcZ/C63LVGw9IFOnYgd0DS8ycviCVgT4TS7PgYk6JAcWzK2G9AkU4aPMHfwuV/hYq/RcIlf5z",
+	"hUkXQpqL9fBvgaZsCRpxY0C0s1F+uAtq0TCZwsgedKHhrD7I5h6Hk6KUC4vn4l7Az/x7R32LCvUWBhQz",
+	"qSj+NZE3qFwq4GA9UcM5AO9lbvqSTsCd3XCP0R/VLIf1LVj0L+l2ckhQ3ljgAljtiVqL2NAv0iNd8Uz3",
+	"kvY6oQh6t8OKQgwVMu2KU2j3vEUz4KVfxNEFzaCnoCwSNHDC5N5Rer/6CHTtHzaMEmZxWLAUA/eCLElC",
+	"/A8MigRG7bMZq4isibCdXESdBmY3aOhTQ5sxWnCOomb6qoXhTYS/A+5dER+U58t8WMrokxhHZeWPkNIy",
+	"yR2lgSU3bKknQvt4IR8CVKXwF+FBzX3leiUa8YmeiP5iLT5uMIITSDGdFgmmRBUglujeMrYyrysi5IXF",
+	"iSiej8VmnALXELbXMQvbhMivI6DwWzDhN/L9tQYTtshw63S0jMe5X9zzMdTfES9oEyNS6Ahc8TS9f3Gw",
+	"qAUlxQh+kfVizFJR/SkrfVLhuinCnF+7d/LaScdKQd7HTkNa6wd/IyZ/En//1xZpTIbMZjTfTgRjNZSo",
+	"rYKNRZZZWSOmeB1OW6nSmcyAiyjJY4wHpf2PVD7tchIsfi+hP3ZWxbIWDPwinb3KFRusXgz2VTOk6sjv",
+	"/xbcVGr8q7FM66FMhSF2LaSpGyeKGJEqr6u5/y5Z55OiRIL7UfMdc7Cg79Nqj0FhyjhltxUbcSPVlcVE",
+	"hUZxKu3pa39HV3MlcxEPRo+LLtVean5gb8lUOh3Fc46C1ChvIfdlIjupTdDuHnnMEUa7WE++siijJ9o/",
+	"n7zVw7WZIhwUGnx3gKPH1PsqgZ+TODwsSlTX4HHTjn09uQ9Ha35FxWfLADIlKSfZyRyCJVRl4B6akEfZ",
+	"EgF8Abj1s/PVwxS/Jv/iih3oRDcK41bmLVMWWZgIzee2vR96LckVeC7KOA/KIlcahHSvhR9RomZhYJqI",
+	"wmjkZeoQ+mH9Wf+Qhgj/PfzBl28dntMjFmEAU2kWBQSDylnosj/hBEo4nCzGNdwoKea+krSvIWmbJiLm",
+	"sxkq7SpMkuzg1iUFBs6f+Lywbq2UZQ+PgYmJ8N5SsjsePh2P4D03C5LtGmAUJdcMu2r4L57oiag/qU4P",
+	"4COLXR6sL5sWMaW4/8zZqp5oCE8v2Dyk5BoLx/lzeHt5QVavNlvV29ynHvkt/hRC1cQnKjrq0+395nkD",
+	"Yf9S8FvQGEnhnxtqjU10+NPbEta4Ujiv3Nr1ebsmKo+jtzXqcRcNWkYGzVAbhSxtUtbtPpQdFOaHJeZ1",
+	"RTkgLdnFRvo66StassW8dsLiq8AVz8h4O3NtlA3BGV+1le2xM50qjqWqZvnbh7vg410jruW94gYrYupu",
+	"14q7o848KGhjsDtzKp6vaGjfm12x5/QoeBE1TiUG/AMFxZMAFpMC4hQ19jF8QwPoiRBSCz6bhaWeXkiI",
+	"VbneEZznWSaV0fCOibljxZZs+YDYifA0QY/gjc80rO9C5dPwY4e5SkLLP8zCql2W9E/EXDFhVnkm/RgO",
+	"AnAlgyBT6KnZ+XP46fTiCLgpGelEEJM4Bgb03Sp/S+W1eyndP4zhDF9VTI/naBMRtr0jEtaZVzH+royr",
+	"jekUofZfWG3+yYJ66tnIrv17nxjf/mz83R69n7dp7r9IA6mM+YyXQdGPkfztrYztSGsuqqvoiE2bd/Z4",
+	"7bI90QW7v3z3+h7O21wlBXtqqIqtPtqtIb2dsa2OdJJzIEEfgTkrXjKZ8Xlur6MbD/qWik7EWoN2NW4H",
+	"AcxR2ItFcqYHXWkDnipZcjURGpW9/STJlqGI3tHJjBMoqfguVZcNfKSg+1ZIMUSRp/72Usb26gYdlVSl",
+	"jDqkZQXA3ABukZZ0MvAPsgCP22r/thGLb6HQ30KhH3Eo9BbBZo1GtIs67YJN7Vn94lJtFmqgkGlccAcT",
+	"PnUptUPW5Broh66Mt1WBXB3vofvBQel+Grmf8Nb/PxwcNwjORDSpDUkqTZg9CW0Ro4isFXJUMYQuH9yt",
+	"EXaiUAprwlQ5/kS0CFSwWZ6inS1sDwFFIs9qz3BZoP0JueG2CTAPTpj+UoLPnyEa46snlDsKbqtktBLg",
+	"SD1oCHHNO/ZEA/6e82uWoDCtauMGMCwMVsTx164qWH90cPD02d9G49F49PTo7+O/jwnF/dBr5qrmawGj",
+	"yj7kYFi3Nb2qF8QrHgIgGaq1eP+gNiTlz6yP+LasKR/XE1Bcmkj9c5c3ckcy7Q1OF1JeldG6p9eFlbc1",
+	"0qXONpovBkSJzGP3Opp7NWAEr5xtB0I/yZDH4UTQcVJH4PEgqFoNT1EblmZh08bn5GquLTfCNDMDx57K",
+	"7yr7MPTD66eB4zv+BeJXP5/8MDx/deJeIZ6ISc8187jBpcq5G79OZbx0P/jPMIRcxIXYycWVVRswUmgG",
+	"I/gRE05vYRCoE5Gge/c9wgC4AKnsh5lXn4/J5RcXnyy8aEyiLEm38UTY6Udw4gTdZ7e3xHy8k9UCLHNz",
+	"DGu5Kt4b28Z4FEbIr8nf7M55V6vk6uHuJ6u6ue6b3nsSRZitlANdTeKiZy+PfXRpwpZ+E7SvpZwxdeX2",
+	"l9awOQmr9PWtPPoH/RsKwQCPd3T+4LdUD8jW+D8BAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -162,6 +162,7 @@ const (
 	CoreAuthUnauthorized             ProblemCode = "core.auth.unauthorized"
 	CoreFileCleanupFailed            ProblemCode = "core.file.cleanup-failed"
 	CoreFileDeleteFailed             ProblemCode = "core.file.delete-failed"
+	CoreFileDownloadUrlInvalid       ProblemCode = "core.file.download-url-invalid"
 	CoreFileExpired                  ProblemCode = "core.file.expired"
 	CoreFileInvalidMeta              ProblemCode = "core.file.invalid-meta"
 	CoreFileInvalidUpload            ProblemCode = "core.file.invalid-upload"
@@ -190,6 +191,8 @@ func (e ProblemCode) Valid() bool {
 	case CoreFileCleanupFailed:
 		return true
 	case CoreFileDeleteFailed:
+		return true
+	case CoreFileDownloadUrlInvalid:
 		return true
 	case CoreFileExpired:
 		return true
@@ -595,6 +598,12 @@ type Visibility string
 // FileID defines model for FileID.
 type FileID = string
 
+// Grant defines model for Grant.
+type Grant = string
+
+// GrantExpires defines model for GrantExpires.
+type GrantExpires = string
+
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
@@ -960,6 +969,24 @@ type PutUploadContentParams struct {
 
 	// Signature Signature of a signed target.
 	Signature *string `form:"signature,omitempty" json:"signature,omitempty"`
+}
+
+// DownloadFileParams defines parameters for DownloadFile.
+type DownloadFileParams struct {
+	// Expires Expiry of a granted download URL (Unix seconds), as the file's `url` carries it.
+	Expires *GrantExpires `form:"expires,omitempty" json:"expires,omitempty"`
+
+	// Grant The sealed grant of a download URL, as the file's `url` carries it; opaque.
+	Grant *Grant `form:"grant,omitempty" json:"grant,omitempty"`
+}
+
+// DownloadFileVariantParams defines parameters for DownloadFileVariant.
+type DownloadFileVariantParams struct {
+	// Expires Expiry of a granted download URL (Unix seconds), as the file's `url` carries it.
+	Expires *GrantExpires `form:"expires,omitempty" json:"expires,omitempty"`
+
+	// Grant The sealed grant of a download URL, as the file's `url` carries it; opaque.
+	Grant *Grant `form:"grant,omitempty" json:"grant,omitempty"`
 }
 
 // HostChangeFilesJSONRequestBody defines body for HostChangeFiles for application/json ContentType.
@@ -1342,14 +1369,20 @@ type ClientInterface interface {
 	// Corresponds with PUT /uploaded-file/{id}/content (the `PutUploadContent` operationId).
 	PutUploadContentWithBody(ctx context.Context, id FileID, params *PutUploadContentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DownloadFile The file's bytes (compatibility route)
+	// DownloadFile The file's bytes (compatibility route; the local driver's signed URL)
 	//
-	// Sent with its allowlisted content type, `X-Content-Type-Options nosniff` and an attachment disposition. Supports Range and conditional requests.
+	// Sent with its allowlisted content type, `X-Content-Type-Options
+	// nosniff` and the file's disposition. Supports Range and conditional
+	// requests. On the local driver a private file's `url` is this route
+	// granted (`expires`, `grant`), like a presigned S3 GET: it needs no
+	// token; a grant that is wrong, moved to another file or expired is 403
+	// `download-url-invalid`. Without a grant the route takes the caller's
+	// bearer token.
 	//
 	// Corresponds with GET /uploaded-file/{id}/download (the `DownloadFile` operationId).
 	//
 	// Deprecated: Use the url of the file's detail.
-	DownloadFile(ctx context.Context, id FileID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DownloadFile(ctx context.Context, id FileID, params *DownloadFileParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetFileVariant An image variant of a file, with a URL to read it
 	//
@@ -1364,10 +1397,15 @@ type ClientInterface interface {
 
 	// DownloadFileVariant An image variant's bytes (the compatibility download route's equivalent)
 	//
-	// Sent with the variant's image type, `X-Content-Type-Options nosniff` and an attachment disposition (`<name>-<preset>.<ext>`); generated on first request like the variant's detail. Supports Range and conditional requests on the local driver.
+	// Sent with the variant's image type, `X-Content-Type-Options nosniff`
+	// and an attachment disposition (`<name>-<preset>.<ext>`); generated on
+	// first request like the variant's detail. Supports Range and
+	// conditional requests on the local driver. There a private variant's
+	// `url` is this route granted (`expires`, `grant`), with no token, as
+	// for the file's download route.
 	//
 	// Corresponds with GET /uploaded-file/{id}/variants/{preset}/download (the `DownloadFileVariant` operationId).
-	DownloadFileVariant(ctx context.Context, id FileID, preset VariantPreset, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DownloadFileVariant(ctx context.Context, id FileID, preset VariantPreset, params *DownloadFileVariantParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // Healthz The process answers
@@ -1980,14 +2018,20 @@ func (c *Client) PutUploadContentWithBody(ctx context.Context, id FileID, params
 	return c.Client.Do(req)
 }
 
-// DownloadFile The file's bytes (compatibility route)
+// DownloadFile The file's bytes (compatibility route; the local driver's signed URL)
 //
-// Sent with its allowlisted content type, `X-Content-Type-Options nosniff` and an attachment disposition. Supports Range and conditional requests.
+// Sent with its allowlisted content type, `X-Content-Type-Options
+// nosniff` and the file's disposition. Supports Range and conditional
+// requests. On the local driver a private file's `url` is this route
+// granted (`expires`, `grant`), like a presigned S3 GET: it needs no
+// token; a grant that is wrong, moved to another file or expired is 403
+// `download-url-invalid`. Without a grant the route takes the caller's
+// bearer token.
 //
 // Corresponds with GET /uploaded-file/{id}/download (the `DownloadFile` operationId).
 // Deprecated: Use the url of the file's detail.
-func (c *Client) DownloadFile(ctx context.Context, id FileID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDownloadFileRequest(c.Server, id)
+func (c *Client) DownloadFile(ctx context.Context, id FileID, params *DownloadFileParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDownloadFileRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2021,11 +2065,16 @@ func (c *Client) GetFileVariant(ctx context.Context, id FileID, preset VariantPr
 
 // DownloadFileVariant An image variant's bytes (the compatibility download route's equivalent)
 //
-// Sent with the variant's image type, `X-Content-Type-Options nosniff` and an attachment disposition (`<name>-<preset>.<ext>`); generated on first request like the variant's detail. Supports Range and conditional requests on the local driver.
+// Sent with the variant's image type, `X-Content-Type-Options nosniff`
+// and an attachment disposition (`<name>-<preset>.<ext>`); generated on
+// first request like the variant's detail. Supports Range and
+// conditional requests on the local driver. There a private variant's
+// `url` is this route granted (`expires`, `grant`), with no token, as
+// for the file's download route.
 //
 // Corresponds with GET /uploaded-file/{id}/variants/{preset}/download (the `DownloadFileVariant` operationId).
-func (c *Client) DownloadFileVariant(ctx context.Context, id FileID, preset VariantPreset, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDownloadFileVariantRequest(c.Server, id, preset)
+func (c *Client) DownloadFileVariant(ctx context.Context, id FileID, preset VariantPreset, params *DownloadFileVariantParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDownloadFileVariantRequest(c.Server, id, preset, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3505,7 +3554,7 @@ func NewPutUploadContentRequestWithBody(server string, id FileID, params *PutUpl
 }
 
 // NewDownloadFileRequest constructs an http.Request for the DownloadFile method
-func NewDownloadFileRequest(server string, id FileID) (*http.Request, error) {
+func NewDownloadFileRequest(server string, id FileID, params *DownloadFileParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3528,6 +3577,45 @@ func NewDownloadFileRequest(server string, id FileID) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Expires != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "expires", *params.Expires, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Grant != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "grant", *params.Grant, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -3580,7 +3668,7 @@ func NewGetFileVariantRequest(server string, id FileID, preset VariantPreset) (*
 }
 
 // NewDownloadFileVariantRequest constructs an http.Request for the DownloadFileVariant method
-func NewDownloadFileVariantRequest(server string, id FileID, preset VariantPreset) (*http.Request, error) {
+func NewDownloadFileVariantRequest(server string, id FileID, preset VariantPreset, params *DownloadFileVariantParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3610,6 +3698,45 @@ func NewDownloadFileVariantRequest(server string, id FileID, preset VariantPrese
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Expires != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "expires", *params.Expires, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Grant != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "grant", *params.Grant, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -3961,16 +4088,22 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /uploaded-file/{id}/content (the `PutUploadContent` operationId).
 	PutUploadContentWithBodyWithResponse(ctx context.Context, id FileID, params *PutUploadContentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutUploadContentResponse, error)
 
-	// DownloadFileWithResponse The file's bytes (compatibility route)
+	// DownloadFileWithResponse The file's bytes (compatibility route; the local driver's signed URL)
 	//
-	// Sent with its allowlisted content type, `X-Content-Type-Options nosniff` and an attachment disposition. Supports Range and conditional requests.
+	// Sent with its allowlisted content type, `X-Content-Type-Options
+	// nosniff` and the file's disposition. Supports Range and conditional
+	// requests. On the local driver a private file's `url` is this route
+	// granted (`expires`, `grant`), like a presigned S3 GET: it needs no
+	// token; a grant that is wrong, moved to another file or expired is 403
+	// `download-url-invalid`. Without a grant the route takes the caller's
+	// bearer token.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /uploaded-file/{id}/download (the `DownloadFile` operationId).
 	//
 	// Deprecated: Use the url of the file's detail.
-	DownloadFileWithResponse(ctx context.Context, id FileID, reqEditors ...RequestEditorFn) (*DownloadFileResponse, error)
+	DownloadFileWithResponse(ctx context.Context, id FileID, params *DownloadFileParams, reqEditors ...RequestEditorFn) (*DownloadFileResponse, error)
 
 	// GetFileVariantWithResponse An image variant of a file, with a URL to read it
 	//
@@ -3987,12 +4120,17 @@ type ClientWithResponsesInterface interface {
 
 	// DownloadFileVariantWithResponse An image variant's bytes (the compatibility download route's equivalent)
 	//
-	// Sent with the variant's image type, `X-Content-Type-Options nosniff` and an attachment disposition (`<name>-<preset>.<ext>`); generated on first request like the variant's detail. Supports Range and conditional requests on the local driver.
+	// Sent with the variant's image type, `X-Content-Type-Options nosniff`
+	// and an attachment disposition (`<name>-<preset>.<ext>`); generated on
+	// first request like the variant's detail. Supports Range and
+	// conditional requests on the local driver. There a private variant's
+	// `url` is this route granted (`expires`, `grant`), with no token, as
+	// for the file's download route.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /uploaded-file/{id}/variants/{preset}/download (the `DownloadFileVariant` operationId).
-	DownloadFileVariantWithResponse(ctx context.Context, id FileID, preset VariantPreset, reqEditors ...RequestEditorFn) (*DownloadFileVariantResponse, error)
+	DownloadFileVariantWithResponse(ctx context.Context, id FileID, preset VariantPreset, params *DownloadFileVariantParams, reqEditors ...RequestEditorFn) (*DownloadFileVariantResponse, error)
 }
 
 type HealthzResponse struct {
@@ -6145,6 +6283,8 @@ type DownloadFileResponse struct {
 	HTTPResponse *http.Response
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON410 the response for an HTTP 410 `application/problem+json` response
@@ -6160,6 +6300,11 @@ type DownloadFileResponse struct {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r DownloadFileResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DownloadFileResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -6324,6 +6469,8 @@ type DownloadFileVariantResponse struct {
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON410 the response for an HTTP 410 `application/problem+json` response
@@ -6350,6 +6497,11 @@ func (r DownloadFileVariantResponse) GetApplicationproblemJSON400() *Problem {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r DownloadFileVariantResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DownloadFileVariantResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -6907,17 +7059,23 @@ func (c *ClientWithResponses) PutUploadContentWithBodyWithResponse(ctx context.C
 	return ParsePutUploadContentResponse(rsp)
 }
 
-// DownloadFileWithResponse The file's bytes (compatibility route)
+// DownloadFileWithResponse The file's bytes (compatibility route; the local driver's signed URL)
 //
-// Sent with its allowlisted content type, `X-Content-Type-Options nosniff` and an attachment disposition. Supports Range and conditional requests.
+// Sent with its allowlisted content type, `X-Content-Type-Options
+// nosniff` and the file's disposition. Supports Range and conditional
+// requests. On the local driver a private file's `url` is this route
+// granted (`expires`, `grant`), like a presigned S3 GET: it needs no
+// token; a grant that is wrong, moved to another file or expired is 403
+// `download-url-invalid`. Without a grant the route takes the caller's
+// bearer token.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /uploaded-file/{id}/download (the `DownloadFile` operationId).
 //
 // Deprecated: Use the url of the file's detail.
-func (c *ClientWithResponses) DownloadFileWithResponse(ctx context.Context, id FileID, reqEditors ...RequestEditorFn) (*DownloadFileResponse, error) {
-	rsp, err := c.DownloadFile(ctx, id, reqEditors...)
+func (c *ClientWithResponses) DownloadFileWithResponse(ctx context.Context, id FileID, params *DownloadFileParams, reqEditors ...RequestEditorFn) (*DownloadFileResponse, error) {
+	rsp, err := c.DownloadFile(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6945,13 +7103,18 @@ func (c *ClientWithResponses) GetFileVariantWithResponse(ctx context.Context, id
 
 // DownloadFileVariantWithResponse An image variant's bytes (the compatibility download route's equivalent)
 //
-// Sent with the variant's image type, `X-Content-Type-Options nosniff` and an attachment disposition (`<name>-<preset>.<ext>`); generated on first request like the variant's detail. Supports Range and conditional requests on the local driver.
+// Sent with the variant's image type, `X-Content-Type-Options nosniff`
+// and an attachment disposition (`<name>-<preset>.<ext>`); generated on
+// first request like the variant's detail. Supports Range and
+// conditional requests on the local driver. There a private variant's
+// `url` is this route granted (`expires`, `grant`), with no token, as
+// for the file's download route.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /uploaded-file/{id}/variants/{preset}/download (the `DownloadFileVariant` operationId).
-func (c *ClientWithResponses) DownloadFileVariantWithResponse(ctx context.Context, id FileID, preset VariantPreset, reqEditors ...RequestEditorFn) (*DownloadFileVariantResponse, error) {
-	rsp, err := c.DownloadFileVariant(ctx, id, preset, reqEditors...)
+func (c *ClientWithResponses) DownloadFileVariantWithResponse(ctx context.Context, id FileID, preset VariantPreset, params *DownloadFileVariantParams, reqEditors ...RequestEditorFn) (*DownloadFileVariantResponse, error) {
+	rsp, err := c.DownloadFileVariant(ctx, id, preset, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -8958,6 +9121,13 @@ func ParseDownloadFileResponse(rsp *http.Response) (*DownloadFileResponse, error
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9156,6 +9326,13 @@ func ParseDownloadFileVariantResponse(rsp *http.Response) (*DownloadFileVariantR
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem

@@ -168,9 +168,15 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The file's bytes (compatibility route)
+         * The file's bytes (compatibility route; the local driver's signed URL)
          * @deprecated
-         * @description Sent with its allowlisted content type, `X-Content-Type-Options nosniff` and an attachment disposition. Supports Range and conditional requests.
+         * @description Sent with its allowlisted content type, `X-Content-Type-Options
+         *     nosniff` and the file's disposition. Supports Range and conditional
+         *     requests. On the local driver a private file's `url` is this route
+         *     granted (`expires`, `grant`), like a presigned S3 GET: it needs no
+         *     token; a grant that is wrong, moved to another file or expired is 403
+         *     `download-url-invalid`. Without a grant the route takes the caller's
+         *     bearer token.
          */
         get: operations["downloadFile"];
         put?: never;
@@ -214,7 +220,12 @@ export interface paths {
         };
         /**
          * An image variant's bytes (the compatibility download route's equivalent)
-         * @description Sent with the variant's image type, `X-Content-Type-Options nosniff` and an attachment disposition (`<name>-<preset>.<ext>`); generated on first request like the variant's detail. Supports Range and conditional requests on the local driver.
+         * @description Sent with the variant's image type, `X-Content-Type-Options nosniff`
+         *     and an attachment disposition (`<name>-<preset>.<ext>`); generated on
+         *     first request like the variant's detail. Supports Range and
+         *     conditional requests on the local driver. There a private variant's
+         *     `url` is this route granted (`expires`, `grant`), with no token, as
+         *     for the file's download route.
          */
         get: operations["downloadFileVariant"];
         put?: never;
@@ -653,7 +664,7 @@ export interface components {
              * @description The stable error code.
              * @enum {string}
              */
-            code: "core.file.not-found" | "core.file.invalid-upload" | "core.file.invalid-meta" | "core.file.remote-disabled" | "core.file.remote-fetch-failed" | "core.file.upload-expired" | "core.file.upload-completing" | "core.file.upload-verification-failed" | "core.file.public-upload-disabled" | "core.file.expired" | "core.file.upload-failed" | "core.file.delete-failed" | "core.file.cleanup-failed" | "core.file.upload-target-invalid" | "core.file.quota-exceeded" | "core.file.variant-refused" | "core.file.variant-failed" | "core.auth.unauthorized" | "core.auth.invalid-claims" | "core.internal";
+            code: "core.file.not-found" | "core.file.invalid-upload" | "core.file.invalid-meta" | "core.file.remote-disabled" | "core.file.remote-fetch-failed" | "core.file.upload-expired" | "core.file.upload-completing" | "core.file.upload-verification-failed" | "core.file.public-upload-disabled" | "core.file.expired" | "core.file.upload-failed" | "core.file.delete-failed" | "core.file.cleanup-failed" | "core.file.upload-target-invalid" | "core.file.download-url-invalid" | "core.file.quota-exceeded" | "core.file.variant-refused" | "core.file.variant-failed" | "core.auth.unauthorized" | "core.auth.invalid-claims" | "core.internal";
         };
         /** @enum {string} */
         Visibility: "public" | "private";
@@ -882,6 +893,10 @@ export interface components {
         ListWithUrls: boolean;
         /** @description A configured preset name (variants.presets); any other is 400 invalid-meta. */
         VariantPreset: string;
+        /** @description Expiry of a granted download URL (Unix seconds), as the file's `url` carries it. */
+        GrantExpires: string;
+        /** @description The sealed grant of a download URL, as the file's `url` carries it; opaque. */
+        Grant: string;
         /**
          * @description One key per logical write (IETF httpapi draft "The Idempotency-Key
          *     HTTP Header Field"), sent again on every retry of it: within 24 hours
@@ -1279,7 +1294,12 @@ export interface operations {
     };
     downloadFile: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Expiry of a granted download URL (Unix seconds), as the file's `url` carries it. */
+                expires?: components["parameters"]["GrantExpires"];
+                /** @description The sealed grant of a download URL, as the file's `url` carries it; opaque. */
+                grant?: components["parameters"]["Grant"];
+            };
             header?: never;
             path: {
                 /** @description The file's UUID. */
@@ -1299,6 +1319,7 @@ export interface operations {
                 content?: never;
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
             410: components["responses"]["Problem"];
         };
@@ -1337,7 +1358,12 @@ export interface operations {
     };
     downloadFileVariant: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Expiry of a granted download URL (Unix seconds), as the file's `url` carries it. */
+                expires?: components["parameters"]["GrantExpires"];
+                /** @description The sealed grant of a download URL, as the file's `url` carries it; opaque. */
+                grant?: components["parameters"]["Grant"];
+            };
             header?: never;
             path: {
                 /** @description The file's UUID. */
@@ -1360,6 +1386,7 @@ export interface operations {
             };
             400: components["responses"]["Problem"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Problem"];
             404: components["responses"]["Problem"];
             410: components["responses"]["Problem"];
             413: components["responses"]["Problem"];

@@ -237,7 +237,7 @@ func TestDirectLifecycleOverHTTP(t *testing.T) {
 			require.NotNil(t, got.JSON200.Url)
 			noStorageRefs(t, s, got.Body, id)
 
-			dl, err := c.DownloadFileWithResponse(ctx, id)
+			dl, err := c.DownloadFileWithResponse(ctx, id, nil)
 			require.NoError(t, err)
 			require.Equal(t, http.StatusOK, dl.StatusCode())
 			require.Equal(t, body, dl.Body)
@@ -285,7 +285,7 @@ func TestMultipartAndDownloadHeaders(t *testing.T) {
 	id := up.JSON201.Id.String()
 	noStorageRefs(t, s, up.Body, id)
 
-	dl, err := c.DownloadFileWithResponse(ctx, id)
+	dl, err := c.DownloadFileWithResponse(ctx, id, nil)
 	require.NoError(t, err)
 	h := dl.HTTPResponse.Header
 	require.Equal(t, "application/pdf", h.Get("Content-Type"))
@@ -295,7 +295,7 @@ func TestMultipartAndDownloadHeaders(t *testing.T) {
 	etag := h.Get("ETag")
 	require.Equal(t, localETag([]byte(pdf)), etag, "the object's ETag, from the digest the row records")
 
-	ranged, err := c.DownloadFileWithResponse(ctx, id, func(_ context.Context, r *http.Request) error {
+	ranged, err := c.DownloadFileWithResponse(ctx, id, nil, func(_ context.Context, r *http.Request) error {
 		r.Header.Set("Range", "bytes=0-4")
 		return nil
 	})
@@ -303,7 +303,7 @@ func TestMultipartAndDownloadHeaders(t *testing.T) {
 	require.Equal(t, http.StatusPartialContent, ranged.StatusCode())
 	require.Equal(t, "%PDF-", string(ranged.Body))
 
-	cond, err := c.DownloadFileWithResponse(ctx, id, func(_ context.Context, r *http.Request) error {
+	cond, err := c.DownloadFileWithResponse(ctx, id, nil, func(_ context.Context, r *http.Request) error {
 		r.Header.Set("If-None-Match", etag)
 		return nil
 	})
@@ -348,7 +348,7 @@ func TestCrossTenantLooksMissing(t *testing.T) {
 			return r.HTTPResponse, r.Body
 		},
 		"download": func(id string) (*http.Response, []byte) {
-			r, err := mallory.DownloadFileWithResponse(ctx, id)
+			r, err := mallory.DownloadFileWithResponse(ctx, id, nil)
 			require.NoError(t, err)
 			return r.HTTPResponse, r.Body
 		},
@@ -470,17 +470,20 @@ func TestCustomDownloadPath(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, up.StatusCode())
 	want := s.url + "/files/v2/" + up.JSON201.Id.String() + "/download"
-	require.Equal(t, want, *up.JSON201.Url)
+	require.True(t, strings.HasPrefix(*up.JSON201.Url, want+"?expires="), *up.JSON201.Url)
+	status, _, got := getNoToken(t, *up.JSON201.Url)
+	require.Equal(t, http.StatusOK, status, "the granted url, under the moved path")
+	require.Equal(t, pdf, got)
 
 	req, err := http.NewRequest(http.MethodGet, want, nil)
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+s.token("acme", "alice", nil))
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
-	got, _ := io.ReadAll(resp.Body)
+	body2, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Equal(t, pdf, string(got))
+	require.Equal(t, pdf, string(body2))
 }
 
 func TestCloneRouteDisabledByDefault(t *testing.T) {
@@ -657,7 +660,7 @@ func TestConcurrentUploadsKeepTheirOwnBytes(t *testing.T) {
 			if got := *up.JSON201.Checksum; got != checksum(u.body) {
 				return fmt.Errorf("upload %d (%d B): checksum %s, sent %s", i, len(u.body), got, checksum(u.body))
 			}
-			dl, err := c.DownloadFileWithResponse(ctx, up.JSON201.Id.String())
+			dl, err := c.DownloadFileWithResponse(ctx, up.JSON201.Id.String(), nil)
 			if err != nil {
 				return err
 			}

@@ -180,7 +180,58 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, k *service.Idemp
 		writeProblem(w, http.StatusUnprocessableEntity, service.ErrIdempotencyKeyReused.Code)
 		return
 	}
-	writeAnswer(w, k.Route, k.Answer, true)
+	writeAnswer(w, k.Route, s.withFreshURL(r.Context(), k.Answer), true)
+}
+
+// withoutURLs is answer a as it is recorded: a file answer's download URL
+// (a presigned or granted GET, a capability) is never persisted, nor its
+// expiry -- withFreshURL resolves a new one for each replay.
+func withoutURLs(a service.IdempotentAnswer) service.IdempotentAnswer {
+	var doc map[string]json.RawMessage
+	if !strings.HasPrefix(a.ContentType, "application/json") || json.Unmarshal(a.Body, &doc) != nil {
+		return a
+	}
+	_, hasURL := doc["url"]
+	_, hasExpiry := doc["urlExpiredAt"]
+	if !hasURL && !hasExpiry {
+		return a
+	}
+	delete(doc, "url")
+	delete(doc, "urlExpiredAt")
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return a
+	}
+	a.Body = append(b, '\n')
+	return a
+}
+
+// withFreshURL is a recorded file answer with the URL it was recorded
+// without: resolved again for the caller, as the file's detail would give
+// it now. A file that is no longer ready or visible is replayed without.
+func (s *Server) withFreshURL(ctx context.Context, a service.IdempotentAnswer) service.IdempotentAnswer {
+	var doc map[string]json.RawMessage
+	if !strings.HasPrefix(a.ContentType, "application/json") || json.Unmarshal(a.Body, &doc) != nil {
+		return a
+	}
+	var f struct{ ID, Status string }
+	if _, has := doc["url"]; has || json.Unmarshal(a.Body, &f) != nil || f.ID == "" || f.Status != string(service.StatusReady) {
+		return a
+	}
+	u, err := s.svc.ResolveURL(ctx, f.ID)
+	if err != nil {
+		return a
+	}
+	doc["url"], _ = json.Marshal(u.URL)
+	if u.URLExpiredAt != nil {
+		doc["urlExpiredAt"], _ = json.Marshal(u.URLExpiredAt)
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return a
+	}
+	a.Body = append(b, '\n')
+	return a
 }
 
 // runIdempotent runs next holding k: from the file a dead request with the
@@ -203,7 +254,7 @@ func (s *Server) runIdempotent(w http.ResponseWriter, r *http.Request, k *servic
 				return
 			}
 			a.Fingerprint = fp
-			k.Finish(context.WithoutCancel(ctx), a)
+			k.Finish(context.WithoutCancel(ctx), withoutURLs(a))
 			writeAnswer(w, r.Pattern, a, true)
 			return
 		}
@@ -224,9 +275,9 @@ func (s *Server) runIdempotent(w http.ResponseWriter, r *http.Request, k *servic
 	case rec.status >= 500 || rec.status == 0 || rec.overflow || drainErr != nil:
 		k.Release(context.WithoutCancel(ctx))
 	default:
-		k.Finish(context.WithoutCancel(ctx), service.IdempotentAnswer{
+		k.Finish(context.WithoutCancel(ctx), withoutURLs(service.IdempotentAnswer{
 			Fingerprint: h.Sum(nil), Status: rec.status, ContentType: rec.Header().Get("Content-Type"), Body: rec.body.Bytes(),
-		})
+		}))
 	}
 }
 

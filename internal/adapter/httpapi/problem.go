@@ -50,6 +50,7 @@ var statusOf = map[string]int{
 	service.ErrDeleteFailed.Code:             http.StatusServiceUnavailable,
 	service.ErrCleanupFailed.Code:            http.StatusServiceUnavailable,
 	service.ErrUploadTargetInvalid.Code:      http.StatusForbidden,
+	service.ErrDownloadURLInvalid.Code:       http.StatusForbidden,
 	service.ErrQuotaExceeded.Code:            http.StatusRequestEntityTooLarge,
 	service.ErrVariantRefused.Code:           http.StatusUnprocessableEntity,
 	service.ErrVariantFailed.Code:            http.StatusServiceUnavailable,

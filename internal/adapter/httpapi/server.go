@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -502,11 +503,17 @@ func (s *Server) HostGetFileVariant(ctx context.Context, req api.HostGetFileVari
 
 // DownloadFileVariant implements api.StrictServerInterface.
 func (s *Server) DownloadFileVariant(ctx context.Context, req api.DownloadFileVariantRequestObject) (api.DownloadFileVariantResponseObject, error) {
-	d, err := s.svc.DownloadVariant(ctx, req.Id, req.Preset)
+	var d *service.Download
+	var err error
+	if req.Params.Grant != nil {
+		d, err = s.svc.DownloadGranted(ctx, req.Id, req.Preset, grantQuery(req.Params.Expires, req.Params.Grant))
+	} else {
+		d, err = s.svc.DownloadVariant(ctx, req.Id, req.Preset)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return bytesResponse{ctx: ctx, d: d}, nil
+	return bytesResponse{ctx: ctx, d: d, granted: req.Params.Grant != nil}, nil
 }
 
 func httpVariant(v *service.Variant) api.FileVariant {
@@ -518,11 +525,26 @@ func httpVariant(v *service.Variant) api.FileVariant {
 
 // DownloadFile implements api.StrictServerInterface.
 func (s *Server) DownloadFile(ctx context.Context, req api.DownloadFileRequestObject) (api.DownloadFileResponseObject, error) {
-	d, err := s.svc.Download(ctx, req.Id)
+	var d *service.Download
+	var err error
+	if req.Params.Grant != nil {
+		d, err = s.svc.DownloadGranted(ctx, req.Id, "", grantQuery(req.Params.Expires, req.Params.Grant))
+	} else {
+		d, err = s.svc.Download(ctx, req.Id)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return bytesResponse{ctx: ctx, d: d}, nil
+	return bytesResponse{ctx: ctx, d: d, granted: req.Params.Grant != nil}, nil
+}
+
+// grantQuery is the query of a granted download URL, from its parameters.
+func grantQuery(expires, grant *string) url.Values {
+	q := url.Values{"grant": {*grant}}
+	if expires != nil {
+		q.Set("expires", *expires)
+	}
+	return q
 }
 
 // bytesResponse serves a download: the allowlisted type, the sandbox
@@ -532,6 +554,9 @@ func (s *Server) DownloadFile(ctx context.Context, req api.DownloadFileRequestOb
 type bytesResponse struct {
 	ctx context.Context
 	d   *service.Download
+	// granted: a signed URL's answer, which other origins may embed
+	// (Cross-Origin-Resource-Policy cross-origin, as a presigned GET).
+	granted bool
 }
 
 func (b bytesResponse) visit(w http.ResponseWriter) error {
@@ -542,7 +567,7 @@ func (b bytesResponse) visit(w http.ResponseWriter) error {
 		ct = "application/octet-stream"
 	}
 	h.Set("Content-Type", ct)
-	servecontent.SandboxHeaders(h, false)
+	servecontent.SandboxHeaders(h, b.granted)
 	disp := filecheck.AttachmentDisposition(b.d.FileName)
 	if b.d.Disposition == service.DispositionInline {
 		// As an S3 presigned URL answers: the file's own disposition. The

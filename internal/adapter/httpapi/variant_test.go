@@ -63,13 +63,10 @@ func TestVariantsOverHTTP(t *testing.T) {
 			require.EqualValues(t, "image/jpeg", v.JSON200.ContentType)
 			noStorageRefs(t, s, v.Body, id)
 
-			// The URL serves the variant (presigned on S3, the
-			// authenticated route on the local driver).
+			// The URL serves the variant with no token (presigned on S3,
+			// the granted download route on the local driver).
 			req, err := http.NewRequest(http.MethodGet, v.JSON200.Url, nil)
 			require.NoError(t, err)
-			if driver == service.DriverLocal {
-				req.Header.Set("Authorization", "Bearer "+tok)
-			}
 			resp, err := http.DefaultClient.Do(req)
 			require.NoError(t, err)
 			raw, err := io.ReadAll(resp.Body)
@@ -82,7 +79,7 @@ func TestVariantsOverHTTP(t *testing.T) {
 			require.Equal(t, "jpeg", format)
 			require.Equal(t, image.Rect(0, 0, 32, 24), m.Bounds())
 
-			dl, err := alice.DownloadFileVariantWithResponse(ctx, id, "thumb")
+			dl, err := alice.DownloadFileVariantWithResponse(ctx, id, "thumb", nil)
 			require.NoError(t, err)
 			require.Equal(t, http.StatusOK, dl.StatusCode())
 			require.Equal(t, raw, dl.Body)
@@ -114,7 +111,7 @@ func TestVariantsOverHTTP(t *testing.T) {
 					return r.HTTPResponse, r.Body
 				},
 				"cross-tenant bytes": func() (*http.Response, []byte) {
-					r, err := mallory.DownloadFileVariantWithResponse(ctx, id, "thumb")
+					r, err := mallory.DownloadFileVariantWithResponse(ctx, id, "thumb", nil)
 					require.NoError(t, err)
 					return r.HTTPResponse, r.Body
 				},

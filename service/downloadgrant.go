@@ -1,0 +1,182 @@
+package service
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/uploadedfile/uploadedfile/internal/storage"
+)
+
+// On the local driver a private file's url is a signed GET of its download
+// route, like a presigned S3 GET: it needs no token and no row read.
+//
+//	{host}/{downloadPath}/{id}/download?expires=…&grant=…
+//	{host}/{downloadPath}/{id}/variants/{preset}/download?expires=…&grant=…
+//
+// The grant is sealed (AES-256-GCM, a key derived from the signing key the
+// replicas share through the database): it carries the object's storage key,
+// the name the bytes are served as and their disposition, so the URL names
+// neither the key nor the tenant, and nothing in it can be changed or moved
+// to another id, preset or expiry (all three are authenticated). Its
+// lifetime is the S3 presigned GET's: at most privateDownloadUrlTtlSeconds,
+// never past a temporary file's expiry. What the grant cannot know is a
+// later delete: the route then answers 404 once the object is gone, as the
+// store does for a presigned GET.
+
+// Query parameters of a granted download URL.
+const (
+	grantExpires = "expires"
+	grantParam   = "grant"
+)
+
+// grantInline marks a grant whose bytes are served inline.
+const grantInline = 1
+
+// maxGrantLength bounds a grant before it is decoded: a storage key and a
+// file name, each bounded, with the seal's nonce and tag.
+const maxGrantLength = 4096
+
+// IsGranted reports whether q is a granted download URL's query (the
+// request carries its own authorization instead of a bearer token).
+func IsGranted(q url.Values) bool { return q.Has(grantParam) }
+
+// grantSealer returns the AEAD that seals download grants, derived once per
+// service from the shared signing key.
+func (s *Service) grantSealer(ctx context.Context) (cipher.AEAD, error) {
+	if a := s.keys.grants.Load(); a != nil {
+		return *a, nil
+	}
+	key, err := s.signingKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte("uploadedfile-download-grant-v1"))
+	block, err := aes.NewCipher(mac.Sum(nil))
+	if err != nil {
+		return nil, err
+	}
+	a, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	s.keys.grants.Store(&a)
+	return a, nil
+}
+
+// grantAD is what a grant is bound to besides its sealed content.
+func grantAD(id uuid.UUID, preset string, expires int64) []byte {
+	ad := make([]byte, 0, 64)
+	ad = append(ad, id[:]...)
+	ad = binary.AppendUvarint(ad, uint64(len(preset)))
+	ad = append(ad, preset...)
+	return binary.BigEndian.AppendUint64(ad, uint64(expires))
+}
+
+// grantedURL is the signed download URL of o (of file id; preset "" for
+// the file itself) valid until expires.
+func (s *Service) grantedURL(ctx context.Context, id uuid.UUID, preset string, o objectRef, inline bool, expires time.Time) (string, error) {
+	a, err := s.grantSealer(ctx)
+	if err != nil {
+		return "", err
+	}
+	var flags byte
+	if inline {
+		flags = grantInline
+	}
+	plain := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(o.key)+len(o.name))
+	plain = append(plain, flags)
+	plain = binary.AppendUvarint(plain, uint64(len(o.key)))
+	plain = append(plain, o.key...)
+	plain = append(plain, o.name...)
+	sealed := make([]byte, a.NonceSize(), a.NonceSize()+len(plain)+a.Overhead())
+	_, _ = rand.Read(sealed)
+	sealed = a.Seal(sealed, sealed, plain, grantAD(id, preset, expires.Unix()))
+	q := url.Values{grantExpires: {strconv.FormatInt(expires.Unix(), 10)}, grantParam: {base64.RawURLEncoding.EncodeToString(sealed)}}
+	return o.route + "?" + q.Encode(), nil
+}
+
+// DownloadGranted returns the bytes a granted download URL names: the
+// file's (preset "") or one of its variants'. The grant is checked before
+// anything is looked at: a grant that does not open for this id, preset and
+// expiry, or whose expiry has passed, is ErrDownloadURLInvalid -- the same
+// answer whether or not the file exists. No row is read; an object deleted
+// since is ErrNotFound.
+func (s *Service) DownloadGranted(ctx context.Context, id, preset string, q url.Values) (*Download, error) {
+	if s.store.Kind() == storage.KindS3 {
+		return nil, ErrDownloadURLInvalid
+	}
+	uid, err := uuid.Parse(id)
+	raw := q.Get(grantParam)
+	if err != nil || len(raw) > maxGrantLength {
+		return nil, ErrDownloadURLInvalid
+	}
+	expires, err := strconv.ParseInt(q.Get(grantExpires), 10, 64)
+	if err != nil {
+		return nil, ErrDownloadURLInvalid
+	}
+	sealed, err := base64.RawURLEncoding.DecodeString(raw)
+	if err != nil {
+		return nil, ErrDownloadURLInvalid
+	}
+	a, err := s.grantSealer(ctx)
+	if err != nil {
+		return nil, s.internalError(ctx, ErrNotFound, "load the signing key", err)
+	}
+	if len(sealed) < a.NonceSize()+a.Overhead() {
+		return nil, ErrDownloadURLInvalid
+	}
+	nonce, box := sealed[:a.NonceSize()], sealed[a.NonceSize():]
+	plain, err := a.Open(box[:0:0], nonce, box, grantAD(uid, preset, expires))
+	if err != nil || !s.clock().Before(time.Unix(expires, 0)) {
+		return nil, ErrDownloadURLInvalid
+	}
+	key, name, inline, ok := parseGrant(plain)
+	if !ok {
+		return nil, ErrDownloadURLInvalid
+	}
+	d := &Download{FileName: name, Disposition: DispositionAttachment}
+	if inline {
+		d.Disposition = DispositionInline
+	}
+	fo, _ := s.store.(storage.FileOpener)
+	if fo == nil {
+		return s.openObject(ctx, uid, key, name, "", string(d.Disposition))
+	}
+	f, oi, err := fo.OpenFile(key)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return nil, ErrNotFound // deleted since the grant was made
+	case err != nil:
+		return nil, s.internalError(ctx, ErrNotFound, "open stored object", err, "file_id", uid)
+	}
+	d.Body, d.Size, d.ETag, d.LastModified = f, oi.Size, oi.ETag, oi.LastModified
+	return d, nil
+}
+
+// parseGrant splits an opened grant into its storage key, file name and
+// inline flag.
+func parseGrant(plain []byte) (key, name string, inline, ok bool) {
+	if len(plain) < 1 {
+		return "", "", false, false
+	}
+	flags, rest := plain[0], plain[1:]
+	n, w := binary.Uvarint(rest)
+	if w <= 0 || n > uint64(len(rest)-w) {
+		return "", "", false, false
+	}
+	rest = rest[w:]
+	return string(rest[:n]), string(rest[n:]), flags&grantInline != 0, true
+}

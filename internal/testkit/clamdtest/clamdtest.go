@@ -89,6 +89,8 @@ MaxThreads 8
 SelfCheck 0
 AlertExceedsMax yes
 AlertEncrypted yes
+ScanImageFuzzyHash no
+MaxScanTime 25000
 MaxRecursion %d
 MaxFiles %d
 `, filepath.Join(d.dir, "db"), d.port, filepath.Join(d.dir, "clamd.log"), d.maxM, MaxRecursion, MaxFiles)), 0o600))

@@ -88,6 +88,9 @@ func (e *env) detailURL(id string) (string, error) {
 	if err := json.Unmarshal(b, &d); err != nil || d.URL == "" {
 		return "", fmt.Errorf("detail of %s: no url (%v)", id, err)
 	}
+	if strings.HasPrefix(d.URL, "/") { // no host configured: relative to the server
+		return e.uf.url + d.URL, nil
+	}
 	return d.URL, nil
 }
 

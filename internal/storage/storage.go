@@ -189,11 +189,14 @@ func ValidateKey(key string) error {
 		return fmt.Errorf("%w: length %d", ErrInvalidKey, len(key))
 	case !utf8.ValidString(key):
 		return fmt.Errorf("%w: not UTF-8", ErrInvalidKey)
-	case strings.ContainsAny(key, "\\"):
-		return fmt.Errorf("%w: backslash", ErrInvalidKey)
 	}
-	for _, r := range key {
-		if r < 0x20 || r == 0x7f {
+	// Byte by byte: in valid UTF-8 every byte of a multi-byte rune is at
+	// least 0x80, so a control character or a backslash is its own byte.
+	for i := 0; i < len(key); i++ {
+		switch c := key[i]; {
+		case c == '\\':
+			return fmt.Errorf("%w: backslash", ErrInvalidKey)
+		case c < 0x20 || c == 0x7f:
 			return fmt.Errorf("%w: control character", ErrInvalidKey)
 		}
 	}

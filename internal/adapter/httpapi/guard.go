@@ -348,21 +348,6 @@ func signedContentPut(r *http.Request) bool {
 	return ok && id != "" && tail == "content"
 }
 
-// grantedDownload: a GET of a download route that carries its own grant
-// (the local driver's signed URL; the service opens it before anything is
-// looked at): no token.
-func grantedDownload(r *http.Request) bool {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		return false
-	}
-	rest, ok := strings.CutPrefix(r.URL.Path, "/uploaded-file/")
-	if !ok || !strings.HasSuffix(rest, "/download") || !service.IsGranted(r.URL.Query()) {
-		return false
-	}
-	id, tail, _ := strings.Cut(rest, "/")
-	return id != "" && (tail == "download" || strings.HasPrefix(tail, "variants/") && strings.Count(tail, "/") == 2)
-}
-
 // validDepartment: the department claim is absent, empty (no department),
 // or a string a scope can hold -- never another type, which would silently
 // drop the department boundary.
@@ -414,7 +399,7 @@ func (g *Guard) traced(ctx context.Context, raw string) (identity, error) {
 // scope is 404 like any unreachable resource.
 func (g *Guard) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || signedContentPut(r) || grantedDownload(r) {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || signedContentPut(r) {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -104,6 +103,7 @@ func New(o Options) http.Handler {
 		o.Guard.tracer = o.TracerProvider.Tracer("github.com/uploadedfile/uploadedfile/internal/adapter/httpapi")
 	}
 	h = o.Guard.Middleware(h)
+	h = withGrantedDownloads(o.Service, ew, h)
 	h = withFavicon(h)
 	h = limitBodies(h, bodyTimeouts{total: cmp.Or(o.BodyReadTimeout, DefaultBodyReadTimeout), idle: cmp.Or(o.BodyIdleTimeout, DefaultBodyIdleTimeout)})
 	var metrics *requestMetrics
@@ -503,17 +503,11 @@ func (s *Server) HostGetFileVariant(ctx context.Context, req api.HostGetFileVari
 
 // DownloadFileVariant implements api.StrictServerInterface.
 func (s *Server) DownloadFileVariant(ctx context.Context, req api.DownloadFileVariantRequestObject) (api.DownloadFileVariantResponseObject, error) {
-	var d *service.Download
-	var err error
-	if req.Params.Grant != nil {
-		d, err = s.svc.DownloadGranted(ctx, req.Id, req.Preset, grantQuery(req.Params.Expires, req.Params.Grant))
-	} else {
-		d, err = s.svc.DownloadVariant(ctx, req.Id, req.Preset)
-	}
+	d, err := s.svc.DownloadVariant(ctx, req.Id, req.Preset)
 	if err != nil {
 		return nil, err
 	}
-	return bytesResponse{ctx: ctx, d: d, granted: req.Params.Grant != nil}, nil
+	return bytesResponse{ctx: ctx, d: d}, nil
 }
 
 func httpVariant(v *service.Variant) api.FileVariant {
@@ -525,26 +519,11 @@ func httpVariant(v *service.Variant) api.FileVariant {
 
 // DownloadFile implements api.StrictServerInterface.
 func (s *Server) DownloadFile(ctx context.Context, req api.DownloadFileRequestObject) (api.DownloadFileResponseObject, error) {
-	var d *service.Download
-	var err error
-	if req.Params.Grant != nil {
-		d, err = s.svc.DownloadGranted(ctx, req.Id, "", grantQuery(req.Params.Expires, req.Params.Grant))
-	} else {
-		d, err = s.svc.Download(ctx, req.Id)
-	}
+	d, err := s.svc.Download(ctx, req.Id)
 	if err != nil {
 		return nil, err
 	}
-	return bytesResponse{ctx: ctx, d: d, granted: req.Params.Grant != nil}, nil
-}
-
-// grantQuery is the query of a granted download URL, from its parameters.
-func grantQuery(expires, grant *string) url.Values {
-	q := url.Values{"grant": {*grant}}
-	if expires != nil {
-		q.Set("expires", *expires)
-	}
-	return q
+	return bytesResponse{ctx: ctx, d: d}, nil
 }
 
 // bytesResponse serves a download: the allowlisted type, the sandbox

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/rand"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/crypto/chacha20poly1305"
 
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 )
@@ -25,8 +25,10 @@ import (
 //	{host}/{downloadPath}/{id}/download?expires=…&grant=…
 //	{host}/{downloadPath}/{id}/variants/{preset}/download?expires=…&grant=…
 //
-// The grant is sealed (AES-256-GCM, a key derived from the signing key the
-// replicas share through the database): it carries the object's storage key,
+// The grant is sealed (XChaCha20-Poly1305 under a key derived from the
+// signing key the replicas share through the database; its 192-bit random
+// nonces stay unique however many URLs a deployment hands out, where
+// AES-GCM's 96-bit ones would not): it carries the object's storage key,
 // the name the bytes are served as and their disposition, so the URL names
 // neither the key nor the tenant, and nothing in it can be changed or moved
 // to another id, preset or expiry (all three are authenticated). Its
@@ -64,11 +66,7 @@ func (s *Service) grantSealer(ctx context.Context) (cipher.AEAD, error) {
 	}
 	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte("uploadedfile-download-grant-v1"))
-	block, err := aes.NewCipher(mac.Sum(nil))
-	if err != nil {
-		return nil, err
-	}
-	a, err := cipher.NewGCM(block)
+	a, err := chacha20poly1305.NewX(mac.Sum(nil))
 	if err != nil {
 		return nil, err
 	}

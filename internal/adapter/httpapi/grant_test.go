@@ -88,6 +88,11 @@ func TestGrantedDownloadURL(t *testing.T) {
 	require.Equal(t, "%PDF-", got)
 	status, _, _ = getNoToken(t, u, "If-None-Match", h.Get("ETag"))
 	require.Equal(t, http.StatusNotModified, status)
+	head, err := http.Head(u)
+	require.NoError(t, err)
+	head.Body.Close()
+	require.Equal(t, http.StatusOK, head.StatusCode, "HEAD as GET")
+	require.EqualValues(t, len(pdf), head.ContentLength)
 
 	// Another file of another tenant, to move the grant to.
 	other := s.client(s.token("globex", "mallory", nil))

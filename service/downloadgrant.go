@@ -29,9 +29,10 @@ import (
 // signing key the replicas share through the database; its 192-bit random
 // nonces stay unique however many URLs a deployment hands out, where
 // AES-GCM's 96-bit ones would not): it carries the object's storage key,
-// the name the bytes are served as and their disposition, so the URL names
-// neither the key nor the tenant, and nothing in it can be changed or moved
-// to another id, preset or expiry (all three are authenticated). Its
+// its content type, the name the bytes are served as and their disposition,
+// so the URL names neither the key nor the tenant, and nothing in it can be
+// changed or moved to another id, preset or expiry (all three are
+// authenticated). Its
 // lifetime is the S3 presigned GET's: at most privateDownloadUrlTtlSeconds,
 // never past a temporary file's expiry. What the grant cannot know is a
 // later delete: the route then answers 404 once the object is gone, as the
@@ -94,10 +95,10 @@ func (s *Service) grantedURL(ctx context.Context, id uuid.UUID, preset string, o
 	if inline {
 		flags = grantInline
 	}
-	plain := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(o.key)+len(o.name))
+	plain := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(o.key)+len(o.contentType)+len(o.name))
 	plain = append(plain, flags)
-	plain = binary.AppendUvarint(plain, uint64(len(o.key)))
-	plain = append(plain, o.key...)
+	plain = appendField(plain, o.key)
+	plain = appendField(plain, o.contentType)
 	plain = append(plain, o.name...)
 	sealed := make([]byte, a.NonceSize(), a.NonceSize()+len(plain)+a.Overhead())
 	_, _ = rand.Read(sealed)
@@ -141,40 +142,59 @@ func (s *Service) DownloadGranted(ctx context.Context, id, preset string, q url.
 	if err != nil || !s.clock().Before(time.Unix(expires, 0)) {
 		return nil, ErrDownloadURLInvalid
 	}
-	key, name, inline, ok := parseGrant(plain)
+	g, ok := parseGrant(plain)
 	if !ok {
 		return nil, ErrDownloadURLInvalid
 	}
-	d := &Download{FileName: name, Disposition: DispositionAttachment}
-	if inline {
+	d := &Download{FileName: g.name, ContentType: g.contentType, Disposition: DispositionAttachment}
+	if g.inline {
 		d.Disposition = DispositionInline
 	}
-	fo, _ := s.store.(storage.FileOpener)
-	if fo == nil {
-		return s.openObject(ctx, uid, key, name, "", string(d.Disposition))
-	}
-	f, oi, err := fo.OpenFile(key)
+	err = s.openStored(ctx, d, g.key)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return nil, ErrNotFound // deleted since the grant was made
 	case err != nil:
 		return nil, s.internalError(ctx, ErrNotFound, "open stored object", err, "file_id", uid)
 	}
-	d.Body, d.Size, d.ETag, d.LastModified = f, oi.Size, oi.ETag, oi.LastModified
 	return d, nil
 }
 
-// parseGrant splits an opened grant into its storage key, file name and
-// inline flag.
-func parseGrant(plain []byte) (key, name string, inline, ok bool) {
+// grant is what a download grant carries: the object's storage key, its
+// content type, the name it is served as and whether inline.
+type grant struct {
+	key, contentType, name string
+	inline                 bool
+}
+
+// appendField appends v length-prefixed.
+func appendField(b []byte, v string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(v))), v...)
+}
+
+// cutField cuts a length-prefixed field off the front of b.
+func cutField(b []byte) (v string, rest []byte, ok bool) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || n > uint64(len(b)-w) {
+		return "", nil, false
+	}
+	return string(b[w : w+int(n)]), b[w+int(n):], true
+}
+
+// parseGrant reads an opened grant: flags, key, content type, then the
+// name (the rest).
+func parseGrant(plain []byte) (g grant, ok bool) {
 	if len(plain) < 1 {
-		return "", "", false, false
+		return grant{}, false
 	}
-	flags, rest := plain[0], plain[1:]
-	n, w := binary.Uvarint(rest)
-	if w <= 0 || n > uint64(len(rest)-w) {
-		return "", "", false, false
+	g.inline = plain[0]&grantInline != 0
+	rest := plain[1:]
+	if g.key, rest, ok = cutField(rest); !ok {
+		return grant{}, false
 	}
-	rest = rest[w:]
-	return string(rest[:n]), string(rest[n:]), flags&grantInline != 0, true
+	if g.contentType, rest, ok = cutField(rest); !ok {
+		return grant{}, false
+	}
+	g.name = string(rest)
+	return g, true
 }

@@ -199,29 +199,39 @@ func (s *Service) lookupError(ctx context.Context, err error) error {
 }
 
 // openObject opens the object at key (of file id) for a download served
-// as name, of contentType, with disposition.
+// as name, of contentType, with disposition; a failure is logged (the row
+// names an object the store cannot give).
 func (s *Service) openObject(ctx context.Context, id uuid.UUID, key, name, contentType, disposition string) (*Download, error) {
 	d := &Download{FileName: name, ContentType: contentType, Disposition: Disposition(disposition)}
+	if err := s.openStored(ctx, d, key); err != nil {
+		return nil, s.internalError(ctx, ErrNotFound, "open stored object", err, "file_id", id)
+	}
+	return d, nil
+}
+
+// openStored fills d's body, size, ETag and modification time from the
+// object at key: an open file where the store has one (Range and sendfile),
+// its stream otherwise. The store's error is returned as it is.
+func (s *Service) openStored(ctx context.Context, d *Download, key string) error {
 	if fo, ok := s.store.(storage.FileOpener); ok {
 		f, oi, err := fo.OpenFile(key)
-		switch {
-		case err == nil:
-			d.Body, d.Size, d.ETag, d.LastModified = f, oi.Size, oi.ETag, oi.LastModified
-			return d, nil
-		case !errors.Is(err, storage.ErrUnsupported):
-			return nil, s.internalError(ctx, ErrNotFound, "open stored object", err, "file_id", id)
+		if !errors.Is(err, storage.ErrUnsupported) {
+			if err == nil {
+				d.Body, d.Size, d.ETag, d.LastModified = f, oi.Size, oi.ETag, oi.LastModified
+			}
+			return err
 		}
 	}
 	oi, err := s.store.Stat(ctx, key)
 	if err != nil {
-		return nil, s.internalError(ctx, ErrNotFound, "stat stored object", err, "file_id", id)
+		return err
 	}
 	body, err := s.store.Open(ctx, key, nil)
 	if err != nil {
-		return nil, s.internalError(ctx, ErrNotFound, "open stored object", err, "file_id", id)
+		return err
 	}
 	d.Body, d.Size, d.ETag, d.LastModified = body, oi.Size, oi.ETag, oi.LastModified
-	return d, nil
+	return nil
 }
 
 // result builds the URL-aware result of a row; dbNow is the database time

@@ -65,6 +65,7 @@ func TestReads(t *testing.T) {
 				g.Body.Close()
 				require.Equal(t, pdf, string(got))
 				require.Equal(t, "Résumé.pdf", g.FileName)
+				require.Equal(t, "application/pdf", g.ContentType, "as Download answers it")
 				_, err = b.svc.DownloadGranted(context.Background(), id, "thumb", p.Query())
 				require.ErrorIs(t, err, service.ErrDownloadURLInvalid, "bound to its preset")
 				b.clock.Advance(15 * time.Minute)

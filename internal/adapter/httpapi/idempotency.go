@@ -187,38 +187,26 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, k *service.Idemp
 // (a presigned or granted GET, a capability) is never persisted, nor its
 // expiry -- withFreshURL resolves a new one for each replay.
 func withoutURLs(a service.IdempotentAnswer) service.IdempotentAnswer {
-	var doc map[string]json.RawMessage
-	if !strings.HasPrefix(a.ContentType, "application/json") || json.Unmarshal(a.Body, &doc) != nil {
-		return a
-	}
-	_, hasURL := doc["url"]
-	_, hasExpiry := doc["urlExpiredAt"]
-	if !hasURL && !hasExpiry {
+	doc, ok := answerDoc(a)
+	if !ok || (doc["url"] == nil && doc["urlExpiredAt"] == nil) {
 		return a
 	}
 	delete(doc, "url")
 	delete(doc, "urlExpiredAt")
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return a
-	}
-	a.Body = append(b, '\n')
-	return a
+	return withDoc(a, doc)
 }
 
 // withFreshURL is a recorded file answer with the URL it was recorded
 // without: resolved again for the caller, as the file's detail would give
 // it now. A file that is no longer ready or visible is replayed without.
 func (s *Server) withFreshURL(ctx context.Context, a service.IdempotentAnswer) service.IdempotentAnswer {
-	var doc map[string]json.RawMessage
-	if !strings.HasPrefix(a.ContentType, "application/json") || json.Unmarshal(a.Body, &doc) != nil {
+	doc, ok := answerDoc(a)
+	var id, status string
+	if !ok || doc["url"] != nil || json.Unmarshal(doc["id"], &id) != nil || json.Unmarshal(doc["status"], &status) != nil ||
+		status != string(service.StatusReady) {
 		return a
 	}
-	var f struct{ ID, Status string }
-	if _, has := doc["url"]; has || json.Unmarshal(a.Body, &f) != nil || f.ID == "" || f.Status != string(service.StatusReady) {
-		return a
-	}
-	u, err := s.svc.ResolveURL(ctx, f.ID)
+	u, err := s.svc.ResolveURL(ctx, id)
 	if err != nil {
 		return a
 	}
@@ -226,6 +214,21 @@ func (s *Server) withFreshURL(ctx context.Context, a service.IdempotentAnswer) s
 	if u.URLExpiredAt != nil {
 		doc["urlExpiredAt"], _ = json.Marshal(u.URLExpiredAt)
 	}
+	return withDoc(a, doc)
+}
+
+// answerDoc is a JSON answer's top-level object; false for any other
+// answer.
+func answerDoc(a service.IdempotentAnswer) (map[string]json.RawMessage, bool) {
+	var doc map[string]json.RawMessage
+	if !strings.HasPrefix(a.ContentType, "application/json") || json.Unmarshal(a.Body, &doc) != nil || doc == nil {
+		return nil, false
+	}
+	return doc, true
+}
+
+// withDoc is a with doc as its body.
+func withDoc(a service.IdempotentAnswer, doc map[string]json.RawMessage) service.IdempotentAnswer {
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return a

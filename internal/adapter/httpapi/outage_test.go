@@ -138,8 +138,21 @@ func TestDatabaseOutageIsNeverNotFound(t *testing.T) {
 
 	missing := fmt.Sprintf("/uploaded-file/%s", "0b0e7a36-3f7c-4d51-9a34-6c2b1c39a001")
 	before := do(t, s, outageRequest{method: "GET", path: missing}, user, host)
+	detail := do(t, s, outageRequest{method: "GET", path: "/uploaded-file/" + f.ready}, user, host)
+	require.Equal(t, http.StatusOK, detail.status, detail.body)
+	var granted struct{ URL string }
+	require.NoError(t, json.Unmarshal([]byte(detail.body), &granted))
 
 	restore := pgtest.CutConnections(t, s.pool)
+	// A granted download (the local driver's signed url) needs neither the
+	// database nor a token: the outage does not touch it, and a forged
+	// grant is still refused, never "not found".
+	grantedGet := do(t, s, outageRequest{method: "GET", path: granted.URL, anonymous: true}, "", "")
+	require.Equal(t, http.StatusOK, grantedGet.status, grantedGet.body)
+	require.Equal(t, pdf, grantedGet.body)
+	forged := do(t, s, outageRequest{method: "GET", path: strings.Replace(granted.URL, f.ready, f.image, 1), anonymous: true}, "", "")
+	require.Equal(t, http.StatusForbidden, forged.status, forged.body)
+	require.Contains(t, forged.body, "core.file.download-url-invalid")
 	for _, op := range ops {
 		reqs, ok := requests[strings.ToLower(op[:1])+op[1:]]
 		if !ok {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,6 +28,26 @@ import (
 type devServer struct {
 	base, token string
 	out         *syncBuffer
+	log         *lockedBuffer // what serve logged (stderr)
+	stop        func() error  // stops serve as a signal would, returning its error
+}
+
+// lockedBuffer is a bytes.Buffer written and read from several goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // syncBuffer is what serve printed, read while it runs.
@@ -55,17 +76,25 @@ func startDevOn(t *testing.T, dbURL, config string, args ...string) *devServer {
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &syncBuffer{ch: make(chan []byte, 64)}
 	done := make(chan error, 1)
+	logs := &lockedBuffer{}
 	go func() {
-		cmd := newRootCommand(out, io.Discard)
+		cmd := newRootCommand(out, logs)
 		cmd.SetArgs(append([]string{"--database-url", dbURL, "serve", "--dev", "--listen", "127.0.0.1:0", "--config", cfgFile, "--no-maintenance"}, args...))
 		done <- cmd.ExecuteContext(ctx)
 	}()
-	t.Cleanup(func() {
+	var stopped error
+	stop := sync.OnceValue(func() error {
 		cancel()
 		select {
-		case <-done:
+		case stopped = <-done:
 		case <-time.After(30 * time.Second):
-			t.Error("serve did not stop")
+			stopped = errors.New("serve did not stop")
+		}
+		return stopped
+	})
+	t.Cleanup(func() {
+		if err := stop(); err != nil && err.Error() == "serve did not stop" {
+			t.Error(err)
 		}
 	})
 	deadline := time.After(30 * time.Second)
@@ -87,6 +116,8 @@ func startDevOn(t *testing.T, dbURL, config string, args ...string) *devServer {
 		base:  regexp.MustCompile(`listening on (http://[0-9.:]+)`).FindStringSubmatch(out.buf.String())[1],
 		token: regexp.MustCompile(`export TOKEN=(\S+)`).FindStringSubmatch(out.buf.String())[1],
 		out:   out,
+		log:   logs,
+		stop:  stop,
 	}
 }
 

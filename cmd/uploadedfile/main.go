@@ -104,8 +104,10 @@ type globals struct {
 	output                      string          // --output: text or json
 	cfg                         *fileConfig     // loaded once, by config
 	environ                     func() []string // nil: os.Environ
-	stdout                      io.Writer
+	stdout, stderr              io.Writer
 	logger                      *slog.Logger
+	// accessLogger takes serve's access lines (nil: logger).
+	accessLogger *slog.Logger
 }
 
 // config is the configuration every command reads the same way: the file
@@ -140,7 +142,7 @@ func (g *globals) config() (fileConfig, error) {
 }
 
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
-	g := &globals{stdout: stdout}
+	g := &globals{stdout: stdout, stderr: stderr}
 	root := &cobra.Command{
 		Use:   binaryName(),
 		Short: "Stores uploaded files: metadata in PostgreSQL, bytes on disk or in S3",

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -35,6 +36,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/adapter/tracks"
 	"github.com/uploadedfile/uploadedfile/internal/adapter/webui"
 	"github.com/uploadedfile/uploadedfile/internal/clamd"
+	"github.com/uploadedfile/uploadedfile/internal/logsink"
 	"github.com/uploadedfile/uploadedfile/internal/pgurl"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 	"github.com/uploadedfile/uploadedfile/internal/tracing"
@@ -121,9 +123,8 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		return err
 	}
 	defer shutdown() // flushes the last spans
-	// Every line logged inside a request carries its request id (and, with
-	// tracing, its trace and span).
-	g.logger = slog.New(tracing.LogHandler{Handler: g.logger.Handler(), RequestID: httpapi.RequestIDFrom})
+	sink := g.useLogSink()
+	defer sink.Close() // writes the access lines still waiting
 	pool, err := openPool(ctx, g.databaseURL, tracer)
 	if err != nil {
 		return err
@@ -174,6 +175,24 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		sweeps: !o.noSweeps, runner: runner, relay: relay,
 		srv: srv, ln: httpapi.LimitConnectionsPerClient(ln, cfg.maxConnectionsPerClient()), drain: o.drain, inflight: inflight,
 	})
+}
+
+// useLogSink sends serve's lines through a log sink on stderr: the access
+// lines wait in it and go out together, every other line at once, after
+// them. Every line logged inside a request carries its request id (and,
+// with tracing, its trace and span).
+func (g *globals) useLogSink() *logsink.Sink {
+	sink := logsink.New(g.stderr, 0, 0)
+	g.logger = requestLogger(sink.Immediate())
+	slog.SetDefault(g.logger)
+	g.accessLogger = requestLogger(sink.Deferred())
+	return sink
+}
+
+// requestLogger logs JSON lines to w, each line logged inside a request
+// with its request id (and, with tracing, its trace and span).
+func requestLogger(w io.Writer) *slog.Logger {
+	return slog.New(tracing.LogHandler{Handler: slog.NewJSONHandler(w, nil), RequestID: httpapi.RequestIDFrom})
 }
 
 // withServePages puts the development page and the API reference in front
@@ -290,6 +309,7 @@ func newServeHandler(ctx context.Context, g *globals, cfg fileConfig, pool *pgxp
 		BodyReadTimeout: cfg.BodyReadTimeout, BodyIdleTimeout: cfg.BodyIdleTimeout,
 		CORSAllowedOrigins: cfg.CORS.AllowedOrigins,
 		AccessLog:          cfg.AccessLog == nil || *cfg.AccessLog,
+		AccessLogger:       g.accessLogger,
 	})
 	return handler, guard, nil
 }

@@ -69,8 +69,13 @@ type Options struct {
 	// TracerProvider, when set, traces every request (otelhttp) and the
 	// guard's verification; nil traces nothing and wraps nothing.
 	TracerProvider trace.TracerProvider
-	// AccessLog writes one line per request to Logger (observe).
+	// AccessLog writes one line per request (observe) to AccessLogger,
+	// else to Logger.
 	AccessLog bool
+	// AccessLogger, when set, takes the access lines instead of Logger
+	// (serve sends them through a door of internal/logsink that gathers
+	// them into fewer writes).
+	AccessLogger *slog.Logger
 }
 
 // Defaults of the body read bounds: a 25 MiB upload at 1 Mbit/s fits in the
@@ -112,7 +117,7 @@ func New(o Options) http.Handler {
 	}
 	var accessLog *slog.Logger
 	if o.AccessLog {
-		accessLog = log
+		accessLog = cmp.Or(o.AccessLogger, log)
 	}
 	h = observe(h, mux, metrics, accessLog)
 	h = movedRoutes(o.DownloadPath, h)

@@ -106,8 +106,8 @@ type globals struct {
 	environ                     func() []string // nil: os.Environ
 	stdout, stderr              io.Writer
 	logger                      *slog.Logger
-	// accessLogger takes serve's access lines (nil: logger).
-	accessLogger *slog.Logger
+	// accessLines takes serve's access lines (nil: logger).
+	accessLines io.Writer
 }
 
 // config is the configuration every command reads the same way: the file

@@ -178,14 +178,14 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 }
 
 // useLogSink sends serve's lines through a log sink on stderr: the access
-// lines wait in it and go out together, every other line at once, after
-// them. Every line logged inside a request carries its request id (and,
+// lines (written by httpapi itself, Options.AccessLogWriter) wait in it and
+// go out together, every other line at once, after them. Every line logged inside a request carries its request id (and,
 // with tracing, its trace and span).
 func (g *globals) useLogSink() *logsink.Sink {
 	sink := logsink.New(g.stderr, 0, 0)
 	g.logger = requestLogger(sink.Immediate())
 	slog.SetDefault(g.logger)
-	g.accessLogger = requestLogger(sink.Deferred())
+	g.accessLines = sink.Deferred()
 	return sink
 }
 
@@ -309,7 +309,7 @@ func newServeHandler(ctx context.Context, g *globals, cfg fileConfig, pool *pgxp
 		BodyReadTimeout: cfg.BodyReadTimeout, BodyIdleTimeout: cfg.BodyIdleTimeout,
 		CORSAllowedOrigins: cfg.CORS.AllowedOrigins,
 		AccessLog:          cfg.AccessLog == nil || *cfg.AccessLog,
-		AccessLogger:       g.accessLogger,
+		AccessLogWriter:    g.accessLines,
 	})
 	return handler, guard, nil
 }

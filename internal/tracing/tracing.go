@@ -126,7 +126,9 @@ func end(ctx context.Context, err error, status string) {
 }
 
 // LogHandler adds trace_id and span_id to every record logged with a
-// context inside a span, and request_id when RequestID finds one.
+// context inside a span, and request_id when RequestID finds one -- each
+// unless the record names it itself (the access line carries its request
+// and trace ids; a JSON line must not name a key twice).
 type LogHandler struct {
 	slog.Handler
 	// RequestID reads the request id a context carries ("" for none).
@@ -135,7 +137,7 @@ type LogHandler struct {
 
 // Handle implements slog.Handler.
 func (h LogHandler) Handle(ctx context.Context, r slog.Record) error {
-	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && !hasAttr(r, "trace_id") {
 		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
 	}
 	if h.RequestID != nil && !hasAttr(r, "request_id") {
@@ -147,7 +149,7 @@ func (h LogHandler) Handle(ctx context.Context, r slog.Record) error {
 }
 
 // hasAttr reports whether r carries an attribute named key (a line that
-// names its request id itself, such as the access line).
+// names its request or trace id itself, such as the access line).
 func hasAttr(r slog.Record, key string) bool {
 	found := false
 	r.Attrs(func(a slog.Attr) bool {

@@ -1,9 +1,7 @@
 package httpapi
 
 import (
-	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -39,7 +37,7 @@ func newRequestMetrics(reg prometheus.Registerer) *requestMetrics {
 // and out, request id and trace id -- never the query (a signed target's
 // signature) nor a header (a token). It sits outside the guard, so a 401 is
 // counted like any answer. m nil: no metrics; log nil: no access line.
-func observe(next http.Handler, mux *http.ServeMux, m *requestMetrics, log *slog.Logger) http.Handler {
+func observe(next http.Handler, mux *http.ServeMux, m *requestMetrics, log accessLog) http.Handler {
 	if m == nil && log == nil {
 		return next
 	}
@@ -63,24 +61,12 @@ func observe(next http.Handler, mux *http.ServeMux, m *requestMetrics, log *slog
 			m.bytesOut.Add(float64(sw.n))
 		}
 		if log != nil {
-			logAccess(r.Context(), log.Handler(), r, route, sw, in, elapsed)
+			log.write(r.Context(), access{
+				at: start.Add(elapsed), method: r.Method, route: route, status: sw.code, elapsed: elapsed,
+				bytesIn: in, bytesOut: sw.n, requestID: requestID(r), traceID: traceID(r),
+			})
 		}
 	})
-}
-
-// logAccess writes the access line of a request. It hands the record to
-// the handler itself, as slog's docs show for wrappers: Logger.LogAttrs
-// would also walk the stack for the caller's pc (runtime.Callers, about
-// 1 us a request), which no handler here prints.
-func logAccess(ctx context.Context, h slog.Handler, r *http.Request, route string, sw *statusWriter, in int64, elapsed time.Duration) {
-	if !h.Enabled(ctx, slog.LevelInfo) {
-		return
-	}
-	rec := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
-	rec.AddAttrs(slog.String("method", r.Method), slog.String("route", route), slog.Int("status", sw.code),
-		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000), slog.Int64("bytes_in", in), slog.Int64("bytes_out", sw.n),
-		slog.String("request_id", requestID(r)), slog.String("trace_id", traceID(r)))
-	_ = h.Handle(ctx, rec) // a line that cannot be written is not the request's failure
 }
 
 // traceID is the request's trace id ("" outside a trace).

@@ -147,7 +147,7 @@ func TestTracesCoverGuardSQLAndStorage(t *testing.T) {
 	url := "http://" + ts.Listener.Addr().String()
 	svc, err := service.New(ctx, service.Config{LocalRoot: t.TempDir(), Host: url}, pool, service.WithLogger(logger), service.WithTracerProvider(tp))
 	require.NoError(t, err)
-	ts.Config.Handler = httpapi.New(httpapi.Options{Service: svc, Guard: guard, Logger: logger, DownloadPath: svc.EffectiveConfig().DownloadPath, TracerProvider: tp})
+	ts.Config.Handler = httpapi.New(httpapi.Options{Service: svc, Guard: guard, Logger: logger, DownloadPath: svc.EffectiveConfig().DownloadPath, TracerProvider: tp, AccessLog: true})
 	ts.Start()
 	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "alice", "tenant": "acme", "exp": time.Now().Add(time.Hour).Unix()}).SignedString(secret)
 	require.NoError(t, err)
@@ -198,17 +198,27 @@ func TestTracesCoverGuardSQLAndStorage(t *testing.T) {
 
 	logMu.Lock()
 	defer logMu.Unlock()
-	var refused map[string]any
+	var refused, refusedAccess map[string]any
+	var refusedAccessLine string
 	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(line), &m))
 		if m["msg"] == "upload refused" {
 			refused = m
 		}
+		if m["msg"] == "request" && m["status"] == float64(http.StatusUnprocessableEntity) {
+			refusedAccess, refusedAccessLine = m, line
+		}
 	}
 	require.NotNil(t, refused, "the refusal was logged: %s", logs.String())
 	require.Len(t, refused["trace_id"], 32, "with its trace id")
 	require.NotEmpty(t, refused["request_id"], "and its request id")
+	require.NotNil(t, refusedAccess, "the refused request's access line: %s", logs.String())
+	require.Equal(t, refused["trace_id"], refusedAccess["trace_id"], "the access line names the request's trace")
+	require.Equal(t, refused["request_id"], refusedAccess["request_id"])
+	for _, key := range []string{`"trace_id"`, `"request_id"`} {
+		require.Equal(t, 1, strings.Count(refusedAccessLine, key), "the access line names %s once: %s", key, refusedAccessLine)
+	}
 }
 
 type lockedWriter struct {

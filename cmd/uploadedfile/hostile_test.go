@@ -22,32 +22,15 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/testkit/clamdtest"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/s3test"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/syncbuf"
 )
 
 // devServer is a `serve --dev` running in this process.
 type devServer struct {
 	base, token string
 	out         *syncBuffer
-	log         *lockedBuffer // what serve logged (stderr)
-	stop        func() error  // stops serve as a signal would, returning its error
-}
-
-// lockedBuffer is a bytes.Buffer written and read from several goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	log         *syncbuf.Buffer // what serve logged (stderr)
+	stop        func() error    // stops serve as a signal would, returning its error
 }
 
 // syncBuffer is what serve printed, read while it runs.
@@ -76,24 +59,24 @@ func startDevOn(t *testing.T, dbURL, config string, args ...string) *devServer {
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &syncBuffer{ch: make(chan []byte, 64)}
 	done := make(chan error, 1)
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	go func() {
 		cmd := newRootCommand(out, logs)
 		cmd.SetArgs(append([]string{"--database-url", dbURL, "serve", "--dev", "--listen", "127.0.0.1:0", "--config", cfgFile, "--no-maintenance"}, args...))
 		done <- cmd.ExecuteContext(ctx)
 	}()
-	var stopped error
+	errStuck := errors.New("serve did not stop")
 	stop := sync.OnceValue(func() error {
 		cancel()
 		select {
-		case stopped = <-done:
+		case err := <-done:
+			return err
 		case <-time.After(30 * time.Second):
-			stopped = errors.New("serve did not stop")
+			return errStuck
 		}
-		return stopped
 	})
 	t.Cleanup(func() {
-		if err := stop(); err != nil && err.Error() == "serve did not stop" {
+		if err := stop(); errors.Is(err, errStuck) {
 			t.Error(err)
 		}
 	})

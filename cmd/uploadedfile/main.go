@@ -106,7 +106,7 @@ type globals struct {
 	environ                     func() []string // nil: os.Environ
 	stdout, stderr              io.Writer
 	logger                      *slog.Logger
-	// accessLines takes serve's access lines (nil: logger).
+	// accessLines takes serve's access lines (useLogSink; nil: logger).
 	accessLines io.Writer
 }
 

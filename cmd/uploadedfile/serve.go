@@ -178,9 +178,10 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 }
 
 // useLogSink sends serve's lines through a log sink on stderr: the access
-// lines (written by httpapi itself, Options.AccessLogWriter) wait in it and
-// go out together, every other line at once, after them. Every line logged inside a request carries its request id (and,
-// with tracing, its trace and span).
+// lines (appended by httpapi, Options.AccessLogWriter) wait in it and go
+// out together, every other line at once, after them. Every line logged
+// inside a request carries its request id (and, with tracing, its trace
+// and span).
 func (g *globals) useLogSink() *logsink.Sink {
 	sink := logsink.New(g.stderr, 0, 0)
 	g.logger = requestLogger(sink.Immediate())

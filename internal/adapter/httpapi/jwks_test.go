@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -21,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/internal/adapter/httpapi"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/syncbuf"
 )
 
 // jwksServer serves a key set that a test changes: down (503), or the
@@ -78,19 +78,6 @@ func esToken(t *testing.T, kid string, k *ecdsa.PrivateKey) string {
 	return s
 }
 
-// syncWriter is a log sink tests read while the guard writes.
-type syncWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-func (w *syncWriter) String() string { w.mu.Lock(); defer w.mu.Unlock(); return w.b.String() }
-
 // TestJWKSOutageRecoveryAndRotation: a JWKS that is down when the server
 // starts makes requests 503 core.keys.unavailable (not 401) and the guard
 // not ready; once it answers, tokens verify within seconds (not the
@@ -100,7 +87,7 @@ func (w *syncWriter) String() string { w.mu.Lock(); defer w.mu.Unlock(); return 
 func TestJWKSOutageRecoveryAndRotation(t *testing.T) {
 	t.Parallel()
 	j := newJWKSServer(t)
-	var logs syncWriter
+	var logs syncbuf.Buffer
 	g, err := httpapi.NewGuard(context.Background(), httpapi.AuthConfig{JWKSURL: j.srv.URL + "/jwks?secret=in-query", JWKSRefreshMin: 200 * time.Millisecond,
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	require.NoError(t, err, "a JWKS that is down at start does not stop the start")

@@ -21,6 +21,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/remote"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/s3test"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/syncbuf"
 	"github.com/uploadedfile/uploadedfile/internal/tracing"
 	"github.com/uploadedfile/uploadedfile/service"
 )
@@ -339,7 +340,7 @@ func TestStorageOutageIsNeverNotFound(t *testing.T) {
 // log lines carry.
 func TestAccessLogAndRequestIDs(t *testing.T) {
 	t.Parallel()
-	var logs syncWriter
+	var logs syncbuf.Buffer
 	s := startWith(t, service.DriverLocal, func(o *httpapi.Options) {
 		o.AccessLog, o.Logger = true, slog.New(tracing.LogHandler{Handler: slog.NewJSONHandler(&logs, nil), RequestID: httpapi.RequestIDFrom})
 	})

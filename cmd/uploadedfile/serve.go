@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -184,16 +183,10 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 // and span).
 func (g *globals) useLogSink() *logsink.Sink {
 	sink := logsink.New(g.stderr, 0, 0)
-	g.logger = requestLogger(sink.Immediate())
+	g.logger = slog.New(tracing.LogHandler{Handler: slog.NewJSONHandler(sink.Immediate(), nil), RequestID: httpapi.RequestIDFrom})
 	slog.SetDefault(g.logger)
 	g.accessLines = sink.Deferred()
 	return sink
-}
-
-// requestLogger logs JSON lines to w, each line logged inside a request
-// with its request id (and, with tracing, its trace and span).
-func requestLogger(w io.Writer) *slog.Logger {
-	return slog.New(tracing.LogHandler{Handler: slog.NewJSONHandler(w, nil), RequestID: httpapi.RequestIDFrom})
 }
 
 // withServePages puts the development page and the API reference in front

@@ -39,8 +39,7 @@ type Sink struct {
 	buf    []byte // deferred lines not yet written
 	limit  int
 	delay  time.Duration
-	timer  *time.Timer // writes buf delay after the first line in it
-	armed  bool        // timer runs for the lines in buf
+	timer  *time.Timer // armed by the first line of buf: writes it delay later
 	closed bool        // Close ran: every line is written at once
 	err    error       // the last failed write of a batch, for the next caller
 }
@@ -69,13 +68,6 @@ func (s *Sink) Deferred() io.Writer { return deferredDoor{s} }
 // first, then p, before Write returns.
 func (s *Sink) Immediate() io.Writer { return immediateDoor{s} }
 
-// Flush writes the waiting lines now.
-func (s *Sink) Flush() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.flushLocked()
-}
-
 // Close writes the waiting lines and stops waiting: lines written to
 // either door afterwards go out at once.
 func (s *Sink) Close() error {
@@ -83,7 +75,6 @@ func (s *Sink) Close() error {
 	defer s.mu.Unlock()
 	s.closed = true
 	s.timer.Stop()
-	s.armed = false
 	return s.flushLocked()
 }
 
@@ -105,11 +96,10 @@ func (d deferredDoor) Write(p []byte) (int, error) {
 			return 0, err
 		}
 	}
-	s.buf = append(s.buf, p...)
-	if !s.armed {
-		s.armed = true
+	if len(s.buf) == 0 {
 		s.timer.Reset(s.delay)
 	}
+	s.buf = append(s.buf, p...)
 	return len(p), nil
 }
 
@@ -141,14 +131,12 @@ func (s *Sink) flushLocked() error {
 	return err
 }
 
-// expire is the timer's: the first waiting line has waited delay.
+// expire is the timer's: the first waiting line has waited delay. A timer
+// that fires after its batch went out (full, or before an immediate line)
+// writes the next batch early, never late.
 func (s *Sink) expire() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.armed {
-		return // written meanwhile by a full batch or Close, and re-armed later if need be
-	}
-	s.armed = false
 	if err := s.flushLocked(); err != nil {
 		s.err = err
 	}

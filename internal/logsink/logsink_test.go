@@ -45,7 +45,7 @@ func TestDeferredLinesWaitAndGoOutTogether(t *testing.T) {
 	out, n := rec.output()
 	require.Zero(t, n, "deferred lines wait for the limit or the delay")
 	require.Empty(t, out)
-	require.NoError(t, s.Flush())
+	require.NoError(t, s.Close())
 	out, n = rec.output()
 	require.Equal(t, "access 0\naccess 1\naccess 2\n", out)
 	require.Equal(t, 1, n, "the waiting lines go out in one write")

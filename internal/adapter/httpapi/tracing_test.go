@@ -26,6 +26,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/gen/client"
 	"github.com/uploadedfile/uploadedfile/internal/adapter/httpapi"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/syncbuf"
 	"github.com/uploadedfile/uploadedfile/internal/tracing"
 	"github.com/uploadedfile/uploadedfile/service"
 )
@@ -135,9 +136,8 @@ func TestTracesCoverGuardSQLAndStorage(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 
-	var logs bytes.Buffer
-	var logMu sync.Mutex
-	logger := slog.New(tracing.LogHandler{Handler: slog.NewJSONHandler(lockedWriter{&logs, &logMu}, nil), RequestID: httpapi.RequestIDFrom})
+	var logs syncbuf.Buffer
+	logger := slog.New(tracing.LogHandler{Handler: slog.NewJSONHandler(&logs, nil), RequestID: httpapi.RequestIDFrom})
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)
 	guard, err := httpapi.NewGuard(ctx, httpapi.AuthConfig{HMACSecret: secret})
@@ -196,8 +196,6 @@ func TestTracesCoverGuardSQLAndStorage(t *testing.T) {
 	}
 	require.False(t, slices.Contains(names(complete), "FileInsertHidden"), "one request, one trace")
 
-	logMu.Lock()
-	defer logMu.Unlock()
 	var refused, refusedAccess map[string]any
 	var refusedAccessLine string
 	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
@@ -219,15 +217,4 @@ func TestTracesCoverGuardSQLAndStorage(t *testing.T) {
 	for _, key := range []string{`"trace_id"`, `"request_id"`} {
 		require.Equal(t, 1, strings.Count(refusedAccessLine, key), "the access line names %s once: %s", key, refusedAccessLine)
 	}
-}
-
-type lockedWriter struct {
-	w  io.Writer
-	mu *sync.Mutex
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

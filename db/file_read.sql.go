@@ -120,6 +120,7 @@ SELECT
     is_temporary,
     disposition,
     checksum,
+    etag,
     width,
     height,
     extra_data,
@@ -164,6 +165,7 @@ type FileGetDetailRow struct {
 	IsTemporary  bool
 	Disposition  string
 	Checksum     *string
+	ETag         *string
 	Width        *int32
 	Height       *int32
 	ExtraData    json.RawMessage
@@ -179,11 +181,13 @@ type FileGetDetailRow struct {
 }
 
 // What the detail lookup (Service.Find) answers of a visible file by id
-// within the scope: the columns of its response, whether it has expired and
-// the database time its URL is resolved at -- FileGetVisible's predicate,
-// 23 columns instead of the row's 34 and two (the lookup is the hottest
-// read after the download; the scope, lease and bookkeeping columns cost the
-// database and the client on every one). Zero rows: as FileGetVisible.
+// within the scope: the columns of its response, the object's version (its
+// URL's grant carries it, so the download need not read it from the
+// store), whether it has expired and the database time its URL is resolved
+// at -- FileGetVisible's predicate, 24 columns instead of the row's 34 and
+// two (the lookup is the hottest read after the download; the scope, lease
+// and bookkeeping columns cost the database and the client on every one).
+// Zero rows: as FileGetVisible.
 func (q *Queries) FileGetDetail(ctx context.Context, db DBTX, arg FileGetDetailParams) (FileGetDetailRow, error) {
 	row := db.QueryRow(ctx, fileGetDetail,
 		arg.Now,
@@ -205,6 +209,7 @@ func (q *Queries) FileGetDetail(ctx context.Context, db DBTX, arg FileGetDetailP
 		&i.IsTemporary,
 		&i.Disposition,
 		&i.Checksum,
+		&i.ETag,
 		&i.Width,
 		&i.Height,
 		&i.ExtraData,
@@ -313,6 +318,7 @@ SELECT
     original_name,
     content_type,
     disposition,
+    etag,
     (expired_at IS NOT NULL
         AND expired_at <= coalesce($1::timestamptz, now()))::boolean AS expired
 FROM uploaded_file
@@ -339,12 +345,14 @@ type FileGetDownloadRow struct {
 	OriginalName string
 	ContentType  string
 	Disposition  string
+	ETag         *string
 	Expired      bool
 }
 
 // What a download needs of a visible file by id within the scope: its key,
-// the name, type and disposition its response carries, and whether it has
-// expired -- FileGetVisible's predicate, five columns instead of the row
+// the name, type and disposition its response carries, the object's
+// version (so the store need not read it again), and whether it has
+// expired -- FileGetVisible's predicate, six columns instead of the row
 // (a download is the hottest read; the row's other columns cost the
 // database and the client on every one; the id is the caller's own).
 // Zero rows: as FileGetVisible.
@@ -362,6 +370,7 @@ func (q *Queries) FileGetDownload(ctx context.Context, db DBTX, arg FileGetDownl
 		&i.OriginalName,
 		&i.ContentType,
 		&i.Disposition,
+		&i.ETag,
 		&i.Expired,
 	)
 	return i, err

@@ -29,8 +29,8 @@ import (
 // signing key the replicas share through the database; its 192-bit random
 // nonces stay unique however many URLs a deployment hands out, where
 // AES-GCM's 96-bit ones would not): it carries the object's storage key,
-// its content type, the name the bytes are served as and their disposition,
-// so the URL names neither the key nor the tenant, and nothing in it can be
+// its content type and ETag, the name the bytes are served as and their
+// disposition, so the URL names neither the key nor the tenant, and nothing in it can be
 // changed or moved to another id, preset or expiry (all three are
 // authenticated). Its
 // lifetime is the S3 presigned GET's: at most privateDownloadUrlTtlSeconds,
@@ -44,8 +44,13 @@ const (
 	grantParam   = "grant"
 )
 
-// grantInline marks a grant whose bytes are served inline.
-const grantInline = 1
+// Flags of a grant: its bytes are served inline; it carries the object's
+// ETag (grants made before it did carry none, and their download reads it
+// from the store).
+const (
+	grantInline = 1 << iota
+	grantETag
+)
 
 // maxGrantLength bounds a grant before it is decoded: a storage key and a
 // file name, each bounded, with the seal's nonce and tag.
@@ -93,12 +98,18 @@ func (s *Service) grantedURL(ctx context.Context, id uuid.UUID, preset string, o
 	}
 	var flags byte
 	if inline {
-		flags = grantInline
+		flags |= grantInline
 	}
-	plain := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(o.key)+len(o.contentType)+len(o.name))
+	if o.etag != "" {
+		flags |= grantETag
+	}
+	plain := make([]byte, 0, 1+3*binary.MaxVarintLen64+len(o.key)+len(o.contentType)+len(o.etag)+len(o.name))
 	plain = append(plain, flags)
 	plain = appendField(plain, o.key)
 	plain = appendField(plain, o.contentType)
+	if o.etag != "" {
+		plain = appendField(plain, o.etag)
+	}
 	plain = append(plain, o.name...)
 	sealed := make([]byte, a.NonceSize(), a.NonceSize()+len(plain)+a.Overhead())
 	_, _ = rand.Read(sealed)
@@ -150,7 +161,7 @@ func (s *Service) DownloadGranted(ctx context.Context, id, preset string, q url.
 	if g.inline {
 		d.Disposition = DispositionInline
 	}
-	err = s.openStored(ctx, d, g.key)
+	err = s.openStored(ctx, d, g.key, g.etag)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return nil, ErrNotFound // deleted since the grant was made
@@ -161,10 +172,11 @@ func (s *Service) DownloadGranted(ctx context.Context, id, preset string, q url.
 }
 
 // grant is what a download grant carries: the object's storage key, its
-// content type, the name it is served as and whether inline.
+// content type, its ETag ("" in a grant made before grants carried it),
+// the name it is served as and whether inline.
 type grant struct {
-	key, contentType, name string
-	inline                 bool
+	key, contentType, etag, name string
+	inline                       bool
 }
 
 // appendField appends v length-prefixed.
@@ -181,8 +193,8 @@ func cutField(b []byte) (v string, rest []byte, ok bool) {
 	return string(b[w : w+int(n)]), b[w+int(n):], true
 }
 
-// parseGrant reads an opened grant: flags, key, content type, then the
-// name (the rest).
+// parseGrant reads an opened grant: flags, key, content type, the ETag
+// when flagged, then the name (the rest).
 func parseGrant(plain []byte) (g grant, ok bool) {
 	if len(plain) < 1 {
 		return grant{}, false
@@ -194,6 +206,11 @@ func parseGrant(plain []byte) (g grant, ok bool) {
 	}
 	if g.contentType, rest, ok = cutField(rest); !ok {
 		return grant{}, false
+	}
+	if plain[0]&grantETag != 0 {
+		if g.etag, rest, ok = cutField(rest); !ok {
+			return grant{}, false
+		}
 	}
 	g.name = string(rest)
 	return g, true

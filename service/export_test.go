@@ -33,3 +33,10 @@ func SetCompletionBeat(s *Service, d time.Duration) { s.completionBeat = d }
 
 // CompletionLease is completionLease.
 const CompletionLease = completionLease
+
+// GrantedURLWithoutETag is the url of row's object as it was granted
+// before grants carried the object's ETag.
+func (s *Service) GrantedURLWithoutETag(ctx context.Context, row db.UploadedFile) (string, error) {
+	o := objectRef{key: row.Key, route: s.downloadURL(row.ID), name: row.OriginalName, contentType: row.ContentType}
+	return s.grantedURL(ctx, row.ID, "", o, false, s.clock().Add(time.Minute))
+}

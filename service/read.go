@@ -51,7 +51,7 @@ func detailFile(r db.FileGetDetailRow) db.UploadedFile {
 	return db.UploadedFile{
 		ID: r.ID, Key: r.Key, CDN: r.CDN, OriginalName: r.OriginalName, SizeBytes: r.SizeBytes,
 		ContentType: r.ContentType, Visibility: r.Visibility, Status: r.Status,
-		IsTemporary: r.IsTemporary, Disposition: r.Disposition, Checksum: r.Checksum, Width: r.Width, Height: r.Height,
+		IsTemporary: r.IsTemporary, Disposition: r.Disposition, Checksum: r.Checksum, ETag: r.ETag, Width: r.Width, Height: r.Height,
 		ExtraData: r.ExtraData, Module: r.Module, Entity: r.Entity, EntityID: r.EntityID, Type: r.Type,
 		CreatedAt: r.CreatedAt, CompletedAt: r.CompletedAt, ExpiredAt: r.ExpiredAt,
 	}
@@ -101,7 +101,7 @@ func (s *Service) Download(ctx context.Context, id string) (*Download, error) {
 	if err := s.readError(ctx, err, row.Expired); err != nil {
 		return nil, err
 	}
-	return s.openObject(ctx, uid, row.Key, row.OriginalName, row.ContentType, row.Disposition)
+	return s.openObject(ctx, uid, objectRef{key: row.Key, name: row.OriginalName, contentType: row.ContentType, etag: deref(row.ETag)}, row.Disposition)
 }
 
 // DownloadAttached returns the bytes of a file attached exactly to
@@ -136,7 +136,7 @@ func (s *Service) DownloadAttached(ctx context.Context, id string, att Attachmen
 		return nil, err
 	}
 	f := row.UploadedFile
-	return s.openObject(ctx, f.ID, f.Key, f.OriginalName, f.ContentType, f.Disposition)
+	return s.openObject(ctx, f.ID, objectRef{key: f.Key, name: f.OriginalName, contentType: f.ContentType, etag: deref(f.ETag)}, f.Disposition)
 }
 
 // GetContent is the spec's getContent: the allowlisted content type of a
@@ -198,12 +198,12 @@ func (s *Service) lookupError(ctx context.Context, err error) error {
 	return s.internalError(ctx, ErrNotFound, "file lookup failed", err)
 }
 
-// openObject opens the object at key (of file id) for a download served
-// as name, of contentType, with disposition; a failure is logged (the row
-// names an object the store cannot give).
-func (s *Service) openObject(ctx context.Context, id uuid.UUID, key, name, contentType, disposition string) (*Download, error) {
-	d := &Download{FileName: name, ContentType: contentType, Disposition: Disposition(disposition)}
-	if err := s.openStored(ctx, d, key); err != nil {
+// openObject opens the object o (of file id) for a download served as its
+// name, of its content type, with disposition; a failure is logged (the
+// row names an object the store cannot give).
+func (s *Service) openObject(ctx context.Context, id uuid.UUID, o objectRef, disposition string) (*Download, error) {
+	d := &Download{FileName: o.name, ContentType: o.contentType, Disposition: Disposition(disposition)}
+	if err := s.openStored(ctx, d, o.key, o.etag); err != nil {
 		return nil, s.internalError(ctx, ErrNotFound, "open stored object", err, "file_id", id)
 	}
 	return d, nil
@@ -211,10 +211,12 @@ func (s *Service) openObject(ctx context.Context, id uuid.UUID, key, name, conte
 
 // openStored fills d's body, size, ETag and modification time from the
 // object at key: an open file where the store has one (Range and sendfile),
-// its stream otherwise. The store's error is returned as it is.
-func (s *Service) openStored(ctx context.Context, d *Download, key string) error {
+// its stream otherwise. etag is the object's version when the caller knows
+// it (the file's row, a grant; "" otherwise): the store's file opener then
+// need not read it. The store's error is returned as it is.
+func (s *Service) openStored(ctx context.Context, d *Download, key, etag string) error {
 	if fo, ok := s.store.(storage.FileOpener); ok {
-		f, oi, err := fo.OpenFile(key)
+		f, oi, err := fo.OpenFile(key, etag)
 		if !errors.Is(err, storage.ErrUnsupported) {
 			if err == nil {
 				d.Body, d.Size, d.ETag, d.LastModified = f, oi.Size, oi.ETag, oi.LastModified
@@ -252,7 +254,7 @@ func (s *Service) result(ctx context.Context, row db.UploadedFile, dbNow *time.T
 
 // urlFor resolves the URL of a ready row at database time now.
 func (s *Service) urlFor(ctx context.Context, row db.UploadedFile, now time.Time) (*URL, error) {
-	return s.objectURL(ctx, row, objectRef{key: row.Key, route: s.downloadURL(row.ID), name: row.OriginalName, contentType: row.ContentType}, now)
+	return s.objectURL(ctx, row, objectRef{key: row.Key, route: s.downloadURL(row.ID), name: row.OriginalName, contentType: row.ContentType, etag: deref(row.ETag)}, now)
 }
 
 // objectRef is an object of a file to resolve a URL for: the file itself
@@ -260,6 +262,9 @@ func (s *Service) urlFor(ctx context.Context, row db.UploadedFile, now time.Time
 type objectRef struct {
 	key, route, name, contentType string
 	preset                        string // "" for the file itself
+	// etag is the object's version as its row records it ("" when the row
+	// records none: a variant, a row older than the column).
+	etag string
 }
 
 // objectURL resolves the URL of an object of a ready row at database time

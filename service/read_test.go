@@ -5,11 +5,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/uploadedfile/uploadedfile/service"
 )
@@ -149,4 +151,70 @@ func TestSetExtraData(t *testing.T) {
 	require.ErrorIs(t, service.SetExtraData(alice, b.svc, id, []string{"x"}), service.ErrInvalidMeta)
 	require.ErrorIs(t, service.SetExtraData(alice, b.svc, id, map[string]any{"big": strings.Repeat("x", 70_000)}), service.ErrInvalidMeta)
 	requireNotFound(t, service.SetExtraData(as("globex", "alice"), b.svc, id, map[string]any{"a": 1}))
+}
+
+// TestDownloadsTakeTheETagTheRowKeeps: on the local driver a download --
+// by id or through the detail's granted url -- answers the ETag the file's
+// row (or the grant made from it) keeps, the one the store reported when
+// it wrote the object, instead of reading the object's checksum attribute
+// again; a grant made before grants carried the ETag still reads it.
+func TestDownloadsTakeTheETagTheRowKeeps(t *testing.T) {
+	t.Parallel()
+	b := setup(t, service.DriverLocal)
+	body := realDOCX(t)
+	init, err := b.svc.InitiateUpload(alice, input("Plan.docx", docxType, body), nil)
+	require.NoError(t, err)
+	b.write(alice, init, body)
+	direct, err := b.svc.CompleteUpload(alice, init.ID.String())
+	require.NoError(t, err)
+	for _, f := range []*service.Result{b.upload(alice), direct} {
+		id := f.ID.String()
+		oi, err := b.inner.Stat(context.Background(), f.Key)
+		require.NoError(t, err)
+		require.NotEmpty(t, oi.ETag)
+		require.Equal(t, oi.ETag, *b.row(f.ID).ETag, "the row keeps the version the store reported")
+		u, err := b.svc.ResolveURL(alice, id)
+		require.NoError(t, err)
+		legacy, err := b.svc.GrantedURLWithoutETag(alice, b.row(f.ID))
+		require.NoError(t, err)
+		etags := func() (byID, granted, legacyGranted string, legacyErr error) {
+			d, err := b.svc.Download(alice, id)
+			require.NoError(t, err)
+			d.Body.Close()
+			g := grantedDownload(t, b, id, u.URL)
+			l, legacyErr := b.svc.DownloadGranted(alice, id, "", queryOf(t, legacy))
+			if legacyErr == nil {
+				l.Body.Close()
+				legacyGranted = l.ETag
+			}
+			return d.ETag, g.ETag, legacyGranted, legacyErr
+		}
+		byID, granted, legacyGranted, err := etags()
+		require.NoError(t, err)
+		require.Equal(t, []string{oi.ETag, oi.ETag, oi.ETag}, []string{byID, granted, legacyGranted})
+
+		// Without the attribute only the legacy grant, which has no ETag
+		// of its own, finds the object unreadable.
+		require.NoError(t, unix.Removexattr(filepath.Join(b.root, f.Key), "user.uploadedfile.sha256"))
+		byID, granted, _, err = etags()
+		require.Equal(t, []string{oi.ETag, oi.ETag}, []string{byID, granted}, "neither reads the attribute")
+		requireNotFound(t, err, "a legacy grant reads the attribute")
+	}
+}
+
+// grantedDownload opens what granted url u of file id names.
+func grantedDownload(t *testing.T, b *bundle, id, u string) *service.Download {
+	t.Helper()
+	d, err := b.svc.DownloadGranted(alice, id, "", queryOf(t, u))
+	require.NoError(t, err)
+	d.Body.Close()
+	return d
+}
+
+// queryOf is u's query.
+func queryOf(t *testing.T, u string) url.Values {
+	t.Helper()
+	p, err := url.Parse(u)
+	require.NoError(t, err)
+	return p.Query()
 }

@@ -218,7 +218,7 @@ func (s *Service) DownloadVariant(ctx context.Context, id, preset string) (*Down
 	} else if _, v, err = s.variantOf(ctx, uid, a, preset, p); err != nil {
 		return nil, err
 	}
-	return s.openObject(ctx, row.ID, v.Key, variantName(row.OriginalName, v), v.ContentType, row.Disposition)
+	return s.openObject(ctx, row.ID, objectRef{key: v.Key, name: variantName(row.OriginalName, v), contentType: v.ContentType}, row.Disposition)
 }
 
 // authorizeVariant checks that preset is configured (ErrInvalidMeta) and

@@ -35,11 +35,13 @@ WHERE id = @id
 
 -- name: FileGetDetail :one
 -- What the detail lookup (Service.Find) answers of a visible file by id
--- within the scope: the columns of its response, whether it has expired and
--- the database time its URL is resolved at -- FileGetVisible's predicate,
--- 23 columns instead of the row's 34 and two (the lookup is the hottest
--- read after the download; the scope, lease and bookkeeping columns cost the
--- database and the client on every one). Zero rows: as FileGetVisible.
+-- within the scope: the columns of its response, the object's version (its
+-- URL's grant carries it, so the download need not read it from the
+-- store), whether it has expired and the database time its URL is resolved
+-- at -- FileGetVisible's predicate, 24 columns instead of the row's 34 and
+-- two (the lookup is the hottest read after the download; the scope, lease
+-- and bookkeeping columns cost the database and the client on every one).
+-- Zero rows: as FileGetVisible.
 SELECT
     id,
     key,
@@ -52,6 +54,7 @@ SELECT
     is_temporary,
     disposition,
     checksum,
+    etag,
     width,
     height,
     extra_data,
@@ -77,8 +80,9 @@ WHERE id = @id
 
 -- name: FileGetDownload :one
 -- What a download needs of a visible file by id within the scope: its key,
--- the name, type and disposition its response carries, and whether it has
--- expired -- FileGetVisible's predicate, five columns instead of the row
+-- the name, type and disposition its response carries, the object's
+-- version (so the store need not read it again), and whether it has
+-- expired -- FileGetVisible's predicate, six columns instead of the row
 -- (a download is the hottest read; the row's other columns cost the
 -- database and the client on every one; the id is the caller's own).
 -- Zero rows: as FileGetVisible.
@@ -87,6 +91,7 @@ SELECT
     original_name,
     content_type,
     disposition,
+    etag,
     (expired_at IS NOT NULL
         AND expired_at <= coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS expired
 FROM uploaded_file

@@ -252,6 +252,11 @@ func TestGetContent(t *testing.T) {
 	require.NotEmpty(t, c.ContentDisposition)
 
 	require.Equal(t, filecheck.Content{}, filecheck.GetContent(""))
+
+	// ContentTypeOf is GetContent's type alone, for every kind of name.
+	for _, name := range []string{"../Résumé 2026.PDF", `quote"s.txt`, "tool.exe", "", "a/b/photo.JPEG", "noext", ".", "x.\x00png"} {
+		require.Equal(t, filecheck.GetContent(name).ContentType, filecheck.ContentTypeOf(name), "%q", name)
+	}
 }
 
 // TestCheckStoredReadsABoundedHead: on a large text the stored-object check

@@ -132,12 +132,26 @@ func GetContent(fileName string) Content {
 	if err != nil {
 		return Content{}
 	}
-	var c Content
-	if t, ok := typeByExtension(extensionOf(name)); ok {
-		c.ContentType = t.mime
+	return Content{ContentType: typeOfSanitized(name), ContentDisposition: AttachmentDisposition(name)}
+}
+
+// ContentTypeOf is GetContent's content type alone, for a caller that
+// builds its own disposition (a download: attachment or inline).
+func ContentTypeOf(fileName string) string {
+	name, err := SanitizeName(fileName)
+	if err != nil {
+		return ""
 	}
-	c.ContentDisposition = AttachmentDisposition(name)
-	return c
+	return typeOfSanitized(name)
+}
+
+// typeOfSanitized is the allowlisted content type of a sanitized name's
+// extension ("" outside the allowlist).
+func typeOfSanitized(name string) string {
+	if t, ok := typeByExtension(extensionOf(name)); ok {
+		return t.mime
+	}
+	return ""
 }
 
 // AttachmentDisposition returns `attachment; filename="<ascii>";

@@ -253,10 +253,14 @@ type Spooler interface {
 // conditional requests from it. The ObjectInfo it returns need not carry
 // the content type (a download takes it from the file's row); its Size is
 // the returned file's, read from the same descriptor (a download answers
-// the size from it instead of seeking). A wrapper over a driver that
-// cannot answers ErrUnsupported.
+// the size from it instead of seeking). etag, when not empty, is the
+// object's ETag as the store reported it when the object was written (the
+// file's row keeps it, a download grant carries it): objects are never
+// rewritten under their key, so the driver answers it instead of reading
+// it again (its SHA256 is then nil). A wrapper over a driver that cannot
+// answers ErrUnsupported.
 type FileOpener interface {
-	OpenFile(key string) (*os.File, ObjectInfo, error)
+	OpenFile(key, etag string) (*os.File, ObjectInfo, error)
 }
 
 // NewSpool returns a spool for s: the driver's own when it has one,

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -147,4 +148,31 @@ func BenchmarkLookupFloor(b *testing.B) {
 	runHandler(b, h, func() *http.Request {
 		return httptest.NewRequest(http.MethodGet, "/lookup?key="+url.QueryEscape(fx.key), nil)
 	})
+}
+
+// BenchmarkGrantedDownload is the detail's signed url of a 64 KiB file on
+// the local driver (the granted download route: no token, no row read).
+func BenchmarkGrantedDownload(b *testing.B) {
+	h, req := benchHandler(b, 64<<10, "/uploaded-file/")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req())
+	var d struct {
+		URL string `json:"url"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &d); err != nil || d.URL == "" {
+		b.Fatalf("detail: %v %s", err, w.Body.String())
+	}
+	u, err := url.Parse(d.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	runHandler(b, h, func() *http.Request { return httptest.NewRequest(http.MethodGet, u.RequestURI(), nil) })
+}
+
+// BenchmarkFileServer is http.FileServer over the same 64 KiB file: the
+// peer the signed url is measured against in `make bench`.
+func BenchmarkFileServer(b *testing.B) {
+	_, _, fx := benchFixture(b, 64<<10, "/uploaded-file/")
+	h := http.FileServer(http.Dir(fx.root))
+	runHandler(b, h, func() *http.Request { return httptest.NewRequest(http.MethodGet, "/"+fx.key, nil) })
 }

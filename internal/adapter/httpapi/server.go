@@ -551,7 +551,7 @@ type bytesResponse struct {
 func (b bytesResponse) visit(w http.ResponseWriter) error {
 	defer b.d.Body.Close()
 	h := w.Header()
-	ct := filecheck.GetContent(b.d.FileName).ContentType
+	ct := filecheck.ContentTypeOf(b.d.FileName)
 	if ct == "" {
 		ct = "application/octet-stream"
 	}

@@ -180,7 +180,7 @@ func (s *Store) servePut(w http.ResponseWriter, r *http.Request, q url.Values) {
 }
 
 func (s *Store) serveGet(w http.ResponseWriter, r *http.Request, q url.Values) {
-	f, oi, err := s.OpenFile(q.Get(qKey))
+	f, oi, err := s.OpenFile(q.Get(qKey), "")
 	if err != nil {
 		http.Error(w, "not found", http.StatusNotFound)
 		return

@@ -141,12 +141,12 @@ func (c *countingCloser) Close() error { return c.closer.Close() }
 
 // OpenFile forwards to a store that can open seekable files (the local
 // driver), counting it as an open; others answer storage.ErrUnsupported.
-func (w *Store) OpenFile(key string) (*os.File, storage.ObjectInfo, error) {
+func (w *Store) OpenFile(key, etag string) (*os.File, storage.ObjectInfo, error) {
 	fo, ok := w.Store.(storage.FileOpener)
 	if !ok {
 		return nil, storage.ObjectInfo{}, storage.ErrUnsupported
 	}
-	f, oi, err := fo.OpenFile(key)
+	f, oi, err := fo.OpenFile(key, etag)
 	return f, oi, w.count("open", err)
 }
 

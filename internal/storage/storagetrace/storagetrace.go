@@ -126,12 +126,12 @@ func (w *Store) List(ctx context.Context, prefix string, fn func(storage.ObjectI
 
 // OpenFile forwards to a store that can open seekable files (the local
 // driver); others answer storage.ErrUnsupported.
-func (w *Store) OpenFile(key string) (*os.File, storage.ObjectInfo, error) {
+func (w *Store) OpenFile(key, etag string) (*os.File, storage.ObjectInfo, error) {
 	fo, ok := w.Store.(storage.FileOpener)
 	if !ok {
 		return nil, storage.ObjectInfo{}, storage.ErrUnsupported
 	}
-	return fo.OpenFile(key)
+	return fo.OpenFile(key, etag)
 }
 
 // Spool forwards to a store that has spools (its commit is a span);

@@ -223,7 +223,7 @@ func (s *Store) PresignGet(ctx context.Context, key string, opts storage.Presign
 // own wrappers do. It counts and fails as an open (OpOpen); a file opened
 // by a call that then reports failure (After) is closed. It has no
 // context: a Hang fault on it never ends, and a Delay waits for Release.
-func (s *Store) OpenFile(key string) (*os.File, storage.ObjectInfo, error) {
+func (s *Store) OpenFile(key, etag string) (*os.File, storage.ObjectInfo, error) {
 	fo, ok := s.Store.(storage.FileOpener)
 	if !ok {
 		return nil, storage.ObjectInfo{}, storage.ErrUnsupported
@@ -232,7 +232,7 @@ func (s *Store) OpenFile(key string) (*os.File, storage.ObjectInfo, error) {
 	var oi storage.ObjectInfo
 	f, err := run(context.Background(), s, OpOpen, key, func() (*os.File, error) {
 		var err error
-		opened, oi, err = fo.OpenFile(key)
+		opened, oi, err = fo.OpenFile(key, etag)
 		return opened, err
 	})
 	if err != nil {

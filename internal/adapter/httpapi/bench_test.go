@@ -176,3 +176,14 @@ func BenchmarkFileServer(b *testing.B) {
 	h := http.FileServer(http.Dir(fx.root))
 	runHandler(b, h, func() *http.Request { return httptest.NewRequest(http.MethodGet, "/"+fx.key, nil) })
 }
+
+// BenchmarkSameWorkLookup is the same-work floor of `make bench` (a cached
+// token, the detail's columns, a signed URL, the same JSON; no service)
+// over the same row: the difference to BenchmarkLookup is what the
+// service's own code adds to the work a detail lookup needs.
+func BenchmarkSameWorkLookup(b *testing.B) {
+	_, req, fx := benchFixture(b, 4096, "/detail/")
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /detail/{id}", floor.SameWorkLookup(fx.pool, []byte("benchmark-secret")))
+	runHandler(b, mux, req)
+}

@@ -322,14 +322,11 @@ func infoUntyped(key string, f *os.File, etag string) (storage.ObjectInfo, error
 	if err != nil || len(sum) != sha256.Size {
 		return storage.ObjectInfo{}, fmt.Errorf("local storage: %s has no checksum attribute; it was not written by this driver", key)
 	}
-	return storage.ObjectInfo{
-		Key:          key,
-		Size:         fi.Size(),
-		ETag:         `"` + hex.EncodeToString(sum[:16]) + `"`,
-		SHA256:       sum,
-		LastModified: fi.ModTime(),
-	}, nil
+	return storage.ObjectInfo{Key: key, Size: fi.Size(), ETag: etagOf(sum), SHA256: sum, LastModified: fi.ModTime()}, nil
 }
+
+// etagOf is the ETag of an object of SHA-256 sum.
+func etagOf(sum []byte) string { return `"` + hex.EncodeToString(sum[:16]) + `"` }
 
 func getxattr(f *os.File, name string) ([]byte, error) {
 	buf := make([]byte, 256)

@@ -219,8 +219,11 @@ func TestSpoolIsLinkedNotCopied(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, entries, "an uncommitted spool has no name")
 
-	_, err = sp.Commit(ctx, "l/linked.txt", storage.PutOptions{ContentType: "text/plain", Size: 12})
+	committed, err := sp.Commit(ctx, "l/linked.txt", storage.PutOptions{ContentType: "text/plain", Size: 12})
 	require.NoError(t, err)
+	stat, err := s.Stat(ctx, "l/linked.txt")
+	require.NoError(t, err)
+	require.Equal(t, stat, committed, "the commit answers what reading the object back does")
 	object, err := os.Stat(filepath.Join(s.Root(), "l/linked.txt"))
 	require.NoError(t, err)
 	require.True(t, os.SameFile(spooled, object), "the object is the spool's inode, not a copy")

@@ -70,6 +70,12 @@ func (sp *spool) Commit(ctx context.Context, key string, opts storage.PutOptions
 	if err := d.Sync(); err != nil {
 		return storage.ObjectInfo{}, mapError(err)
 	}
-	// The spool's descriptor is the object's inode: no need to open it again.
-	return info(key, sp.File)
+	// The spool's descriptor is the object's inode, and its attributes are
+	// the ones just written: fstat alone completes what is known.
+	oi, err := infoUntyped(key, sp.File, etagOf(sum))
+	if err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	oi.SHA256, oi.ContentType = sum, opts.ContentType
+	return oi, nil
 }

@@ -161,11 +161,7 @@ func TestSetExtraData(t *testing.T) {
 func TestDownloadsTakeTheETagTheRowKeeps(t *testing.T) {
 	t.Parallel()
 	b := setup(t, service.DriverLocal)
-	body := realDOCX(t)
-	init, err := b.svc.InitiateUpload(alice, input("Plan.docx", docxType, body), nil)
-	require.NoError(t, err)
-	b.write(alice, init, body)
-	direct, err := b.svc.CompleteUpload(alice, init.ID.String())
+	direct, err := b.svc.CompleteUpload(alice, b.written(realDOCX(t)).ID.String())
 	require.NoError(t, err)
 	for _, f := range []*service.Result{b.upload(alice), direct} {
 		id := f.ID.String()

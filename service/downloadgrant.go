@@ -30,11 +30,11 @@ import (
 // nonces stay unique however many URLs a deployment hands out, where
 // AES-GCM's 96-bit ones would not): it carries the object's storage key,
 // its content type and ETag, the name the bytes are served as and their
-// disposition, so the URL names neither the key nor the tenant, and nothing in it can be
-// changed or moved to another id, preset or expiry (all three are
-// authenticated). Its
-// lifetime is the S3 presigned GET's: at most privateDownloadUrlTtlSeconds,
-// never past a temporary file's expiry. What the grant cannot know is a
+// disposition, so the URL names neither the key nor the tenant, and
+// nothing in it can be changed or moved to another id, preset or expiry
+// (all three are authenticated). Its lifetime is the S3 presigned GET's:
+// at most privateDownloadUrlTtlSeconds, never past a temporary file's
+// expiry. What the grant cannot know is a
 // later delete: the route then answers 404 once the object is gone, as the
 // store does for a presigned GET.
 

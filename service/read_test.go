@@ -168,22 +168,19 @@ func TestDownloadsTakeTheETagTheRowKeeps(t *testing.T) {
 		oi, err := b.inner.Stat(context.Background(), f.Key)
 		require.NoError(t, err)
 		require.NotEmpty(t, oi.ETag)
-		require.Equal(t, oi.ETag, *b.row(f.ID).ETag, "the row keeps the version the store reported")
+		row := b.row(f.ID)
+		require.Equal(t, oi.ETag, *row.ETag, "the row keeps the version the store reported")
 		u, err := b.svc.ResolveURL(alice, id)
 		require.NoError(t, err)
-		legacy, err := b.svc.GrantedURLWithoutETag(alice, b.row(f.ID))
+		legacy, err := b.svc.GrantedURLWithoutETag(alice, row)
 		require.NoError(t, err)
 		etags := func() (byID, granted, legacyGranted string, legacyErr error) {
-			d, err := b.svc.Download(alice, id)
+			byID, err := etagOf(b.svc.Download(alice, id))
 			require.NoError(t, err)
-			d.Body.Close()
-			g := grantedDownload(t, b, id, u.URL)
-			l, legacyErr := b.svc.DownloadGranted(alice, id, "", queryOf(t, legacy))
-			if legacyErr == nil {
-				l.Body.Close()
-				legacyGranted = l.ETag
-			}
-			return d.ETag, g.ETag, legacyGranted, legacyErr
+			granted, err = etagOf(b.svc.DownloadGranted(alice, id, "", queryOf(t, u.URL)))
+			require.NoError(t, err)
+			legacyGranted, legacyErr = etagOf(b.svc.DownloadGranted(alice, id, "", queryOf(t, legacy)))
+			return byID, granted, legacyGranted, legacyErr
 		}
 		byID, granted, legacyGranted, err := etags()
 		require.NoError(t, err)
@@ -198,13 +195,13 @@ func TestDownloadsTakeTheETagTheRowKeeps(t *testing.T) {
 	}
 }
 
-// grantedDownload opens what granted url u of file id names.
-func grantedDownload(t *testing.T, b *bundle, id, u string) *service.Download {
-	t.Helper()
-	d, err := b.svc.DownloadGranted(alice, id, "", queryOf(t, u))
-	require.NoError(t, err)
+// etagOf is the ETag of an opened download, which it closes.
+func etagOf(d *service.Download, err error) (string, error) {
+	if err != nil {
+		return "", err
+	}
 	d.Body.Close()
-	return d
+	return d.ETag, nil
 }
 
 // queryOf is u's query.

@@ -76,7 +76,7 @@ func Download(pool *pgxpool.Pool, files string) http.HandlerFunc {
 // sameWorkSelect reads what the detail lookup reads: the columns of its
 // answer, by id within the tenant, visible rows only.
 const sameWorkSelect = `SELECT id, key, cdn, original_name, size_bytes, content_type, visibility, status,
-    is_temporary, disposition, checksum, etag, width, height, extra_data, module, entity, entity_id, type,
+    is_temporary, disposition, checksum, coalesce(etag, ''), width, height, extra_data, module, entity, entity_id, type,
     created_at, completed_at, expired_at
 FROM uploaded_file
 WHERE id = $1 AND tenant_code = $2 AND status = 'ready'
@@ -142,7 +142,7 @@ func SameWorkLookup(pool *pgxpool.Pool, secret []byte) http.HandlerFunc {
 		}
 		var f sameWorkFile
 		var id uuid.UUID
-		var etag *string
+		var etag string
 		err := pool.QueryRow(r.Context(), sameWorkSelect, r.PathValue("id"), tenant).Scan(&id, &f.Key, &f.CDN, &f.OriginalName,
 			&f.SizeBytes, &f.ContentType, &f.Visibility, &f.Status, &f.IsTemporary, &f.Disposition, &f.Checksum, &etag, &f.Width, &f.Height,
 			&f.ExtraData, &f.Module, &f.Entity, &f.EntityID, &f.Type, &f.CreatedAt, &f.CompletedAt, &f.ExpiredAt)
@@ -153,16 +153,9 @@ func SameWorkLookup(pool *pgxpool.Pool, secret []byte) http.HandlerFunc {
 		f.ID = id.String()
 		f.URLExpiredAt = time.Now().Add(15 * time.Minute).UTC()
 		mac := hmac.New(sha256.New, secret)
-		_, _ = fmt.Fprintf(mac, "%s\n%s\n%d", f.Key, deref(etag), f.URLExpiredAt.Unix())
+		_, _ = fmt.Fprintf(mac, "%s\n%s\n%d", f.Key, etag, f.URLExpiredAt.Unix())
 		f.URL = "/_storage/" + f.Key + "?expires=" + strconv.FormatInt(f.URLExpiredAt.Unix(), 10) + "&signature=" + hex.EncodeToString(mac.Sum(nil))
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(f)
 	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

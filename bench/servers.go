@@ -353,11 +353,17 @@ func firstPart(w http.ResponseWriter, r *http.Request) (*multipart.Part, bool) {
 	return part, true
 }
 
-// fileServer serves dir with the standard library's file server.
+// withHeadersPrefix is where the file server process answers with a
+// granted download's headers (floor.FileServerWithHeaders).
+const withHeadersPrefix = "/with-headers/"
+
+// fileServer serves dir with the standard library's file server, and
+// under withHeadersPrefix with a granted download's headers.
 func fileServer(listen, dir string) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	mux.Handle("/", http.FileServer(http.Dir(dir)))
+	mux.Handle(withHeadersPrefix, http.StripPrefix(strings.TrimSuffix(withHeadersPrefix, "/"), floor.FileServerWithHeaders(dir)))
 	return (&http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}).ListenAndServe()
 }
 

@@ -22,6 +22,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/uploadedfile/uploadedfile/internal/filecheck"
+	"github.com/uploadedfile/uploadedfile/internal/servecontent"
 )
 
 // BareSelect is the bare SELECT by key every lookup floor runs.
@@ -159,3 +162,29 @@ func SameWorkLookup(pool *pgxpool.Pool, secret []byte) http.HandlerFunc {
 		_ = json.NewEncoder(w).Encode(f)
 	}
 }
+
+// FileServerWithHeaders is http.FileServer over dir answering with the
+// headers a granted download sends that the file server does not: the
+// sandbox (servecontent.SandboxHeaders, cross-origin as for a signed
+// URL), the attachment's Content-Disposition, Cache-Control, an ETag and
+// the Vary the CORS handler adds: seven of the twelve headers a granted
+// download answers with (the file server sends the other five), each
+// copied, sorted and written by net/http. It is the floor of the detail's
+// signed url once its headers are paid: the difference is what the grant,
+// the middleware and the storage driver add.
+func FileServerWithHeaders(dir string) http.Handler {
+	files := http.FileServer(http.Dir(dir))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		servecontent.SandboxHeaders(h, true)
+		h.Set("Content-Disposition", filecheck.AttachmentDisposition(path.Base(r.URL.Path)))
+		h.Set("Cache-Control", "private, no-store")
+		h.Set("ETag", floorETag)
+		h.Set("Vary", "Origin")
+		files.ServeHTTP(w, r)
+	})
+}
+
+// floorETag is a quoted ETag of the length the local store's have (an MD5
+// in hex): the value is never compared, only sent.
+const floorETag = `"00000000000000000000000000000000"`

@@ -177,6 +177,16 @@ func BenchmarkFileServer(b *testing.B) {
 	runHandler(b, h, func() *http.Request { return httptest.NewRequest(http.MethodGet, "/"+fx.key, nil) })
 }
 
+// BenchmarkFileServerWithHeaders is http.FileServer sending the granted
+// download's headers (floor.FileServerWithHeaders): the difference to
+// BenchmarkGrantedDownload is what the grant, the middleware and the
+// storage driver add once the headers are paid.
+func BenchmarkFileServerWithHeaders(b *testing.B) {
+	_, _, fx := benchFixture(b, 64<<10, "/uploaded-file/")
+	h := floor.FileServerWithHeaders(fx.root)
+	runHandler(b, h, func() *http.Request { return httptest.NewRequest(http.MethodGet, "/"+fx.key, nil) })
+}
+
 // BenchmarkSameWorkLookup is the same-work floor of `make bench` (a cached
 // token, the detail's columns, a signed URL, the same JSON; no service)
 // over the same row: the difference to BenchmarkLookup is what the

@@ -166,12 +166,13 @@ func SameWorkLookup(pool *pgxpool.Pool, secret []byte) http.HandlerFunc {
 // FileServerWithHeaders is http.FileServer over dir answering with the
 // headers a granted download sends that the file server does not: the
 // sandbox (servecontent.SandboxHeaders, cross-origin as for a signed
-// URL), the attachment's Content-Disposition, Cache-Control, an ETag and
-// the Vary the CORS handler adds: seven of the twelve headers a granted
-// download answers with (the file server sends the other five), each
-// copied, sorted and written by net/http. It is the floor of the detail's
-// signed url once its headers are paid: the difference is what the grant,
-// the middleware and the storage driver add.
+// URL), the attachment's Content-Disposition, Cache-Control and an ETag --
+// six of the eleven headers a granted download of the bench's server
+// answers with (the file server sends the other five; a server with CORS
+// origins configured adds a Vary), each copied, sorted and written by
+// net/http. It is the floor of the detail's signed url once its headers
+// are paid: the difference is what the grant, the middleware and the
+// storage driver add.
 func FileServerWithHeaders(dir string) http.Handler {
 	files := http.FileServer(http.Dir(dir))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -180,7 +181,6 @@ func FileServerWithHeaders(dir string) http.Handler {
 		h.Set("Content-Disposition", filecheck.AttachmentDisposition(path.Base(r.URL.Path)))
 		h.Set("Cache-Control", "private, no-store")
 		h.Set("ETag", floorETag)
-		h.Set("Vary", "Origin")
 		files.ServeHTTP(w, r)
 	})
 }

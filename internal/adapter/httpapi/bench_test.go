@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -45,7 +47,7 @@ type floorFixture struct {
 }
 
 // benchFixture is benchHandler with the floor's fixture.
-func benchFixture(b *testing.B, size int, path string) (http.Handler, func() *http.Request, floorFixture) {
+func benchFixture(b testing.TB, size int, path string) (http.Handler, func() *http.Request, floorFixture) {
 	b.Helper()
 	ctx := context.Background()
 	pool := pgtest.New(b)
@@ -154,19 +156,56 @@ func BenchmarkLookupFloor(b *testing.B) {
 // the local driver (the granted download route: no token, no row read).
 func BenchmarkGrantedDownload(b *testing.B) {
 	h, req := benchHandler(b, 64<<10, "/uploaded-file/")
+	granted := grantedURI(b, h, req)
+	runHandler(b, h, func() *http.Request { return httptest.NewRequest(http.MethodGet, granted, nil) })
+}
+
+// grantedURI is the request URI of the detail's signed url of the file
+// req looks up.
+func grantedURI(tb testing.TB, h http.Handler, req func() *http.Request) string {
+	tb.Helper()
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req())
 	var d struct {
 		URL string `json:"url"`
 	}
 	if err := json.Unmarshal(w.Body.Bytes(), &d); err != nil || d.URL == "" {
-		b.Fatalf("detail: %v %s", err, w.Body.String())
+		tb.Fatalf("detail: %v %s", err, w.Body.String())
 	}
 	u, err := url.Parse(d.URL)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	runHandler(b, h, func() *http.Request { return httptest.NewRequest(http.MethodGet, u.RequestURI(), nil) })
+	return u.RequestURI()
+}
+
+// TestFileServerWithHeadersAnswersAsAGrantedDownload holds the floor the
+// bench measures the signed url against to the granted download's answer:
+// the same header names, the sandbox's values. A header added to (or
+// dropped from) the granted download fails it until the floor follows.
+func TestFileServerWithHeadersAnswersAsAGrantedDownload(t *testing.T) {
+	h, req, fx := benchFixture(t, 64<<10, "/uploaded-file/")
+	granted := httptest.NewRecorder()
+	h.ServeHTTP(granted, httptest.NewRequest(http.MethodGet, grantedURI(t, h, req), nil))
+	peer := httptest.NewRecorder()
+	floor.FileServerWithHeaders(fx.root).ServeHTTP(peer, httptest.NewRequest(http.MethodGet, "/"+fx.key, nil))
+	if granted.Code != http.StatusOK || peer.Code != http.StatusOK {
+		t.Fatalf("status: granted %d, floor %d", granted.Code, peer.Code)
+	}
+	names := func(h http.Header) []string { return slices.Sorted(maps.Keys(h)) }
+	if g, p := names(granted.Header()), names(peer.Header()); !slices.Equal(g, p) {
+		t.Fatalf("header names differ:\ngranted %q\nfloor   %q", g, p)
+	}
+	// The disposition names the key's base and the type is the file
+	// server's own (with a charset): values of the same shape.
+	for _, k := range []string{"Content-Security-Policy", "X-Content-Type-Options", "Cross-Origin-Resource-Policy", "Cache-Control"} {
+		if g, p := granted.Header().Get(k), peer.Header().Get(k); g != p {
+			t.Errorf("%s: granted %q, floor %q", k, g, p)
+		}
+	}
+	if peer.Body.Len() != 64<<10 {
+		t.Errorf("floor body: %d bytes", peer.Body.Len())
+	}
 }
 
 // BenchmarkFileServer is http.FileServer over the same 64 KiB file: the

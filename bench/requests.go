@@ -52,7 +52,7 @@ func benchDownload(e *env, rep *report, size, clients int) error {
 			return load(clients, n, func(int) error { return get(u) })
 		}),
 		func() stats {
-			return load(clients, n, func(int) error { return get(e.files.url + withHeadersPrefix + key) })
+			return load(clients, n, func(int) error { return get(e.files.url + withHeadersPrefix + "/" + key) })
 		})
 	if err != nil {
 		return err

@@ -354,8 +354,9 @@ func firstPart(w http.ResponseWriter, r *http.Request) (*multipart.Part, bool) {
 }
 
 // withHeadersPrefix is where the file server process answers with a
-// granted download's headers (floor.FileServerWithHeaders).
-const withHeadersPrefix = "/with-headers/"
+// granted download's headers (floor.FileServerWithHeaders): the file of
+// key k is at withHeadersPrefix + "/" + k.
+const withHeadersPrefix = "/with-headers"
 
 // fileServer serves dir with the standard library's file server, and
 // under withHeadersPrefix with a granted download's headers.
@@ -363,7 +364,7 @@ func fileServer(listen, dir string) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	mux.Handle("/", http.FileServer(http.Dir(dir)))
-	mux.Handle(withHeadersPrefix, http.StripPrefix(strings.TrimSuffix(withHeadersPrefix, "/"), floor.FileServerWithHeaders(dir)))
+	mux.Handle(withHeadersPrefix+"/", http.StripPrefix(withHeadersPrefix, floor.FileServerWithHeaders(dir)))
 	return (&http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}).ListenAndServe()
 }
 

@@ -34,9 +34,9 @@ import (
 // nothing in it can be changed or moved to another id, preset or expiry
 // (all three are authenticated). Its lifetime is the S3 presigned GET's:
 // at most privateDownloadUrlTtlSeconds, never past a temporary file's
-// expiry. What the grant cannot know is a
-// later delete: the route then answers 404 once the object is gone, as the
-// store does for a presigned GET.
+// expiry. What the grant cannot know is a later delete: the route then
+// answers 404 once the object is gone, as the store does for a presigned
+// GET.
 
 // Query parameters of a granted download URL.
 const (

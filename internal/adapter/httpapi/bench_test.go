@@ -47,35 +47,35 @@ type floorFixture struct {
 }
 
 // benchFixture is benchHandler with the floor's fixture.
-func benchFixture(b testing.TB, size int, path string) (http.Handler, func() *http.Request, floorFixture) {
-	b.Helper()
+func benchFixture(tb testing.TB, size int, path string) (http.Handler, func() *http.Request, floorFixture) {
+	tb.Helper()
 	ctx := context.Background()
-	pool := pgtest.New(b)
-	root := b.TempDir()
+	pool := pgtest.New(tb)
+	root := tb.TempDir()
 	secret := []byte("benchmark-secret-benchmark-secret")
 	guard, err := httpapi.NewGuard(ctx, httpapi.AuthConfig{HMACSecret: secret, Issuer: "bench", Audience: "uploadedfile"})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc, err := service.New(ctx, service.Config{Driver: service.DriverLocal, LocalRoot: root, Host: "http://127.0.0.1"}, pool, service.WithLogger(quiet))
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	h := httpapi.New(httpapi.Options{Service: svc, Guard: guard, Logger: quiet, Registerer: prometheus.NewRegistry(),
 		DownloadPath: svc.EffectiveConfig().DownloadPath})
 	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "u1", "tenant": "t1", "iss": "bench", "aud": "uploadedfile",
 		"exp": time.Now().Add(time.Hour).Unix()}).SignedString(secret)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	uctx := service.WithRequestContext(ctx, service.RequestContext{Tenant: "t1", UserID: "u1"})
 	r, err := svc.Upload(uctx, bytes.NewReader(bytes.Repeat([]byte("a,b\n"), size/4)), "b.csv", nil)
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, "ANALYZE uploaded_file"); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return h, func() *http.Request {
 		req := httptest.NewRequest(http.MethodGet, path+r.ID.String(), nil)

@@ -62,7 +62,7 @@ type perCall struct {
 // scheduler's accounting of that process per call (every thread's time on
 // a CPU -- the process's CPU time, Go runtime and kernel included -- the
 // time its threads waited runnable, and how often they were switched in)
-// PostgreSQL's CPU per call (postgresCPU: the bench's loads are the
+// PostgreSQL's CPU per call (postgresProcesses: the bench's loads are the
 // database's only work while they run) and the load generator's (this
 // process's threads on a CPU): the three that share the machine's cores.
 // For an uploadedfile server it also reads, from its /metrics, how many
@@ -71,9 +71,9 @@ func withSched(p *proc, fn func() stats) func() stats {
 	return func() stats {
 		pid, self := p.cmd.Process.Pid, os.Getpid()
 		statements, transactions := grouped(p)
-		before, dbBefore, clientBefore := schedOf(pid), postgresCPU(), schedOf(self)
+		before, dbBefore, clientBefore := schedOf(pid), postgresProcesses(), schedOf(self)
 		s := fn()
-		d, db, client := schedOf(pid).sub(before), postgresCPU()-dbBefore, schedOf(self).sub(clientBefore)
+		d, db, client := schedOf(pid).sub(before), postgresProcesses().since(dbBefore), schedOf(self).sub(clientBefore)
 		statementsAfter, transactionsAfter := grouped(p)
 		if n := time.Duration(s.n); n > 0 {
 			s.server = perCall{run: d.run / n, wait: d.wait / n, switches: float64(d.slices) / float64(s.n), db: db / n, client: client.run / n}
@@ -121,4 +121,73 @@ func medianOf[T cmp.Ordered](rs [][]stats, j int, figure func(perCall) T) T {
 	}
 	slices.Sort(xs)
 	return xs[len(xs)/2]
+}
+
+// postgresCPU is the time on a CPU of every process named postgres, each
+// by its pid and start time: a pid the kernel hands to a later process is
+// another process.
+type postgresCPU map[processID]time.Duration
+
+// processID tells a process from any other this boot: its pid and its
+// start time in clock ticks since boot (/proc/<pid>/stat's 22nd field).
+type processID struct {
+	pid   int
+	start int64
+}
+
+// postgresProcesses reads every postgres process's time on a CPU so far,
+// in nanoseconds (/proc/<pid>/schedstat: a backend is one thread; the
+// user and system times of /proc/<pid>/stat come in 10 ms ticks, and a
+// load spread over 32 backends lost up to a tick on each).
+func postgresProcesses() postgresCPU {
+	cpu := postgresCPU{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		if id, run, ok := postgresProcess(e.Name()); ok {
+			cpu[id] = run
+		}
+	}
+	return cpu
+}
+
+// postgresProcess reads the process pid if it is named postgres: who it
+// is and its time on a CPU so far.
+func postgresProcess(pid string) (processID, time.Duration, bool) {
+	dir := filepath.Join("/proc", pid)
+	comm, err := os.ReadFile(filepath.Join(dir, "comm"))
+	if err != nil || strings.TrimSpace(string(comm)) != "postgres" {
+		return processID{}, 0, false
+	}
+	stat, err1 := os.ReadFile(filepath.Join(dir, "stat"))
+	schedstat, err2 := os.ReadFile(filepath.Join(dir, "schedstat"))
+	if err1 != nil || err2 != nil {
+		return processID{}, 0, false
+	}
+	s := string(stat)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // f[0] is field 3 (state)
+	run := strings.Fields(string(schedstat))
+	if len(f) < 20 || len(run) < 1 {
+		return processID{}, 0, false
+	}
+	n, _ := strconv.Atoi(pid)
+	start, _ := strconv.ParseInt(f[19], 10, 64)
+	ns, _ := strconv.ParseInt(run[0], 10, 64)
+	return processID{pid: n, start: start}, time.Duration(ns), true
+}
+
+// since is the CPU time PostgreSQL spent between before and c: each
+// process's time less what it had at before, a process started since
+// counted whole. A process that exited since is left out: its time since
+// before is lost, where a sum over the processes alive would subtract all
+// it ever had -- and the pools close idle connections (a backend idle
+// since the last round of its server ends in the middle of another's).
+func (c postgresCPU) since(before postgresCPU) time.Duration {
+	var d time.Duration
+	for id, now := range c {
+		d += now - before[id]
+	}
+	return d
 }

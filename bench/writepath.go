@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -75,9 +72,9 @@ func benchWritePath(ctx context.Context, rep *report) error {
 	const n = 2000
 	withCPU := func(fn func(int) error) func() stats {
 		return func() stats {
-			before := postgresCPU()
+			before := postgresProcesses()
 			s := load(32, n, fn)
-			s.dbCPU = (postgresCPU() - before) / time.Duration(n)
+			s.dbCPU = postgresProcesses().since(before) / time.Duration(n)
 			return s
 		}
 	}
@@ -90,31 +87,4 @@ func benchWritePath(ctx context.Context, rep *report) error {
 	rep.add("upload statements alone, 32 clients, 32 tenants: vs one tenant",
 		fmt.Sprintf("%s (%.0f vs %.0f uploads/s; PostgreSQL CPU per upload %s vs %s)", ratioOf(rs, 2, 1), m[2].rps(), m[1].rps(), m[2].dbCPU.Round(time.Microsecond), m[1].dbCPU.Round(time.Microsecond)), "", true)
 	return nil
-}
-
-// postgresCPU is the user and system CPU time of every process named
-// postgres so far (a backend's exit loses its share; the pool keeps its
-// connections for the whole load).
-func postgresCPU() time.Duration {
-	var ticks int64
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if err != nil || strings.TrimSpace(string(comm)) != "postgres" {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(stat)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		utime, _ := strconv.ParseInt(f[11], 10, 64)
-		stime, _ := strconv.ParseInt(f[12], 10, 64)
-		ticks += utime + stime
-	}
-	return time.Duration(ticks) * (time.Second / 100) // USER_HZ is 100 on Linux
 }

@@ -136,46 +136,46 @@ type processID struct {
 }
 
 // postgresProcesses reads every postgres process's time on a CPU so far,
-// in nanoseconds (/proc/<pid>/schedstat: a backend is one thread; the
-// user and system times of /proc/<pid>/stat come in 10 ms ticks, and a
-// load spread over 32 backends lost up to a tick on each).
+// in nanoseconds (schedOf; the user and system times of /proc/<pid>/stat
+// come in 10 ms ticks, and a load spread over 32 backends lost up to a
+// tick on each).
 func postgresProcesses() postgresCPU {
 	cpu := postgresCPU{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
 			continue
 		}
-		if id, run, ok := postgresProcess(e.Name()); ok {
-			cpu[id] = run
+		// A process gone before its threads are read has none: left out,
+		// as one that exited is (since).
+		if id, ok := postgresProcess(pid); ok {
+			if run := schedOf(pid).run; run > 0 {
+				cpu[id] = run
+			}
 		}
 	}
 	return cpu
 }
 
-// postgresProcess reads the process pid if it is named postgres: who it
-// is and its time on a CPU so far.
-func postgresProcess(pid string) (processID, time.Duration, bool) {
-	dir := filepath.Join("/proc", pid)
+// postgresProcess tells who the process pid is if it is named postgres.
+func postgresProcess(pid int) (processID, bool) {
+	dir := filepath.Join("/proc", strconv.Itoa(pid))
 	comm, err := os.ReadFile(filepath.Join(dir, "comm"))
 	if err != nil || strings.TrimSpace(string(comm)) != "postgres" {
-		return processID{}, 0, false
+		return processID{}, false
 	}
-	stat, err1 := os.ReadFile(filepath.Join(dir, "stat"))
-	schedstat, err2 := os.ReadFile(filepath.Join(dir, "schedstat"))
-	if err1 != nil || err2 != nil {
-		return processID{}, 0, false
+	stat, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return processID{}, false
 	}
 	s := string(stat)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // f[0] is field 3 (state)
-	run := strings.Fields(string(schedstat))
-	if len(f) < 20 || len(run) < 1 {
-		return processID{}, 0, false
+	if len(f) < 20 {
+		return processID{}, false
 	}
-	n, _ := strconv.Atoi(pid)
 	start, _ := strconv.ParseInt(f[19], 10, 64)
-	ns, _ := strconv.ParseInt(run[0], 10, 64)
-	return processID{pid: n, start: start}, time.Duration(ns), true
+	return processID{pid: pid, start: start}, true
 }
 
 // since is the CPU time PostgreSQL spent between before and c: each

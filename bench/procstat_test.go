@@ -33,13 +33,11 @@ func TestPostgresCPUSinceOutlivesAnExitedBackend(t *testing.T) {
 		if _, err := conn.Exec(ctx, "SELECT count(*) FROM generate_series(1, 3000000)"); err != nil {
 			t.Fatal(err)
 		}
-		for id := range postgresProcesses() {
-			if id.pid == pid {
-				return conn, id
-			}
+		id, ok := postgresProcess(pid)
+		if !ok {
+			t.Fatalf("backend %d is not a postgres process", pid)
 		}
-		t.Fatalf("backend %d is not among the postgres processes", pid)
-		return nil, processID{}
+		return conn, id
 	}
 
 	exiting, exitingID := busy()

@@ -20,8 +20,9 @@ import (
 )
 
 // benchDownload compares downloads of one file of size with
-// http.FileServer and the download floor, and the detail's signed url
-// with http.FileServer, plain and sending the granted download's headers.
+// http.FileServer, the download floor and the same-work download floor,
+// and the detail's signed url with http.FileServer, plain and sending the
+// granted download's headers.
 func benchDownload(e *env, rep *report, size, clients int) error {
 	id, key, err := e.uploadKeyed(payload(size))
 	if err != nil {
@@ -53,11 +54,19 @@ func benchDownload(e *env, rep *report, size, clients int) error {
 		}),
 		func() stats {
 			return load(clients, n, func(int) error { return get(e.files.url + withHeadersPrefix + "/" + key) })
-		})
+		},
+		// The same-work download floor: /download's token, columns and
+		// headers with none of the service around them.
+		withSched(e.raw, func() stats {
+			return load(clients, n, func(int) error {
+				_, err := do(e.authed(http.MethodGet, e.raw.url+"/detail/"+id+"/download", nil), http.StatusOK)
+				return err
+			})
+		}))
 	if err != nil {
 		return err
 	}
-	uf, fs, dlFloor, signed, fsHeaders := m[0], m[1], m[2], m[3], m[4]
+	uf, fs, dlFloor, signed, fsHeaders, sameWork := m[0], m[1], m[2], m[3], m[4], m[5]
 	mbps := func(s stats) float64 { return float64(size) * s.rps() / (1 << 20) }
 	label := fmt.Sprintf("download %s, %s", human(size), clientsLabel(clients))
 	vsFS, vsFloor := ratioOf(rs, 0, 1), ratioOf(rs, 0, 2)
@@ -74,6 +83,13 @@ func benchDownload(e *env, rep *report, size, clients int) error {
 		fmt.Sprintf("%s (%.0f vs %.0f MiB/s; floor %.2f× http.FileServer)", vsFloor, mbps(uf), mbps(dlFloor), dlFloor.rps()/fs.rps()), targetIf(floorGate, "≥ 0.95×"), !floorGate || vsFloor.median >= 0.95)
 	rep.add(label+": the server's and PostgreSQL's accounting per request vs the download floor's",
 		schedVs(medianSched(rs, 0), medianSched(rs, 2)), "", true)
+	// What /download's own code adds once its work is paid: the same-work
+	// download floor (floor.SameWorkDownload).
+	ours, same := medianSched(rs, 0), medianSched(rs, 5)
+	rep.add(label+": vs the same-work download floor (cached token, the route's columns and headers, ServeContent)",
+		fmt.Sprintf("%s (%.0f vs %.0f MiB/s; that floor %.2f× the download floor; server on a CPU %s vs %s, PostgreSQL %s vs %s per request)",
+			ratioOf(rs, 0, 5), mbps(uf), mbps(sameWork), sameWork.rps()/dlFloor.rps(), ours.run.Round(time.Microsecond),
+			same.run.Round(time.Microsecond), ours.db.Round(time.Microsecond), same.db.Round(time.Microsecond)), "", true)
 	vsSigned := ratioOf(rs, 3, 1)
 	rep.add(label+": the detail's signed url (local driver: the granted download route, no token, no row read) vs http.FileServer",
 		fmt.Sprintf("%s (%.0f vs %.0f MiB/s; p99 %s vs %s)", vsSigned, mbps(signed), mbps(fs), signed.p99.Round(time.Millisecond), fs.p99.Round(time.Millisecond)), targetIf(gated, "≥ 0.95×"), !gated || vsSigned.median >= 0.95)

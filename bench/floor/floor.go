@@ -5,6 +5,7 @@
 package floor
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -112,6 +113,38 @@ type sameWorkFile struct {
 	URLExpiredAt time.Time       `json:"urlExpiredAt"`
 }
 
+// verifiedTokens is the same-work floors' cache of verified tokens: a
+// bearer token's tenant by the token's SHA-256, as the server's guard
+// keeps a reused token's claims. The first sight of a token trusts its
+// payload, where the server verifies it once.
+type verifiedTokens struct {
+	m sync.Map // [32]byte -> string
+}
+
+// tenant is the tenant of r's bearer token; false: a 401 was sent.
+func (t *verifiedTokens) tenant(w http.ResponseWriter, r *http.Request) (string, bool) {
+	token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	sum := sha256.Sum256([]byte(token))
+	if tenant, ok := t.m.Load(sum); ok {
+		return tenant.(string), true
+	}
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return "", false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	var claims struct {
+		Tenant string `json:"tenant"`
+	}
+	if err != nil || json.Unmarshal(payload, &claims) != nil || claims.Tenant == "" {
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return "", false
+	}
+	tenant, _ := t.m.LoadOrStore(sum, claims.Tenant)
+	return tenant.(string), true
+}
+
 // SameWorkLookup is the floor of the detail lookup doing the same work
 // with none of the service around it: the bearer token looked up in a
 // cache of verified tokens by its SHA-256 (as a reused token is; the first
@@ -122,26 +155,11 @@ type sameWorkFile struct {
 // lookup costs beyond it is the service's own code: guard, middleware,
 // scope, error classification, the generated server.
 func SameWorkLookup(pool *pgxpool.Pool, secret []byte) http.HandlerFunc {
-	var tokens sync.Map // [32]byte -> tenant
+	var tokens verifiedTokens
 	return func(w http.ResponseWriter, r *http.Request) {
-		token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-		sum := sha256.Sum256([]byte(token))
-		tenant, ok := tokens.Load(sum)
+		tenant, ok := tokens.tenant(w, r)
 		if !ok {
-			parts := strings.Split(token, ".")
-			if len(parts) != 3 {
-				http.Error(w, "unauthorized", http.StatusUnauthorized)
-				return
-			}
-			payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-			var claims struct {
-				Tenant string `json:"tenant"`
-			}
-			if err != nil || json.Unmarshal(payload, &claims) != nil {
-				http.Error(w, "unauthorized", http.StatusUnauthorized)
-				return
-			}
-			tenant, _ = tokens.LoadOrStore(sum, claims.Tenant)
+			return
 		}
 		var f sameWorkFile
 		var id uuid.UUID
@@ -160,6 +178,64 @@ func SameWorkLookup(pool *pgxpool.Pool, secret []byte) http.HandlerFunc {
 		f.URL = "/_storage/" + f.Key + "?expires=" + strconv.FormatInt(f.URLExpiredAt.Unix(), 10) + "&signature=" + hex.EncodeToString(mac.Sum(nil))
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(f)
+	}
+}
+
+// sameWorkDownloadSelect reads what /download reads: the columns of its
+// answer and whether the file has expired, by id within the tenant,
+// visible rows only.
+const sameWorkDownloadSelect = `SELECT key, original_name, disposition, coalesce(etag, ''),
+    (expired_at IS NOT NULL AND expired_at <= now())
+FROM uploaded_file
+WHERE id = $1 AND tenant_code = $2 AND status = 'ready'
+    AND upload_pending_at IS NULL AND deletion_pending_at IS NULL AND deleted_at IS NULL`
+
+// SameWorkDownload is the floor of /download doing the same work with none
+// of the service around it: the bearer token's tenant from a cache of
+// verified tokens (as SameWorkLookup), the file's columns read by id within
+// that tenant, the file under files opened by path and fstat, the headers
+// /download answers with (the type by the name, the sandbox as same-origin,
+// the disposition, Cache-Control, the ETag) and http.ServeContent. What
+// /download costs beyond it is the service's own code: guard, middleware,
+// scope, the storage driver, error classification, the generated server.
+func SameWorkDownload(pool *pgxpool.Pool, files string) http.HandlerFunc {
+	var tokens verifiedTokens
+	return func(w http.ResponseWriter, r *http.Request) {
+		tenant, ok := tokens.tenant(w, r)
+		if !ok {
+			return
+		}
+		var key, name, disposition, etag string
+		var expired bool
+		err := pool.QueryRow(r.Context(), sameWorkDownloadSelect, r.PathValue("id"), tenant).Scan(&key, &name, &disposition, &etag, &expired)
+		if err != nil || expired {
+			http.Error(w, "not found", http.StatusNotFound)
+			return
+		}
+		f, err := os.Open(filepath.Join(files, filepath.FromSlash(key)))
+		if err != nil {
+			http.Error(w, "not found", http.StatusNotFound)
+			return
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			http.Error(w, "stat", http.StatusInternalServerError)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", cmp.Or(filecheck.ContentTypeOf(name), "application/octet-stream"))
+		servecontent.SandboxHeaders(h, false)
+		if disposition == "inline" {
+			h.Set("Content-Disposition", filecheck.InlineDisposition(name))
+		} else {
+			h.Set("Content-Disposition", filecheck.AttachmentDisposition(name))
+		}
+		h.Set("Cache-Control", "private, no-store")
+		if etag != "" {
+			h.Set("ETag", etag)
+		}
+		http.ServeContent(w, r, "", fi.ModTime(), f)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -235,4 +236,64 @@ func BenchmarkSameWorkLookup(b *testing.B) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /detail/{id}", floor.SameWorkLookup(fx.pool, []byte("benchmark-secret")))
 	runHandler(b, mux, req)
+}
+
+// BenchmarkSameWorkDownload is the same-work download floor of `make
+// bench` (a cached token, /download's columns and headers, the file opened
+// by path and http.ServeContent; no service) over the same file: the
+// difference to BenchmarkDownload is what the service's own code adds to
+// the work a download needs.
+func BenchmarkSameWorkDownload(b *testing.B) {
+	_, req, fx := benchFixture(b, 64<<10, "/detail/")
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /detail/{id}/download", floor.SameWorkDownload(fx.pool, fx.root))
+	runHandler(b, mux, func() *http.Request {
+		r := req()
+		r.URL.Path += "/download"
+		return r
+	})
+}
+
+// TestSameWorkDownloadAnswersAsTheDownload holds the same-work download
+// floor to /download's answer: the same header names and values (but the
+// Last-Modified each takes from its own source), the same bytes, and no
+// answer for another tenant's token. A header added to (or dropped from)
+// /download fails it until the floor follows.
+func TestSameWorkDownloadAnswersAsTheDownload(t *testing.T) {
+	h, req, fx := benchFixture(t, 64<<10, "/uploaded-file/")
+	ours := httptest.NewRecorder()
+	r := req()
+	r.URL.Path += "/download"
+	h.ServeHTTP(ours, r)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /detail/{id}/download", floor.SameWorkDownload(fx.pool, fx.root))
+	peer := httptest.NewRecorder()
+	r = req()
+	r.URL.Path = "/detail/" + strings.TrimPrefix(r.URL.Path, "/uploaded-file/") + "/download"
+	mux.ServeHTTP(peer, r)
+	if ours.Code != http.StatusOK || peer.Code != http.StatusOK {
+		t.Fatalf("status: /download %d, floor %d", ours.Code, peer.Code)
+	}
+	names := func(h http.Header) []string { return slices.Sorted(maps.Keys(h)) }
+	if o, p := names(ours.Header()), names(peer.Header()); !slices.Equal(o, p) {
+		t.Fatalf("header names differ:\n/download %q\nfloor     %q", o, p)
+	}
+	for k := range ours.Header() {
+		if o, p := ours.Header().Get(k), peer.Header().Get(k); o != p && k != "Last-Modified" {
+			t.Errorf("%s: /download %q, floor %q", k, o, p)
+		}
+	}
+	if !bytes.Equal(ours.Body.Bytes(), peer.Body.Bytes()) || peer.Body.Len() != 64<<10 {
+		t.Errorf("bodies differ: /download %d bytes, floor %d", ours.Body.Len(), peer.Body.Len())
+	}
+	other, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "u1", "tenant": "t2"}).SignedString([]byte("any"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Header.Set("Authorization", "Bearer "+other)
+	peer = httptest.NewRecorder()
+	mux.ServeHTTP(peer, r)
+	if peer.Code != http.StatusNotFound {
+		t.Errorf("another tenant's token: floor answered %d", peer.Code)
+	}
 }

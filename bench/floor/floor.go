@@ -62,19 +62,30 @@ func Download(pool *pgxpool.Pool, files string) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		f, err := os.Open(filepath.Join(files, filepath.FromSlash(k)))
-		if err != nil {
-			http.Error(w, "not found", http.StatusNotFound)
+		f, modTime, ok := open(w, files, k)
+		if !ok {
 			return
 		}
 		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			http.Error(w, "stat", http.StatusInternalServerError)
-			return
-		}
-		http.ServeContent(w, r, path.Base(k), fi.ModTime(), f)
+		http.ServeContent(w, r, path.Base(k), modTime, f)
 	}
+}
+
+// open opens the file of key under files by path and reads its
+// modification time (fstat); false: an error was sent.
+func open(w http.ResponseWriter, files, key string) (*os.File, time.Time, bool) {
+	f, err := os.Open(filepath.Join(files, filepath.FromSlash(key)))
+	if err != nil {
+		http.Error(w, "not found", http.StatusNotFound)
+		return nil, time.Time{}, false
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		http.Error(w, "stat", http.StatusInternalServerError)
+		return nil, time.Time{}, false
+	}
+	return f, fi.ModTime(), true
 }
 
 // sameWorkSelect reads what the detail lookup reads: the columns of its
@@ -212,17 +223,11 @@ func SameWorkDownload(pool *pgxpool.Pool, files string) http.HandlerFunc {
 			http.Error(w, "not found", http.StatusNotFound)
 			return
 		}
-		f, err := os.Open(filepath.Join(files, filepath.FromSlash(key)))
-		if err != nil {
-			http.Error(w, "not found", http.StatusNotFound)
+		f, modTime, ok := open(w, files, key)
+		if !ok {
 			return
 		}
 		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			http.Error(w, "stat", http.StatusInternalServerError)
-			return
-		}
 		h := w.Header()
 		h.Set("Content-Type", cmp.Or(filecheck.ContentTypeOf(name), "application/octet-stream"))
 		servecontent.SandboxHeaders(h, false)
@@ -235,7 +240,7 @@ func SameWorkDownload(pool *pgxpool.Pool, files string) http.HandlerFunc {
 		if etag != "" {
 			h.Set("ETag", etag)
 		}
-		http.ServeContent(w, r, "", fi.ModTime(), f)
+		http.ServeContent(w, r, "", modTime, f)
 	}
 }
 

@@ -121,11 +121,16 @@ func BenchmarkLookup(b *testing.B) {
 // cached token.
 func BenchmarkDownload(b *testing.B) {
 	h, req := benchHandler(b, 64<<10, "/uploaded-file/")
-	runHandler(b, h, func() *http.Request {
+	runHandler(b, h, downloadOf(req))
+}
+
+// downloadOf is req with "/download" appended to its path.
+func downloadOf(req func() *http.Request) func() *http.Request {
+	return func() *http.Request {
 		r := req()
 		r.URL.Path += "/download"
 		return r
-	})
+	}
 }
 
 // BenchmarkDownloadFloor is the download floor of `make bench` (one bare
@@ -247,11 +252,7 @@ func BenchmarkSameWorkDownload(b *testing.B) {
 	_, req, fx := benchFixture(b, 64<<10, "/detail/")
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /detail/{id}/download", floor.SameWorkDownload(fx.pool, fx.root))
-	runHandler(b, mux, func() *http.Request {
-		r := req()
-		r.URL.Path += "/download"
-		return r
-	})
+	runHandler(b, mux, downloadOf(req))
 }
 
 // TestSameWorkDownloadAnswersAsTheDownload holds the same-work download
@@ -262,13 +263,11 @@ func BenchmarkSameWorkDownload(b *testing.B) {
 func TestSameWorkDownloadAnswersAsTheDownload(t *testing.T) {
 	h, req, fx := benchFixture(t, 64<<10, "/uploaded-file/")
 	ours := httptest.NewRecorder()
-	r := req()
-	r.URL.Path += "/download"
-	h.ServeHTTP(ours, r)
+	h.ServeHTTP(ours, downloadOf(req)())
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /detail/{id}/download", floor.SameWorkDownload(fx.pool, fx.root))
 	peer := httptest.NewRecorder()
-	r = req()
+	r := req()
 	r.URL.Path = "/detail/" + strings.TrimPrefix(r.URL.Path, "/uploaded-file/") + "/download"
 	mux.ServeHTTP(peer, r)
 	if ours.Code != http.StatusOK || peer.Code != http.StatusOK {

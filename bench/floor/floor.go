@@ -230,24 +230,19 @@ func SameWorkDownload(pool *pgxpool.Pool, files string) http.HandlerFunc {
 		defer f.Close()
 		h := w.Header()
 		h.Set("Content-Type", cmp.Or(filecheck.ContentTypeOf(name), "application/octet-stream"))
-		servecontent.SandboxHeaders(h, false)
+		disp := filecheck.AttachmentDisposition(name)
 		if disposition == "inline" {
-			h.Set("Content-Disposition", filecheck.InlineDisposition(name))
-		} else {
-			h.Set("Content-Disposition", filecheck.AttachmentDisposition(name))
+			disp = filecheck.InlineDisposition(name)
 		}
-		h.Set("Cache-Control", "private, no-store")
-		if etag != "" {
-			h.Set("ETag", etag)
-		}
+		servecontent.DownloadHeaders(h, disp, etag, false)
 		http.ServeContent(w, r, "", modTime, f)
 	}
 }
 
 // FileServerWithHeaders is http.FileServer over dir answering with the
-// headers a granted download sends that the file server does not: the
-// sandbox (servecontent.SandboxHeaders, cross-origin as for a signed
-// URL), the attachment's Content-Disposition, Cache-Control and an ETag --
+// headers a granted download sends that the file server does not
+// (servecontent.DownloadHeaders: the sandbox, cross-origin as for a signed
+// URL, the attachment's Content-Disposition, Cache-Control and an ETag) --
 // six of the eleven headers a granted download of the bench's server
 // answers with (the file server sends the other five; a server with CORS
 // origins configured adds a Vary), each copied, sorted and written by
@@ -257,11 +252,7 @@ func SameWorkDownload(pool *pgxpool.Pool, files string) http.HandlerFunc {
 func FileServerWithHeaders(dir string) http.Handler {
 	files := http.FileServer(http.Dir(dir))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		servecontent.SandboxHeaders(h, true)
-		h.Set("Content-Disposition", filecheck.AttachmentDisposition(path.Base(r.URL.Path)))
-		h.Set("Cache-Control", "private, no-store")
-		h.Set("ETag", floorETag)
+		servecontent.DownloadHeaders(w.Header(), filecheck.AttachmentDisposition(path.Base(r.URL.Path)), floorETag, true)
 		files.ServeHTTP(w, r)
 	})
 }

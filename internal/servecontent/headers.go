@@ -23,3 +23,17 @@ func SandboxHeaders(h http.Header, crossOrigin bool) {
 		h.Set("Cross-Origin-Resource-Policy", "same-origin")
 	}
 }
+
+// DownloadHeaders sets on h what a download of a stored file answers with
+// besides its type and length: the sandbox (SandboxHeaders, crossOrigin
+// for a signed URL), its Content-Disposition (built by the caller:
+// attachment or the file's own inline), that no cache may keep it
+// (private, no-store) and, when known (etag != ""), its ETag.
+func DownloadHeaders(h http.Header, disposition, etag string, crossOrigin bool) {
+	SandboxHeaders(h, crossOrigin)
+	h.Set("Content-Disposition", disposition)
+	h.Set("Cache-Control", "private, no-store")
+	if etag != "" {
+		h.Set("ETag", etag)
+	}
+}

@@ -556,18 +556,13 @@ func (b bytesResponse) visit(w http.ResponseWriter) error {
 		ct = "application/octet-stream"
 	}
 	h.Set("Content-Type", ct)
-	servecontent.SandboxHeaders(h, b.granted)
 	disp := filecheck.AttachmentDisposition(b.d.FileName)
 	if b.d.Disposition == service.DispositionInline {
 		// As an S3 presigned URL answers: the file's own disposition. The
 		// sandbox keeps what a browser renders out of this origin.
 		disp = filecheck.InlineDisposition(b.d.FileName)
 	}
-	h.Set("Content-Disposition", disp)
-	h.Set("Cache-Control", "private, no-store")
-	if b.d.ETag != "" {
-		h.Set("ETag", b.d.ETag)
-	}
+	servecontent.DownloadHeaders(h, disp, b.d.ETag, b.granted)
 	r, _ := b.ctx.Value(requestKey{}).(*http.Request)
 	if r != nil && servecontent.CheckRanges(r.Header.Get("Range"), b.d.Size) != nil {
 		servecontent.RefuseRanges(w, b.d.Size)

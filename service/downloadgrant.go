@@ -11,6 +11,7 @@ import (
 	"errors"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -56,9 +57,39 @@ const (
 // file name, each bounded, with the seal's nonce and tag.
 const maxGrantLength = 4096
 
-// IsGranted reports whether q is a granted download URL's query (the
-// request carries its own authorization instead of a bearer token).
-func IsGranted(q url.Values) bool { return q.Has(grantParam) }
+// DownloadGrant is what a granted download URL's query carries: its
+// expiry (Unix seconds, as sent) and its sealed grant, both unchecked.
+type DownloadGrant struct {
+	Expires, Grant string
+}
+
+// GrantOf reads a download URL's raw query (url.URL.RawQuery) as
+// url.ParseQuery and Values.Get would -- the first of each parameter --
+// and ok is false when it carries no grant parameter (the request then
+// needs a bearer token). The service's own URLs are plain pairs of
+// base64url and digits, read in place: no unescaping pass over the
+// grant's 240 bytes and no map, which are most of what parsing the query
+// cost a 64 KiB granted download (docs/performance-notes.md). Any other
+// query (an escape, a '+' or a ';') goes through url.ParseQuery.
+func GrantOf(rawQuery string) (g DownloadGrant, ok bool) {
+	if strings.IndexByte(rawQuery, '%') >= 0 || strings.IndexByte(rawQuery, '+') >= 0 || strings.IndexByte(rawQuery, ';') >= 0 {
+		q, _ := url.ParseQuery(rawQuery) // as Request.URL.Query: the pairs that parse
+		return DownloadGrant{Expires: q.Get(grantExpires), Grant: q.Get(grantParam)}, q.Has(grantParam)
+	}
+	var hasExpires bool
+	for rest := rawQuery; rest != ""; {
+		var pair string
+		pair, rest, _ = strings.Cut(rest, "&")
+		k, v, _ := strings.Cut(pair, "=")
+		switch {
+		case k == grantParam && !ok:
+			g.Grant, ok = v, true
+		case k == grantExpires && !hasExpires:
+			g.Expires, hasExpires = v, true
+		}
+	}
+	return g, ok
+}
 
 // grantSealer returns the AEAD that seals download grants, derived once per
 // service from the shared signing key.
@@ -123,21 +154,20 @@ func (s *Service) grantedURL(ctx context.Context, id uuid.UUID, preset string, o
 // anything is looked at: a grant that does not open for this id, preset and
 // expiry, or whose expiry has passed, is ErrDownloadURLInvalid -- the same
 // answer whether or not the file exists. No row is read; an object deleted
-// since is ErrNotFound.
-func (s *Service) DownloadGranted(ctx context.Context, id, preset string, q url.Values) (*Download, error) {
+// since is ErrNotFound. g is the URL's query as GrantOf reads it.
+func (s *Service) DownloadGranted(ctx context.Context, id, preset string, g DownloadGrant) (*Download, error) {
 	if s.store.Kind() == storage.KindS3 {
 		return nil, ErrDownloadURLInvalid
 	}
 	uid, err := uuid.Parse(id)
-	raw := q.Get(grantParam)
-	if err != nil || len(raw) > maxGrantLength {
+	if err != nil || len(g.Grant) > maxGrantLength {
 		return nil, ErrDownloadURLInvalid
 	}
-	expires, err := strconv.ParseInt(q.Get(grantExpires), 10, 64)
+	expires, err := strconv.ParseInt(g.Expires, 10, 64)
 	if err != nil {
 		return nil, ErrDownloadURLInvalid
 	}
-	sealed, err := base64.RawURLEncoding.DecodeString(raw)
+	sealed, err := base64.RawURLEncoding.DecodeString(g.Grant)
 	if err != nil {
 		return nil, ErrDownloadURLInvalid
 	}
@@ -153,15 +183,15 @@ func (s *Service) DownloadGranted(ctx context.Context, id, preset string, q url.
 	if err != nil || !s.clock().Before(time.Unix(expires, 0)) {
 		return nil, ErrDownloadURLInvalid
 	}
-	g, ok := parseGrant(plain)
+	opened, ok := parseGrant(plain)
 	if !ok {
 		return nil, ErrDownloadURLInvalid
 	}
-	d := &Download{FileName: g.name, ContentType: g.contentType, Disposition: DispositionAttachment}
-	if g.inline {
+	d := &Download{FileName: opened.name, ContentType: opened.contentType, Disposition: DispositionAttachment}
+	if opened.inline {
 		d.Disposition = DispositionInline
 	}
-	err = s.openStored(ctx, d, g.key, g.etag)
+	err = s.openStored(ctx, d, opened.key, opened.etag)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return nil, ErrNotFound // deleted since the grant was made

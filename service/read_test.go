@@ -61,17 +61,17 @@ func TestReads(t *testing.T) {
 				require.Equal(t, b.clock.Now().Add(15*time.Minute), u.URLExpiredAt.UTC(), "privateDownloadUrlTtlSeconds")
 				p, err := url.Parse(u.URL)
 				require.NoError(t, err)
-				g, err := b.svc.DownloadGranted(context.Background(), id, "", p.Query())
+				g, err := b.svc.DownloadGranted(context.Background(), id, "", grantOf(t, p.RawQuery))
 				require.NoError(t, err, "no request context: the grant is the authorization")
 				got, _ := io.ReadAll(g.Body)
 				g.Body.Close()
 				require.Equal(t, pdf, string(got))
 				require.Equal(t, "Résumé.pdf", g.FileName)
 				require.Equal(t, "application/pdf", g.ContentType, "as Download answers it")
-				_, err = b.svc.DownloadGranted(context.Background(), id, "thumb", p.Query())
+				_, err = b.svc.DownloadGranted(context.Background(), id, "thumb", grantOf(t, p.RawQuery))
 				require.ErrorIs(t, err, service.ErrDownloadURLInvalid, "bound to its preset")
 				b.clock.Advance(15 * time.Minute)
-				_, err = b.svc.DownloadGranted(context.Background(), id, "", p.Query())
+				_, err = b.svc.DownloadGranted(context.Background(), id, "", grantOf(t, p.RawQuery))
 				require.ErrorIs(t, err, service.ErrDownloadURLInvalid, "expired")
 			case service.DriverS3:
 				require.Equal(t, b.clock.Now().Add(15*time.Minute), u.URLExpiredAt.UTC(), "privateDownloadUrlTtlSeconds")
@@ -204,10 +204,18 @@ func etagOf(d *service.Download, err error) (string, error) {
 	return d.ETag, nil
 }
 
-// queryOf is u's query.
-func queryOf(t *testing.T, u string) url.Values {
+// queryOf is the grant the url u carries.
+func queryOf(t *testing.T, u string) service.DownloadGrant {
 	t.Helper()
 	p, err := url.Parse(u)
 	require.NoError(t, err)
-	return p.Query()
+	return grantOf(t, p.RawQuery)
+}
+
+// grantOf is the grant a URL's raw query carries; it must carry one.
+func grantOf(t *testing.T, rawQuery string) service.DownloadGrant {
+	t.Helper()
+	g, ok := service.GrantOf(rawQuery)
+	require.True(t, ok, "a granted url's query: %s", rawQuery)
+	return g
 }

@@ -41,6 +41,16 @@ func grantedRoute(r *http.Request) (id, preset string, ok bool) {
 	return id, preset, true
 }
 
+// grantedPattern names a granted download's route as the generated router
+// registers it, for the metrics and the access line: the file's (preset
+// "") or its variant's.
+func grantedPattern(preset string) string {
+	if preset == "" {
+		return http.MethodGet + " /uploaded-file/{id}/download"
+	}
+	return http.MethodGet + " /uploaded-file/{id}/variants/{preset}/download"
+}
+
 // withGrantedDownloads answers granted downloads (grantedRoute) with the
 // same response writer as the authenticated route, and passes every other
 // request to next.
@@ -51,12 +61,13 @@ func withGrantedDownloads(svc *service.Service, ew errorWriter, next http.Handle
 			next.ServeHTTP(w, r)
 			return
 		}
-		q := r.URL.Query()
-		if !service.IsGranted(q) {
+		g, ok := service.GrantOf(r.URL.RawQuery)
+		if !ok {
 			next.ServeHTTP(w, r)
 			return
 		}
-		d, err := svc.DownloadGranted(r.Context(), id, preset, q)
+		setRoute(r, grantedPattern(preset))
+		d, err := svc.DownloadGranted(r.Context(), id, preset, g)
 		if err != nil {
 			ew.response(w, r, err)
 			return

@@ -43,10 +43,6 @@ func observe(next http.Handler, mux *http.ServeMux, m *requestMetrics, log acces
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		route := "unmatched"
-		if _, pattern := mux.Handler(r); pattern != "" && pattern != "/" {
-			route = pattern
-		}
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 		var in int64
 		if r.Body != nil && r.Body != http.NoBody {
@@ -54,6 +50,7 @@ func observe(next http.Handler, mux *http.ServeMux, m *requestMetrics, log acces
 		}
 		next.ServeHTTP(sw, r)
 		elapsed := time.Since(start)
+		route := routeOf(r, mux)
 		if m != nil {
 			m.requests.WithLabelValues(route, strconv.Itoa(sw.code)).Inc()
 			m.latency.WithLabelValues(route).Observe(elapsed.Seconds())
@@ -67,6 +64,24 @@ func observe(next http.Handler, mux *http.ServeMux, m *requestMetrics, log acces
 			})
 		}
 	})
+}
+
+// routeOf is the route pattern r was answered on: the one its handler
+// recorded (setRoute) or, for a request answered before one did (a 401, a
+// request whose parameters did not bind), the one mux routes it to;
+// "unmatched" for none.
+func routeOf(r *http.Request, mux *http.ServeMux) string {
+	route := ""
+	if info, _ := r.Context().Value(requestInfoKey{}).(*requestInfo); info != nil {
+		route = info.route
+	}
+	if route == "" {
+		_, route = mux.Handler(r)
+	}
+	if route == "" || route == "/" {
+		return "unmatched"
+	}
+	return route
 }
 
 // traceID is the request's trace id ("" outside a trace).

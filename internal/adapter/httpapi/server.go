@@ -138,8 +138,10 @@ func New(o Options) http.Handler {
 // RequestIDFrom is the request id of a request's context ("" outside one):
 // for log lines written deeper down.
 func RequestIDFrom(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
+	if info, _ := ctx.Value(requestInfoKey{}).(*requestInfo); info != nil {
+		return info.id
+	}
+	return ""
 }
 
 // movedRoutes serves /<downloadPath>/... as /uploaded-file/... when a
@@ -162,12 +164,24 @@ func movedRoutes(downloadPath string, next http.Handler) http.Handler {
 }
 
 type requestKey struct{}
-type requestIDKey struct{}
+type requestInfoKey struct{}
+
+// requestInfo is what the layers learn of a request on its way down, kept
+// in its context by withRequestID: its id, and the route it was matched
+// to (set by withRequest for the router's routes and by
+// withGrantedDownloads for its own; "" until then), which observe reads
+// once the handler has returned.
+type requestInfo struct {
+	id, route string
+}
 
 // withRequest keeps the request in the handler's context, for the
-// responses that need it (http.ServeContent).
+// responses that need it (http.ServeContent), and records the route the
+// router matched (r.Pattern) for observe, which would otherwise look it up
+// again. Every generated route runs it.
 func withRequest(f api.StrictHandlerFunc, _ string) api.StrictHandlerFunc {
 	return func(ctx context.Context, w http.ResponseWriter, r *http.Request, req any) (any, error) {
+		setRoute(r, r.Pattern)
 		return f(context.WithValue(ctx, requestKey{}, r), w, r, req)
 	}
 }
@@ -186,13 +200,17 @@ func withRequestID(next http.Handler) http.Handler {
 			_, _ = rand.Read(b[:])
 			id = hex.EncodeToString(b[:])
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, &requestInfo{id: id})))
 	})
 }
 
-func requestID(r *http.Request) string {
-	id, _ := r.Context().Value(requestIDKey{}).(string)
-	return id
+func requestID(r *http.Request) string { return RequestIDFrom(r.Context()) }
+
+// setRoute records route as the request's route, for observe.
+func setRoute(r *http.Request, route string) {
+	if info, _ := r.Context().Value(requestInfoKey{}).(*requestInfo); info != nil {
+		info.route = route
+	}
 }
 
 // limitBodies bounds request bodies before anything reads them: in size --

@@ -295,11 +295,7 @@ func (s *Service) objectURL(ctx context.Context, row db.UploadedFile, o objectRe
 		}
 		return &URL{URL: u, URLExpiredAt: &exp}, nil
 	}
-	disp := filecheck.AttachmentDisposition(o.name)
-	if inline {
-		disp = filecheck.InlineDisposition(o.name)
-	}
-	p, err := s.store.PresignGet(ctx, o.key, storage.PresignGetOptions{Expires: ttl, ContentDisposition: disp, ContentType: o.contentType})
+	p, err := s.store.PresignGet(ctx, o.key, storage.PresignGetOptions{Expires: ttl, ContentDisposition: filecheck.Disposition(o.name, inline), ContentType: o.contentType})
 	if err != nil {
 		return nil, s.internalError(ctx, ErrNotFound, "presign download", err, "file_id", row.ID)
 	}

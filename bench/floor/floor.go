@@ -230,11 +230,7 @@ func SameWorkDownload(pool *pgxpool.Pool, files string) http.HandlerFunc {
 		defer f.Close()
 		h := w.Header()
 		h.Set("Content-Type", cmp.Or(filecheck.ContentTypeOf(name), "application/octet-stream"))
-		disp := filecheck.AttachmentDisposition(name)
-		if disposition == "inline" {
-			disp = filecheck.InlineDisposition(name)
-		}
-		servecontent.DownloadHeaders(h, disp, etag, false)
+		servecontent.DownloadHeaders(h, filecheck.Disposition(name, disposition == "inline"), etag, false)
 		http.ServeContent(w, r, "", modTime, f)
 	}
 }

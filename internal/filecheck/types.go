@@ -165,6 +165,15 @@ func InlineDisposition(name string) string {
 	return disposition("inline", name)
 }
 
+// Disposition is InlineDisposition when inline, else
+// AttachmentDisposition: how a download serves the file its row names.
+func Disposition(name string, inline bool) string {
+	if inline {
+		return InlineDisposition(name)
+	}
+	return AttachmentDisposition(name)
+}
+
 func disposition(typ, name string) string {
 	var ascii strings.Builder
 	for _, r := range name {

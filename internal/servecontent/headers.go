@@ -9,7 +9,7 @@ import "net/http"
 const ContentSecurityPolicy = "sandbox; default-src 'none'"
 
 // The headers below are stored under their canonical keys directly: every
-// download sets seven of them, and Header.Set would check and canonicalize
+// download sets six of them, and Header.Set would check and canonicalize
 // each constant key again on every request (about 5 % of a 64 KiB
 // download's instructions; docs/performance-notes.md). The keys must stay
 // what textproto.CanonicalMIMEHeaderKey makes of them -- "Etag", not

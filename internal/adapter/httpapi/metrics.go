@@ -72,7 +72,7 @@ func observe(next http.Handler, mux *http.ServeMux, m *requestMetrics, log acces
 // "unmatched" for none.
 func routeOf(r *http.Request, mux *http.ServeMux) string {
 	route := ""
-	if info, _ := r.Context().Value(requestInfoKey{}).(*requestInfo); info != nil {
+	if info := infoOf(r.Context()); info != nil {
 		route = info.route
 	}
 	if route == "" {

@@ -138,7 +138,7 @@ func New(o Options) http.Handler {
 // RequestIDFrom is the request id of a request's context ("" outside one):
 // for log lines written deeper down.
 func RequestIDFrom(ctx context.Context) string {
-	if info, _ := ctx.Value(requestInfoKey{}).(*requestInfo); info != nil {
+	if info := infoOf(ctx); info != nil {
 		return info.id
 	}
 	return ""
@@ -175,6 +175,12 @@ type requestInfo struct {
 	id, route string
 }
 
+// infoOf is the requestInfo of a request's context (nil outside one).
+func infoOf(ctx context.Context) *requestInfo {
+	info, _ := ctx.Value(requestInfoKey{}).(*requestInfo)
+	return info
+}
+
 // withRequest keeps the request in the handler's context, for the
 // responses that need it (http.ServeContent), and records the route the
 // router matched (r.Pattern) for observe, which would otherwise look it up
@@ -208,7 +214,7 @@ func requestID(r *http.Request) string { return RequestIDFrom(r.Context()) }
 
 // setRoute records route as the request's route, for observe.
 func setRoute(r *http.Request, route string) {
-	if info, _ := r.Context().Value(requestInfoKey{}).(*requestInfo); info != nil {
+	if info := infoOf(r.Context()); info != nil {
 		info.route = route
 	}
 }
@@ -574,12 +580,10 @@ func (b bytesResponse) visit(w http.ResponseWriter) error {
 		ct = "application/octet-stream"
 	}
 	h.Set("Content-Type", ct)
-	disp := filecheck.AttachmentDisposition(b.d.FileName)
-	if b.d.Disposition == service.DispositionInline {
-		// As an S3 presigned URL answers: the file's own disposition. The
-		// sandbox keeps what a browser renders out of this origin.
-		disp = filecheck.InlineDisposition(b.d.FileName)
-	}
+	// As an S3 presigned URL answers: the file's own disposition (inline
+	// or attachment). The sandbox keeps what a browser renders out of this
+	// origin.
+	disp := filecheck.Disposition(b.d.FileName, b.d.Disposition == service.DispositionInline)
 	servecontent.DownloadHeaders(h, disp, b.d.ETag, b.granted)
 	r, _ := b.ctx.Value(requestKey{}).(*http.Request)
 	if r != nil && servecontent.CheckRanges(r.Header.Get("Range"), b.d.Size) != nil {

@@ -229,10 +229,7 @@ func benchCachedVariant(rep *report, e *env) error {
 		return err
 	}
 	get := func(path string) func(int) error {
-		return func(int) error {
-			_, err := do(e.authed(http.MethodGet, e.uf.url+path, nil), http.StatusOK)
-			return err
-		}
+		return func(int) error { return drain(e.authed(http.MethodGet, e.uf.url+path, nil), size) }
 	}
 	const clients, n = 8, 4000
 	rs, m, err := measureRounds("cached variant bench", pairRounds,

@@ -693,6 +693,12 @@ func get(u string) error {
 	return err
 }
 
+// drainURL is drain of an unauthenticated GET of u.
+func drainURL(u string, size int) error {
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	return drain(req, int64(size))
+}
+
 func latencies(s stats) string {
 	return fmt.Sprintf("p50 %s, p99 %s (%.0f req/s)", s.p50.Round(time.Microsecond), s.p99.Round(time.Microsecond), s.rps())
 }
@@ -804,10 +810,4 @@ func clientsLabel(n int) string {
 		return "1 client"
 	}
 	return fmt.Sprintf("%d clients", n)
-}
-
-// drainURL is drain of an unauthenticated GET of u.
-func drainURL(u string, size int) error {
-	req, _ := http.NewRequest(http.MethodGet, u, nil)
-	return drain(req, int64(size))
 }

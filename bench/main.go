@@ -483,8 +483,12 @@ func measureRounds(what string, n int, loads ...func() stats) (rs [][]stats, m [
 	return rs, medians(rs), nil
 }
 
-// load runs total calls of fn over clients workers and measures them.
+// load runs total calls of fn over clients workers and measures them, on
+// connections of its own: the ones an earlier load left idle are closed
+// first, so no load inherits a connection another shaped (see
+// docs/performance-notes.md, "Each load on fresh connections").
 func load(clients, total int, fn func(i int) error) stats {
+	client.CloseIdleConnections()
 	lat := make([]time.Duration, total)
 	var next, errs atomic.Int64
 	var first atomic.Value

@@ -40,10 +40,9 @@ func TestDrainChecksStatusAndLength(t *testing.T) {
 	}
 }
 
-// Each load runs on connections of its own: a load that reused the idle
-// connections an earlier load left (the uploads' connections, whose
-// receive windows had never grown) read 0.62-0.68x of http.FileServer for
-// a 1 MiB granted download that reads 0.89x on its own connections.
+// Each load runs on connections of its own: a 1 MiB granted download that
+// reused the idle connections the uploads before it had left read
+// 0.62-0.68x of http.FileServer, and 0.89x on connections of its own.
 func TestLoadOpensItsOwnConnections(t *testing.T) {
 	var opened atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

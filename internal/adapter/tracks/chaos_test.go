@@ -386,10 +386,12 @@ func runChaos(t *testing.T, driver string) {
 	kills := 0
 	// The work runs for the duration and then, on a machine slow enough
 	// that it has not yet reached every path the checks below require to
-	// have run (an infected upload refused, a variant made for a visible
-	// file, a file made by a keyed upload), on until it has, for up to three times as long again.
+	// have run (an infected upload refused, buffer uploads activated in one
+	// transaction, a variant made for a visible file, a file made by a keyed
+	// upload), on until it has, for up to seven times as long again (three
+	// were once not enough on S3 under -race for two activations to meet).
 	begin, d := time.Now(), *chaosDuration
-	deadline, longest := begin.Add(d), begin.Add(4*d)
+	deadline, longest := begin.Add(d), begin.Add(8*d)
 	for time.Now().Before(deadline) || time.Now().Before(longest) && !chaosCovered(t, e) {
 		time.Sleep(time.Duration(50+rnd.IntN(300)) * time.Millisecond)
 		// Past the duration the work only runs on to reach what it has not

@@ -20,19 +20,27 @@ var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, Ma
 // do sends req and returns the body it answers with, which must come
 // with the status want.
 func do(req *http.Request, want int) ([]byte, error) {
-	resp, err := client.Do(req)
+	resp, err := send(req, want)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	return io.ReadAll(resp.Body)
+}
+
+// send sends req; an answer without the status want is an error quoting
+// the start of its body.
+func send(req *http.Request, want int) (*http.Response, error) {
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	if resp.StatusCode != want {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		return nil, fmt.Errorf("%s %s: %d %s", req.Method, req.URL.Path, resp.StatusCode, b)
 	}
-	return b, nil
+	return resp, nil
 }
 
 // drainBuffers are the 64 KiB buffers drain reads bodies through.
@@ -44,23 +52,19 @@ var drainBuffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return
 // generator -- on the same two cores as the servers it compares -- more
 // CPU per 10 MiB download than the server's own, and its collector's
 // timing moved the rows from one round to the next.
-func drain(req *http.Request, size int64) error {
-	resp, err := client.Do(req)
+func drain(req *http.Request, size int) error {
+	resp, err := send(req, http.StatusOK)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return fmt.Errorf("%s %s: %d %s", req.Method, req.URL.Path, resp.StatusCode, b)
-	}
 	buf := drainBuffers.Get().(*[]byte)
 	defer drainBuffers.Put(buf)
 	n, err := io.CopyBuffer(struct{ io.Writer }{io.Discard}, resp.Body, *buf) // not io.Discard's own 8 KiB reads
 	switch {
 	case err != nil:
 		return err
-	case n != size:
+	case n != int64(size):
 		return fmt.Errorf("%s %s: %d bytes, want %d", req.Method, req.URL.Path, n, size)
 	}
 	return nil
@@ -83,5 +87,5 @@ func get(u string) error {
 // drainURL is drain of an unauthenticated GET of u.
 func drainURL(u string, size int) error {
 	req, _ := http.NewRequest(http.MethodGet, u, nil)
-	return drain(req, int64(size))
+	return drain(req, size)
 }

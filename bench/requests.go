@@ -37,7 +37,7 @@ func benchDownload(e *env, rep *report, size, clients int) error {
 	rs, m, err := measure("downloads",
 		withSched(e.uf, func() stats {
 			return load(clients, n, func(int) error {
-				return drain(e.authed(http.MethodGet, e.uf.url+"/uploaded-file/"+id+"/download", nil), int64(size))
+				return drain(e.authed(http.MethodGet, e.uf.url+"/uploaded-file/"+id+"/download", nil), size)
 			})
 		}),
 		func() stats { return load(clients, n, func(int) error { return drainURL(e.files.url+"/"+key, size) }) },
@@ -60,7 +60,7 @@ func benchDownload(e *env, rep *report, size, clients int) error {
 		// headers with none of the service around them.
 		withSched(e.raw, func() stats {
 			return load(clients, n, func(int) error {
-				return drain(e.authed(http.MethodGet, e.raw.url+"/detail/"+id+"/download", nil), int64(size))
+				return drain(e.authed(http.MethodGet, e.raw.url+"/detail/"+id+"/download", nil), size)
 			})
 		}))
 	if err != nil {

@@ -229,7 +229,7 @@ func benchCachedVariant(rep *report, e *env) error {
 		return err
 	}
 	get := func(path string) func(int) error {
-		return func(int) error { return drain(e.authed(http.MethodGet, e.uf.url+path, nil), size) }
+		return func(int) error { return drain(e.authed(http.MethodGet, e.uf.url+path, nil), int(size)) }
 	}
 	const clients, n = 8, 4000
 	rs, m, err := measureRounds("cached variant bench", pairRounds,

@@ -143,11 +143,14 @@ s3-servers:
 
 ## test-only: every test on versitygw (the default S3 server of the tests),
 ## then the packages that use S3 again on MinIO; a failure on either fails.
-## Then the image engine's conformance suite on both engines (-tags vips).
+## Then the database suite again on databases with an ICU collation (no
+## statement may depend on the order the database's collation gives text),
+## and the image engine's conformance suite on both engines (-tags vips).
 S3_PACKAGES := ./internal/storage/s3/ ./service/ ./internal/adapter/httpapi/ ./internal/adapter/tracks/
 test-only: s3-servers libvips
 	$(GO) test -race -count=1 ./...
 	UPLOADEDFILE_TEST_S3=minio $(GO) test -race -count=1 $(S3_PACKAGES)
+	UPLOADEDFILE_TEST_ICU_LOCALE=en-US $(GO) test -race -count=1 ./db/...
 	$(GO) test -race -count=1 -tags vips ./internal/imagevariant/
 
 ## fuzz: run every Fuzz* target of every package for FUZZTIME each. Their

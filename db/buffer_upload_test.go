@@ -176,7 +176,7 @@ func TestFileRestoreUploadForCleanup(t *testing.T) {
 	// Maintenance reached the expired upload while its writer was slow: it
 	// claimed, deleted (nothing yet) and rescheduled a tombstone.
 	h := b.hidden(t, fileOpts{})
-	claimed, err := b.q.DeletionClaimExpiredTombstones(b.ctx, b.pool, db.DeletionClaimExpiredTombstonesParams{Max: 10, DeletionLease: deletionLease, Now: at(activationLease)})
+	claimed, err := b.q.DeletionClaimExpiredTombstones(b.ctx, b.pool, db.DeletionClaimExpiredTombstonesParams{Max: 10, PassLimit: 10, DeletionLease: deletionLease, Now: at(activationLease)})
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
 	tomb, err := b.q.FileRescheduleTombstone(b.ctx, b.pool, db.FileRescheduleTombstoneParams{

@@ -33,6 +33,10 @@ func Wrap(c Conn) Conn { return classifyingDB{withPlanCache(c)} }
 //     an integrity or data rule (SQLSTATE classes 22 and 23: a unique key, a
 //     row check) or a state this schema raises itself (UF*, the quota's
 //     UFQ01);
+//   - a statement PostgreSQL aborted to break a deadlock or to keep a
+//     serializable transaction serializable (SQLSTATE 40P01, 40001) is a
+//     *ConflictError (errors.Is ErrConflict): the database is up, and the
+//     same work run again can succeed -- never an outage;
 //   - anything else is the database not answering: no connection, a
 //     refused or terminated one, a timeout, a server shutting down, a
 //     serialization failure, a relation that does not exist (a schema the
@@ -40,12 +44,15 @@ func Wrap(c Conn) Conn { return classifyingDB{withPlanCache(c)} }
 //     (the service's *UnavailableError), which no caller mistakes for "not
 //     found".
 func classify(err error) error {
-	if err == nil || errors.Is(err, pgx.ErrNoRows) || errors.Is(err, outage.ErrUnavailable) {
+	if err == nil || errors.Is(err, pgx.ErrNoRows) || errors.Is(err, outage.ErrUnavailable) || errors.Is(err, ErrConflict) {
 		return err
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && refusedStatement(pe.Code) {
 		return err
+	}
+	if errors.As(err, &pe) && conflictState(pe.Code) {
+		return &ConflictError{cause: err}
 	}
 	return outage.New(outage.Database, nil, "", err)
 }
@@ -55,6 +62,29 @@ func classify(err error) error {
 func refusedStatement(state string) bool {
 	return strings.HasPrefix(state, "22") || strings.HasPrefix(state, "23") || strings.HasPrefix(state, "UF")
 }
+
+// conflictState: a SQLSTATE of a transaction aborted because it met a
+// concurrent one (serialization_failure, deadlock_detected).
+func conflictState(state string) bool {
+	return state == "40001" || state == "40P01"
+}
+
+// ErrConflict matches (errors.Is) every *ConflictError.
+var ErrConflict = errors.New("uploadedfile: the transaction met a concurrent one and was aborted")
+
+// ConflictError is a statement PostgreSQL aborted because its transaction
+// met a concurrent one: a deadlock it broke, or a serialization failure.
+// Nothing of the transaction was applied; running it again can succeed.
+// The cause (a *pgconn.PgError) is kept for errors.As.
+type ConflictError struct{ cause error }
+
+func (e *ConflictError) Error() string { return "database conflict: " + e.cause.Error() }
+
+// Is matches ErrConflict.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// Unwrap is PostgreSQL's error.
+func (e *ConflictError) Unwrap() error { return e.cause }
 
 // classifyingDB is a Conn with every error classified (classify):
 // statements, batches, transactions and their rows.

@@ -155,7 +155,7 @@ func TestConcurrentActivationAndSettledCleanup(t *testing.T) {
 				return err
 			},
 			func(c *pgxpool.Conn) error { // maintenance, once the lease has expired
-				rows, err := b.q.DeletionClaimExpiredTombstones(b.ctx, c, db.DeletionClaimExpiredTombstonesParams{Max: 100, DeletionLease: deletionLease, Now: at(activationLease)})
+				rows, err := b.q.DeletionClaimExpiredTombstones(b.ctx, c, db.DeletionClaimExpiredTombstonesParams{Max: 100, PassLimit: 100, DeletionLease: deletionLease, Now: at(activationLease)})
 				if err == nil && len(rows) == 0 {
 					return pgx.ErrNoRows
 				}
@@ -199,7 +199,7 @@ func TestConcurrentSweepClaims(t *testing.T) {
 		{"DeletionClaimExpiredTombstones", func(b *bundle, t *testing.T) uuid.UUID {
 			return b.hidden(t, fileOpts{Now: t0.Add(-time.Hour)}).ID
 		}, func(b *bundle, c *pgxpool.Conn) ([]db.UploadedFile, error) {
-			return asFiles(b.q.DeletionClaimExpiredTombstones(b.ctx, c, db.DeletionClaimExpiredTombstonesParams{Max: max, DeletionLease: deletionLease, Now: at(0)}))
+			return asFiles(b.q.DeletionClaimExpiredTombstones(b.ctx, c, db.DeletionClaimExpiredTombstonesParams{Max: max, PassLimit: max, DeletionLease: deletionLease, Now: at(0)}))
 		}},
 		{"FileClaimExpiredDirectUploads", func(b *bundle, t *testing.T) uuid.UUID {
 			return b.pending(t, fileOpts{Now: t0.Add(-cleanupLease)}).ID

@@ -99,10 +99,10 @@ func TestFileClaimAbort(t *testing.T) {
 
 	// Once the window has closed the tombstone sweep claims it, and it
 	// settles for good.
-	rows, err := b.q.DeletionClaimExpiredTombstones(b.ctx, b.pool, db.DeletionClaimExpiredTombstonesParams{Max: 10, DeletionLease: deletionLease, Now: at(cleanupLease - time.Second)})
+	rows, err := b.q.DeletionClaimExpiredTombstones(b.ctx, b.pool, db.DeletionClaimExpiredTombstonesParams{Max: 10, PassLimit: 10, DeletionLease: deletionLease, Now: at(cleanupLease - time.Second)})
 	require.NoError(t, err)
 	require.Empty(t, rows)
-	rows, err = b.q.DeletionClaimExpiredTombstones(b.ctx, b.pool, db.DeletionClaimExpiredTombstonesParams{Max: 10, DeletionLease: deletionLease, Now: at(cleanupLease)})
+	rows, err = b.q.DeletionClaimExpiredTombstones(b.ctx, b.pool, db.DeletionClaimExpiredTombstonesParams{Max: 10, PassLimit: 10, DeletionLease: deletionLease, Now: at(cleanupLease)})
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	require.Nil(t, rows[0].DeletedAt, "restored to hidden pending while claimed")
@@ -117,7 +117,7 @@ func TestFileSettleDeletionNamesTheUploadMarker(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	h := b.hidden(t, fileOpts{})
-	rows, err := b.q.DeletionClaimExpiredTombstones(b.ctx, b.pool, db.DeletionClaimExpiredTombstonesParams{Max: 10, DeletionLease: deletionLease, Now: at(activationLease)})
+	rows, err := b.q.DeletionClaimExpiredTombstones(b.ctx, b.pool, db.DeletionClaimExpiredTombstonesParams{Max: 10, PassLimit: 10, DeletionLease: deletionLease, Now: at(activationLease)})
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	_, err = b.q.FileSettleDeletion(b.ctx, b.pool, db.FileSettleDeletionParams{ID: h.ID, Claim: *rows[0].DeletionPendingAt, Now: at(activationLease)})

@@ -317,7 +317,7 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			return err
 		},
 		func() error {
-			_, err := q.DeletionClaimExpiredTombstones(ctx, e, db.DeletionClaimExpiredTombstonesParams{Max: 100, DeletionLease: time.Minute, Now: now})
+			_, err := q.DeletionClaimExpiredTombstones(ctx, e, db.DeletionClaimExpiredTombstonesParams{Max: 100, PassLimit: 100, DeletionLease: time.Minute, Now: now})
 			return err
 		},
 		func() error {
@@ -479,6 +479,24 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 		},
 		func() error {
 			_, err := q.UsageRecount(ctx, e, &ten)
+			return err
+		},
+		func() error {
+			_, err := q.UsageTenants(ctx, e)
+			return err
+		},
+		func() error {
+			return q.ReplicaHeartbeat(ctx, e, db.ReplicaHeartbeatParams{ID: id, BinaryVersion: 20261128100001})
+		},
+		func() error {
+			return q.ReplicaForget(ctx, e, id)
+		},
+		func() error {
+			_, err := q.ReplicaPrune(ctx, e, time.Minute)
+			return err
+		},
+		func() error {
+			_, err := q.UsageLockTenant(ctx, e, ten)
 			return err
 		},
 		func() error {

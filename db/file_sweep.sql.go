@@ -120,19 +120,33 @@ func (q *Queries) DeletionClaimElapsed(ctx context.Context, db DBTX, arg Deletio
 }
 
 const deletionClaimExpiredTombstones = `-- name: DeletionClaimExpiredTombstones :many
-WITH candidate AS (
+WITH abandoned AS (
     SELECT id, upload_pending_at, deletion_pending_at, deleted_at
     FROM uploaded_file
     WHERE upload_pending_at <= coalesce($1::timestamptz, now())
-        AND (deletion_pending_at IS NULL OR deletion_pending_at <= coalesce($1::timestamptz, now()))
+        AND deletion_pending_at IS NULL
         AND (completion_lease_until IS NULL OR completion_lease_until <= coalesce($1::timestamptz, now()))
     ORDER BY upload_pending_at, id
     LIMIT $2::integer
     FOR UPDATE SKIP LOCKED
+), passes AS (
+    SELECT id, upload_pending_at, deletion_pending_at, deleted_at
+    FROM uploaded_file
+    WHERE deletion_pending_at <= coalesce($1::timestamptz, now())
+        AND upload_pending_at <= coalesce($1::timestamptz, now())
+        AND (completion_lease_until IS NULL OR completion_lease_until <= coalesce($1::timestamptz, now()))
+    ORDER BY deletion_pending_at, id
+    LIMIT $3::integer
+    FOR UPDATE SKIP LOCKED
+), candidate AS (
+    SELECT abandoned.id, abandoned.upload_pending_at, abandoned.deletion_pending_at, abandoned.deleted_at FROM abandoned
+    UNION ALL
+    (SELECT passes.id, passes.upload_pending_at, passes.deletion_pending_at, passes.deleted_at FROM passes
+        LIMIT greatest(0, $2::integer - (SELECT count(*) FROM abandoned)))
 ), changed AS (
     UPDATE uploaded_file
     SET
-        deletion_pending_at = coalesce($1::timestamptz, now()) + $3::interval,
+        deletion_pending_at = coalesce($1::timestamptz, now()) + $4::interval,
         deleted_at = NULL,
         updated_at = coalesce($1::timestamptz, now())
     FROM candidate
@@ -162,6 +176,7 @@ SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id
 type DeletionClaimExpiredTombstonesParams struct {
 	Now           *time.Time
 	Max           int32
+	PassLimit     int32
 	DeletionLease time.Duration
 }
 
@@ -212,10 +227,21 @@ type DeletionClaimExpiredTombstonesRow struct {
 // matches the exact upload marker, deletion marker and soft-delete state that
 // were selected; a completing row is taken only once its completion lease
 // has run out too.
+// First claims (abandoned: no deletion marker yet, oldest upload marker
+// first) come before tombstones passing again, and those take at most
+// @pass_limit of the batch, in the order they became eligible again (their
+// deletion marker): tombstones a writer may still write are passed again
+// forever, and would otherwise fill every batch ahead of newly abandoned
+// uploads, whose reserved space only this claim gives back.
 // Writes upload.abandoned for a row claimed for the first time (a writer
 // that never came back), not for a tombstone passing again.
 func (q *Queries) DeletionClaimExpiredTombstones(ctx context.Context, db DBTX, arg DeletionClaimExpiredTombstonesParams) ([]DeletionClaimExpiredTombstonesRow, error) {
-	rows, err := db.Query(ctx, deletionClaimExpiredTombstones, arg.Now, arg.Max, arg.DeletionLease)
+	rows, err := db.Query(ctx, deletionClaimExpiredTombstones,
+		arg.Now,
+		arg.Max,
+		arg.PassLimit,
+		arg.DeletionLease,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -88,7 +88,7 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	version, dirty, err := m.Version()
 	require.NoError(t, err)
 	require.False(t, dirty)
-	require.EqualValues(t, 20261128000001, version)
+	require.EqualValues(t, 20261128100001, version)
 	require.Contains(t, cols, "width")
 	for _, dropped := range []string{"uploaded_file_owner_status_idx", "uploaded_file_rescan_idx", "uploaded_file_attachment_idx"} {
 		require.NotContains(t, idx, dropped, "the index diet")
@@ -277,7 +277,7 @@ VALUES (gen_random_uuid(), 'acme', 'alice', 'k1', 'a.pdf', 1, 'application/pdf')
 	require.Error(t, err)
 	_, err = conn.Exec(ctx, "UPDATE schema_migrations SET version = 20261123100001, dirty = true")
 	require.NoError(t, err)
-	require.ErrorContains(t, migrations.Check(ctx, conn), "dirty at version 20261123100001 (its migration died half way): run uploadedfile migrate up, which runs it again")
+	require.ErrorContains(t, migrations.Check(ctx, conn), "dirty at version 20261123100001 (its migration died half way: no migration holds the lock): run uploadedfile migrate up, which runs it again")
 
 	var logs []string
 	require.NoError(t, migrations.Apply(ctx, url, func(format string, args ...any) { logs = append(logs, fmt.Sprintf(format, args...)) }))
@@ -354,4 +354,42 @@ func TestApplyRefusesADirtyMigrationItCannotRerun(t *testing.T) {
 	require.NoError(t, conn.QueryRow(ctx, "SELECT version, dirty FROM schema_migrations").Scan(&version, &dirty))
 	require.EqualValues(t, 20261125000000, version)
 	require.True(t, dirty, "nothing was run or cleared")
+}
+
+// A down migration never weakens a guarantee: reverting quarantine while a
+// file is quarantined would make it a ready, visible file again, and
+// dropping variants while variant rows exist would leave their objects with
+// no row. Both refuse, and leave the schema and the rows as they were.
+func TestDownMigrationsRefuseToReleaseWhatTheyGuard(t *testing.T) {
+	t.Parallel()
+	url, m := emptyMigrator(t)
+	require.NoError(t, m.Up())
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var fileID string
+	require.NoError(t, conn.QueryRow(ctx, `
+INSERT INTO uploaded_file (id, tenant_code, user_id, key, original_name, size_bytes, content_type, status, completed_at)
+VALUES (gen_random_uuid(), 'acme', 'alice', 'core/acme/malware.exe', 'malware.exe', 68, 'application/octet-stream', 'quarantined', now())
+RETURNING id`).Scan(&fileID))
+	_, err = conn.Exec(ctx, `INSERT INTO uploaded_file_variant (id, file_id, preset, key, status, content_type, lease_until)
+VALUES (gen_random_uuid(), $1, 'thumb', 'core/acme/variant.webp', 'generating', 'image/webp', now() + interval '1 minute')`, fileID)
+	require.NoError(t, err)
+
+	// Down to before variants: the variant down refuses first.
+	err = m.Migrate(20261123300002)
+	require.ErrorContains(t, err, "uploaded_file_variant holds variants")
+	require.NoError(t, m.Force(20261124000000)) // the refused down left its version dirty
+	var tables int
+	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM uploaded_file_variant").Scan(&tables))
+	require.Equal(t, 1, tables, "the variant rows stay")
+
+	_, err = conn.Exec(ctx, "DELETE FROM uploaded_file_variant")
+	require.NoError(t, err)
+	err = m.Migrate(20261123200000)
+	require.ErrorContains(t, err, "holds quarantined files")
+	var status string
+	require.NoError(t, conn.QueryRow(ctx, "SELECT status FROM uploaded_file WHERE id = $1", fileID).Scan(&status))
+	require.Equal(t, "quarantined", status, "the quarantined file stays hidden")
 }

@@ -211,6 +211,26 @@ type UploadedFileQuotum struct {
 	UpdatedAt time.Time
 }
 
+// Running serve replicas and the schema version their binary embeds; migrate up refuses a contract migration while an older one heartbeats.
+type UploadedFileReplica struct {
+	// Random id the replica chose at start.
+	ID uuid.UUID
+	// The newest migration version the replica's binary embeds.
+	BinaryVersion int64
+	// When the replica registered (database time).
+	StartedAt time.Time
+	// The replica's last heartbeat (database time); older than a minute: the replica died.
+	HeartbeatAt time.Time
+}
+
+// Per applied migration: the oldest binary that runs on the schema it leaves (written by the migration itself).
+type UploadedFileSchemaCompat struct {
+	// The migration's version.
+	Version int64
+	// The newest migration version embedded in the oldest binary that runs on this schema: the version before it for an expand-only migration (the floor kept), the migration itself for a contract.
+	OldestBinary int64
+}
+
 // HMAC keys the service signs self-contained URLs with, one per purpose, shared by every replica.
 type UploadedFileSigningKey struct {
 	// What the key signs (upload-target: the local driver's signed content URLs).

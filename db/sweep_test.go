@@ -61,7 +61,7 @@ func TestDeletionClaimExpiredTombstones(t *testing.T) {
 	staleCompleting := b.completing(t, fileOpts{Now: t0.Add(-2 * cleanupLease)}) // completer died long ago
 	b.completing(t, fileOpts{})                                                  // live completer
 
-	rows, err := b.q.DeletionClaimExpiredTombstones(b.ctx, b.pool, db.DeletionClaimExpiredTombstonesParams{Max: 10, DeletionLease: deletionLease, Now: at(now)})
+	rows, err := b.q.DeletionClaimExpiredTombstones(b.ctx, b.pool, db.DeletionClaimExpiredTombstonesParams{Max: 10, PassLimit: 10, DeletionLease: deletionLease, Now: at(now)})
 	require.NoError(t, err)
 	require.ElementsMatch(t, []uuid.UUID{writerDied.ID, rescheduled.ID, staleCompleting.ID}, ids(rows))
 	for _, r := range rows {
@@ -70,7 +70,7 @@ func TestDeletionClaimExpiredTombstones(t *testing.T) {
 		require.NotNil(t, r.UploadPendingAt, "the upload marker stays until the claim settles")
 	}
 
-	again, err := b.q.DeletionClaimExpiredTombstones(b.ctx, b.pool, db.DeletionClaimExpiredTombstonesParams{Max: 10, DeletionLease: deletionLease, Now: at(now)})
+	again, err := b.q.DeletionClaimExpiredTombstones(b.ctx, b.pool, db.DeletionClaimExpiredTombstonesParams{Max: 10, PassLimit: 10, DeletionLease: deletionLease, Now: at(now)})
 	require.NoError(t, err)
 	require.Empty(t, again, "a claimed tombstone is not claimed twice")
 

@@ -123,6 +123,41 @@ func (q *Queries) QuotaSet(ctx context.Context, db DBTX, arg QuotaSetParams) (Up
 	return i, err
 }
 
+const usageLockTenant = `-- name: UsageLockTenant :many
+SELECT user_id
+FROM uploaded_file_usage
+WHERE tenant_code = $1
+ORDER BY tenant_code COLLATE "C", user_id COLLATE "C"
+FOR UPDATE
+`
+
+// Locks the usage rows of @tenant_code -- its total (”) first, then its
+// owners -- in the one lock order of usage rows: (tenant_code, user_id)
+// under COLLATE "C", whatever the database's collation. UsageRecount runs
+// after it in the same transaction: every transition that changes this
+// tenant's usage either committed before (and the recount's snapshot,
+// taken after the locks, counts its rows) or waits for the recount to
+// commit (and changes the recounted usage after it). No lost update.
+func (q *Queries) UsageLockTenant(ctx context.Context, db DBTX, tenantCode string) ([]string, error) {
+	rows, err := db.Query(ctx, usageLockTenant, tenantCode)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var user_id string
+		if err := rows.Scan(&user_id); err != nil {
+			return nil, err
+		}
+		items = append(items, user_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const usageRead = `-- name: UsageRead :many
 
 SELECT
@@ -242,12 +277,42 @@ ON CONFLICT (tenant_code, user_id) DO UPDATE SET bytes = excluded.bytes, files =
 // Recomputes the usage of @tenant (NULL: every tenant) from the rows that
 // hold space (no deletion claim, not deleted), for repair after manual
 // changes: usage rows are set to the sums, and those no row holds any
-// more to zero. Run it while the tenant is quiet: an upload that starts
-// or ends meanwhile may be counted on the wrong side of the recount.
+// more to zero. The service runs it for one tenant at a time, after
+// UsageLockTenant in the same transaction, so no transition of the
+// tenant commits between the sums and the write.
 func (q *Queries) UsageRecount(ctx context.Context, db DBTX, tenant *string) (int64, error) {
 	result, err := db.Exec(ctx, usageRecount, tenant)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const usageTenants = `-- name: UsageTenants :many
+SELECT tenant_code
+FROM uploaded_file_usage
+WHERE user_id = ''
+ORDER BY tenant_code COLLATE "C"
+`
+
+// Every tenant with a usage row (its total, user_id ”), in byte order:
+// what recount-usage walks, one tenant per transaction.
+func (q *Queries) UsageTenants(ctx context.Context, db DBTX) ([]string, error) {
+	rows, err := db.Query(ctx, usageTenants)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var tenant_code string
+		if err := rows.Scan(&tenant_code); err != nil {
+			return nil, err
+		}
+		items = append(items, tenant_code)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

@@ -119,11 +119,15 @@ func (s *Service) ChangeFiles(ctx context.Context, olds, news []string, entity, 
 	}
 	var claimed []db.UploadedFile
 	err = s.inTx(ctx, nil, func(tx pgx.Tx) error {
+		// Both sides are locked by one statement, in id order, before
+		// either changes: two callers swapping the same files queue on
+		// the first id instead of each holding what the other waits for.
+		allRefs, _ := checkRefs(all)
+		if err := s.lockRefs(ctx, tx, a, allRefs); err != nil {
+			return err
+		}
 		if len(news) > 0 {
 			newRefs, _ := checkRefs(news)
-			if err := s.lockRefs(ctx, tx, a, newRefs); err != nil {
-				return err
-			}
 			if err := s.markRefs(ctx, tx, a, newRefs, entity, entityID); err != nil {
 				return err
 			}
@@ -131,7 +135,7 @@ func (s *Service) ChangeFiles(ctx context.Context, olds, news []string, entity, 
 		if len(drop) > 0 {
 			dropRefs, _ := checkRefs(drop)
 			var err error
-			if claimed, err = s.claimByRefs(ctx, tx, a, dropRefs, true); err != nil {
+			if claimed, err = s.claimLockedRefs(ctx, tx, a, dropRefs, true); err != nil {
 				return err
 			}
 		}

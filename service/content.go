@@ -229,7 +229,7 @@ func (s *Service) receiveContent(ctx context.Context, r io.Reader, size int64, s
 	}
 	var row db.UploadedFile
 	var written storage.ObjectInfo
-	err = s.inTx(ctx, nil, func(tx pgx.Tx) error {
+	err = s.inOneTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		row, err = lock(tx)
 		switch {

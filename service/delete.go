@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -83,6 +84,12 @@ func (s *Service) claimByRefs(ctx context.Context, tx pgx.Tx, a access, refs []s
 	if err := s.lockRefs(ctx, tx, a, refs); err != nil {
 		return nil, err
 	}
+	return s.claimLockedRefs(ctx, tx, a, refs, detach)
+}
+
+// claimLockedRefs claims the files refs name for deletion, once tx holds
+// their locks (lockRefs).
+func (s *Service) claimLockedRefs(ctx context.Context, tx pgx.Tx, a access, refs []string, detach bool) ([]db.UploadedFile, error) {
 	claimed, err := s.q.FileClaimDeletionByReferences(ctx, tx, db.FileClaimDeletionByReferencesParams{
 		Refs: refs, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(),
 		DeletionLease: deletionLease, Detach: detach, Now: s.now(),
@@ -201,13 +208,34 @@ func objectKeys(row db.UploadedFile) []string {
 	return []string{row.Key}
 }
 
-// inTx runs fn in tx when given (the caller's: no transaction is opened),
-// otherwise in exactly one transaction of its own, committed when fn
-// succeeds.
+// conflictTries bounds how often inTx runs a transaction that a
+// concurrent one aborted (a deadlock PostgreSQL broke, a serialization
+// failure) before it answers ErrConflict.
+const conflictTries = 3
+
+// inTx runs fn in tx when given (the caller's: no transaction is opened,
+// and a conflict is the caller's to retry), otherwise in a transaction of
+// its own, committed when fn succeeds. fn must change nothing but the
+// database: a transaction of its own that a concurrent one aborted
+// (ErrConflict) rolled back whole, and is run again, up to conflictTries
+// times in all; then the answer is ErrConflict.
 func (s *Service) inTx(ctx context.Context, tx pgx.Tx, fn func(pgx.Tx) error) error {
 	if tx != nil {
 		return fn(db.ClassifyTx(tx))
 	}
+	var err error
+	for try := 1; try <= conflictTries; try++ {
+		if err = s.inOneTx(ctx, fn); !errors.Is(err, ErrConflict) {
+			return err
+		}
+		s.log.InfoContext(ctx, "transaction aborted by a concurrent one; run again", "try", try)
+	}
+	return err
+}
+
+// inOneTx runs fn in exactly one transaction of its own, committed when fn
+// succeeds, and never again (fn may have changed more than the database).
+func (s *Service) inOneTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	own, err := s.db.Begin(ctx)
 	if err != nil {
 		return s.internalError(ctx, ErrUploadFailed, "begin transaction", err)

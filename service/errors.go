@@ -60,6 +60,12 @@ var (
 	// ErrIdempotencyInFlight: a request with the Idempotency-Key is still
 	// running (HTTP 409 with Retry-After; *KeyInFlightError says how long).
 	ErrIdempotencyInFlight = &Error{Code: "core.idempotency.in-flight"}
+	// ErrConflict: the operation's transaction met a concurrent one that
+	// touched the same rows (a deadlock PostgreSQL broke, or a
+	// serialization failure) and still did after the service ran it again
+	// a few times. Nothing was applied; the database is up and the same
+	// call can succeed (HTTP 409 with Retry-After). Never an outage.
+	ErrConflict = &Error{Code: "core.database.conflict"}
 )
 
 // Rules of a direct upload's content, beside the file-check rules
@@ -138,7 +144,7 @@ func Retryable(err error) bool {
 	if errors.As(err, &e) {
 		return e.retryable
 	}
-	for _, code := range []*Error{ErrIdempotencyInFlight, ErrUploadCompleting, ErrUploadFailed, ErrDeleteFailed, ErrCleanupFailed, ErrVariantFailed} {
+	for _, code := range []*Error{ErrConflict, ErrIdempotencyInFlight, ErrUploadCompleting, ErrUploadFailed, ErrDeleteFailed, ErrCleanupFailed, ErrVariantFailed} {
 		if errors.Is(err, code) {
 			return true
 		}

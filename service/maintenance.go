@@ -46,16 +46,20 @@ func (s *Service) UnsafeSystemRetryPendingDeletions(ctx context.Context, limit i
 	return done, err
 }
 
-// retryDeletions is UnsafeSystemRetryPendingDeletions over at most max
+// retryDeletions is UnsafeSystemRetryPendingDeletions over at most limit
 // rows; it also reports how many rows it claimed.
-func (s *Service) retryDeletions(ctx context.Context, max int) (done, claimed int, err error) {
-	rows, err := s.q.DeletionClaimElapsed(ctx, s.db, db.DeletionClaimElapsedParams{Max: int32(max), DeletionLease: deletionLease, Now: s.now()})
+func (s *Service) retryDeletions(ctx context.Context, limit int) (done, claimed int, err error) {
+	rows, err := s.q.DeletionClaimElapsed(ctx, s.db, db.DeletionClaimElapsedParams{Max: int32(limit), DeletionLease: deletionLease, Now: s.now()})
 	if err != nil {
 		return 0, 0, s.internalError(ctx, ErrCleanupFailed, "claim elapsed deletions", err)
 	}
 	done, claimed = s.finishAll(ctx, rows), len(rows)
-	if rest := max - len(rows); rest > 0 {
-		tombs, err := s.q.DeletionClaimExpiredTombstones(ctx, s.db, db.DeletionClaimExpiredTombstonesParams{Max: int32(rest), DeletionLease: deletionLease, Now: s.now()})
+	if rest := limit - len(rows); rest > 0 {
+		// Tombstones passing again take at most half of what is left, so
+		// the steps after this one (staging, variants, orphans, the age
+		// purge) are never starved by tombstones that pass forever.
+		passes := max(1, rest/2)
+		tombs, err := s.q.DeletionClaimExpiredTombstones(ctx, s.db, db.DeletionClaimExpiredTombstonesParams{Max: int32(rest), PassLimit: int32(passes), DeletionLease: deletionLease, Now: s.now()})
 		if err != nil {
 			return done, claimed, s.internalError(ctx, ErrCleanupFailed, "claim expired tombstones", err)
 		}

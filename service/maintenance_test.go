@@ -156,3 +156,48 @@ func TestPurgeDoesNotStallBehindIneligibleRows(t *testing.T) {
 	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT count(*) FROM uploaded_file WHERE status = 'quarantined' AND deletion_pending_at IS NULL AND deleted_at IS NULL").Scan(&quarantined))
 	require.Equal(t, 150, quarantined, "the quarantined files stay")
 }
+
+// Buffer-upload tombstones are passed again forever (their writer may
+// still write); a thousand of them must not fill every run of the pending
+// track ahead of an upload abandoned since, whose reserved space only its
+// first claim gives back, nor leave nothing for the steps after them.
+func TestTombstonesDoNotStarveAbandonedUploads(t *testing.T) {
+	t.Parallel()
+	b := setup(t, service.DriverLocal)
+	ctx := context.Background()
+	now := b.clock.Now()
+	// 1,200 tombstones, older than anything else, their retry elapsed.
+	b.exec(`INSERT INTO uploaded_file (id, tenant_code, department_code, user_id, key, original_name, size_bytes, content_type, status,
+    upload_pending_at, deletion_pending_at, deleted_at, created_at, updated_at)
+SELECT gen_random_uuid(), 'acme', 'sales', 'bob', 'core/acme/tomb-' || i || '.pdf', 'tomb.pdf', 10, 'application/pdf', 'pending',
+    $1::timestamptz - interval '2 days', $1::timestamptz - interval '1 minute', $1::timestamptz - interval '1 day',
+    $1::timestamptz - interval '2 days', $1::timestamptz - interval '1 day'
+FROM generate_series(1, 1200) AS i`, now)
+	// An upload whose writer died an hour ago: hidden, its lease past,
+	// its space still reserved.
+	abandoned := b.upload(alice)
+	b.exec("UPDATE uploaded_file SET status = 'pending', completed_at = NULL, upload_pending_at = $2 WHERE id = $1", abandoned.ID, now.Add(-time.Hour))
+	usage := func() (files int64) {
+		require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT files FROM uploaded_file_usage WHERE tenant_code = 'acme' AND user_id = 'alice'").Scan(&files))
+		return files
+	}
+	require.EqualValues(t, 1, usage())
+
+	// One run of the pending track: ten batches of 100 rows.
+	passed := 0
+	for range 10 {
+		n, err := b.svc.CleanupPendingUploads(ctx, 100)
+		require.NoError(t, err)
+		passed += n
+		if n == 0 {
+			break
+		}
+	}
+	row := b.row(abandoned.ID)
+	require.NotNil(t, row.DeletedAt, "the abandoned upload was claimed and settled in the first run (%d rows passed)", passed)
+	require.EqualValues(t, 0, usage(), "its reserved space is given back")
+	var passedAgain int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT count(*) FROM uploaded_file WHERE user_id = 'bob' AND deletion_pending_at > $1", now).Scan(&passedAgain))
+	require.LessOrEqual(t, passedAgain, 500, "tombstones passing again take at most half of each batch")
+	require.Positive(t, passedAgain, "tombstones still pass again")
+}

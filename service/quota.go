@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/uploadedfile/uploadedfile/db"
@@ -165,13 +166,37 @@ func (s *Service) UnsafeSystemQuotas(ctx context.Context, tenant string, limit i
 }
 
 // UnsafeSystemRecountUsage recomputes the usage of tenant (every tenant
-// when empty) from the rows, after manual changes, and returns how many
-// usage rows it wrote. Run it while the tenant is quiet. Trusted
-// operators only.
+// with a usage row when empty, one after the other) from the rows, after
+// manual changes, and returns how many usage rows it wrote. Each tenant is
+// recounted in a transaction of its own that first locks its usage rows:
+// uploads and deletions of that tenant wait for its recount (they change
+// the recounted usage after it) or committed before it (and are counted),
+// so no upload is lost to the recount. Trusted operators only.
 func (s *Service) UnsafeSystemRecountUsage(ctx context.Context, tenant string) (int64, error) {
-	n, err := s.q.UsageRecount(ctx, s.db, optional(tenant))
-	if err != nil {
-		return n, s.internalError(ctx, ErrCleanupFailed, "recount usage", err)
+	tenants := []string{tenant}
+	if tenant == "" {
+		var err error
+		if tenants, err = s.q.UsageTenants(ctx, s.db); err != nil {
+			return 0, s.internalError(ctx, ErrCleanupFailed, "list tenants to recount", err)
+		}
 	}
-	return n, nil
+	var written int64
+	for _, t := range tenants {
+		var n int64
+		err := s.inTx(ctx, nil, func(tx pgx.Tx) error {
+			if _, err := s.q.UsageLockTenant(ctx, tx, t); err != nil {
+				return s.internalError(ctx, ErrCleanupFailed, "lock usage", err, "tenant", t)
+			}
+			var err error
+			if n, err = s.q.UsageRecount(ctx, tx, &t); err != nil {
+				return s.internalError(ctx, ErrCleanupFailed, "recount usage", err, "tenant", t)
+			}
+			return nil
+		})
+		if err != nil {
+			return written, err
+		}
+		written += n
+	}
+	return written, nil
 }

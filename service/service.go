@@ -249,7 +249,7 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 func (s *Service) internalError(ctx context.Context, code *Error, msg string, err error, attrs ...any) error {
 	public := classifyFailure(code, err)
 	level := slog.LevelError
-	if errors.Is(public, ErrUnavailable) {
+	if errors.Is(public, ErrUnavailable) || errors.Is(public, ErrConflict) {
 		level = slog.LevelWarn
 	}
 	s.log.Log(ctx, level, msg, append(attrs, slog.String("error", err.Error()), slog.String("code", public.Error()))...)

@@ -3,6 +3,7 @@ package service
 import (
 	"errors"
 
+	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/internal/outage"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 )
@@ -64,10 +65,14 @@ func Unavailable(err error) (Dependency, bool) {
 // classifyFailure is the public form of an operation's failure (the code
 // of the operation, op) from its cause: an outage the persistence package
 // or a storage driver already named keeps its dependency; any other cause
-// is the operation's own code (a statement the schema refused, a bug).
+// is the operation's own code (a statement the schema refused, a bug). A
+// transaction aborted by a concurrent one is ErrConflict, whatever the
+// operation.
 func classifyFailure(op *Error, cause error) error {
 	var ue *UnavailableError
 	switch {
+	case errors.Is(cause, db.ErrConflict), errors.Is(cause, ErrConflict):
+		return ErrConflict
 	case errors.As(cause, &ue):
 		return ue.For(opCode(op))
 	case errors.Is(cause, storage.ErrUnavailable):

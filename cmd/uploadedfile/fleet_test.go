@@ -116,7 +116,7 @@ func runFleet(t *testing.T, driver string) {
 		time.Sleep(time.Duration(1500+rnd.IntN(2500)) * time.Millisecond)
 		if !cut && time.Since(begin) > *fleetDuration/3 {
 			restore := pgtest.CutConnections(t, pool)
-			time.Sleep(2 * time.Second)
+			f.duringOutage(2 * time.Second)
 			restore()
 			cut = true
 			continue
@@ -283,6 +283,37 @@ backend replicas
 		}
 		return err == nil
 	}, 10*time.Second, 50*time.Millisecond, "haproxy listens: %s", &out)
+}
+
+// duringOutage asks the balancer for a list page every 100 ms for d while
+// the database refuses connections: a database every replica shares never
+// takes the replicas out of the balancer, so each answer is the service's
+// own -- 200, or a 503 problem with Retry-After -- never the balancer's
+// page for a pool with no server left.
+func (f *fleet) duringOutage(d time.Duration) {
+	t := f.t
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "user-0", "tenant": "tenant-0", "exp": time.Now().Add(time.Hour).Unix()}).SignedString(f.secret)
+	require.NoError(t, err)
+	hc := &http.Client{Timeout: 10 * time.Second}
+	problems := 0
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		req, err := http.NewRequest(http.MethodGet, f.lb+"/uploaded-file?limit=1", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := hc.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			continue
+		}
+		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "during the outage: %s", body)
+		require.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"), "the service's problem, not the balancer's page: %s", body)
+		require.NotEmpty(t, resp.Header.Get("Retry-After"))
+		require.Contains(t, string(body), "core.database.unavailable")
+		problems++
+	}
+	require.Positive(t, problems, "the outage was seen by the requests")
 }
 
 // start starts replica i on its port and waits until it is ready.

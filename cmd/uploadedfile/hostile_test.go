@@ -237,7 +237,8 @@ func TestDevIsForThisMachineOnly(t *testing.T) {
 }
 
 // TestServeNamesBrokenStorage: serve against a bucket that does not exist,
-// and against credentials the store refuses, starts and says why it is not
+// and against credentials the store refuses -- this replica's
+// configuration, not a shared outage -- starts and says why it is not
 // ready -- /readyz names the cause -- and hands out no upload target (503
 // core.storage.unavailable) instead of targets that cannot work.
 func TestServeNamesBrokenStorage(t *testing.T) {
@@ -247,8 +248,8 @@ func TestServeNamesBrokenStorage(t *testing.T) {
 	t.Cleanup(srv.Stop)
 	bucket := srv.NewBucket(t)
 	for name, tc := range map[string]struct{ bucket, key, cause string }{
-		"missing bucket":      {bucket: bucket.Bucket + "-missing", key: bucket.AccessKey, cause: "storage not ready: the bucket does not exist"},
-		"refused credentials": {bucket: bucket.Bucket, key: "wrong-" + bucket.AccessKey, cause: "storage not ready: the storage credentials were refused"},
+		"missing bucket":      {bucket: bucket.Bucket + "-missing", key: bucket.AccessKey, cause: "storage configuration not ready: the bucket does not exist"},
+		"refused credentials": {bucket: bucket.Bucket, key: "wrong-" + bucket.AccessKey, cause: "storage configuration not ready: the storage credentials were refused"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -280,8 +281,9 @@ func TestServeNamesBrokenStorage(t *testing.T) {
 // TestServeNamesAStoppedScanner: with the scan gate on, serve refuses to
 // start while clamd does not answer (it cannot check clamd's stream limit
 // against the largest file), naming scan.clamd; a clamd that stops while
-// serve runs makes /readyz name the scanner, and ready again once clamd
-// answers.
+// serve runs is a dependency every replica shares: /readyz stays ready
+// (the balancer keeps the replica) and names the scanner as unavailable,
+// until clamd answers again.
 func TestServeNamesAStoppedScanner(t *testing.T) {
 	t.Parallel()
 	scanner := clamdtest.Start(t, 30)
@@ -305,10 +307,10 @@ func TestServeNamesAStoppedScanner(t *testing.T) {
 	scanner.Kill()
 	require.Eventually(t, func() bool {
 		status, body = readyz()
-		return status == http.StatusServiceUnavailable && strings.Contains(body, "scanner not ready: clamd did not answer")
-	}, 20*time.Second, 100*time.Millisecond, "not ready, naming the scanner: %s", body)
+		return status == http.StatusOK && strings.Contains(body, "scanner unavailable: clamd did not answer")
+	}, 20*time.Second, 100*time.Millisecond, "ready, naming the scanner as unavailable: %s", body)
 	scanner.Restart()
-	require.Eventually(t, func() bool { s, _ := readyz(); return s == http.StatusOK }, 20*time.Second, 100*time.Millisecond, "ready once clamd answers")
+	require.Eventually(t, func() bool { _, b := readyz(); return !strings.Contains(b, "unavailable") }, 20*time.Second, 100*time.Millisecond, "the scanner answers again")
 }
 
 // TestDevStartupTextNamesWhatItRunsOn: serve --dev says which store and

@@ -34,10 +34,8 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/adapter/httpapi"
 	"github.com/uploadedfile/uploadedfile/internal/adapter/tracks"
 	"github.com/uploadedfile/uploadedfile/internal/adapter/webui"
-	"github.com/uploadedfile/uploadedfile/internal/clamd"
 	"github.com/uploadedfile/uploadedfile/internal/logsink"
 	"github.com/uploadedfile/uploadedfile/internal/pgurl"
-	"github.com/uploadedfile/uploadedfile/internal/storage"
 	"github.com/uploadedfile/uploadedfile/internal/tracing"
 	"github.com/uploadedfile/uploadedfile/service"
 )
@@ -139,12 +137,13 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		return err
 	}
 	defer svc.Close()
-	handler, guard, err := newServeHandler(ctx, g, cfg, pool, svc, reg, tracer)
+	draining := &atomic.Bool{}
+	handler, guard, health, err := newServeHandler(ctx, g, cfg, pool, svc, reg, tracer, draining)
 	if err != nil {
 		return err
 	}
 	defer guard.Close()
-	metricsURL, stopOperator, err := serveOperator(g, o, reg)
+	metricsURL, stopOperator, err := serveOperator(g, o, reg, health)
 	if err != nil {
 		return err
 	}
@@ -162,9 +161,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	if err != nil {
 		return err
 	}
-	inflight := &inflightRequests{}
-	handler = httpapi.BodyDeadline(handler, cfg.BodyIdleTimeout)
-	srv := &http.Server{Handler: inflight.wrap(handler), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: maxHeaderBytes}
+	srv, inflight := httpServer(handler, cfg)
 	g.logger.Info("listening", "addr", ln.Addr().String(), "driver", svc.Driver())
 	fmt.Fprintf(g.stdout, "uploadedfile listening on %s\n", base)
 	if o.dev {
@@ -173,6 +170,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	return runServer(ctx, g.logger, background{
 		sweeps: !o.noSweeps, runner: runner, relay: relay,
 		srv: srv, ln: httpapi.LimitConnectionsPerClient(ln, cfg.maxConnectionsPerClient()), drain: o.drain, inflight: inflight,
+		draining: draining, pool: pool,
 	})
 }
 
@@ -212,7 +210,7 @@ func withServePages(handler http.Handler, base string, o serveOptions, cfg fileC
 // serveOperator starts the operator listeners: /metrics (--metrics-listen;
 // a loopback one in development) and pprof (--debug-listen). It returns
 // the metrics URL for the printed help and a function that stops both.
-func serveOperator(g *globals, o serveOptions, reg *prometheus.Registry) (string, func(), error) {
+func serveOperator(g *globals, o serveOptions, reg *prometheus.Registry, health httpapi.Health) (string, func(), error) {
 	var stops []func()
 	stopAll := func() {
 		for _, stop := range stops {
@@ -224,7 +222,7 @@ func serveOperator(g *globals, o serveOptions, reg *prometheus.Registry) (string
 	}
 	metricsURL := "off (--metrics-listen)"
 	if o.metrics != "" {
-		addr, stop, err := serveMetrics(o.metrics, reg)
+		addr, stop, err := serveMetrics(o.metrics, reg, health)
 		if err != nil {
 			return "", nil, err
 		}
@@ -284,18 +282,21 @@ func newServeService(ctx context.Context, g *globals, cfg fileConfig, pool *pgxp
 // newServeHandler builds the API's handler over svc: the token guard (the
 // caller closes it), readiness (checked once now, logged when not ready)
 // and the HTTP surface.
-func newServeHandler(ctx context.Context, g *globals, cfg fileConfig, pool *pgxpool.Pool, svc *service.Service, reg prometheus.Registerer, tracer trace.TracerProvider) (http.Handler, *httpapi.Guard, error) {
+func newServeHandler(ctx context.Context, g *globals, cfg fileConfig, pool *pgxpool.Pool, svc *service.Service, reg prometheus.Registerer, tracer trace.TracerProvider, draining *atomic.Bool) (http.Handler, *httpapi.Guard, httpapi.Health, error) {
 	auth, err := cfg.authConfig(g.logger)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, httpapi.Health{}, err
 	}
 	guard, err := httpapi.NewGuard(ctx, auth)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, httpapi.Health{}, err
 	}
-	health := readiness(cfg, pool, svc, guard).WithLog(g.logger)
+	health := readiness(cfg, pool, svc, guard, draining).WithLog(g.logger, reg)
 	if causes := health.Check(ctx, 5*time.Second); len(causes) > 0 {
 		g.logger.Error("starting, not ready", "causes", causes)
+	}
+	if lines := health.Unavailable(ctx, 5*time.Second); len(lines) > 0 {
+		g.logger.Warn("starting with a shared dependency unavailable (requests that need it answer 503 until it is back)", "dependencies", lines)
 	}
 	handler := httpapi.New(httpapi.Options{
 		Service: svc, Guard: guard, Logger: g.logger, DownloadPath: svc.EffectiveConfig().DownloadPath,
@@ -305,67 +306,15 @@ func newServeHandler(ctx context.Context, g *globals, cfg fileConfig, pool *pgxp
 		AccessLog:          cfg.AccessLog == nil || *cfg.AccessLog,
 		AccessLogWriter:    g.accessLines,
 	})
-	return handler, guard, nil
+	return handler, guard, health, nil
 }
 
-// checkSchema compares the database's schema with the binary's: outside
-// --dev a difference refuses the start (it names both versions and the
-// fix); in --dev it is logged, and /readyz says it.
-func checkSchema(ctx context.Context, g *globals, pool *pgxpool.Pool, dev bool) error {
-	err := migrations.Check(ctx, pool)
-	var se *migrations.SchemaError
-	switch {
-	case err == nil:
-		return nil
-	case !errors.As(err, &se):
-		return g.databaseError(err)
-	case dev:
-		g.logger.Error("schema", "error", err.Error())
-		return nil
-	}
-	return fmt.Errorf("serve: %w", err)
-}
-
-// readiness is what /readyz checks, each failure with a cause that names
-// no host or credential: the database, its schema against the binary's,
-// the store (bucket and credentials, on S3), the key set (a JWKS URL), and
-// clamd when the scan gate is on.
-func readiness(cfg fileConfig, pool *pgxpool.Pool, svc *service.Service, guard *httpapi.Guard) httpapi.Health {
-	deps := map[string]httpapi.Pinger{
-		"database": pool,
-		"schema": httpapi.PingFunc(func(ctx context.Context) error {
-			err := migrations.Check(ctx, pool)
-			var se *migrations.SchemaError
-			if errors.As(err, &se) {
-				return &httpapi.NotReady{Cause: se.Error()}
-			}
-			return err
-		}),
-		"storage": httpapi.PingFunc(func(ctx context.Context) error {
-			err := svc.Ping(ctx)
-			switch {
-			case err == nil:
-				return nil
-			case errors.Is(err, storage.ErrBucketMissing):
-				return &httpapi.NotReady{Cause: "the bucket does not exist", Err: err}
-			case errors.Is(err, storage.ErrCredentialsRefused):
-				return &httpapi.NotReady{Cause: "the storage credentials were refused", Err: err}
-			}
-			return &httpapi.NotReady{Cause: "the object store did not answer", Err: err}
-		}),
-		"keys": httpapi.PingFunc(guard.Ready),
-	}
-	if cfg.Scan.Mode == service.ScanGate {
-		if c, err := clamd.New(cfg.Scan.Clamd, cfg.Scan.Timeout); err == nil {
-			deps["scanner"] = httpapi.PingFunc(func(ctx context.Context) error {
-				if err := c.Ping(ctx); err != nil {
-					return &httpapi.NotReady{Cause: "clamd did not answer", Err: err}
-				}
-				return nil
-			})
-		}
-	}
-	return httpapi.Health{Dependencies: deps, Facts: []string{"image engine: " + svc.ImageEngine()}}
+// httpServer is the API's server over handler: bodies under their idle
+// deadline, headers bounded in time and size, in-flight requests counted.
+func httpServer(handler http.Handler, cfg fileConfig) (*http.Server, *inflightRequests) {
+	inflight := &inflightRequests{}
+	handler = httpapi.BodyDeadline(handler, cfg.BodyIdleTimeout)
+	return &http.Server{Handler: inflight.wrap(handler), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: maxHeaderBytes}, inflight
 }
 
 // maxHeaderBytes bounds a request's headers (net/http's default is 1 MiB):
@@ -384,6 +333,10 @@ type background struct {
 	ln       net.Listener
 	drain    time.Duration
 	inflight *inflightRequests
+	// draining turns /readyz 503 once shutdown starts.
+	draining *atomic.Bool
+	// pool records the replica's heartbeat (uploaded_file_replica).
+	pool *pgxpool.Pool
 }
 
 // runServer runs b's parts under one context of their own: the first that
@@ -408,6 +361,7 @@ func runServer(ctx context.Context, log *slog.Logger, b background) error {
 			return nil
 		})
 	}
+	group.Go(func() error { return heartbeat(gctx, log, b.pool) })
 	group.Go(func() error { return serveHTTP(gctx, log, b) })
 	return group.Wait()
 }
@@ -423,6 +377,7 @@ func serveHTTP(ctx context.Context, log *slog.Logger, b background) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
+	b.draining.Store(true)
 	log.Info("shutting down", "drain", b.drain.String(), "in_flight", b.inflight.count())
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), b.drain)
 	defer cancel()
@@ -660,16 +615,18 @@ func (o *serveOptions) applyFile(cfg fileConfig, changed func(string) bool) {
 	}
 }
 
-// serveMetrics serves /metrics on its own listener, for the operator's
+// serveMetrics serves /metrics and /dependencies (the state of every
+// readiness gate and shared dependency, as JSON) on their own listener, for the operator's
 // scraper: the public listener never serves it. It returns the bound
 // address and a function that stops it.
-func serveMetrics(addr string, reg *prometheus.Registry) (string, func(), error) {
+func serveMetrics(addr string, reg *prometheus.Registry, health httpapi.Health) (string, func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, fmt.Errorf("serve: metrics listen: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /dependencies", health.ServeDependencies)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return ln.Addr().String(), func() { _ = srv.Close() }, nil

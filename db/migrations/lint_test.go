@@ -118,3 +118,31 @@ func TestStatements(t *testing.T) {
 		t.Fatalf("statements = %q, want %q", got, want)
 	}
 }
+
+// windowStart is the migration that created the schema window.
+const windowStart = 20261128100001
+
+// TestMigrationsDeclareTheirWindow: every migration from the schema
+// window's on records the oldest binary that runs on the schema it leaves
+// (its row in uploaded_file_schema_compat), never above itself, and never
+// below the floor before it: a floor once raised by a contract stays.
+func TestMigrationsDeclareTheirWindow(t *testing.T) {
+	floor := uint(0)
+	for _, v := range versions() {
+		if v < windowStart {
+			continue
+		}
+		oldest := declaredOldest(v)
+		if oldest == 0 {
+			t.Errorf("migration %d declares no oldest binary: end it with INSERT INTO uploaded_file_schema_compat (version, oldest_binary) VALUES (%d, <the floor before it, or %d for a contract>)", v, v, v)
+			continue
+		}
+		if oldest > v || oldest < floor {
+			t.Errorf("migration %d declares oldest binary %d: want between the floor before it (%d) and itself", v, oldest, floor)
+		}
+		floor = oldest
+	}
+	if floor == 0 {
+		t.Fatal("no migration declares the window")
+	}
+}

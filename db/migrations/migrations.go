@@ -105,6 +105,9 @@ func Apply(ctx context.Context, databaseURL string, logf func(format string, arg
 	if err := recoverDirty(ctx, conn, m, false, logf); err != nil {
 		return err
 	}
+	if err := refuseContract(ctx, conn); err != nil {
+		return err
+	}
 	for attempt := 1; ; attempt++ {
 		err := m.Up()
 		if err == nil || errors.Is(err, migrate.ErrNoChange) {
@@ -193,6 +196,97 @@ func recoverDirty(ctx context.Context, conn *pgx.Conn, m *migrate.Migrate, rolle
 		return fmt.Errorf("migrations: clear the dirty version %d: %w", v, err)
 	}
 	return nil
+}
+
+// ReplicaAlive is how recent a replica's heartbeat must be for migrate up
+// to count it as running (serve heartbeats every replicaHeartbeat).
+const ReplicaAlive = time.Minute
+
+// ContractError refuses a migration that removes or changes what older
+// binaries use while replicas running such a binary heartbeat.
+type ContractError struct {
+	// Version is the contract migration; Oldest the oldest binary it runs
+	// with; Replicas how many live replicas run an older one, the oldest of
+	// them Running.
+	Version, Oldest, Running uint
+	Replicas                 int
+}
+
+func (e *ContractError) Error() string {
+	return fmt.Sprintf("migration %d needs binaries of version %d or newer, and %d running replica(s) run an older one (the oldest: %d): roll every replica to a binary of version %d or newer first, then run uploadedfile migrate up again (nothing was applied)",
+		e.Version, e.Oldest, e.Replicas, e.Running, e.Oldest)
+}
+
+// refuseContract returns a *ContractError when a migration not yet
+// applied declares an oldest binary that live replicas are older than.
+// Nothing is refused before the replica table exists (no replica of a
+// binary that registers has run yet).
+func refuseContract(ctx context.Context, conn *pgx.Conn) error {
+	var have int64
+	err := conn.QueryRow(ctx, "SELECT version FROM schema_migrations").Scan(&have)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows), missingTable(err):
+		have = 0
+	case err != nil:
+		return fmt.Errorf("migrations: read the version: %w", err)
+	}
+	for _, v := range versions() {
+		oldest := declaredOldest(v)
+		if v <= uint(have) || oldest == 0 {
+			continue
+		}
+		if err := olderReplicas(ctx, conn, v, oldest); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// olderReplicas is a *ContractError when replicas whose binary is older
+// than oldest heartbeat (migration v needs binaries from oldest on); nil
+// when none do, or no replica table exists yet.
+func olderReplicas(ctx context.Context, conn Querier, v, oldest uint) error {
+	var replicas int
+	var running int64
+	err := conn.QueryRow(ctx, `SELECT count(*), coalesce(min(binary_version), 0) FROM uploaded_file_replica
+WHERE heartbeat_at > now() - $1::interval AND binary_version < $2`, ReplicaAlive, int64(oldest)).Scan(&replicas, &running)
+	switch {
+	case missingTable(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("migrations: read the running replicas: %w", err)
+	case replicas > 0:
+		return &ContractError{Version: v, Oldest: oldest, Running: uint(running), Replicas: replicas}
+	}
+	return nil
+}
+
+// compatInsert finds a migration's declaration of the schema window and
+// compatRow each (version, oldest binary) pair in it.
+var (
+	compatInsert = regexp.MustCompile(`(?is)INSERT INTO uploaded_file_schema_compat\s*\(version, oldest_binary\)\s*VALUES\s*([^;]*)`)
+	compatRow    = regexp.MustCompile(`\((\d+),\s*(\d+)\)`)
+)
+
+// declaredOldest is the oldest binary version v's migration declares it
+// runs with (its row in uploaded_file_schema_compat), 0 when it declares
+// none (migrations from before the window).
+func declaredOldest(v uint) uint {
+	body, err := upFile(v)
+	if err != nil {
+		return 0
+	}
+	m := compatInsert.FindStringSubmatch(body)
+	if m == nil {
+		return 0
+	}
+	for _, row := range compatRow.FindAllStringSubmatch(m[1], -1) {
+		if row[1] == strconv.FormatUint(uint64(v), 10) {
+			oldest, _ := strconv.ParseUint(row[2], 10, 64)
+			return uint(oldest)
+		}
+	}
+	return 0
 }
 
 // upFile is the body of the up migration of version v.
@@ -335,20 +429,25 @@ type SchemaError struct {
 	// Latest().
 	Have, Want uint
 	Dirty      bool
+	// Oldest is, for a schema ahead of the binary, the oldest binary its
+	// migrations declare they run with (0: none declared).
+	Oldest uint
 }
 
 func (e *SchemaError) Error() string {
 	switch {
 	case e.Dirty && safeAgain(e.Have):
-		return fmt.Sprintf("the database schema is dirty at version %d (its migration died half way): run uploadedfile migrate up, which runs it again", e.Have)
+		return fmt.Sprintf("the database schema is dirty at version %d (its migration died half way: no migration holds the lock): run uploadedfile migrate up, which runs it again", e.Have)
 	case e.Dirty:
-		return fmt.Sprintf("the database schema is dirty at version %d (its migration died half way and cannot simply run again): complete or undo what it applied by hand (db/migrations/%d_*.up.sql), then run uploadedfile migrate force %s and uploadedfile migrate up", e.Have, e.Have, forceTarget(e.Have))
+		return fmt.Sprintf("the database schema is dirty at version %d (its migration died half way: no migration holds the lock, and it cannot simply run again): complete or undo what it applied by hand (db/migrations/%d_*.up.sql), then run uploadedfile migrate force %s and uploadedfile migrate up", e.Have, e.Have, forceTarget(e.Have))
 	case e.Have == 0:
 		return fmt.Sprintf("the database has no schema; this binary needs version %d: run uploadedfile migrate up", e.Want)
 	case e.Have < e.Want:
 		return fmt.Sprintf("the database schema is at version %d, behind this binary's %d: run uploadedfile migrate up, then roll the replicas", e.Have, e.Want)
+	case e.Oldest > 0:
+		return fmt.Sprintf("the database schema is at version %d, ahead of this binary's %d, and runs only binaries from version %d on: run a binary of version %d or newer", e.Have, e.Want, e.Oldest, e.Oldest)
 	default:
-		return fmt.Sprintf("the database schema is at version %d, ahead of this binary's %d: run the binary that migrated it (or newer)", e.Have, e.Want)
+		return fmt.Sprintf("the database schema is at version %d, ahead of this binary's %d, and its migrations do not declare this binary compatible: run the binary that migrated it (or newer)", e.Have, e.Want)
 	}
 }
 
@@ -376,22 +475,81 @@ type Querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// Check compares the database's schema version (golang-migrate's
-// schema_migrations) with Latest: nil when they are the same, a
-// *SchemaError when they differ, the database's error when it did not
-// answer.
+// Check tells whether this binary can serve on the database's schema
+// (golang-migrate's schema_migrations): nil for its own version, for a
+// later version whose migrations declare this binary compatible (the
+// schema window: uploaded_file_schema_compat), and while a migration is
+// running (its lock's holder is alive: the schema it started from still
+// serves, and each migration keeps the window of the release before it).
+// A *SchemaError when it cannot: no schema, behind, ahead outside the
+// window, or dirty with no migration running (one died half way); the
+// database's error when it did not answer.
 func Check(ctx context.Context, db Querier) error {
 	var version int64
 	var dirty bool
 	err := db.QueryRow(ctx, "SELECT version, dirty FROM schema_migrations").Scan(&version, &dirty)
-	var pe *pgconn.PgError
 	switch {
-	case errors.Is(err, pgx.ErrNoRows), errors.As(err, &pe) && pe.Code == "42P01": // no row, no table
+	case errors.Is(err, pgx.ErrNoRows), missingTable(err):
 		return &SchemaError{Have: 0, Want: Latest()}
 	case err != nil:
 		return err
-	case dirty || uint(version) != Latest():
-		return &SchemaError{Have: uint(version), Want: Latest(), Dirty: dirty}
 	}
-	return nil
+	have := uint(version)
+	if dirty {
+		running, err := Running(ctx, db)
+		switch {
+		case err != nil:
+			return err
+		case running:
+			return nil
+		}
+		return &SchemaError{Have: have, Want: Latest(), Dirty: true}
+	}
+	switch {
+	case have == Latest():
+		return nil
+	case have < Latest():
+		return &SchemaError{Have: have, Want: Latest()}
+	}
+	oldest, err := OldestBinary(ctx, db, have)
+	switch {
+	case err != nil:
+		return err
+	case oldest > 0 && oldest <= Latest():
+		return nil
+	}
+	return &SchemaError{Have: have, Want: Latest(), Oldest: oldest}
+}
+
+// Running reports whether a migration holds the migration lock now (its
+// session is alive): a dirty version then is a migration under way, not
+// one that died.
+func Running(ctx context.Context, db Querier) (bool, error) {
+	var held bool
+	err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks
+WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+    AND classid::bigint = $1 AND objid::bigint = $2 AND objsubid = 1)`,
+		int64(uint64(applyLock)>>32), int64(uint64(applyLock)&0xffffffff)).Scan(&held)
+	return held, err
+}
+
+// OldestBinary is the oldest binary the schema at version runs with, as
+// its migration declared it (uploaded_file_schema_compat); 0 when it
+// declared none (a migration from before the window, or no window table).
+func OldestBinary(ctx context.Context, db Querier, version uint) (uint, error) {
+	var oldest int64
+	err := db.QueryRow(ctx, "SELECT oldest_binary FROM uploaded_file_schema_compat WHERE version = $1", int64(version)).Scan(&oldest)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows), missingTable(err):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	return uint(oldest), nil
+}
+
+// missingTable: the relation does not exist (SQLSTATE 42P01).
+func missingTable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42P01"
 }

@@ -61,7 +61,7 @@ WITH limits AS (
         THEN (limits.tenant_bytes = 0 OR @size_bytes <= limits.tenant_bytes) AND (limits.tenant_files = 0 OR 1 <= limits.tenant_files)
         ELSE (limits.owner_bytes = 0 OR @size_bytes <= limits.owner_bytes) AND (limits.owner_files = 0 OR 1 <= limits.owner_files)
         END
-    ORDER BY holder.user_id
+    ORDER BY holder.user_id COLLATE "C"
     ON CONFLICT (tenant_code, user_id) DO UPDATE
     SET
         bytes = usage.bytes + excluded.bytes,

@@ -49,17 +49,37 @@ RETURNING uploaded_file.*;
 -- matches the exact upload marker, deletion marker and soft-delete state that
 -- were selected; a completing row is taken only once its completion lease
 -- has run out too.
+-- First claims (abandoned: no deletion marker yet, oldest upload marker
+-- first) come before tombstones passing again, and those take at most
+-- @pass_limit of the batch, in the order they became eligible again (their
+-- deletion marker): tombstones a writer may still write are passed again
+-- forever, and would otherwise fill every batch ahead of newly abandoned
+-- uploads, whose reserved space only this claim gives back.
 -- Writes upload.abandoned for a row claimed for the first time (a writer
 -- that never came back), not for a tombstone passing again.
-WITH candidate AS (
+WITH abandoned AS (
     SELECT id, upload_pending_at, deletion_pending_at, deleted_at
     FROM uploaded_file
     WHERE upload_pending_at <= coalesce(sqlc.narg('now')::timestamptz, now())
-        AND (deletion_pending_at IS NULL OR deletion_pending_at <= coalesce(sqlc.narg('now')::timestamptz, now()))
+        AND deletion_pending_at IS NULL
         AND (completion_lease_until IS NULL OR completion_lease_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
     ORDER BY upload_pending_at, id
     LIMIT @max::integer
     FOR UPDATE SKIP LOCKED
+), passes AS (
+    SELECT id, upload_pending_at, deletion_pending_at, deleted_at
+    FROM uploaded_file
+    WHERE deletion_pending_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+        AND upload_pending_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+        AND (completion_lease_until IS NULL OR completion_lease_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
+    ORDER BY deletion_pending_at, id
+    LIMIT @pass_limit::integer
+    FOR UPDATE SKIP LOCKED
+), candidate AS (
+    SELECT abandoned.id, abandoned.upload_pending_at, abandoned.deletion_pending_at, abandoned.deleted_at FROM abandoned
+    UNION ALL
+    (SELECT passes.id, passes.upload_pending_at, passes.deletion_pending_at, passes.deleted_at FROM passes
+        LIMIT greatest(0, sqlc.arg('max')::integer - (SELECT count(*) FROM abandoned)))
 ), changed AS (
     UPDATE uploaded_file
     SET

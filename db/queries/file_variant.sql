@@ -170,7 +170,7 @@ WITH file AS (
         THEN limits.tenant_bytes = 0 OR changed.size_bytes <= limits.tenant_bytes
         ELSE limits.owner_bytes = 0 OR changed.size_bytes <= limits.owner_bytes
         END
-    ORDER BY holder.user_id
+    ORDER BY holder.user_id COLLATE "C"
     ON CONFLICT (tenant_code, user_id) DO UPDATE
     SET bytes = usage.bytes + excluded.bytes
     WHERE CASE WHEN usage.user_id = ''

@@ -63,12 +63,35 @@ WHERE sqlc.narg('tenant')::text IS NULL OR tenants.tenant_code = sqlc.narg('tena
 ORDER BY tenants.tenant_code
 LIMIT @max::integer;
 
+-- name: UsageTenants :many
+-- Every tenant with a usage row (its total, user_id ''), in byte order:
+-- what recount-usage walks, one tenant per transaction.
+SELECT tenant_code
+FROM uploaded_file_usage
+WHERE user_id = ''
+ORDER BY tenant_code COLLATE "C";
+
+-- name: UsageLockTenant :many
+-- Locks the usage rows of @tenant_code -- its total ('') first, then its
+-- owners -- in the one lock order of usage rows: (tenant_code, user_id)
+-- under COLLATE "C", whatever the database's collation. UsageRecount runs
+-- after it in the same transaction: every transition that changes this
+-- tenant's usage either committed before (and the recount's snapshot,
+-- taken after the locks, counts its rows) or waits for the recount to
+-- commit (and changes the recounted usage after it). No lost update.
+SELECT user_id
+FROM uploaded_file_usage
+WHERE tenant_code = @tenant_code
+ORDER BY tenant_code COLLATE "C", user_id COLLATE "C"
+FOR UPDATE;
+
 -- name: UsageRecount :execrows
 -- Recomputes the usage of @tenant (NULL: every tenant) from the rows that
 -- hold space (no deletion claim, not deleted), for repair after manual
 -- changes: usage rows are set to the sums, and those no row holds any
--- more to zero. Run it while the tenant is quiet: an upload that starts
--- or ends meanwhile may be counted on the wrong side of the recount.
+-- more to zero. The service runs it for one tenant at a time, after
+-- UsageLockTenant in the same transaction, so no transition of the
+-- tenant commits between the sums and the write.
 WITH files AS (
     SELECT uploaded_file.tenant_code, coalesce(uploaded_file.user_id, '') AS user_id,
         sum(uploaded_file.size_bytes)::bigint AS bytes, count(*)::bigint AS files

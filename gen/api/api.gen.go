@@ -1079,7 +1079,7 @@ type ServerInterface interface {
 	// HostGetFileVariant An image variant of a file, with a URL to read it
 	// (GET /internal/uploaded-file/{id}/variants/{preset})
 	HostGetFileVariant(w http.ResponseWriter, r *http.Request, id FileID, preset VariantPreset)
-	// Readyz The database and the storage answer
+	// Readyz This replica can serve
 	// (GET /readyz)
 	Readyz(w http.ResponseWriter, r *http.Request)
 	// ListFiles List the files the caller may see, a page at a time
@@ -5756,7 +5756,7 @@ type StrictServerInterface interface {
 	// HostGetFileVariant An image variant of a file, with a URL to read it
 	// (GET /internal/uploaded-file/{id}/variants/{preset})
 	HostGetFileVariant(ctx context.Context, request HostGetFileVariantRequestObject) (HostGetFileVariantResponseObject, error)
-	// Readyz The database and the storage answer
+	// Readyz This replica can serve
 	// (GET /readyz)
 	Readyz(ctx context.Context, request ReadyzRequestObject) (ReadyzResponseObject, error)
 	// ListFiles List the files the caller may see, a page at a time
@@ -6745,43 +6745,46 @@ var swaggerSpec = []string{
 	"7nfqwcfNJdm7KzqvxZx93Fyc/zONdBbvNVYHVm8+exc9+xWgYxFbqmv1YQr8cbQnWYKRq/rh/khJeF4q",
 	"YRkz0aIdMc/RnJYq1SeRovuxyD3qjtyXRaJ6xP71JkeyoLoIQS78A1u+0HlFuPZHBh+830mcfErWfdzB",
 	"D8GM6hljHfzo8t3rr4QdXb57bS84JRgUxxuU9mvKjlnuf8LFuwAHH11Vop0kj6KY1Sewoi09m+8cfFEk",
-	"qS+oA0n8Jj1iYfnpnkA9XnW8ux5aUIQL128CpRi04DwlPXbH675zzV8uXJcmGNX24rPEANdTwrmGXLBr",
-	"xilDantkcFlM1yvXpQjrQoW7IoV3CxCmolX1LOTSTVwUMO5T+VrS5p/oKu88kwmPlhMRY8Rj1FVF7JlU",
-	"ECZcm3AQ+Hj48mW4oIzNkgp8XuDEKlradq1e2IFcJKg1hFoqE4JmSw2lf3cEb5ltqz+KxfREhJH/T2EC",
-	"qpffKipzcZ/C63LVGw9IFOnYgd0DS8ycviCVgT4TS7PgYk6JAcWzK2G9AkU4aPMHfwuV/hYq/RcIlf5z",
-	"hUkXQpqL9fBvgaZsCRpxY0C0s1F+uAtq0TCZwsgedKHhrD7I5h6Hk6KUC4vn4l7Az/x7R32LCvUWBhQz",
-	"qSj+NZE3qFwq4GA9UcM5AO9lbvqSTsCd3XCP0R/VLIf1LVj0L+l2ckhQ3ljgAljtiVqL2NAv0iNd8Uz3",
-	"kvY6oQh6t8OKQgwVMu2KU2j3vEUz4KVfxNEFzaCnoCwSNHDC5N5Rer/6CHTtHzaMEmZxWLAUA/eCLElC",
-	"/A8MigRG7bMZq4isibCdXESdBmY3aOhTQ5sxWnCOomb6qoXhTYS/A+5dER+U58t8WMrokxhHZeWPkNIy",
-	"yR2lgSU3bKknQvt4IR8CVKXwF+FBzX3leiUa8YmeiP5iLT5uMIITSDGdFgmmRBUglujeMrYyrysi5IXF",
-	"iSiej8VmnALXELbXMQvbhMivI6DwWzDhN/L9tQYTtshw63S0jMe5X9zzMdTfES9oEyNS6Ahc8TS9f3Gw",
-	"qAUlxQh+kfVizFJR/SkrfVLhuinCnF+7d/LaScdKQd7HTkNa6wd/IyZ/En//1xZpTIbMZjTfTgRjNZSo",
-	"rYKNRZZZWSOmeB1OW6nSmcyAiyjJY4wHpf2PVD7tchIsfi+hP3ZWxbIWDPwinb3KFRusXgz2VTOk6sjv",
-	"/xbcVGr8q7FM66FMhSF2LaSpGyeKGJEqr6u5/y5Z55OiRIL7UfMdc7Cg79Nqj0FhyjhltxUbcSPVlcVE",
-	"hUZxKu3pa39HV3MlcxEPRo+LLtVean5gb8lUOh3Fc46C1ChvIfdlIjupTdDuHnnMEUa7WE++siijJ9o/",
-	"n7zVw7WZIhwUGnx3gKPH1PsqgZ+TODwsSlTX4HHTjn09uQ9Ha35FxWfLADIlKSfZyRyCJVRl4B6akEfZ",
-	"EgF8Abj1s/PVwxS/Jv/iih3oRDcK41bmLVMWWZgIzee2vR96LckVeC7KOA/KIlcahHSvhR9RomZhYJqI",
-	"wmjkZeoQ+mH9Wf+Qhgj/PfzBl28dntMjFmEAU2kWBQSDylnosj/hBEo4nCzGNdwoKea+krSvIWmbJiLm",
-	"sxkq7SpMkuzg1iUFBs6f+Lywbq2UZQ+PgYmJ8N5SsjsePh2P4D03C5LtGmAUJdcMu2r4L57oiag/qU4P",
-	"4COLXR6sL5sWMaW4/8zZqp5oCE8v2Dyk5BoLx/lzeHt5QVavNlvV29ynHvkt/hRC1cQnKjrq0+395nkD",
-	"Yf9S8FvQGEnhnxtqjU10+NPbEta4Ujiv3Nr1ebsmKo+jtzXqcRcNWkYGzVAbhSxtUtbtPpQdFOaHJeZ1",
-	"RTkgLdnFRvo66StassW8dsLiq8AVz8h4O3NtlA3BGV+1le2xM50qjqWqZvnbh7vg410jruW94gYrYupu",
-	"14q7o848KGhjsDtzKp6vaGjfm12x5/QoeBE1TiUG/AMFxZMAFpMC4hQ19jF8QwPoiRBSCz6bhaWeXkiI",
-	"VbneEZznWSaV0fCOibljxZZs+YDYifA0QY/gjc80rO9C5dPwY4e5SkLLP8zCql2W9E/EXDFhVnkm/RgO",
-	"AnAlgyBT6KnZ+XP46fTiCLgpGelEEJM4Bgb03Sp/S+W1eyndP4zhDF9VTI/naBMRtr0jEtaZVzH+royr",
-	"jekUofZfWG3+yYJ66tnIrv17nxjf/mz83R69n7dp7r9IA6mM+YyXQdGPkfztrYztSGsuqqvoiE2bd/Z4",
-	"7bI90QW7v3z3+h7O21wlBXtqqIqtPtqtIb2dsa2OdJJzIEEfgTkrXjKZ8Xlur6MbD/qWik7EWoN2NW4H",
-	"AcxR2ItFcqYHXWkDnipZcjURGpW9/STJlqGI3tHJjBMoqfguVZcNfKSg+1ZIMUSRp/72Usb26gYdlVSl",
-	"jDqkZQXA3ABukZZ0MvAPsgCP22r/thGLb6HQ30KhH3Eo9BbBZo1GtIs67YJN7Vn94lJtFmqgkGlccAcT",
-	"PnUptUPW5Broh66Mt1WBXB3vofvBQel+Grmf8Nb/PxwcNwjORDSpDUkqTZg9CW0Ro4isFXJUMYQuH9yt",
-	"EXaiUAprwlQ5/kS0CFSwWZ6inS1sDwFFIs9qz3BZoP0JueG2CTAPTpj+UoLPnyEa46snlDsKbqtktBLg",
-	"SD1oCHHNO/ZEA/6e82uWoDCtauMGMCwMVsTx164qWH90cPD02d9G49F49PTo7+O/jwnF/dBr5qrmawGj",
-	"yj7kYFi3Nb2qF8QrHgIgGaq1eP+gNiTlz6yP+LasKR/XE1Bcmkj9c5c3ckcy7Q1OF1JeldG6p9eFlbc1",
-	"0qXONpovBkSJzGP3Opp7NWAEr5xtB0I/yZDH4UTQcVJH4PEgqFoNT1EblmZh08bn5GquLTfCNDMDx57K",
-	"7yr7MPTD66eB4zv+BeJXP5/8MDx/deJeIZ6ISc8187jBpcq5G79OZbx0P/jPMIRcxIXYycWVVRswUmgG",
-	"I/gRE05vYRCoE5Gge/c9wgC4AKnsh5lXn4/J5RcXnyy8aEyiLEm38UTY6Udw4gTdZ7e3xHy8k9UCLHNz",
-	"DGu5Kt4b28Z4FEbIr8nf7M55V6vk6uHuJ6u6ue6b3nsSRZitlANdTeKiZy+PfXRpwpZ+E7SvpZwxdeX2",
-	"l9awOQmr9PWtPPoH/RsKwQCPd3T+4LdUD8jW+D8BAAD//w==",
+	"qS+oA0n8Jj1iYfnpnkA9XnW8ux5aUIQL128CpRi04DwlPf7RGdD6Yvzc5WDOKKOakc8uY8rwKE+YKh8D",
+	"Ukho5V4zdBgDN1zE8iaYCF85UgcNe5FGY7iY6wBixbjgYj4IQAqEhAsK3IaI5RpHcDIRtQzv4qk5N59e",
+	"MIUa+vRCjK+C696LIWNVAFHC0ngwES5SfMZ4oul5Ok4rsXJU7CPv7az0dp1LD+5Peh7SicgFu2acMqyO",
+	"YDQaTXoDqB5u84zZP3lGEeC8fETuxfh5m+Pyndv2LxcGTROMajj2OQa9qB91xISQxj1PCf3yWSGZG81j",
+	"hHVEcGzXHYSjr4FLVhebcGJbKHcTIgdOVzT3bkHcVFisnileuvKLItOEbs7i8kRXtQEymfBoabE14jHq",
+	"qmq5vTxhwrUJB4HfgPL1vqCMn5MKfO7mxCrD2natXkGCXCSoNYRaKhOCZksNpQ9+BG+Zbas/XMb0RISR",
+	"/09hpquXSCuqp3GfZu3qCTQe+ShS5gO7B5bhOJ1OKgN9JpZmYU8cE43F0zhhvUpIOGhD/W/h7N/C2f8C",
+	"4ex/rlD2QpB28Tj+vdaULUEjbgxad3bkD3dBLWIpUxjZgy600NVH89wDflYU8LJ78aTfC/iZf++ob/GK",
+	"gIUBxUwqilFOpOW5lKI5WE+mcU7ae5kEv6SjdmdX6WP0GTZLln0L6P1LugYdEpQ3FrgVqKtnhC1iQ79I",
+	"YXUFTt1r5+uEIujdDisKMVTItCsgop2w3QxK6hexjkEzMC0oCzl5+XHvSMpffZaA9o9PRgmzOGwVhsC9",
+	"8kuSEP8DgyLJVPuM0ypqbiJsJxf1qIHZDRr69N1mHB2co6iZJ2uhkhPh74B7+8UHTvpSLJYy+kTTUVmd",
+	"JaTUWXIZamDJDVvqidA+psuHaVVlFooQrua+cr0SMfpET0R/sRbDOBjBCaSYToskYCfwxxLde9NW5nWF",
+	"nrywOBHFE7/YjCXhGsL2WnNhmxD5dQR9fgv4/Ea+v9aAzxYZbp2OljFT94tNP4b6W+8FbWJECh2Be3YI",
+	"C5lbQkZko6jXJcUIfpH1gtlSUY0wK32SHWCKMOfX7i3DdtKxUjT5sdOQ1hrP34jJnyQm42uLBidjczPi",
+	"cieCsRru1VZlyCLLrKzjU7zgp61U6UxmwEWU5DHGgyIAyql83gJr8XsJ/bGlKbV6PfCLdPYqVxCyetXZ",
+	"VzaRqqMGw7cAtFLjX403Ww83Kyy5a2Fn3ThRxPFUuXfN/XcJVZ8UyRPcj5rvmCcHfZ/6fAwKU2e3Ljfi",
+	"RqorICO1UZzKr/r67NHVXMlcxIPR46JLtde0H9ijNZVOR/GcoyA1ylvIfSnPTmoTtPtjH3MU2C7Wk68s",
+	"EuyJ9k9cb/VCbqYIB4UG3x2E6jH1vkrg5yQOD4sS1TV43LRjX2/7w9GaX1Hx2TKATEnKG3cyh2AJVYK4",
+	"hybkUbZEAF+kb/3sfIU3xa/Jv7hiBzrRjeLFlXnLlIUwJkLzuW3vh15LckW4i1Lbg7IQmQYh3YvuR5RM",
+	"WxiYJqIwGnmZOoR+6L1Iwwt6rdkOEf57+IMvsTs8p4dGwgCm0iwKCAaVs9Bl6MIJlHA4WYxruFFSzH21",
+	"b1/n0zZNRMxnM1TaVQEl2cGtSwoMnD/xeWHdWimdHx4DExPhvaVkdzx8Oh7Be24WJNs1wCjK4hl21fBf",
+	"PNETUX/2HqwQgyx2ucrefx8xpbj/zNmqnmgITy/YPKQEKAvH+XN4e3lBVq82W9Xb3KeH+S3+FELVxCcq",
+	"DOtLIvjN8wbC/qXgt6AxksI/CdUaP+rwp7cl9HSluGG5tevzdk1UHkdva2TqLhq0jAyaoTYKWdqkrNt9",
+	"KDsozA9LzOuKsouQcfGrvpb9ipZsMa+dsPhKfcVTP97OXBtlQ6DHV21le+xMpwpdqSqO/vbhLvh41whl",
+	"ea+4wYqYutu14u6oMw8K2hjszpyKJ0Ya2vdmV+w5PdxeRPZTGQj/iETxbIPFpIA4RY19DN/QAHoihNSC",
+	"z2ZhqacXEmJVUnkE53mWSWU0vGNi7lixJVs+aHkiiviqEbzx2aD1Xah8Gn7sMFdJaPmHC0yzpH8i5ooJ",
+	"s8oz6cdwEIAr6wSZQk/Nzp/DT6cXFCVWMNKJICZxDAzou1X+lspr95q9f7zEGb6qmB7P0SYibHvrJawz",
+	"r2L8XRlXG9Mp0iG+sNr8kwX11LORXfv3PjEH4dn4uz16P2/T3H+RBlIZ8xkvA9cfI/nbWxnbkdZcVFfR",
+	"EZs27+zx2mV7ogt2f/nu9T2ct7lKCvbUUBVbfbRbw647448d6STnQII+SnZWvDYz4/PcXkc3HvQtFZ2I",
+	"tQbt6hAPApijsBfLxYk60JU2RdSnJVcTQVGHvp59YfgpHJ3MOIGSCiRTBeDARwq6b4UUQxR56m8vZdWv",
+	"btBRSVXKqENaVgDMDeAWaUknA/9oDvC4rT5zG7H4Fq7+LVz9EYerbxFs1mhEu6jTLtiYCg+KS7VZqIFC",
+	"pnHBHUz49LLUDlmTa6AfulLrVgVytdaH7gcHpftp5H7CW///cHDcIDgT0aQ2JKk0YfYktEWMIrJWyFFV",
+	"mLpcl6KIQimsCVPl+BPRIlDBZnmKdrawPQQUiTyrPZVmgfYn5IbbJsA8OGH6Swk+f4ZojK+eUO4ouK2S",
+	"0UqAI/WgIcQ179gTDfh7zq9ZgsK0qo0bwLAwWBHHX7vqUYGjg4Onz/42Go/Go6dHfx//fUwo7odeM1c1",
+	"X3QYVfYhB8O6relVvWhh8VgDyVCtDywMakNSjtP6iG/Luv9x/d1IlyZS/9zljdyRTHuD04WUV2W07ul1",
+	"YeVtjXSps43mqw5RIvPYvWDnXnYYwStn24HQTzLkcTgRdJzUEXg8CKpWw1PUhqVZ2LTxObmaa8uNMM3M",
+	"wLGn8rvKPgz98Ppp4PiOfyX61c8nPwzPX524l6InYtJzzTxucKly7savUxkv3Q/+MwwhF3EhdnJxZdUG",
+	"jBSawQh+xIRTBheBOhEJurf5IwyAC5DKfph59fmYXH5x8cnCi8YkypJ0G0+EnX4EJ07QfXZ7S8zHO1kt",
+	"wDI3x7CWq+K9sW2MR2GE/Jr8ze6cd7VKrh7ufrKqm+u+KdgnUYTZSsnW1YQwepr02EeXJmzpN0H7etcZ",
+	"U1duf2kNm/OuSl/fysOM0KckQQYe7+j8wW+pHpCt8X8CAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

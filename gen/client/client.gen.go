@@ -1258,7 +1258,13 @@ type ClientInterface interface {
 	// Corresponds with GET /internal/uploaded-file/{id}/variants/{preset} (the `HostGetFileVariant` operationId).
 	HostGetFileVariant(ctx context.Context, id FileID, preset VariantPreset, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// Readyz The database and the storage answer
+	// Readyz This replica can serve
+	//
+	// 503 only for what is particular to this replica (its schema window,
+	// its keys, its storage settings, draining), one line per cause. A
+	// dependency every replica shares (the database, the store, clamd)
+	// never fails it: it is named on a line of its own ("storage
+	// unavailable: ...") while the requests that need it answer 503.
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1788,7 +1794,13 @@ func (c *Client) HostGetFileVariant(ctx context.Context, id FileID, preset Varia
 	return c.Client.Do(req)
 }
 
-// Readyz The database and the storage answer
+// Readyz This replica can serve
+//
+// 503 only for what is particular to this replica (its schema window,
+// its keys, its storage settings, draining), one line per cause. A
+// dependency every replica shares (the database, the store, clamd)
+// never fails it: it is named on a line of its own ("storage
+// unavailable: ...") while the requests that need it answer 503.
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3965,7 +3977,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /internal/uploaded-file/{id}/variants/{preset} (the `HostGetFileVariant` operationId).
 	HostGetFileVariantWithResponse(ctx context.Context, id FileID, preset VariantPreset, reqEditors ...RequestEditorFn) (*HostGetFileVariantResponse, error)
 
-	// ReadyzWithResponse The database and the storage answer
+	// ReadyzWithResponse This replica can serve
+	//
+	// 503 only for what is particular to this replica (its schema window,
+	// its keys, its storage settings, draining), one line per cause. A
+	// dependency every replica shares (the database, the store, clamd)
+	// never fails it: it is named on a line of its own ("storage
+	// unavailable: ...") while the requests that need it answer 503.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6864,7 +6882,13 @@ func (c *ClientWithResponses) HostGetFileVariantWithResponse(ctx context.Context
 	return ParseHostGetFileVariantResponse(rsp)
 }
 
-// ReadyzWithResponse The database and the storage answer
+// ReadyzWithResponse This replica can serve
+//
+// 503 only for what is particular to this replica (its schema window,
+// its keys, its storage settings, draining), one line per cause. A
+// dependency every replica shares (the database, the store, clamd)
+// never fails it: it is named on a line of its own ("storage
+// unavailable: ...") while the requests that need it answer 503.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -512,7 +512,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The database and the storage answer */
+        /**
+         * This replica can serve
+         * @description 503 only for what is particular to this replica (its schema window,
+         *     its keys, its storage settings, draining), one line per cause. A
+         *     dependency every replica shares (the database, the store, clamd)
+         *     never fails it: it is named on a line of its own ("storage
+         *     unavailable: ...") while the requests that need it answer 503.
+         */
         get: operations["readyz"];
         put?: never;
         post?: never;
@@ -1969,7 +1976,7 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description A dependency is unavailable. */
+            /** @description This replica cannot serve (starting outside its schema window, keys never loaded, broken storage settings, draining). */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -5,6 +5,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -12,10 +13,12 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Pinger is something the service needs to be reachable to be ready: the
-// database pool, the object store.
+// Pinger is something readiness checks: a gate of this replica, or a
+// dependency every replica shares.
 type Pinger interface {
 	Ping(ctx context.Context) error
 }
@@ -26,10 +29,10 @@ type PingFunc func(ctx context.Context) error
 // Ping implements Pinger.
 func (f PingFunc) Ping(ctx context.Context) error { return f(ctx) }
 
-// NotReady is a dependency's failed check with a cause that may be shown
-// on /readyz (it names no host, credential or driver detail): "the database
-// schema is at version X, behind this binary's Y", "the bucket does not
-// exist". Any other error is shown as "did not answer".
+// NotReady is a failed check with a cause that may be shown on /readyz (it
+// names no host, credential or driver detail): "the database schema is at
+// version X, behind this binary's Y", "the bucket does not exist". Any
+// other error is shown as "did not answer".
 type NotReady struct {
 	Cause string
 	Err   error // the detail, for the log only
@@ -44,16 +47,32 @@ func (e *NotReady) Error() string {
 
 func (e *NotReady) Unwrap() error { return e.Err }
 
-// Health serves /healthz (the process answers) and /readyz (every
-// dependency answered its check within a second). Each failing dependency
-// is named with its cause when the check gave one (NotReady), never with
-// a driver's error text; the full error goes to the log, once per change.
+// checkTimeout bounds each check of a readiness probe. The checks run at
+// once, each with its own deadline, so a dependency that hangs is the one
+// named, never the one checked after it.
+const checkTimeout = time.Second
+
+// Health serves /healthz (the process answers), /readyz (this replica can
+// serve) and /dependencies (the state of what every replica shares).
+//
+// Readiness fails only on what is particular to the replica -- its Gates:
+// starting, draining, a schema outside its window, keys never loaded. The
+// Dependencies every replica shares (the database, the store, clamd) are
+// checked and reported on both pages, counted in
+// uploadedfile_dependency_up and logged once per change, but never make
+// /readyz fail: an outage of one of them would take every replica out of
+// the balancer at once, and the routes that do not need it would go down
+// with the ones that do. A request that needs a missing dependency is
+// answered by the service's own 503 problem with Retry-After.
 type Health struct {
-	// Dependencies maps a name ("database", "schema", "storage", "keys",
-	// "scanner") to its check.
+	// Gates maps a name ("schema", "keys", "draining") to a check of this
+	// replica; a failure makes /readyz 503.
+	Gates map[string]Pinger
+	// Dependencies maps a name ("database", "storage", "scanner") to the
+	// check of a system every replica shares; reported, never gating.
 	Dependencies map[string]Pinger
-	// Logger receives a line when a dependency stops or starts answering
-	// (nil: none).
+	// Logger receives a line when a check starts or stops failing (nil:
+	// none).
 	Logger *slog.Logger
 	// Facts are lines /readyz adds after its verdict, ready or not
 	// ("image engine: vips libvips 8.14.1"): what an operator checks a
@@ -63,13 +82,14 @@ type Health struct {
 	state *healthState
 }
 
-// healthState is what the log has said of each dependency.
+// healthState is what the log has said of each check, and the gauge.
 type healthState struct {
 	mu     sync.Mutex
 	failed map[string]bool
+	up     *prometheus.GaugeVec
 }
 
-// Register adds the two routes to mux (for a mux without the API).
+// Register adds the three routes to mux (for a mux without the API).
 func (h Health) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -83,71 +103,178 @@ func (h Health) Register(mux *http.ServeMux) {
 		}
 		_, _ = w.Write([]byte(msg))
 	})
+	mux.HandleFunc("GET /dependencies", h.ServeDependencies)
 }
 
-// Check runs every dependency's check within timeout and returns the
-// causes of those that failed, by name, in name order (none: ready).
-func (h Health) Check(ctx context.Context, timeout time.Duration) []string {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	names := make([]string, 0, len(h.Dependencies))
-	for name := range h.Dependencies {
-		names = append(names, name)
+// result is one check's outcome.
+type result struct {
+	name  string
+	cause string // "": it answered
+	err   error
+}
+
+// run runs every check of checks at once, each within its own timeout, and
+// returns their results in name order.
+func (h Health) run(ctx context.Context, checks map[string]Pinger, timeout time.Duration) []result {
+	out := make([]result, 0, len(checks))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for name, p := range checks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			err := ping(cctx, p)
+			r := result{name: name, err: err}
+			if err != nil {
+				r.cause = "did not answer"
+				var nr *NotReady
+				if errors.As(err, &nr) {
+					r.cause = nr.Cause
+				}
+			}
+			mu.Lock()
+			out = append(out, r)
+			mu.Unlock()
+		}()
 	}
-	sort.Strings(names)
+	wg.Wait()
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	for _, r := range out {
+		h.logChange(ctx, r.name, r.err)
+	}
+	return out
+}
+
+// ping is p.Ping, answered "did not answer" when p ignores its deadline.
+func ping(ctx context.Context, p Pinger) error {
+	done := make(chan error, 1)
+	go func() { done <- p.Ping(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Check runs every gate within timeout and returns the causes of those
+// that failed, by name, in name order (none: ready).
+func (h Health) Check(ctx context.Context, timeout time.Duration) []string {
 	var causes []string
-	for _, name := range names {
-		err := h.Dependencies[name].Ping(ctx)
-		h.logChange(ctx, name, err)
-		if err == nil {
-			continue
+	for _, r := range h.run(ctx, h.Gates, timeout) {
+		if r.err != nil {
+			causes = append(causes, r.name+" not ready: "+r.cause)
 		}
-		cause := "did not answer"
-		var nr *NotReady
-		if errors.As(err, &nr) {
-			cause = nr.Cause
-		}
-		causes = append(causes, name+" not ready: "+cause)
 	}
 	return causes
 }
 
-// logChange logs a dependency that starts failing (WARN, with its error)
-// or answers again (INFO) -- once per change, however often /readyz is
-// polled.
+// Unavailable runs every dependency within timeout and returns a line for
+// each that failed ("storage unavailable: the object store did not
+// answer"), in name order.
+func (h Health) Unavailable(ctx context.Context, timeout time.Duration) []string {
+	var lines []string
+	for _, r := range h.run(ctx, h.Dependencies, timeout) {
+		if r.err != nil {
+			lines = append(lines, r.name+" unavailable: "+r.cause)
+		}
+	}
+	return lines
+}
+
+// logChange logs a check that starts failing (WARN, with its error) or
+// answers again (INFO) -- once per change, however often it is polled --
+// and sets its gauge.
 func (h Health) logChange(ctx context.Context, name string, err error) {
-	if h.Logger == nil || h.state == nil {
+	if h.state == nil {
 		return
 	}
 	h.state.mu.Lock()
 	was := h.state.failed[name]
 	h.state.failed[name] = err != nil
 	h.state.mu.Unlock()
+	if h.state.up != nil {
+		up := 1.0
+		if err != nil {
+			up = 0
+		}
+		h.state.up.WithLabelValues(name).Set(up)
+	}
+	if h.Logger == nil {
+		return
+	}
 	switch {
 	case err != nil && !was:
-		h.Logger.WarnContext(ctx, "not ready", "dependency", name, "error", err.Error())
+		h.Logger.WarnContext(ctx, "not answering", "check", name, "error", err.Error())
 	case err == nil && was:
-		h.Logger.InfoContext(ctx, "ready again", "dependency", name)
+		h.Logger.InfoContext(ctx, "answering again", "check", name)
 	}
 }
 
-// WithLog returns h logging each dependency's changes to log.
-func (h Health) WithLog(log *slog.Logger) Health {
+// WithLog returns h logging each check's changes to log and, with reg,
+// keeping uploadedfile_dependency_up{dependency} (1: answered its last
+// check) for every gate and dependency.
+func (h Health) WithLog(log *slog.Logger, reg prometheus.Registerer) Health {
 	h.Logger = log
 	h.state = &healthState{failed: map[string]bool{}}
+	if reg != nil {
+		h.state.up = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "uploadedfile_dependency_up",
+			Help: "1 when the check of a dependency or readiness gate answered at its last run, 0 when it failed.",
+		}, []string{"dependency"})
+		reg.MustRegister(h.state.up)
+	}
 	return h
 }
 
-// check is Check as /readyz answers it: "ready", or one line per cause;
-// then the facts, a line each.
+// check is /readyz's answer: "ready" or one line per failed gate; then a
+// line per shared dependency that did not answer (never failing the
+// probe); then the facts, a line each.
 func (h Health) check(ctx context.Context) (string, bool) {
-	causes := h.Check(ctx, time.Second)
-	facts := ""
+	var gates, deps []string
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); gates = h.Check(ctx, checkTimeout) }()
+	go func() { defer wg.Done(); deps = h.Unavailable(ctx, checkTimeout) }()
+	wg.Wait()
+	var b strings.Builder
+	if len(gates) == 0 {
+		b.WriteString("ready\n")
+	}
+	for _, l := range append(gates, deps...) {
+		b.WriteString(l + "\n")
+	}
 	for _, f := range h.Facts {
-		facts += f + "\n"
+		b.WriteString(f + "\n")
 	}
-	if len(causes) > 0 {
-		return strings.Join(causes, "\n") + "\n" + facts, false
+	return b.String(), len(gates) == 0
+}
+
+// dependencyState is one entry of /dependencies.
+type dependencyState struct {
+	Name string `json:"name"`
+	// Kind is "gate" (particular to this replica: a failure makes /readyz
+	// 503) or "shared" (every replica depends on it: reported only).
+	Kind  string `json:"kind"`
+	OK    bool   `json:"ok"`
+	Cause string `json:"cause,omitempty"`
+}
+
+// ServeDependencies answers /dependencies: every gate and shared
+// dependency with its state, as JSON, always 200.
+func (h Health) ServeDependencies(w http.ResponseWriter, r *http.Request) {
+	out := struct {
+		Dependencies []dependencyState `json:"dependencies"`
+	}{Dependencies: []dependencyState{}}
+	for kind, checks := range map[string]map[string]Pinger{"gate": h.Gates, "shared": h.Dependencies} {
+		for _, res := range h.run(r.Context(), checks, checkTimeout) {
+			out.Dependencies = append(out.Dependencies, dependencyState{Name: res.name, Kind: kind, OK: res.err == nil, Cause: res.cause})
+		}
 	}
-	return "ready\n" + facts, true
+	sort.Slice(out.Dependencies, func(i, j int) bool { return out.Dependencies[i].Name < out.Dependencies[j].Name })
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(out)
 }

@@ -56,6 +56,7 @@ var statusOf = map[string]int{
 	service.ErrVariantFailed.Code:            http.StatusServiceUnavailable,
 	service.ErrIdempotencyKeyReused.Code:     http.StatusUnprocessableEntity,
 	service.ErrIdempotencyInFlight.Code:      http.StatusConflict,
+	service.ErrConflict.Code:                 http.StatusConflict,
 }
 
 // retryAfter is d as a Retry-After header: whole seconds, at least one.
@@ -93,8 +94,11 @@ func writeDetailedProblem(w http.ResponseWriter, p problem) {
 	h.Set("Content-Type", ProblemContentType)
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
-	if code == service.ErrUploadCompleting.Code {
+	switch code {
+	case service.ErrUploadCompleting.Code:
 		h.Set("Retry-After", "5")
+	case service.ErrConflict.Code:
+		h.Set("Retry-After", "1")
 	}
 	if status == http.StatusServiceUnavailable {
 		h.Set("Retry-After", unavailableRetryAfter)

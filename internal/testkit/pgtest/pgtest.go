@@ -11,6 +11,12 @@
 // The server is TEST_DATABASE_URL, by default
 // postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable. A test that
 // needs the database fails, never skips, when it cannot be reached.
+//
+// With UPLOADEDFILE_TEST_ICU_LOCALE set (make test runs the database suite
+// again with "en-US"), every database is created with that ICU collation
+// instead of the server's default, so nothing may depend on the order the
+// database's collation gives to text. NewICU gives one test such a
+// database whatever the environment says.
 package pgtest
 
 import (
@@ -44,11 +50,32 @@ const DefaultURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 const templateLockKey = 0x75706c6f6164 // "upload"
 
 var (
-	templateOnce sync.Once
-	templateName string
-	templateErr  error
-	databaseSeq  atomic.Int64
+	templatesMu sync.Mutex
+	// templates is the template database built for each collation ("":
+	// the server's default; else an ICU locale), once per test binary.
+	templates   = map[string]string{}
+	databaseSeq atomic.Int64
 )
+
+// defaultLocale is the ICU locale of every database New makes ("": the
+// server's default collation).
+func defaultLocale() string { return os.Getenv("UPLOADEDFILE_TEST_ICU_LOCALE") }
+
+// template returns the migrated template database of the collation
+// locale (""), building it once per test binary.
+func template(ctx context.Context, locale string) (string, error) {
+	templatesMu.Lock()
+	defer templatesMu.Unlock()
+	if name, ok := templates[locale]; ok {
+		return name, nil
+	}
+	name, err := ensureTemplate(ctx, locale)
+	if err != nil {
+		return "", err
+	}
+	templates[locale] = name
+	return name, nil
+}
 
 // WithQuery appends query parameters (already encoded, "a=1&b=2") to a
 // database URL.
@@ -71,11 +98,16 @@ func ServerURL() string {
 // and returns its URL.
 func NewDatabase(t testing.TB) string {
 	t.Helper()
+	return newDatabase(t, defaultLocale())
+}
+
+func newDatabase(t testing.TB, locale string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	templateOnce.Do(func() { templateName, templateErr = ensureTemplate(ctx) })
-	require.NoError(t, templateErr, "pgtest: build the template database on %s", redact(ServerURL()))
-	return createDatabase(t, templateName)
+	name, err := template(ctx, locale)
+	require.NoError(t, err, "pgtest: build the template database on %s", redact(ServerURL()))
+	return createDatabase(t, name)
 }
 
 // Temporary creates a fresh, migrated database outside any test (for
@@ -84,9 +116,9 @@ func NewDatabase(t testing.TB) string {
 func Temporary() (string, func(), error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	templateOnce.Do(func() { templateName, templateErr = ensureTemplate(ctx) })
-	if templateErr != nil {
-		return "", nil, templateErr
+	templateName, err := template(ctx, defaultLocale())
+	if err != nil {
+		return "", nil, err
 	}
 	name := fmt.Sprintf("uploadedfile_example_%d_%d", os.Getpid(), databaseSeq.Add(1))
 	admin, err := pgx.Connect(ctx, ServerURL())
@@ -146,7 +178,19 @@ func createDatabase(t testing.TB, template string) string {
 // to it. The pool is closed and the database dropped when t ends.
 func New(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(NewDatabase(t))
+	return connect(t, NewDatabase(t))
+}
+
+// NewICU is New with a database whose collation is the ICU locale (such
+// as "en-US", where "a" sorts before "B" though its byte is greater).
+func NewICU(t testing.TB, locale string) *pgxpool.Pool {
+	t.Helper()
+	return connect(t, newDatabase(t, locale))
+}
+
+func connect(t testing.TB, databaseURL string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(databaseURL)
 	require.NoError(t, err)
 	// Enough connections for concurrency tests to hold one per goroutine.
 	cfg.MaxConns = 16
@@ -162,12 +206,20 @@ func New(t testing.TB) *pgxpool.Pool {
 
 // ensureTemplate returns the name of the template database for the current
 // migrations, building it if no test binary has yet.
-func ensureTemplate(ctx context.Context) (string, error) {
+func ensureTemplate(ctx context.Context, locale string) (string, error) {
 	sum, err := migrationsHash()
 	if err != nil {
 		return "", err
 	}
 	name := "uploadedfile_tmpl_" + sum[:16]
+	create := ""
+	if locale != "" {
+		if strings.ContainsAny(locale, "'\\") {
+			return "", fmt.Errorf("pgtest: ICU locale %q", locale)
+		}
+		name += "_icu_" + strings.ToLower(strings.ReplaceAll(locale, "-", "_"))
+		create = " TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '" + locale + "'"
+	}
 
 	admin, err := pgx.Connect(ctx, ServerURL())
 	if err != nil {
@@ -193,7 +245,7 @@ func ensureTemplate(ctx context.Context) (string, error) {
 	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{building}.Sanitize()+" WITH (FORCE)"); err != nil {
 		return "", err
 	}
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{building}.Sanitize()); err != nil {
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{building}.Sanitize()+create); err != nil {
 		return "", err
 	}
 	if err := migrations.Up(withDatabase(ServerURL(), building)); err != nil {

@@ -1,0 +1,133 @@
+package db_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/db"
+	"github.com/uploadedfile/uploadedfile/internal/outage"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/interleave"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
+)
+
+// changeFiles locks both sides of a change with one statement, in id
+// order: the second caller of a swap queues behind the first, and once the
+// first commits it finds the file the first dropped no longer visible (a
+// clean zero-row loser), whichever order the callers name the files in.
+func TestChangeFilesLockOrderInterleaving(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	fa, fb := b.ready(t, fileOpts{}), b.ready(t, fileOpts{})
+	lock := func(s *interleave.Session, refs ...string) (interleave.Outcome, []db.UploadedFile, error) {
+		var rows []db.UploadedFile
+		out, err := s.Step(func(ctx context.Context) error {
+			var err error
+			rows, err = b.q.FileLockVisibleByReferences(ctx, s.Tx(), db.FileLockVisibleByReferencesParams{Refs: refs, TenantCode: "acme"})
+			return err
+		})
+		return out, rows, err
+	}
+	for _, first := range []bool{true, false} {
+		one, two := interleave.Open(t, b.pool, "A"), interleave.Open(t, b.pool, "B")
+		if !first {
+			one, two = two, one
+		}
+		one.Begin()
+		two.Begin()
+		out, rows, err := lock(one, fa.Key, fb.Key) // drops A, attaches B
+		require.NoError(t, err)
+		require.Equal(t, interleave.Done, out)
+		require.Len(t, rows, 2)
+		out, _, err = lock(two, fb.Key, fa.Key) // drops B, attaches A
+		require.NoError(t, err)
+		require.Equal(t, interleave.Blocked, out, "%s: the second caller queues on the first id", interleave.Order(one, two))
+		// The first caller drops A and commits.
+		_, err = one.Exec("UPDATE uploaded_file SET deletion_pending_at = $2 WHERE id = $1", fa.ID, t0)
+		require.NoError(t, err)
+		require.NoError(t, one.Commit())
+		require.NoError(t, two.Finish(), "no deadlock")
+		two.Rollback()
+		// The second caller sees only B: A is no longer visible, so the
+		// service refuses its change whole.
+		rows, err = b.q.FileLockVisibleByReferences(b.ctx, b.pool, db.FileLockVisibleByReferencesParams{Refs: []string{fb.Key, fa.Key}, TenantCode: "acme"})
+		require.NoError(t, err)
+		require.Len(t, rows, 1)
+		require.Equal(t, fb.ID, rows[0].ID)
+		b.exec(t, "UPDATE uploaded_file SET deletion_pending_at = NULL WHERE id = $1", fa.ID)
+	}
+}
+
+// A deadlock PostgreSQL breaks is classified as a conflict (retryable,
+// nothing applied), not as the database being unavailable.
+func TestDeadlockIsAConflict(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	fa, fb := b.ready(t, fileOpts{}), b.ready(t, fileOpts{})
+	one, two := interleave.Open(t, b.pool, "A"), interleave.Open(t, b.pool, "B")
+	one.Begin()
+	two.Begin()
+	lockRow := func(s *interleave.Session, id any) (interleave.Outcome, error) {
+		tx := db.ClassifyTx(s.Tx())
+		return s.Step(func(ctx context.Context) error {
+			_, err := tx.Exec(ctx, "SELECT 1 FROM uploaded_file WHERE id = $1 FOR UPDATE", id)
+			return err
+		})
+	}
+	_, err := lockRow(one, fa.ID)
+	require.NoError(t, err)
+	_, err = lockRow(two, fb.ID)
+	require.NoError(t, err)
+	out, err := lockRow(one, fb.ID)
+	require.NoError(t, err)
+	require.Equal(t, interleave.Blocked, out)
+	// B now waits for A while A waits for B: PostgreSQL aborts one of them.
+	out, errB := lockRow(two, fa.ID)
+	if out == interleave.Blocked {
+		errB = two.Finish()
+	}
+	errA := one.Finish()
+	require.True(t, (errA == nil) != (errB == nil), "exactly one is aborted: %v / %v", errA, errB)
+	err = errors.Join(errA, errB)
+	require.Equal(t, "40P01", interleave.SQLState(err))
+	require.ErrorIs(t, err, db.ErrConflict)
+	require.False(t, errors.Is(err, outage.ErrUnavailable), "a deadlock is not an outage")
+}
+
+// The one lock order of usage rows is byte order, whatever the database's
+// collation. On an ICU en-US database "a" sorts before "B", bytes put "B"
+// first: a group-committed batch of inserts (sorted by bytes in Go) for
+// tenants "B" and "a" against a release over both (the purge, a sweep)
+// must queue, not deadlock.
+func TestUsageLockOrderIgnoresCollation(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewICU(t, "en-US")
+	ctx := context.Background()
+	var aFirst bool
+	require.NoError(t, pool.QueryRow(ctx, "SELECT 'a' < 'B'").Scan(&aFirst))
+	require.True(t, aFirst, "the database sorts text by its ICU collation")
+	_, err := pool.Exec(ctx, `INSERT INTO uploaded_file_usage (tenant_code, user_id, bytes, files)
+VALUES ('B', '', 100, 1), ('B', 'u', 100, 1), ('a', '', 100, 1), ('a', 'u', 100, 1)`)
+	require.NoError(t, err)
+
+	batch, release := interleave.Open(t, pool, "insert batch"), interleave.Open(t, pool, "release")
+	batch.Begin()
+	release.Begin()
+	reserve := func(tenant string) (interleave.Outcome, error) {
+		return batch.Exec("UPDATE uploaded_file_usage SET bytes = bytes + 1 WHERE tenant_code = $1 AND user_id IN ('', 'u')", tenant)
+	}
+	out, err := reserve("B") // the batch's first insert: "B" < "a" in bytes
+	require.NoError(t, err)
+	require.Equal(t, interleave.Done, out)
+	out, err = release.Exec("SELECT uploaded_file_usage_release(ARRAY['a', 'B'], ARRAY['u', 'u'], ARRAY[1, 1]::bigint[], 1)")
+	require.NoError(t, err)
+	require.Equal(t, interleave.Blocked, out, "the release waits on B before it holds a")
+	out, err = reserve("a") // the batch's second insert
+	require.NoError(t, err, "no deadlock")
+	require.Equal(t, interleave.Done, out, "a is free: the release locks in byte order")
+	require.NoError(t, batch.Commit())
+	require.NoError(t, release.Finish())
+	require.NoError(t, release.Commit())
+}

@@ -186,24 +186,16 @@ func (b *FileActivateUploadBatchResults) Close() error {
 
 const fileInsertHidden = `-- name: FileInsertHidden :batchone
 
-WITH key_free AS (
-    -- NULL (no key) is free; the OR stops there, without a probe.
-    SELECT $1::text IS NULL OR NOT EXISTS (
-        SELECT 1 FROM uploaded_file_idempotency
-        WHERE uploaded_file_idempotency.tenant_code = $2
-            AND uploaded_file_idempotency.caller = $3
-            AND uploaded_file_idempotency.key = $1::text
-    ) AS free
-), limits AS (
+WITH limits AS (
     -- The tenant's limits: its override, else the configured default (0:
     -- unlimited).
     SELECT
-        coalesce(uploaded_file_quota.tenant_bytes, $4::bigint) AS tenant_bytes,
-        coalesce(uploaded_file_quota.tenant_files, $5::bigint) AS tenant_files,
-        coalesce(uploaded_file_quota.owner_bytes, $6::bigint) AS owner_bytes,
-        coalesce(uploaded_file_quota.owner_files, $7::bigint) AS owner_files
+        coalesce(uploaded_file_quota.tenant_bytes, $1::bigint) AS tenant_bytes,
+        coalesce(uploaded_file_quota.tenant_files, $2::bigint) AS tenant_files,
+        coalesce(uploaded_file_quota.owner_bytes, $3::bigint) AS owner_bytes,
+        coalesce(uploaded_file_quota.owner_files, $4::bigint) AS owner_files
     FROM (SELECT 1) AS one
-    LEFT JOIN uploaded_file_quota ON uploaded_file_quota.tenant_code = $2
+    LEFT JOIN uploaded_file_quota ON uploaded_file_quota.tenant_code = $5
 ), reserved AS (
     -- Adds the row to the tenant's ('') and the owner's usage where it
     -- still fits, creating a usage row at its first reservation. An
@@ -211,11 +203,11 @@ WITH key_free AS (
     -- concurrent reservations queue on it and none can pass a limit; rows
     -- are taken in key order, as every statement that changes usage does.
     INSERT INTO uploaded_file_usage AS usage (tenant_code, user_id, bytes, files)
-    SELECT $2, holder.user_id, $8, 1
-    FROM limits, (SELECT '' AS user_id UNION ALL SELECT $3::text) AS holder
-    WHERE (SELECT free FROM key_free) AND CASE WHEN holder.user_id = ''
-        THEN (limits.tenant_bytes = 0 OR $8 <= limits.tenant_bytes) AND (limits.tenant_files = 0 OR 1 <= limits.tenant_files)
-        ELSE (limits.owner_bytes = 0 OR $8 <= limits.owner_bytes) AND (limits.owner_files = 0 OR 1 <= limits.owner_files)
+    SELECT $5, holder.user_id, $6, 1
+    FROM limits, (SELECT '' AS user_id UNION ALL SELECT $7::text) AS holder
+    WHERE CASE WHEN holder.user_id = ''
+        THEN (limits.tenant_bytes = 0 OR $6 <= limits.tenant_bytes) AND (limits.tenant_files = 0 OR 1 <= limits.tenant_files)
+        ELSE (limits.owner_bytes = 0 OR $6 <= limits.owner_bytes) AND (limits.owner_files = 0 OR 1 <= limits.owner_files)
         END
     ORDER BY holder.user_id COLLATE "C"
     ON CONFLICT (tenant_code, user_id) DO UPDATE
@@ -229,6 +221,18 @@ WITH key_free AS (
             AND ((SELECT limits.owner_files FROM limits) = 0 OR usage.files + 1 <= (SELECT limits.owner_files FROM limits))
         END
     RETURNING usage.user_id
+), key_guard AS (
+    -- Claims the key for the buffer route, or finds it this route's
+    -- already (a retry): a row. Another route's key: no row.
+    INSERT INTO uploaded_file_idempotency AS guard (tenant_code, caller, key, route, state, fingerprint, file_id, status, created_at, expires_at)
+    SELECT $5, $7, $8::text, 'POST /uploaded-file', 'done',
+        $9::bytea, $10::uuid, 201,
+        coalesce($11::timestamptz, now()), coalesce($11::timestamptz, now()) + interval '24 hours'
+    WHERE $8::text IS NOT NULL
+    ON CONFLICT (tenant_code, caller, key) DO UPDATE
+    SET fingerprint = excluded.fingerprint
+    WHERE guard.route = excluded.route
+    RETURNING 1
 ), inserted AS (
     INSERT INTO uploaded_file (
         id,
@@ -259,16 +263,14 @@ WITH key_free AS (
         updated_at
     )
     SELECT
-        $9,
-        $2,
         $10,
-        $3,
-        $11,
+        $5,
         $12,
+        $7,
         $13,
-        $8,
         $14,
         $15,
+        $6,
         $16,
         $17,
         $18,
@@ -277,19 +279,22 @@ WITH key_free AS (
         $21,
         $22,
         $23,
-        $24::integer,
-        $25::integer,
-        $1::text,
-        $26::bytea,
+        $24,
+        $25,
+        $26::integer,
+        $27::integer,
+        $8::text,
+        $9::bytea,
         'pending',
-        coalesce($27::timestamptz, now()) + $28::interval,
-        coalesce($27::timestamptz, now()),
-        coalesce($27::timestamptz, now())
-    -- CASE tests in order: a key in use elsewhere inserts nothing (and
-    -- reserved nothing) without being taken for a quota refusal.
-    WHERE CASE WHEN NOT (SELECT free FROM key_free) THEN false
-        WHEN (SELECT count(*) FROM reserved) = 2 THEN true
-        ELSE uploaded_file_quota_exceeded() END
+        coalesce($11::timestamptz, now()) + $28::interval,
+        coalesce($11::timestamptz, now()),
+        coalesce($11::timestamptz, now())
+    -- CASE tests in order: the reservation (usage rows locked), then the
+    -- key's guard (its row locked after them).
+    WHERE CASE WHEN (SELECT count(*) FROM reserved) <> 2 THEN uploaded_file_quota_exceeded()
+        WHEN $8::text IS NULL THEN true
+        WHEN EXISTS (SELECT 1 FROM key_guard) THEN true
+        ELSE uploaded_file_upload_key_taken() END
     RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
 )
 SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint FROM inserted
@@ -302,15 +307,17 @@ type FileInsertHiddenBatchResults struct {
 }
 
 type FileInsertHiddenParams struct {
-	IdempotencyKey         *string
-	TenantCode             string
-	UserID                 string
 	DefaultTenantBytes     int64
 	DefaultTenantFiles     int64
 	DefaultOwnerBytes      int64
 	DefaultOwnerFiles      int64
+	TenantCode             string
 	SizeBytes              int64
+	UserID                 string
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
 	ID                     uuid.UUID
+	Now                    *time.Time
 	DepartmentCode         *string
 	Key                    string
 	CDN                    *string
@@ -327,8 +334,6 @@ type FileInsertHiddenParams struct {
 	Type                   *string
 	Width                  *int32
 	Height                 *int32
-	IdempotencyFingerprint []byte
-	Now                    *time.Time
 	ActivationLease        time.Duration
 }
 
@@ -417,22 +422,28 @@ type FileInsertHiddenRow struct {
 // every normal read and, should the writer die, the deletion-retry sweep finds
 // it once the lease has expired. Fails on a duplicate id, key or cdn, or
 // idempotency key (SQLSTATE 23505, uploaded_file_idempotency_key_unique).
-// Zero rows: @idempotency_key is one the caller used on a route whose keys
-// live in uploaded_file_idempotency (another request: nothing is written,
-// nothing reserved).
+// A keyed upload also writes its key into uploaded_file_idempotency (a
+// done row of route 'POST /uploaded-file', the guard), after its
+// reservation: a request of another route under the same key in flight
+// meets it on that table's primary key, and whichever commits second sees
+// the first. When another route holds the key, the statement fails with
+// SQLSTATE UFK01 and nothing is written or reserved. The usage rows are
+// locked before the guard row, in every statement that takes both.
 func (q *Queries) FileInsertHidden(ctx context.Context, db DBTX, arg []FileInsertHiddenParams) *FileInsertHiddenBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
 		vals := []interface{}{
-			a.IdempotencyKey,
-			a.TenantCode,
-			a.UserID,
 			a.DefaultTenantBytes,
 			a.DefaultTenantFiles,
 			a.DefaultOwnerBytes,
 			a.DefaultOwnerFiles,
+			a.TenantCode,
 			a.SizeBytes,
+			a.UserID,
+			a.IdempotencyKey,
+			a.IdempotencyFingerprint,
 			a.ID,
+			a.Now,
 			a.DepartmentCode,
 			a.Key,
 			a.CDN,
@@ -449,8 +460,6 @@ func (q *Queries) FileInsertHidden(ctx context.Context, db DBTX, arg []FileInser
 			a.Type,
 			a.Width,
 			a.Height,
-			a.IdempotencyFingerprint,
-			a.Now,
 			a.ActivationLease,
 		}
 		batch.Queue(fileInsertHidden, vals...)

@@ -51,12 +51,14 @@ func NewUploadStatements(c DBTX, cfg GroupCommitConfig) *UploadStatements {
 	}
 	q := New()
 	return &UploadStatements{
-		// The usage rows each insert locks, tenant ('') then owner, in the
-		// same key order across the batch: no two batches (nor a batch and
-		// any other statement, all of which lock usage rows in key order)
-		// wait on each other in a cycle.
+		// The usage rows each insert locks, tenant ('') then owner, then
+		// its key's guard row, in the same key order across the batch (by
+		// bytes, as COLLATE "C"): no two batches (nor a batch and any other
+		// statement, all of which lock usage rows in key order) wait on
+		// each other in a cycle.
 		insert: committer(c, q, "FileInsertHidden", insertHiddenBatch, func(a, b FileInsertHiddenParams) int {
-			return cmp.Or(strings.Compare(a.TenantCode, b.TenantCode), strings.Compare(a.UserID, b.UserID))
+			return cmp.Or(strings.Compare(a.TenantCode, b.TenantCode), strings.Compare(a.UserID, b.UserID),
+				strings.Compare(deref(a.IdempotencyKey), deref(b.IdempotencyKey)))
 		}, cfg.Tracer, observe),
 		// The file rows the activations lock, in id order.
 		activate: committer(c, q, "FileActivateUpload", activateUploadBatch, func(a, b FileActivateUploadParams) int {
@@ -127,4 +129,12 @@ func activateUploadBatch(ctx context.Context, q *Queries, ps []FileActivateUploa
 	return func(conn pgbatch.DBTX) pgbatch.Results[FileActivateUploadRow] {
 		return q.FileActivateUpload(ctx, conn, ps)
 	}
+}
+
+// deref is *s, or "" for nil.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

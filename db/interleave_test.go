@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/db"
@@ -130,4 +133,63 @@ VALUES ('B', '', 100, 1), ('B', 'u', 100, 1), ('a', '', 100, 1), ('a', 'u', 100,
 	require.NoError(t, batch.Commit())
 	require.NoError(t, release.Finish())
 	require.NoError(t, release.Commit())
+}
+
+// A buffer upload's key (on its file's row) and another route's key (a row
+// of uploaded_file_idempotency) meet on the idempotency table's primary
+// key, whichever runs first: the second waits for the first to commit, then
+// finds the key taken -- the claim gets zero rows, the upload fails with
+// UFK01 and writes and reserves nothing. The same key never runs on two
+// routes.
+func TestBufferUploadKeyMeetsOtherRoutes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, bufferFirst := range []bool{true, false} {
+		key := "key-" + uuid.NewString()
+		p := b.hiddenParams(t)
+		p.IdempotencyKey, p.IdempotencyFingerprint = &key, []byte("fingerprint")
+		upload, other := interleave.Open(t, b.pool, "buffer upload"), interleave.Open(t, b.pool, "initiate")
+		upload.Begin()
+		other.Begin()
+		insert := func() (interleave.Outcome, error) {
+			return upload.Step(func(ctx context.Context) error {
+				_, err := insertHidden(ctx, upload.Tx(), p)
+				return err
+			})
+		}
+		claim := func() (interleave.Outcome, error) {
+			return other.Step(func(ctx context.Context) error {
+				_, err := b.q.IdempotencyClaim(ctx, other.Tx(), db.IdempotencyClaimParams{
+					TenantCode: p.TenantCode, Caller: p.UserID, Key: key, Route: "POST /uploaded-file/initiate",
+					FileID: ptr(uuid.New()), Lease: 30 * time.Second, Retention: 24 * time.Hour, Now: at(0),
+				})
+				return err
+			})
+		}
+		if bufferFirst {
+			out, err := insert()
+			require.NoError(t, err)
+			require.Equal(t, interleave.Done, out)
+			out, err = claim()
+			require.NoError(t, err)
+			require.Equal(t, interleave.Blocked, out, "the claim waits for the upload's key")
+			require.NoError(t, upload.Commit())
+			require.ErrorIs(t, other.Finish(), pgx.ErrNoRows, "the key is taken: zero rows")
+			other.Rollback()
+			continue
+		}
+		out, err := claim()
+		require.NoError(t, err)
+		require.Equal(t, interleave.Done, out)
+		out, err = insert()
+		require.NoError(t, err)
+		require.Equal(t, interleave.Blocked, out, "the upload waits for the claim")
+		require.NoError(t, other.Commit())
+		err = upload.Finish()
+		require.Equal(t, "UFK01", interleave.SQLState(err), "the upload is refused: %v", err)
+		upload.Rollback()
+		var files int
+		require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT count(*) FROM uploaded_file WHERE idempotency_key = $1", key).Scan(&files))
+		require.Zero(t, files, "nothing written")
+	}
 }

@@ -19,10 +19,17 @@ var ErrInvalidURL = errors.New("the database URL is invalid")
 
 // OpenPool opens the pool the service runs on, for every command that runs
 // it (serve, maintenance, the tracks): ConfigurePool's codecs, tracer on
-// every connection (nil: none) and, unless the URL sets pool_max_conns, 32
-// connections -- pgxpool's default of max(4, CPUs) queues an HTTP server's
-// concurrent requests.
+// every connection (nil: none) and RequestLimits -- unless the URL sets
+// pool_max_conns, 32 connections (pgxpool's default of max(4, CPUs)
+// queues an HTTP server's concurrent requests).
 func OpenPool(ctx context.Context, databaseURL string, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
+	return OpenPoolFor(ctx, databaseURL, tracer, RequestLimits)
+}
+
+// OpenPoolFor is OpenPool with the limits of one kind of work (zero
+// fields: RequestLimits'). Parameters the URL sets (statement_timeout,
+// lock_timeout, connect_timeout, pool_max_conns) win.
+func OpenPoolFor(ctx context.Context, databaseURL string, tracer pgx.QueryTracer, limits Limits) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, ErrInvalidURL
@@ -31,9 +38,7 @@ func OpenPool(ctx context.Context, databaseURL string, tracer pgx.QueryTracer) (
 		cfg.ConnConfig.Tracer = tracer
 	}
 	ConfigurePool(cfg)
-	if !strings.Contains(databaseURL, "pool_max_conns") {
-		cfg.MaxConns = 32
-	}
+	limits.WithDefaults(RequestLimits).apply(cfg, strings.Contains(databaseURL, "pool_max_conns"))
 	return pgxpool.NewWithConfig(ctx, cfg)
 }
 

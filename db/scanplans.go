@@ -54,8 +54,13 @@ func newPlanCachingDB(c Conn) *planCachingDB { return &planCachingDB{Conn: c} }
 
 // withPlanCache is c with cached scan plans when it is a pool, else c.
 func withPlanCache(c Conn) Conn {
-	if p, ok := c.(*pgxpool.Pool); ok {
-		return newPlanCachingDB(p)
+	switch c := c.(type) {
+	case *pgxpool.Pool:
+		return newPlanCachingDB(c)
+	case boundedDB:
+		return boundedDB{Conn: withPlanCache(c.Conn), timeout: c.timeout}
+	case routedDB:
+		return routedDB{requests: withPlanCache(c.requests), sweeps: withPlanCache(c.sweeps)}
 	}
 	return c
 }

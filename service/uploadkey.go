@@ -119,7 +119,7 @@ func (s *Service) insertKeyed(ctx context.Context, a access, k *UploadKey, p db.
 		switch {
 		case err == nil:
 			return db.UploadedFile(row), nil
-		case isNoRows(err): // the key names another route's request
+		case keyElsewhere(err): // the key names another route's request
 			return db.UploadedFile{}, ErrIdempotencyKeyReused
 		case !keyConflict(err):
 			return db.UploadedFile{}, s.insertError(ctx, a, p.SizeBytes, "insert hidden upload", err)
@@ -130,6 +130,16 @@ func (s *Service) insertKeyed(ctx context.Context, a access, k *UploadKey, p db.
 		}
 	}
 	return db.UploadedFile{}, ErrUploadCompleting // the key kept changing under us: retry later
+}
+
+// keyElsewhereState is the SQLSTATE of a buffer upload whose key another
+// route's request holds (uploaded_file_upload_key_taken).
+const keyElsewhereState = "UFK01"
+
+// keyElsewhere: the insert failed because another route holds its key.
+func keyElsewhere(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == keyElsewhereState
 }
 
 // keyConflict: err is the unique violation of the upload keys' index.

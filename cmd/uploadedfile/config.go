@@ -107,6 +107,9 @@ type fileConfig struct {
 
 	// Events: the lifecycle event relay and its sinks (docs/events.md).
 	Events eventsConfig `koanf:"events"`
+
+	// Database: the bounds of every wait on PostgreSQL (pools.go).
+	Database databaseConfig `koanf:"database"`
 }
 
 // eventsConfig is the events section.

@@ -265,7 +265,7 @@ func withConfiguredPool(ctx context.Context, g *globals, fn func(fileConfig, *pg
 	if err != nil {
 		return err
 	}
-	pool, err := openPool(ctx, g.databaseURL, nil)
+	pool, err := openPool(ctx, g.databaseURL, nil, maintenanceLimits)
 	if err != nil {
 		return g.databaseError(err)
 	}

@@ -122,17 +122,18 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	defer shutdown() // flushes the last spans
 	sink := g.useLogSink()
 	defer sink.Close() // writes the access lines still waiting
-	pool, err := openPool(ctx, g.databaseURL, tracer)
+	pools, err := openServePools(ctx, g.databaseURL, tracer, cfg.Database)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer pools.Close()
+	pool := pools.requests
 	if err := checkSchema(ctx, g, pool, o.dev); err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	svc, err := newServeService(ctx, g, cfg, pool, reg, tracer)
+	svc, err := newServeService(ctx, g, cfg, pools.conn(), reg, tracer)
 	if err != nil {
 		return err
 	}
@@ -148,11 +149,11 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		return err
 	}
 	defer stopOperator()
-	runner := tracks.New(svc, pool, g.logger, reg)
+	runner := tracks.New(svc, pools.sweeps, g.logger, reg)
 	if tracer != nil {
 		runner.SetTracer(tracer)
 	}
-	relay, closeSinks, err := eventRelay(ctx, g, cfg.Events, pool, reg, svc)
+	relay, closeSinks, err := eventRelay(ctx, g, cfg.Events, pools.sweeps, reg, svc)
 	if err != nil {
 		return err
 	}
@@ -170,7 +171,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	return runServer(ctx, g.logger, background{
 		sweeps: !o.noSweeps, runner: runner, relay: relay,
 		srv: srv, ln: httpapi.LimitConnectionsPerClient(ln, cfg.maxConnectionsPerClient()), drain: o.drain, inflight: inflight,
-		draining: draining, pool: pool,
+		draining: draining, pool: pools.sweeps,
 	})
 }
 
@@ -256,7 +257,7 @@ func serveTracing(ctx context.Context, cfg fileConfig) (trace.TracerProvider, fu
 // newServeService builds the service serve runs: its configuration, the
 // scanner, metrics and tracing; a configured value past its bound is
 // logged with the bound used.
-func newServeService(ctx context.Context, g *globals, cfg fileConfig, pool *pgxpool.Pool, reg prometheus.Registerer, tracer trace.TracerProvider) (*service.Service, error) {
+func newServeService(ctx context.Context, g *globals, cfg fileConfig, conn db.Conn, reg prometheus.Registerer, tracer trace.TracerProvider) (*service.Service, error) {
 	scfg, err := cfg.serviceConfig()
 	if err != nil {
 		return nil, err
@@ -269,7 +270,7 @@ func newServeService(ctx context.Context, g *globals, cfg fileConfig, pool *pgxp
 	if tracer != nil {
 		opts = append(opts, service.WithTracerProvider(tracer))
 	}
-	svc, err := service.New(ctx, scfg, pool, opts...)
+	svc, err := service.New(ctx, scfg, conn, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -579,20 +580,6 @@ func ensureDatabase(ctx context.Context, databaseURL string) error {
 		return fmt.Errorf("serve: create database %s: %w", name, err)
 	}
 	return nil
-}
-
-// openPool opens the database pool (db.OpenPool), with a span per
-// statement when tracing is on.
-func openPool(ctx context.Context, databaseURL string, tp trace.TracerProvider) (*pgxpool.Pool, error) {
-	var tracer pgx.QueryTracer
-	if tp != nil {
-		tracer = tracing.NewPGX(tp) // a span per statement, named after its query
-	}
-	pool, err := db.OpenPool(ctx, databaseURL, tracer)
-	if err != nil {
-		return nil, fmt.Errorf("serve: %w", err)
-	}
-	return pool, nil
 }
 
 // applyFile takes the file's listen and migrate options where no flag set

@@ -46,18 +46,14 @@
 -- every normal read and, should the writer die, the deletion-retry sweep finds
 -- it once the lease has expired. Fails on a duplicate id, key or cdn, or
 -- idempotency key (SQLSTATE 23505, uploaded_file_idempotency_key_unique).
--- Zero rows: @idempotency_key is one the caller used on a route whose keys
--- live in uploaded_file_idempotency (another request: nothing is written,
--- nothing reserved).
-WITH key_free AS (
-    -- NULL (no key) is free; the OR stops there, without a probe.
-    SELECT sqlc.narg('idempotency_key')::text IS NULL OR NOT EXISTS (
-        SELECT 1 FROM uploaded_file_idempotency
-        WHERE uploaded_file_idempotency.tenant_code = @tenant_code
-            AND uploaded_file_idempotency.caller = @user_id
-            AND uploaded_file_idempotency.key = sqlc.narg('idempotency_key')::text
-    ) AS free
-), limits AS (
+-- A keyed upload also writes its key into uploaded_file_idempotency (a
+-- done row of route 'POST /uploaded-file', the guard), after its
+-- reservation: a request of another route under the same key in flight
+-- meets it on that table's primary key, and whichever commits second sees
+-- the first. When another route holds the key, the statement fails with
+-- SQLSTATE UFK01 and nothing is written or reserved. The usage rows are
+-- locked before the guard row, in every statement that takes both.
+WITH limits AS (
     -- The tenant's limits: its override, else the configured default (0:
     -- unlimited).
     SELECT
@@ -76,7 +72,7 @@ WITH key_free AS (
     INSERT INTO uploaded_file_usage AS usage (tenant_code, user_id, bytes, files)
     SELECT @tenant_code, holder.user_id, @size_bytes, 1
     FROM limits, (SELECT '' AS user_id UNION ALL SELECT @user_id::text) AS holder
-    WHERE (SELECT free FROM key_free) AND CASE WHEN holder.user_id = ''
+    WHERE CASE WHEN holder.user_id = ''
         THEN (limits.tenant_bytes = 0 OR @size_bytes <= limits.tenant_bytes) AND (limits.tenant_files = 0 OR 1 <= limits.tenant_files)
         ELSE (limits.owner_bytes = 0 OR @size_bytes <= limits.owner_bytes) AND (limits.owner_files = 0 OR 1 <= limits.owner_files)
         END
@@ -92,6 +88,18 @@ WITH key_free AS (
             AND ((SELECT limits.owner_files FROM limits) = 0 OR usage.files + 1 <= (SELECT limits.owner_files FROM limits))
         END
     RETURNING usage.user_id
+), key_guard AS (
+    -- Claims the key for the buffer route, or finds it this route's
+    -- already (a retry): a row. Another route's key: no row.
+    INSERT INTO uploaded_file_idempotency AS guard (tenant_code, caller, key, route, state, fingerprint, file_id, status, created_at, expires_at)
+    SELECT @tenant_code, @user_id, sqlc.narg('idempotency_key')::text, 'POST /uploaded-file', 'done',
+        sqlc.narg('idempotency_fingerprint')::bytea, @id::uuid, 201,
+        coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()) + interval '24 hours'
+    WHERE sqlc.narg('idempotency_key')::text IS NOT NULL
+    ON CONFLICT (tenant_code, caller, key) DO UPDATE
+    SET fingerprint = excluded.fingerprint
+    WHERE guard.route = excluded.route
+    RETURNING 1
 ), inserted AS (
     INSERT INTO uploaded_file (
         id,
@@ -148,11 +156,12 @@ WITH key_free AS (
         coalesce(sqlc.narg('now')::timestamptz, now()) + @activation_lease::interval,
         coalesce(sqlc.narg('now')::timestamptz, now()),
         coalesce(sqlc.narg('now')::timestamptz, now())
-    -- CASE tests in order: a key in use elsewhere inserts nothing (and
-    -- reserved nothing) without being taken for a quota refusal.
-    WHERE CASE WHEN NOT (SELECT free FROM key_free) THEN false
-        WHEN (SELECT count(*) FROM reserved) = 2 THEN true
-        ELSE uploaded_file_quota_exceeded() END
+    -- CASE tests in order: the reservation (usage rows locked), then the
+    -- key's guard (its row locked after them).
+    WHERE CASE WHEN (SELECT count(*) FROM reserved) <> 2 THEN uploaded_file_quota_exceeded()
+        WHEN sqlc.narg('idempotency_key')::text IS NULL THEN true
+        WHEN EXISTS (SELECT 1 FROM key_guard) THEN true
+        ELSE uploaded_file_upload_key_taken() END
     RETURNING *
 )
 SELECT * FROM inserted;

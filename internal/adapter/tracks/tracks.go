@@ -39,6 +39,7 @@ import (
 	"github.com/robfig/cron/v3"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
@@ -115,6 +116,9 @@ func (r *Runner) SetClock(now func() time.Time) { r.now = now }
 
 // Run runs one track once, if no other replica is running it.
 func (r *Runner) Run(ctx context.Context, track string) (Result, error) {
+	// Every statement of the run goes to the sweeps' pool (where the
+	// service runs on db.Route): a run never takes a request's connection.
+	ctx = db.ForSweeps(ctx)
 	if r.tracer != nil {
 		var span trace.Span
 		ctx, span = r.tracer.Start(ctx, "sweep "+track)

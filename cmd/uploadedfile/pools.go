@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/uploadedfile/uploadedfile/db"
+	"github.com/uploadedfile/uploadedfile/internal/tracing"
+)
+
+// databaseConfig is the database section: the bounds of every wait on
+// PostgreSQL, for the requests' pool and the sweeps' (docs/configuration.md,
+// "Database"). Zero: the defaults of db.RequestLimits and db.SweepLimits.
+type databaseConfig struct {
+	ConnectTimeout   time.Duration `koanf:"connectTimeout"`
+	StatementTimeout time.Duration `koanf:"statementTimeout"`
+	LockTimeout      time.Duration `koanf:"lockTimeout"`
+	CallTimeout      time.Duration `koanf:"callTimeout"`
+	MaxConnections   int32         `koanf:"maxConnections"`
+	Sweeps           struct {
+		StatementTimeout time.Duration `koanf:"statementTimeout"`
+		LockTimeout      time.Duration `koanf:"lockTimeout"`
+		CallTimeout      time.Duration `koanf:"callTimeout"`
+		MaxConnections   int32         `koanf:"maxConnections"`
+	} `koanf:"sweeps"`
+}
+
+// maintenanceLimits bound an operator command's statements: long (a
+// recount, a reconcile page over a large table), never unbounded.
+var maintenanceLimits = db.Limits{StatementTimeout: 10 * time.Minute, LockTimeout: 30 * time.Second, CallTimeout: 11 * time.Minute, MaxConns: 8}
+
+// requests is the requests' limits.
+func (c databaseConfig) requests() db.Limits {
+	return db.Limits{ConnectTimeout: c.ConnectTimeout, StatementTimeout: c.StatementTimeout, LockTimeout: c.LockTimeout,
+		CallTimeout: c.CallTimeout, MaxConns: c.MaxConnections}.WithDefaults(db.RequestLimits)
+}
+
+// sweeps is the sweeps' limits.
+func (c databaseConfig) sweeps() db.Limits {
+	return db.Limits{ConnectTimeout: c.ConnectTimeout, StatementTimeout: c.Sweeps.StatementTimeout, LockTimeout: c.Sweeps.LockTimeout,
+		CallTimeout: c.Sweeps.CallTimeout, MaxConns: c.Sweeps.MaxConnections}.WithDefaults(db.SweepLimits)
+}
+
+// servePools are serve's connections to PostgreSQL: the requests' pool and
+// the sweeps' -- the tracks, the event relay and the replica heartbeat --
+// so that no sweep ever waits for, or takes, a connection a request needs.
+type servePools struct {
+	requests, sweeps           *pgxpool.Pool
+	requestLimits, sweepLimits db.Limits
+}
+
+// openServePools opens both pools with their limits.
+func openServePools(ctx context.Context, databaseURL string, tp trace.TracerProvider, c databaseConfig) (servePools, error) {
+	p := servePools{requestLimits: c.requests(), sweepLimits: c.sweeps()}
+	var err error
+	if p.requests, err = openPool(ctx, databaseURL, tp, p.requestLimits); err != nil {
+		return p, err
+	}
+	if p.sweeps, err = openPool(ctx, databaseURL, tp, p.sweepLimits); err != nil {
+		p.requests.Close()
+		return p, err
+	}
+	return p, nil
+}
+
+// conn is what the service runs on: each call on the requests' pool, or
+// on the sweeps' when its context is the sweeps' (db.ForSweeps), bounded
+// from the client's side by that pool's call timeout.
+func (p servePools) conn() db.Conn {
+	return db.Route(db.Bounded(p.requests, p.requestLimits.CallTimeout), db.Bounded(p.sweeps, p.sweepLimits.CallTimeout))
+}
+
+// Close closes both pools.
+func (p servePools) Close() {
+	p.requests.Close()
+	p.sweeps.Close()
+}
+
+// openPool opens a pool with limits (tracing each statement with tp when
+// set).
+func openPool(ctx context.Context, databaseURL string, tp trace.TracerProvider, limits db.Limits) (*pgxpool.Pool, error) {
+	var tracer pgx.QueryTracer
+	if tp != nil {
+		tracer = tracing.NewPGX(tp) // a span per statement, named after its query
+	}
+	pool, err := db.OpenPoolFor(ctx, databaseURL, tracer, limits)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	return pool, nil
+}

@@ -45,6 +45,14 @@ type DeletionClaimElapsedParams struct {
 // run by trusted maintenance code only (the cron tracks and the operator
 // commands), never over HTTP.
 //
+// They run on the sweeps' pool (or an operator command's), which plans
+// every statement with its arguments (plan_cache_mode = force_custom_plan,
+// db.Limits.CustomPlans): a sweep runs a few statements a minute, so a
+// plan costs nothing next to its work, while a generic plan of a candidate
+// query -- made without knowing @now -- can read and sort the whole
+// backlog for one batch. A query marked "Plan: custom." below is checked
+// under custom plans only (TestQueryPlansUseIndexes).
+//
 // Every sweep claims its batch in one statement: the candidate rows are
 // selected in eligibility order with FOR UPDATE SKIP LOCKED (two replicas
 // sweeping at once take disjoint rows instead of waiting on each other), and
@@ -386,6 +394,7 @@ type FileClaimExpiredDirectUploadsRow struct {
 // settled by FileSettleDeletion naming it once the staging and final objects
 // are gone.
 // Writes upload.abandoned.
+// Plan: custom.
 func (q *Queries) FileClaimExpiredDirectUploads(ctx context.Context, db DBTX, arg FileClaimExpiredDirectUploadsParams) ([]FileClaimExpiredDirectUploadsRow, error) {
 	rows, err := db.Query(ctx, fileClaimExpiredDirectUploads, arg.Now, arg.Max, arg.DeletionLease)
 	if err != nil {

@@ -36,6 +36,12 @@ type Limits struct {
 	CallTimeout time.Duration
 	// MaxConns is the pool's size (a URL's pool_max_conns wins).
 	MaxConns int32
+	// CustomPlans plans every statement with its arguments
+	// (plan_cache_mode = force_custom_plan) instead of switching to a
+	// generic plan after five runs: for work that runs a few statements a
+	// minute over a backlog, where a plan made without the arguments can
+	// read the whole backlog (the sweeps, operator commands).
+	CustomPlans bool
 }
 
 // RequestLimits are the defaults for the requests' pool: a request whose
@@ -57,6 +63,7 @@ var SweepLimits = Limits{
 	LockTimeout:      10 * time.Second,
 	CallTimeout:      75 * time.Second,
 	MaxConns:         6,
+	CustomPlans:      true,
 }
 
 // WithDefaults is l with each zero field taken from def.
@@ -92,6 +99,9 @@ func (l Limits) apply(cfg *pgxpool.Config, urlSetsMaxConns bool) {
 	setMS("statement_timeout", l.StatementTimeout)
 	setMS("lock_timeout", l.LockTimeout)
 	setMS("idle_in_transaction_session_timeout", l.CallTimeout)
+	if _, ok := params["plan_cache_mode"]; !ok && l.CustomPlans {
+		params["plan_cache_mode"] = "force_custom_plan"
+	}
 	if cfg.ConnConfig.ConnectTimeout <= 0 || cfg.ConnConfig.ConnectTimeout > l.ConnectTimeout {
 		cfg.ConnConfig.ConnectTimeout = l.ConnectTimeout
 	}

@@ -32,7 +32,7 @@ type databaseConfig struct {
 
 // maintenanceLimits bound an operator command's statements: long (a
 // recount, a reconcile page over a large table), never unbounded.
-var maintenanceLimits = db.Limits{StatementTimeout: 10 * time.Minute, LockTimeout: 30 * time.Second, CallTimeout: 11 * time.Minute, MaxConns: 8}
+var maintenanceLimits = db.Limits{StatementTimeout: 10 * time.Minute, LockTimeout: 30 * time.Second, CallTimeout: 11 * time.Minute, MaxConns: 8, CustomPlans: true}
 
 // requests is the requests' limits.
 func (c databaseConfig) requests() db.Limits {
@@ -43,7 +43,7 @@ func (c databaseConfig) requests() db.Limits {
 // sweeps is the sweeps' limits.
 func (c databaseConfig) sweeps() db.Limits {
 	return db.Limits{ConnectTimeout: c.ConnectTimeout, StatementTimeout: c.Sweeps.StatementTimeout, LockTimeout: c.Sweeps.LockTimeout,
-		CallTimeout: c.Sweeps.CallTimeout, MaxConns: c.Sweeps.MaxConnections}.WithDefaults(db.SweepLimits)
+		CallTimeout: c.Sweeps.CallTimeout, MaxConns: c.Sweeps.MaxConnections, CustomPlans: true}.WithDefaults(db.SweepLimits)
 }
 
 // servePools are serve's connections to PostgreSQL: the requests' pool and

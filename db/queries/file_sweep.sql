@@ -2,6 +2,14 @@
 -- run by trusted maintenance code only (the cron tracks and the operator
 -- commands), never over HTTP.
 --
+-- They run on the sweeps' pool (or an operator command's), which plans
+-- every statement with its arguments (plan_cache_mode = force_custom_plan,
+-- db.Limits.CustomPlans): a sweep runs a few statements a minute, so a
+-- plan costs nothing next to its work, while a generic plan of a candidate
+-- query -- made without knowing @now -- can read and sort the whole
+-- backlog for one batch. A query marked "Plan: custom." below is checked
+-- under custom plans only (TestQueryPlansUseIndexes).
+--
 -- Every sweep claims its batch in one statement: the candidate rows are
 -- selected in eligibility order with FOR UPDATE SKIP LOCKED (two replicas
 -- sweeping at once take disjoint rows instead of waiting on each other), and
@@ -116,6 +124,7 @@ SELECT changed.* FROM changed CROSS JOIN released;
 -- settled by FileSettleDeletion naming it once the staging and final objects
 -- are gone.
 -- Writes upload.abandoned.
+-- Plan: custom.
 WITH candidate AS (
     SELECT id, upload_pending_at
     FROM uploaded_file

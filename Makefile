@@ -11,6 +11,7 @@
 #   make chaos      the chaos test for CHAOS_DURATION (default 2m)
 #   make fleet      three serve replicas behind HAProxy under kills for FLEET_DURATION (default 2m), with its summary
 #   make hostile    the hostile-input suite against a real serve, with its summary (also run by make test)
+#   make upgrade    the previous release's replicas rolled to this one behind HAProxy under load (also run by make test)
 #   make bench      the quick benchmark set, side by side with its peers (< 10 min)
 #   make bench-full the whole benchmark matrix
 #
@@ -31,7 +32,7 @@ FLEET_DURATION ?= 2m
 
 TS := clients/typescript
 
-.PHONY: build build-vips libvips lint bench bench-full bench-peers chaos fleet hostile all generate verify verify-generated vet staticcheck fmt-check tidy-check test test-only s3-servers postgres tools fuzz ts web lint-openapi
+.PHONY: upgrade build build-vips libvips lint bench bench-full bench-peers chaos fleet hostile all generate verify verify-generated vet staticcheck fmt-check tidy-check test test-only s3-servers postgres tools fuzz ts web lint-openapi
 
 all: verify
 
@@ -175,6 +176,15 @@ chaos: postgres s3-servers
 ## for 20 s per driver by `make test`).
 fleet: postgres s3-servers
 	$(GO) test -count=1 -timeout 30m -run '^TestFleet$$' -v ./cmd/uploadedfile/ -args -fleet.duration=$(FLEET_DURATION) | grep -v '^=== '
+
+## upgrade: the rollout of docs/operations.md with the previous release's
+## binary (built from this repository's history: the commit before the
+## newest migration) -- two old replicas behind HAProxy (docs/haproxy.cfg)
+## under load from clients that never retry, migrate up waiting on a lock,
+## an old replica killed and restarted, the roll, a roll back -- with its
+## summary: 0 failed requests and the invariants.
+upgrade: postgres
+	$(GO) test -count=1 -timeout 30m -run '^TestUpgrade$$' -v ./cmd/uploadedfile/ | grep -v '^=== '
 
 ## hostile: every attack of docs/security.md against a real serve --dev,
 ## with the server's peak memory and open descriptors after each.

@@ -70,8 +70,20 @@ func TestFleet(t *testing.T) {
 
 // fleet is one run: its replicas, its balancer, what it stores on.
 type fleet struct {
-	t        *testing.T
-	bin      string
+	t *testing.T
+	// bin is every replica's binary, unless bins names replica i's.
+	bin  string
+	bins map[int]string
+	// size is how many replicas run (fleetReplicas when 0).
+	size int
+	// retries is how often a client call is tried again.
+	retries int
+	// serveArgs go to every replica's serve but those of oldBins (a
+	// previous release may not know them).
+	serveArgs []string
+	oldBins   map[string]bool
+	// lbLog is HAProxy's log.
+	lbLog    string
 	dbURL    string
 	cfgFile  string
 	lb       string // http://127.0.0.1:port of HAProxy
@@ -88,7 +100,8 @@ type fleet struct {
 func runFleet(t *testing.T, driver string) {
 	bin, err := buildOnce()
 	require.NoError(t, err)
-	f := &fleet{t: t, bin: bin, dbURL: pgtest.NewDatabase(t), secret: []byte(strings.Repeat("f", 40))}
+	f := &fleet{t: t, bin: bin, dbURL: pgtest.NewDatabase(t), secret: []byte(strings.Repeat("f", 40)), retries: 8,
+		serveArgs: []string{"--shutdown-delay", "2s"}}
 	f.configure(driver)
 	f.startBalancer()
 	for i := range fleetReplicas {
@@ -132,6 +145,24 @@ func runFleet(t *testing.T, driver string) {
 	f.stopAll()
 	require.True(t, cut, "the database connections were cut once")
 
+	f.check(pool, ledger, driver, fmt.Sprintf("%d kills, 1 database cut", kills))
+	require.Positive(t, ledger.direct, "direct uploads were acknowledged")
+	require.Positive(t, ledger.buffer, "buffer uploads were acknowledged")
+	require.Positive(t, ledger.deletes, "deletes were acknowledged")
+	require.Positive(t, kills, "replicas were killed")
+	total := len(ledger.uploads) + ledger.deletes + ledger.reads
+	require.Less(t, ledger.failed*10, total, "the clients' retries carried at least nine calls in ten through the faults")
+}
+
+// check settles the store far past every lease, expiry and upload window,
+// then holds what the clients were told against what is there: every
+// acknowledged upload present once with its bytes, nothing acknowledged as
+// deleted still there, and the invariants (no orphan, usage equal to the
+// rows, every row's events). label names the run, faults what it went
+// through.
+func (f *fleet) check(pool *pgxpool.Pool, ledger *fleetLedger, label, faults string) {
+	t := f.t
+	driver := label
 	// Settle: far past every lease, expiry and upload window.
 	f.settle(pool)
 	r, err := invariant.Check(context.Background(), pool, f.store, f.keys())
@@ -174,8 +205,8 @@ WHERE status = 'ready' AND upload_pending_at IS NULL AND deletion_pending_at IS 
 		}
 	}
 	r.Violations = append(r.Violations, ledger.violations...)
-	t.Logf("fleet[%s]: %s, %d replicas behind HAProxy, %d kills, 1 database cut; acknowledged %d uploads (%d direct, %d buffer), %d deletes, %d reads; %d client calls failed after their retries",
-		driver, *fleetDuration, fleetReplicas, kills, len(ledger.uploads), ledger.direct, ledger.buffer, ledger.deletes, ledger.reads, ledger.failed)
+	t.Logf("fleet[%s]: %d replicas behind HAProxy, %s; acknowledged %d uploads (%d direct, %d buffer), %d deletes, %d reads; %d client calls failed after their retries",
+		driver, f.size, faults, len(ledger.uploads), ledger.direct, ledger.buffer, ledger.deletes, ledger.reads, ledger.failed)
 	kinds := func(part string) int {
 		n := 0
 		for _, v := range r.Violations {
@@ -191,12 +222,6 @@ WHERE status = 'ready' AND upload_pending_at IS NULL AND deletion_pending_at IS 
 		t.Logf("fleet[%s]: calls failed after their retries: %v", driver, ledger.failures)
 	}
 	require.Empty(t, r.Violations, "fleet[%s]", driver)
-	require.Positive(t, ledger.direct, "direct uploads were acknowledged")
-	require.Positive(t, ledger.buffer, "buffer uploads were acknowledged")
-	require.Positive(t, ledger.deletes, "deletes were acknowledged")
-	require.Positive(t, kills, "replicas were killed")
-	total := len(ledger.uploads) + ledger.deletes + ledger.reads
-	require.Less(t, ledger.failed*10, total, "the clients' retries carried at least nine calls in ten through the faults")
 }
 
 // configure writes the replicas' configuration for driver and opens the
@@ -205,10 +230,13 @@ func (f *fleet) configure(driver string) {
 	t := f.t
 	lbPort := freePort(t)
 	f.lb = fmt.Sprintf("http://127.0.0.1:%d", lbPort)
-	for range fleetReplicas {
+	if f.size == 0 {
+		f.size = fleetReplicas
+	}
+	for range f.size {
 		f.ports = append(f.ports, freePort(t))
 	}
-	f.replicas = make([]*exec.Cmd, fleetReplicas)
+	f.replicas = make([]*exec.Cmd, f.size)
 	var storeCfg string
 	switch driver {
 	case service.DriverLocal:
@@ -244,45 +272,41 @@ accessLog: false
 `, f.lb, f.secret)), 0o600))
 }
 
-// startBalancer starts HAProxy in front of the replicas: round robin, a
-// replica taken out when its /readyz fails and back once it answers.
+// startBalancer starts HAProxy in front of the replicas with
+// docs/haproxy.cfg -- the configuration the operations guide gives --
+// its server lines replaced by the replicas'. Its log (health checks
+// included) is kept in f.lbLog.
 func (f *fleet) startBalancer() {
 	t := f.t
-	var servers strings.Builder
+	doc, err := os.ReadFile("../../docs/haproxy.cfg")
+	require.NoError(t, err)
+	var cfgText strings.Builder
+	for _, line := range strings.Split(string(doc), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "server ") {
+			continue
+		}
+		cfgText.WriteString(line + "\n")
+	}
 	for i, p := range f.ports {
-		fmt.Fprintf(&servers, "    server r%d 127.0.0.1:%d check\n", i, p)
+		fmt.Fprintf(&cfgText, "    server r%d 127.0.0.1:%d check\n", i, p)
 	}
 	cfg := filepath.Join(t.TempDir(), "haproxy.cfg")
-	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`global
-    maxconn 4096
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 60s
-    timeout server 60s
-    retries 3
-    option redispatch 1
-frontend fleet
-    bind %s
-    default_backend replicas
-backend replicas
-    balance roundrobin
-    option httpchk GET /readyz
-    http-check expect status 200
-    default-server inter 250ms fall 1 rise 2
-%s`, strings.TrimPrefix(f.lb, "http://"), servers.String())), 0o600))
-	cmd := exec.Command("haproxy", "-db", "-q", "-f", cfg)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, os.WriteFile(cfg, []byte(cfgText.String()), 0o600))
+	f.lbLog = filepath.Join(t.TempDir(), "haproxy.log")
+	logFile, err := os.Create(f.lbLog)
+	require.NoError(t, err)
+	cmd := exec.Command("haproxy", "-db", "-f", cfg)
+	cmd.Env = append(os.Environ(), "UPLOADEDFILE_LB_BIND="+strings.TrimPrefix(f.lb, "http://"))
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logFile.Close() })
 	require.Eventually(t, func() bool {
 		c, err := net.Dial("tcp", strings.TrimPrefix(f.lb, "http://"))
 		if err == nil {
 			c.Close()
 		}
 		return err == nil
-	}, 10*time.Second, 50*time.Millisecond, "haproxy listens: %s", &out)
+	}, 10*time.Second, 50*time.Millisecond, "haproxy listens (log: %s)", f.lbLog)
 }
 
 // duringOutage asks the balancer for a list page every 100 ms for d while
@@ -319,7 +343,15 @@ func (f *fleet) duringOutage(d time.Duration) {
 // start starts replica i on its port and waits until it is ready.
 func (f *fleet) start(i int) {
 	t := f.t
-	cmd := exec.Command(f.bin, "--database-url", f.dbURL, "serve", "--config", f.cfgFile, "--listen", fmt.Sprintf("127.0.0.1:%d", f.ports[i]))
+	bin := f.bin
+	if b, ok := f.bins[i]; ok {
+		bin = b
+	}
+	args := []string{"--database-url", f.dbURL, "serve", "--config", f.cfgFile, "--listen", fmt.Sprintf("127.0.0.1:%d", f.ports[i])}
+	if !f.oldBins[bin] {
+		args = append(args, f.serveArgs...)
+	}
+	cmd := exec.Command(bin, args...)
 	logFile, err := os.Create(filepath.Join(t.TempDir(), fmt.Sprintf("replica-%d.log", i)))
 	require.NoError(t, err)
 	cmd.Stdout, cmd.Stderr = io.Discard, logFile
@@ -435,7 +467,7 @@ func (f *fleet) work(ctx context.Context, w int, l *fleetLedger) {
 		return jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": user, "tenant": tenant, "exp": time.Now().Add(time.Hour).Unix()}).SignedString(f.secret)
 	}
 	hc := &http.Client{Timeout: 30 * time.Second}
-	up, err := uploader.New(f.lb, token, uploader.WithHTTPClient(hc), uploader.WithRetries(8, 200*time.Millisecond))
+	up, err := uploader.New(f.lb, token, uploader.WithHTTPClient(hc), uploader.WithRetries(f.retries, 200*time.Millisecond))
 	require.NoError(f.t, err)
 	api, err := client.NewClientWithResponses(f.lb, client.WithHTTPClient(hc), client.WithRequestEditorFn(func(ctx context.Context, r *http.Request) error {
 		tok, _ := token(ctx)
@@ -539,7 +571,7 @@ var errFleetNotFound = errors.New("404")
 // retries (a network error, 502, 503, 504).
 func (f *fleet) read(ctx context.Context, api *client.ClientWithResponses, hc *http.Client, token func(context.Context) (string, error), id uuid.UUID) ([]byte, error) {
 	var last error
-	for attempt := range 8 {
+	for attempt := range f.retries + 1 {
 		if attempt > 0 {
 			time.Sleep(time.Duration(100<<min(attempt, 5)) * time.Millisecond)
 		}

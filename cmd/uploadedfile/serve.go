@@ -50,6 +50,9 @@ type serveOptions struct {
 	debug     string
 	metrics   string
 	drain     time.Duration
+	// drainDelay is how long a stopping replica keeps serving with its
+	// readiness failed before it stops accepting.
+	drainDelay time.Duration
 }
 
 func newServeCommand(g *globals) *cobra.Command {
@@ -87,6 +90,7 @@ token and curl lines to try the API are printed.`,
 	cmd.Flags().StringVar(&o.debug, "debug-listen", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060; off by default)")
 	cmd.Flags().StringVar(&o.metrics, "metrics-listen", "", "serve /metrics on this operator address (e.g. 127.0.0.1:9090; config metricsListen; off by default)")
 	cmd.Flags().DurationVar(&o.drain, "shutdown-timeout", 30*time.Second, "how long in-flight requests may take to finish on shutdown")
+	cmd.Flags().DurationVar(&o.drainDelay, "shutdown-delay", 0, "on SIGTERM, how long to keep serving with /readyz failing (and keep-alives off) before no new connection is accepted: at least the balancer's health-check interval times its fall count")
 	return cmd
 }
 
@@ -170,7 +174,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	}
 	return runServer(ctx, g.logger, background{
 		sweeps: !o.noSweeps, runner: runner, relay: relay,
-		srv: srv, ln: httpapi.LimitConnectionsPerClient(ln, cfg.maxConnectionsPerClient()), drain: o.drain, inflight: inflight,
+		srv: srv, ln: httpapi.LimitConnectionsPerClient(ln, cfg.maxConnectionsPerClient()), drain: o.drain, drainDelay: o.drainDelay, inflight: inflight,
 		draining: draining, pool: pools.sweeps,
 	})
 }
@@ -327,13 +331,15 @@ const maxHeaderBytes = 64 << 10
 // has succeeded: the HTTP server, and the maintenance tracks and the event
 // relay when enabled.
 type background struct {
-	sweeps   bool
-	runner   *tracks.Runner
-	relay    *eventrelay.Relay // nil: no relay in this process
-	srv      *http.Server
-	ln       net.Listener
-	drain    time.Duration
-	inflight *inflightRequests
+	sweeps bool
+	runner *tracks.Runner
+	relay  *eventrelay.Relay // nil: no relay in this process
+	srv    *http.Server
+	ln     net.Listener
+	drain  time.Duration
+	// drainDelay: serve on, not ready, this long before shutting down.
+	drainDelay time.Duration
+	inflight   *inflightRequests
 	// draining turns /readyz 503 once shutdown starts.
 	draining *atomic.Bool
 	// pool records the replica's heartbeat (uploaded_file_replica).
@@ -378,7 +384,15 @@ func serveHTTP(ctx context.Context, log *slog.Logger, b background) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
+	// Not ready from now on, and every answer closes its connection: the
+	// balancer stops sending new requests and keeps no connection to this
+	// replica open, before the listener closes.
 	b.draining.Store(true)
+	b.srv.SetKeepAlivesEnabled(false)
+	if b.drainDelay > 0 {
+		log.Info("draining: not ready, still serving", "delay", b.drainDelay.String())
+		time.Sleep(b.drainDelay)
+	}
 	log.Info("shutting down", "drain", b.drain.String(), "in_flight", b.inflight.count())
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), b.drain)
 	defer cancel()

@@ -26,15 +26,19 @@ const MaxRanges = 16
 const maxHeaderLength = 1024
 
 // ErrUnsatisfiable: the Range header asks for more ranges than MaxRanges,
-// for overlapping or unsorted ranges, or is longer than a header of
-// MaxRanges ranges can be. The answer is 416.
+// for overlapping or unsorted ranges, holds a range spec that does not
+// parse, or is longer than a header of MaxRanges ranges can be. The answer
+// is 416.
 var ErrUnsatisfiable = errors.New("servecontent: too many, overlapping or unsorted ranges")
 
-// CheckRanges reads the Range header of a request for an object of size bytes.
-// A header that does not parse or asks for no byte of the object is left
-// to http.ServeContent (which answers 416 or ignores it, as RFC 9110
-// says); one it would answer with more than MaxRanges parts, or with parts
-// that overlap or come out of order, is ErrUnsatisfiable.
+// CheckRanges reads the Range header of a request for an object of size
+// bytes. Every range spec counts: one that does not parse -- an empty one,
+// a zero-length suffix ("-0"), a last byte before the first -- refuses the
+// whole header, as do more than MaxRanges specs and ranges that overlap or
+// come out of order (ErrUnsatisfiable). A spec that parses but starts past
+// the end selects nothing; it is counted all the same, and a header that
+// selects no byte at all (an empty object's included, on which
+// http.ServeContent would answer a 206 of "bytes 0--1/0") is refused too.
 func CheckRanges(header string, size int64) error {
 	if header == "" {
 		return nil
@@ -49,45 +53,71 @@ func CheckRanges(header string, size int64) error {
 	n := 0
 	end := int64(-1) // the last byte of the previous range
 	for spec := range strings.SplitSeq(specs, ",") {
-		start, last, ok := parse(strings.TrimSpace(spec), size)
-		if !ok {
-			continue // not satisfiable alone: ServeContent decides
-		}
 		n++
-		if n > MaxRanges || start <= end {
+		if n > MaxRanges {
+			return ErrUnsatisfiable
+		}
+		start, last, sel := parse(strings.TrimSpace(spec), size)
+		switch {
+		case sel == invalid:
+			return ErrUnsatisfiable
+		case sel == beyond:
+			continue
+		case start <= end:
 			return ErrUnsatisfiable
 		}
 		end = last
 	}
+	if end < 0 { // no spec selected a byte
+		return ErrUnsatisfiable
+	}
 	return nil
 }
 
+// selection is what one byte-range-spec selects of an object.
+type selection int
+
+const (
+	// selected: some bytes, first to last.
+	selected selection = iota
+	// beyond: a well-formed spec that starts past the end (or an empty
+	// object): nothing.
+	beyond
+	// invalid: the spec does not parse, or is a zero-length suffix.
+	invalid
+)
+
 // parse is one byte-range-spec of an object of size bytes as the first and
-// last byte it selects; ok is false when it selects none or does not parse.
-func parse(spec string, size int64) (first, last int64, ok bool) {
+// last byte it selects, and whether it selects any.
+func parse(spec string, size int64) (first, last int64, sel selection) {
 	a, b, found := strings.Cut(spec, "-")
-	if !found || size <= 0 {
-		return 0, 0, false
+	if !found {
+		return 0, 0, invalid
 	}
 	if a == "" { // a suffix: the last b bytes
 		n, err := strconv.ParseInt(b, 10, 64)
-		if err != nil || n <= 0 {
-			return 0, 0, false
+		switch {
+		case err != nil || n <= 0 || strings.TrimSpace(b) != b:
+			return 0, 0, invalid
+		case size <= 0:
+			return 0, 0, beyond
 		}
-		return max(size-n, 0), size - 1, true
+		return max(size-n, 0), size - 1, selected
 	}
 	first, err := strconv.ParseInt(a, 10, 64)
-	if err != nil || first < 0 || first >= size {
-		return 0, 0, false
+	if err != nil || first < 0 || strings.TrimSpace(a) != a {
+		return 0, 0, invalid
 	}
-	if b == "" {
-		return first, size - 1, true
+	last = size - 1
+	if b != "" {
+		if last, err = strconv.ParseInt(b, 10, 64); err != nil || last < first || strings.TrimSpace(b) != b {
+			return 0, 0, invalid
+		}
 	}
-	last, err = strconv.ParseInt(b, 10, 64)
-	if err != nil || last < first {
-		return 0, 0, false
+	if first >= size {
+		return 0, 0, beyond
 	}
-	return first, min(last, size-1), true
+	return first, min(last, size-1), selected
 }
 
 // RefuseRanges answers a request whose ranges CheckRanges refused: 416 with the

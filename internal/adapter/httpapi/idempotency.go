@@ -82,13 +82,16 @@ var idempotentRoutes = map[string]idempotentRoute{
 // instead of making a second one.
 func (s *Server) idempotent(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := r.Header.Get(IdempotencyKeyHeader)
+		keys, sent := r.Header[IdempotencyKeyHeader]
 		route, ok := idempotentRoutes[r.Pattern]
-		if key == "" || !ok {
+		if !sent || !ok {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if !validIdempotencyKey(key) {
+		// A key that is sent empty, or more than once, is refused like any
+		// malformed key: ignoring it would run a retry as a new request.
+		key := keys[0]
+		if len(keys) != 1 || !validIdempotencyKey(key) {
 			writeProblem(w, http.StatusBadRequest, codeIdempotencyKeyInvalid)
 			return
 		}
@@ -158,7 +161,7 @@ func (w *replayMarking) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // validIdempotencyKey: 1 to 255 bytes of printable ASCII (a structured
 // field string, as the draft has it, without its quotes).
 func validIdempotencyKey(key string) bool {
-	if len(key) > 255 {
+	if key == "" || len(key) > 255 {
 		return false
 	}
 	for i := range len(key) {

@@ -59,7 +59,7 @@ func TestIdempotencyKeys(t *testing.T) {
 		body: mustJSON(t, map[string]any{"originalName": "a.pdf", "contentType": "application/pdf", "sizeBytes": 10, "checksum": checksum([]byte("0123456789"))})}), user, host)
 	require.Equal(t, http.StatusUnprocessableEntity, init.status, "the key was used on another route")
 
-	for _, bad := range []string{strings.Repeat("k", 256), "naïve", "tab\there"} {
+	for _, bad := range []string{"", strings.Repeat("k", 256), "naïve", "tab\there"} {
 		resp := upload(bad, "r.pdf", pdf)
 		require.Equal(t, http.StatusBadRequest, resp.status)
 		require.Contains(t, resp.body, `"code":"core.idempotency.key-invalid"`)

@@ -63,14 +63,15 @@ func TestUpgrade(t *testing.T) {
 	load := func() (stop func()) {
 		ctx, cancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
+		first := runs * 4 // a worker of its own name each run
+		runs++
 		for w := range 4 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				f.work(ctx, runs*4+w, ledger) // a worker of its own name each run
+				f.work(ctx, first+w, ledger)
 			}()
 		}
-		runs++
 		return func() { cancel(); wg.Wait() }
 	}
 	stop := load()

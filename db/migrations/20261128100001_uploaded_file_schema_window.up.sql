@@ -13,7 +13,10 @@
 -- Replicas record what they run in uploaded_file_replica: serve inserts a
 -- row at start, heartbeats it, and removes it when it stops; a row whose
 -- heartbeat is older than a minute is a replica that died.
-CREATE TABLE uploaded_file_schema_compat (
+--
+-- Every statement may run again (IF NOT EXISTS, ON CONFLICT): a version
+-- forced back below this one by hand and migrated up again finds it done.
+CREATE TABLE IF NOT EXISTS uploaded_file_schema_compat (
     version bigint PRIMARY KEY,
     oldest_binary bigint NOT NULL,
     CONSTRAINT uploaded_file_schema_compat_floor CHECK (oldest_binary <= version)
@@ -23,7 +26,7 @@ COMMENT ON TABLE uploaded_file_schema_compat IS 'Per applied migration: the olde
 COMMENT ON COLUMN uploaded_file_schema_compat.version IS 'The migration''s version.';
 COMMENT ON COLUMN uploaded_file_schema_compat.oldest_binary IS 'The newest migration version embedded in the oldest binary that runs on this schema: the version before it for an expand-only migration (the floor kept), the migration itself for a contract.';
 
-CREATE TABLE uploaded_file_replica (
+CREATE TABLE IF NOT EXISTS uploaded_file_replica (
     id uuid PRIMARY KEY,
     binary_version bigint NOT NULL,
     started_at timestamptz NOT NULL,
@@ -40,4 +43,5 @@ COMMENT ON COLUMN uploaded_file_replica.heartbeat_at IS 'The replica''s last hea
 -- release before (20261128000001) run on them.
 INSERT INTO uploaded_file_schema_compat (version, oldest_binary) VALUES
     (20261128100000, 20261128000001),
-    (20261128100001, 20261128000001);
+    (20261128100001, 20261128000001)
+ON CONFLICT (version) DO NOTHING;

@@ -7,7 +7,7 @@
 -- both sides meet on that table's primary key -- the second waits for the
 -- first to commit and then sees it -- and this function fails a buffer
 -- upload whose key another route holds, undoing its reservation.
-CREATE FUNCTION uploaded_file_upload_key_taken() RETURNS boolean
+CREATE OR REPLACE FUNCTION uploaded_file_upload_key_taken() RETURNS boolean
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     RAISE EXCEPTION 'uploaded_file: the Idempotency-Key names a request of another route' USING ERRCODE = 'UFK01';
@@ -17,4 +17,5 @@ $$;
 COMMENT ON FUNCTION uploaded_file_upload_key_taken() IS 'Fails the statement with SQLSTATE UFK01: a buffer upload''s Idempotency-Key is held by another route''s request.';
 
 -- Adds a function only: binaries from the release before run on it.
-INSERT INTO uploaded_file_schema_compat (version, oldest_binary) VALUES (20261128100002, 20261128000001);
+INSERT INTO uploaded_file_schema_compat (version, oldest_binary) VALUES (20261128100002, 20261128000001)
+ON CONFLICT (version) DO NOTHING;

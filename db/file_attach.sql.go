@@ -174,12 +174,14 @@ func (q *Queries) FileMarkUsedByReferences(ctx context.Context, db DBTX, arg Fil
 const fileMergeExtraData = `-- name: FileMergeExtraData :one
 UPDATE uploaded_file
 SET
-    extra_data = extra_data || $1::jsonb,
-    updated_at = coalesce($2::timestamptz, now())
-WHERE id = $3
-    AND tenant_code = $4
-    AND ($5::text IS NULL OR department_code = $5::text)
-    AND ($6::text IS NULL OR user_id = $6::text)
+    extra_data = CASE WHEN octet_length((extra_data || $1::jsonb)::text) > $2::integer
+        THEN uploaded_file_extra_data_too_large()
+        ELSE extra_data || $1::jsonb END,
+    updated_at = coalesce($3::timestamptz, now())
+WHERE id = $4
+    AND tenant_code = $5
+    AND ($6::text IS NULL OR department_code = $6::text)
+    AND ($7::text IS NULL OR user_id = $7::text)
     AND status = 'ready'
     AND upload_pending_at IS NULL
     AND deletion_pending_at IS NULL
@@ -189,6 +191,7 @@ RETURNING id, extra_data
 
 type FileMergeExtraDataParams struct {
 	Patch          json.RawMessage
+	MaxBytes       int32
 	Now            *time.Time
 	ID             uuid.UUID
 	TenantCode     string
@@ -204,11 +207,15 @@ type FileMergeExtraDataRow struct {
 // Partial update of extra_data: a top-level JSONB merge done by the database
 // (extra_data || @patch), never read-modify-write, so two concurrent partial
 // updates of different keys both survive. @patch must be a JSON object (the
-// table's CHECK refuses anything else). Zero rows: missing, out of scope or
-// hidden.
+// table's CHECK refuses anything else). A merged object longer than
+// @max_bytes (as JSON text) fails the statement with SQLSTATE UFX01 and
+// changes nothing; the bound is checked on the row the scope matched, so a
+// file out of scope is zero rows either way. Zero rows: missing, out of
+// scope or hidden.
 func (q *Queries) FileMergeExtraData(ctx context.Context, db DBTX, arg FileMergeExtraDataParams) (FileMergeExtraDataRow, error) {
 	row := db.QueryRow(ctx, fileMergeExtraData,
 		arg.Patch,
+		arg.MaxBytes,
 		arg.Now,
 		arg.ID,
 		arg.TenantCode,

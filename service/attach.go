@@ -165,10 +165,13 @@ func SetExtraData[T any](ctx context.Context, s *Service, id string, patch T) er
 		return err
 	}
 	_, err = s.q.FileMergeExtraData(ctx, s.db, db.FileMergeExtraDataParams{
-		ID: uid, Patch: json.RawMessage(b), TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode,
+		ID: uid, Patch: json.RawMessage(b), MaxBytes: MaxExtraDataBytes, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode,
 		OwnerUserID: a.ownerUserID(), Now: s.now(),
 	})
-	if err != nil {
+	switch {
+	case extraDataTooLarge(err):
+		return ErrExtraDataTooLarge
+	case err != nil:
 		return s.lookupError(ctx, err)
 	}
 	return nil

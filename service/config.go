@@ -64,7 +64,7 @@ const (
 	PublicAccessModeExternal            = "external"
 	PublicAccessModeObjectACL           = "object-acl"
 	maxMetaLength                       = 255
-	maxExtraDataBytes                   = 64 << 10
+	maxExtraDataBytes                   = MaxExtraDataBytes
 )
 
 // RemoteCloneConfig controls cloneFromUrl (UploadedFileRemoteCloneConfig).

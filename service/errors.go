@@ -60,6 +60,10 @@ var (
 	// ErrIdempotencyInFlight: a request with the Idempotency-Key is still
 	// running (HTTP 409 with Retry-After; *KeyInFlightError says how long).
 	ErrIdempotencyInFlight = &Error{Code: "core.idempotency.in-flight"}
+	// ErrExtraDataTooLarge: merging the patch would make the file's extra
+	// data longer than MaxExtraDataBytes as JSON (HTTP 413). Nothing was
+	// changed.
+	ErrExtraDataTooLarge = &Error{Code: "core.file.extra-data-too-large"}
 	// ErrConflict: the operation's transaction met a concurrent one that
 	// touched the same rows (a deadlock PostgreSQL broke, or a
 	// serialization failure) and still did after the service ran it again

@@ -151,6 +151,17 @@ func TestSetExtraData(t *testing.T) {
 	require.ErrorIs(t, service.SetExtraData(alice, b.svc, id, []string{"x"}), service.ErrInvalidMeta)
 	require.ErrorIs(t, service.SetExtraData(alice, b.svc, id, map[string]any{"big": strings.Repeat("x", 70_000)}), service.ErrInvalidMeta)
 	requireNotFound(t, service.SetExtraData(as("globex", "alice"), b.svc, id, map[string]any{"a": 1}))
+
+	// The bound holds for the row, not only for one patch: patches that
+	// each fit cannot merge past it, and the refused one changes nothing.
+	half := strings.Repeat("x", service.MaxExtraDataBytes/2)
+	require.NoError(t, service.SetExtraData(alice, b.svc, id, map[string]any{"first": half}))
+	require.ErrorIs(t, service.SetExtraData(alice, b.svc, id, map[string]any{"second": half}), service.ErrExtraDataTooLarge)
+	row := b.row(f.ID)
+	require.NotContains(t, string(row.ExtraData), `"second"`, "nothing merged")
+	require.LessOrEqual(t, len(row.ExtraData), service.MaxExtraDataBytes+16)
+	require.NoError(t, service.SetExtraData(alice, b.svc, id, map[string]any{"first": "small"}), "a patch that shrinks it fits")
+	requireNotFound(t, service.SetExtraData(as("globex", "alice"), b.svc, id, map[string]any{"second": half}), "out of scope: not found, not too large")
 }
 
 // TestDownloadsTakeTheETagTheRowKeeps: on the local driver a download --

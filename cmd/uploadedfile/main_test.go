@@ -55,14 +55,14 @@ func TestMigrateCommand(t *testing.T) {
 
 	out, err = run(t, ctx, url, "migrate", "up")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261128100002\n", out)
+	require.Equal(t, "version: 20261128100003\n", out)
 
 	_, err = run(t, ctx, url, "migrate", "down")
 	require.ErrorContains(t, err, "exactly one of --steps N")
 
 	out, err = run(t, ctx, url, "migrate", "down", "--steps", "1")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261128100001\n", out)
+	require.Equal(t, "version: 20261128100002\n", out)
 
 	_, err = run(t, ctx, url, "migrate", "force", "123")
 	require.ErrorContains(t, err, `"123" is not one of this binary's versions`)
@@ -78,7 +78,7 @@ func TestMigrateCommand(t *testing.T) {
 
 	out, err = run(t, ctx, url, "migrate", "up")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261128100002\n", out)
+	require.Equal(t, "version: 20261128100003\n", out)
 
 	_, err = run(t, ctx, "mysql://x", "migrate", "up")
 	require.ErrorContains(t, err, "unsupported database URL scheme")
@@ -223,7 +223,7 @@ func TestServeDev(t *testing.T) {
 
 	out2, err := run(t, context.Background(), missing, "migrate", "version")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261128100002\n", out2, "serve migrated the new database")
+	require.Equal(t, "version: 20261128100003\n", out2, "serve migrated the new database")
 
 	cancel()
 	select {
@@ -603,7 +603,7 @@ func TestMigrateHonoursTheConfiguration(t *testing.T) {
 	cmd := newRootCommand(&out, io.Discard)
 	cmd.SetArgs([]string{"migrate", "up", "--config", cfgFile})
 	require.NoError(t, cmd.ExecuteContext(context.Background()))
-	require.Equal(t, "version: 20261128100002\n", out.String())
+	require.Equal(t, "version: 20261128100003\n", out.String())
 	conn, err := pgx.Connect(context.Background(), target)
 	require.NoError(t, err)
 	defer conn.Close(context.Background())
@@ -621,7 +621,7 @@ func TestServeChecksTheSchema(t *testing.T) {
 	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
 	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+"\nauth:\n  hmacSecret: "+strings.Repeat("s", 40)+"\n"), 0o600))
 	_, err := run(t, context.Background(), pgtest.NewEmptyDatabase(t), "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
-	require.ErrorContains(t, err, "the database has no schema; this binary needs version 20261128100002: run uploadedfile migrate up")
+	require.ErrorContains(t, err, "the database has no schema; this binary needs version 20261128100003: run uploadedfile migrate up")
 
 	behind := pgtest.NewDatabase(t)
 	conn, err := pgx.Connect(context.Background(), behind)
@@ -630,15 +630,15 @@ func TestServeChecksTheSchema(t *testing.T) {
 	_, err = conn.Exec(context.Background(), "UPDATE schema_migrations SET version = 20261125000000")
 	require.NoError(t, err)
 	_, err = run(t, context.Background(), behind, "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
-	require.ErrorContains(t, err, "the database schema is at version 20261125000000, behind this binary's 20261128100002")
+	require.ErrorContains(t, err, "the database schema is at version 20261125000000, behind this binary's 20261128100003")
 	_, err = conn.Exec(context.Background(), "UPDATE schema_migrations SET version = 20991231000000")
 	require.NoError(t, err)
 	_, err = run(t, context.Background(), behind, "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
-	require.ErrorContains(t, err, "ahead of this binary's 20261128100002")
+	require.ErrorContains(t, err, "ahead of this binary's 20261128100003")
 
 	// The next release's expand-only migration declares this binary
 	// compatible: it starts, and is ready (a rolling upgrade keeps it).
-	_, err = conn.Exec(context.Background(), "INSERT INTO uploaded_file_schema_compat (version, oldest_binary) VALUES (20991231000000, 20261128100002)")
+	_, err = conn.Exec(context.Background(), "INSERT INTO uploaded_file_schema_compat (version, oldest_binary) VALUES (20991231000000, 20261128100003)")
 	require.NoError(t, err)
 	ahead := startDevOn(t, behind, "", "--no-migrate")
 	resp, err := http.Get(ahead.base + "/readyz")
@@ -675,7 +675,7 @@ func TestMigrateUpTwiceAtOnce(t *testing.T) {
 	}
 	out, err := run(t, context.Background(), url, "migrate", "version")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261128100002\n", out)
+	require.Equal(t, "version: 20261128100003\n", out)
 }
 
 // recordingRegisterer records the name of every metric registered through

@@ -74,11 +74,16 @@ SELECT id FROM changed;
 -- Partial update of extra_data: a top-level JSONB merge done by the database
 -- (extra_data || @patch), never read-modify-write, so two concurrent partial
 -- updates of different keys both survive. @patch must be a JSON object (the
--- table's CHECK refuses anything else). Zero rows: missing, out of scope or
--- hidden.
+-- table's CHECK refuses anything else). A merged object longer than
+-- @max_bytes (as JSON text) fails the statement with SQLSTATE UFX01 and
+-- changes nothing; the bound is checked on the row the scope matched, so a
+-- file out of scope is zero rows either way. Zero rows: missing, out of
+-- scope or hidden.
 UPDATE uploaded_file
 SET
-    extra_data = extra_data || @patch::jsonb,
+    extra_data = CASE WHEN octet_length((extra_data || @patch::jsonb)::text) > @max_bytes::integer
+        THEN uploaded_file_extra_data_too_large()
+        ELSE extra_data || @patch::jsonb END,
     updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
 WHERE id = @id
     AND tenant_code = @tenant_code

@@ -160,10 +160,12 @@ func (e ListOrder) Valid() bool {
 const (
 	CoreAuthInvalidClaims            ProblemCode = "core.auth.invalid-claims"
 	CoreAuthUnauthorized             ProblemCode = "core.auth.unauthorized"
+	CoreDatabaseConflict             ProblemCode = "core.database.conflict"
 	CoreFileCleanupFailed            ProblemCode = "core.file.cleanup-failed"
 	CoreFileDeleteFailed             ProblemCode = "core.file.delete-failed"
 	CoreFileDownloadUrlInvalid       ProblemCode = "core.file.download-url-invalid"
 	CoreFileExpired                  ProblemCode = "core.file.expired"
+	CoreFileExtraDataTooLarge        ProblemCode = "core.file.extra-data-too-large"
 	CoreFileInvalidMeta              ProblemCode = "core.file.invalid-meta"
 	CoreFileInvalidUpload            ProblemCode = "core.file.invalid-upload"
 	CoreFileNotFound                 ProblemCode = "core.file.not-found"
@@ -188,6 +190,8 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case CoreAuthUnauthorized:
 		return true
+	case CoreDatabaseConflict:
+		return true
 	case CoreFileCleanupFailed:
 		return true
 	case CoreFileDeleteFailed:
@@ -195,6 +199,8 @@ func (e ProblemCode) Valid() bool {
 	case CoreFileDownloadUrlInvalid:
 		return true
 	case CoreFileExpired:
+		return true
+	case CoreFileExtraDataTooLarge:
 		return true
 	case CoreFileInvalidMeta:
 		return true

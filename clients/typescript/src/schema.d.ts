@@ -671,7 +671,7 @@ export interface components {
              * @description The stable error code.
              * @enum {string}
              */
-            code: "core.file.not-found" | "core.file.invalid-upload" | "core.file.invalid-meta" | "core.file.remote-disabled" | "core.file.remote-fetch-failed" | "core.file.upload-expired" | "core.file.upload-completing" | "core.file.upload-verification-failed" | "core.file.public-upload-disabled" | "core.file.expired" | "core.file.upload-failed" | "core.file.delete-failed" | "core.file.cleanup-failed" | "core.file.upload-target-invalid" | "core.file.download-url-invalid" | "core.file.quota-exceeded" | "core.file.variant-refused" | "core.file.variant-failed" | "core.auth.unauthorized" | "core.auth.invalid-claims" | "core.internal";
+            code: "core.file.not-found" | "core.file.invalid-upload" | "core.file.invalid-meta" | "core.file.remote-disabled" | "core.file.remote-fetch-failed" | "core.file.upload-expired" | "core.file.upload-completing" | "core.file.upload-verification-failed" | "core.file.public-upload-disabled" | "core.file.expired" | "core.file.upload-failed" | "core.file.delete-failed" | "core.file.cleanup-failed" | "core.file.upload-target-invalid" | "core.file.download-url-invalid" | "core.file.quota-exceeded" | "core.file.variant-refused" | "core.file.variant-failed" | "core.file.extra-data-too-large" | "core.database.conflict" | "core.auth.unauthorized" | "core.auth.invalid-claims" | "core.internal";
         };
         /** @enum {string} */
         Visibility: "public" | "private";

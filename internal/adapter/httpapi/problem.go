@@ -57,6 +57,7 @@ var statusOf = map[string]int{
 	service.ErrIdempotencyKeyReused.Code:     http.StatusUnprocessableEntity,
 	service.ErrIdempotencyInFlight.Code:      http.StatusConflict,
 	service.ErrConflict.Code:                 http.StatusConflict,
+	service.ErrExtraDataTooLarge.Code:        http.StatusRequestEntityTooLarge,
 }
 
 // retryAfter is d as a Retry-After header: whole seconds, at least one.

@@ -62,6 +62,9 @@ type IdempotencyKey struct {
 	RetryAfter time.Duration
 	// Answer: for KeyDone, the recorded answer.
 	Answer IdempotentAnswer
+	// Department is the caller's department ("" without one): part of
+	// what makes two requests under the key the same request.
+	Department string
 
 	claim          time.Time
 	tenant, caller string
@@ -89,7 +92,8 @@ func (s *Service) ClaimIdempotencyKey(ctx context.Context, key, route string, cr
 	if err != nil {
 		return nil, err
 	}
-	k := &IdempotencyKey{tenant: a.scope.TenantCode, caller: a.scope.UserID, key: key, createsFile: createsFile, service: s, Route: route}
+	k := &IdempotencyKey{tenant: a.scope.TenantCode, caller: a.scope.UserID, key: key, createsFile: createsFile, service: s, Route: route,
+		Department: deref(a.scope.DepartmentCode)}
 	onFile, err := s.q.IdempotencyKeyOnFile(ctx, s.db, db.IdempotencyKeyOnFileParams{TenantCode: k.tenant, Caller: k.caller, Key: key})
 	if err != nil {
 		return nil, s.internalError(ctx, ErrUploadFailed, "read idempotency key", err)

@@ -217,7 +217,7 @@ func (s *Service) insertHidden(ctx context.Context, a access, c filecheck.Result
 		DefaultTenantBytes: tb, DefaultTenantFiles: tf, DefaultOwnerBytes: ob, DefaultOwnerFiles: of,
 	}
 	if k := uploadKeyFrom(ctx); k != nil {
-		p.IdempotencyKey, p.IdempotencyFingerprint = &k.key, k.fingerprint(u, vis, disp, extra, sp.sum)
+		p.IdempotencyKey, p.IdempotencyFingerprint = &k.key, k.fingerprint(u, deref(a.scope.DepartmentCode), vis, disp, extra, sp.sum)
 		return s.insertKeyed(ctx, a, k, p)
 	}
 	row, err := s.uploads.InsertHidden(ctx, p)

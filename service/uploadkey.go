@@ -43,9 +43,11 @@ func NewUploadKey(key string, request []byte) *UploadKey {
 	return &UploadKey{key: key, request: request}
 }
 
-// fingerprint is the SHA-256 of the request k names and of u's inputs as
-// the upload resolved them, each part length-prefixed.
-func (k *UploadKey) fingerprint(u bufferUpload, vis Visibility, disp Disposition, extra []byte, contentSHA256 []byte) []byte {
+// fingerprint is the SHA-256 of the request k names, of the caller's
+// department (a replay under another department is another request: its
+// answer would name a file that caller's detail refuses) and of u's inputs
+// as the upload resolved them, each part length-prefixed.
+func (k *UploadKey) fingerprint(u bufferUpload, department string, vis Visibility, disp Disposition, extra []byte, contentSHA256 []byte) []byte {
 	h := sha256.New()
 	var n [8]byte
 	part := func(b []byte) {
@@ -56,6 +58,9 @@ func (k *UploadKey) fingerprint(u bufferUpload, vis Visibility, disp Disposition
 	m := u.meta
 	if m == nil {
 		m = &Meta{}
+	}
+	if department != "" { // callers without one keep the fingerprints they had
+		part([]byte("department:" + department))
 	}
 	for _, p := range []string{u.name, u.declared, string(vis), string(disp), m.Module, m.Entity, m.EntityID, m.Type} {
 		part([]byte(p))

@@ -175,7 +175,7 @@ func validIdempotencyKey(key string) bool {
 // replay answers a retry of a request whose answer is recorded: the answer
 // again when the request is the same, 422 when it is not.
 func (s *Server) replay(w http.ResponseWriter, r *http.Request, k *service.IdempotencyKey) {
-	fp, err := fingerprintOf(r, nil)
+	fp, err := fingerprintOf(r, k, nil)
 	if err != nil {
 		return // the body did not arrive: its own error already ended the request
 	}
@@ -254,7 +254,7 @@ func (s *Server) runIdempotent(w http.ResponseWriter, r *http.Request, k *servic
 			a, ok = route.recoverRequest(ctx, s, r, k.FirstClaimed)
 		}
 		if ok {
-			fp, err := fingerprintOf(r, nil)
+			fp, err := fingerprintOf(r, k, nil)
 			if err != nil {
 				k.Release(context.WithoutCancel(ctx))
 				return
@@ -269,7 +269,7 @@ func (s *Server) runIdempotent(w http.ResponseWriter, r *http.Request, k *servic
 		ctx = service.WithNewFileID(ctx, *k.FileID)
 	}
 	stop := heartbeat(context.WithoutCancel(ctx), k)
-	h := newFingerprint(r)
+	h := newFingerprint(r, k)
 	r.Body = &hashingBody{ReadCloser: r.Body, h: h}
 	rec := &recordingWriter{ResponseWriter: w}
 	next.ServeHTTP(rec, r.WithContext(ctx))
@@ -331,10 +331,18 @@ func writeAnswer(w http.ResponseWriter, route string, a service.IdempotentAnswer
 // newFingerprint starts the fingerprint of r: its route, its path (the
 // file it names), its content type without a multipart boundary; the body
 // follows as it is read.
-func newFingerprint(r *http.Request) hash.Hash {
+func newFingerprint(r *http.Request, k *service.IdempotencyKey) hash.Hash {
 	h := sha256.New()
 	ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	for _, part := range []string{r.Pattern, r.URL.Path, ct} {
+	parts := []string{r.Pattern, r.URL.Path, ct}
+	if k.Department != "" {
+		// The caller's department is part of the request: a key first
+		// sent under one department and again under another is another
+		// request (422), never a replay of an answer its detail would
+		// refuse. Callers without one keep the fingerprints they had.
+		parts = append(parts, "department:"+k.Department)
+	}
+	for _, part := range parts {
 		h.Write([]byte(strconv.Itoa(len(part)) + ":" + part + "\n"))
 	}
 	if b := params["boundary"]; b != "" {
@@ -347,9 +355,9 @@ func newFingerprint(r *http.Request) hash.Hash {
 
 // fingerprintOf reads what is left of r's body into the fingerprint begun
 // by newFingerprint (or h, when given) and returns it.
-func fingerprintOf(r *http.Request, h hash.Hash) ([]byte, error) {
+func fingerprintOf(r *http.Request, k *service.IdempotencyKey, h hash.Hash) ([]byte, error) {
 	if h == nil {
-		h = newFingerprint(r)
+		h = newFingerprint(r, k)
 	}
 	if _, err := io.Copy(h, r.Body); err != nil {
 		return nil, err

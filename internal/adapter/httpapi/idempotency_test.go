@@ -267,3 +267,38 @@ func TestUploadKeyInFlight(t *testing.T) {
 	require.NoError(t, s.pool.QueryRow(ctx, "SELECT files FROM uploaded_file_usage WHERE tenant_code = 'acme' AND user_id = 'alice'").Scan(&files))
 	require.Equal(t, 2, files, "the refused upload reserved nothing (the file and the pending upload)")
 }
+
+// A key first sent under one department and again, with the same request,
+// under another department of the same tenant and user is another request:
+// 422 key-reused, never a replay whose answer names a file that caller's
+// detail refuses. Both kinds of key: the buffer upload's (on its file) and
+// an initiate's (a row of its own).
+func TestReplayKeepsTheDepartmentScope(t *testing.T) {
+	t.Parallel()
+	s := start(t, service.DriverLocal)
+	d1 := s.token("acme", "alice", jwt.MapClaims{"department": "d1"})
+	d2 := s.token("acme", "alice", jwt.MapClaims{"department": "d2"})
+	keyed := func(key string, r outageRequest) outageRequest {
+		r.headers = map[string]string{httpapi.IdempotencyKeyHeader: key}
+		return r
+	}
+	ct, body := multipartBody(t, map[string][]byte{"r.pdf": []byte(pdf)})
+	upload := keyed("dept-upload", outageRequest{method: "POST", path: "/uploaded-file", contentType: ct, body: body.Bytes()})
+	first := do(t, s, upload, d1, "")
+	require.Equal(t, http.StatusCreated, first.status, first.body)
+	again := do(t, s, upload, d1, "")
+	require.Equal(t, http.StatusCreated, again.status, "the same department replays: %s", again.body)
+	other := do(t, s, upload, d2, "")
+	require.Equal(t, http.StatusUnprocessableEntity, other.status, other.body)
+	require.Contains(t, other.body, `"code":"core.idempotency.key-reused"`)
+
+	initiate := keyed("dept-initiate", outageRequest{method: "POST", path: "/uploaded-file/initiate", contentType: "application/json",
+		body: mustJSON(t, map[string]any{"originalName": "a.pdf", "contentType": "application/pdf", "sizeBytes": 10, "checksum": checksum([]byte("0123456789"))})})
+	first = do(t, s, initiate, d1, "")
+	require.Equal(t, http.StatusCreated, first.status, first.body)
+	again = do(t, s, initiate, d1, "")
+	require.Equal(t, http.StatusCreated, again.status, again.body)
+	other = do(t, s, initiate, d2, "")
+	require.Equal(t, http.StatusUnprocessableEntity, other.status, other.body)
+	require.Contains(t, other.body, `"code":"core.idempotency.key-reused"`)
+}

@@ -53,9 +53,16 @@ func TestMigrateCommand(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "version: none (no migration applied)\n", out)
 
+	out, err = run(t, ctx, url, "--output", "json", "migrate", "version")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"version":0,"binaryVersion":20261128100003}`, out, "--output json is JSON")
+
 	out, err = run(t, ctx, url, "migrate", "up")
 	require.NoError(t, err)
 	require.Equal(t, "version: 20261128100003\n", out)
+	out, err = run(t, ctx, url, "--output", "json", "migrate", "up")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"version":20261128100003,"binaryVersion":20261128100003}`, out)
 
 	_, err = run(t, ctx, url, "migrate", "down")
 	require.ErrorContains(t, err, "exactly one of --steps N")

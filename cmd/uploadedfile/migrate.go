@@ -133,18 +133,23 @@ func withMigrator(g *globals, fn func(*migrate.Migrate) error) error {
 	return fn(m)
 }
 
+// schemaVersion is what migrate up, down and version print with --output
+// json: the schema's version (0: none applied) and the binary's.
+type schemaVersion struct {
+	Version uint `json:"version"`
+	Binary  uint `json:"binaryVersion"`
+}
+
 func printVersion(g *globals, m *migrate.Migrate) error {
 	v, dirty, err := m.Version()
 	switch {
 	case errors.Is(err, migrate.ErrNilVersion):
-		fmt.Fprintln(g.stdout, "version: none (no migration applied)")
-		return nil
+		return g.emit("version: none (no migration applied)\n", schemaVersion{Binary: migrations.Latest()})
 	case err != nil:
 		return err
 	case dirty:
 		return &migrations.SchemaError{Have: v, Want: migrations.Latest(), Dirty: true}
 	default:
-		fmt.Fprintf(g.stdout, "version: %d\n", v)
-		return nil
+		return g.emit(fmt.Sprintf("version: %d\n", v), schemaVersion{Version: v, Binary: migrations.Latest()})
 	}
 }

@@ -170,6 +170,8 @@ func TestClosedJSONBodies(t *testing.T) {
 		{"trailing garbage", user, "/uploaded-file/temporary/initiate", good + "]", http.StatusBadRequest},
 		{"two values", host, "/internal/uploaded-file/delete", `{"references":["a"]} {"references":["b"]}`, http.StatusBadRequest},
 		{"unknown member (host)", host, "/internal/uploaded-file/mark-used", `{"ids":["x"],"tenant":"other"}`, http.StatusBadRequest},
+		{"nested 10,000 deep", user, "/uploaded-file/initiate", strings.Repeat("[", 10_000) + strings.Repeat("]", 10_000), http.StatusBadRequest},
+		{"nested 100,000 deep (past 64 KiB)", user, "/uploaded-file/initiate", strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000), http.StatusRequestEntityTooLarge},
 	} {
 		req, err := http.NewRequest(http.MethodPost, s.url+c.path, strings.NewReader(c.body))
 		require.NoError(t, err)
@@ -180,7 +182,7 @@ func TestClosedJSONBodies(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		require.Equal(t, c.want, resp.StatusCode, "%s: %s", c.name, body)
-		if c.want == http.StatusBadRequest {
+		if c.want != http.StatusCreated {
 			require.Contains(t, string(body), `"code":"core.file.invalid-meta"`, c.name)
 		}
 	}

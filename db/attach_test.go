@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/db"
@@ -74,10 +75,18 @@ func TestFileMergeExtraData(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	f := b.ready(t, fileOpts{})
-	row, err := b.q.FileMergeExtraData(b.ctx, b.pool, db.FileMergeExtraDataParams{ID: f.ID, TenantCode: "acme", Patch: []byte(`{"b":{"c":2},"a":3}`)})
+	row, err := b.q.FileMergeExtraData(b.ctx, b.pool, db.FileMergeExtraDataParams{MaxBytes: maxExtraData, ID: f.ID, TenantCode: "acme", Patch: []byte(`{"b":{"c":2},"a":3}`)})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"a":3,"b":{"c":2}}`, string(row.ExtraData))
-	_, err = b.q.FileMergeExtraData(b.ctx, b.pool, db.FileMergeExtraDataParams{ID: f.ID, TenantCode: "acme", Patch: []byte(`[1,2]`)})
+	_, err = b.q.FileMergeExtraData(b.ctx, b.pool, db.FileMergeExtraDataParams{MaxBytes: maxExtraData, ID: f.ID, TenantCode: "acme", Patch: []byte(`[1,2]`)})
 	require.ErrorContains(t, err, "uploaded_file_extra_data_object_check", "a patch that is not an object is refused")
 	require.JSONEq(t, `{"a":3,"b":{"c":2}}`, string(b.get(t, f.ID).ExtraData), "and changes nothing")
+
+	// The merged object is bounded: a patch that would pass the bound
+	// fails with UFX01 and changes nothing.
+	_, err = b.q.FileMergeExtraData(b.ctx, b.pool, db.FileMergeExtraDataParams{MaxBytes: 40, ID: f.ID, TenantCode: "acme", Patch: []byte(`{"d":"0123456789012345678901234567890"}`)})
+	var pe *pgconn.PgError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "UFX01", pe.Code)
+	require.JSONEq(t, `{"a":3,"b":{"c":2}}`, string(b.get(t, f.ID).ExtraData), "a refused merge changes nothing")
 }

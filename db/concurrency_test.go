@@ -267,7 +267,7 @@ func TestConcurrentExtraDataMerge(t *testing.T) {
 	fns := make([]func(*pgxpool.Conn) error, len(keys))
 	for i, k := range keys {
 		fns[i] = func(c *pgxpool.Conn) error {
-			_, err := b.q.FileMergeExtraData(b.ctx, c, db.FileMergeExtraDataParams{ID: f.ID, TenantCode: "acme", Patch: []byte(`{"` + k + `":true}`)})
+			_, err := b.q.FileMergeExtraData(b.ctx, c, db.FileMergeExtraDataParams{MaxBytes: maxExtraData, ID: f.ID, TenantCode: "acme", Patch: []byte(`{"` + k + `":true}`)})
 			return err
 		}
 	}

@@ -197,7 +197,7 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			return err
 		},
 		func() error {
-			_, err := q.FileMergeExtraData(ctx, e, db.FileMergeExtraDataParams{ID: id, TenantCode: ten, Patch: []byte(`{}`)})
+			_, err := q.FileMergeExtraData(ctx, e, db.FileMergeExtraDataParams{MaxBytes: maxExtraData, ID: id, TenantCode: ten, Patch: []byte(`{}`)})
 			return err
 		},
 		func() error {

@@ -113,7 +113,7 @@ func scopedQueries() []scopedQuery {
 			return one(len(ids), err)
 		}},
 		{"FileMergeExtraData", ready, func(b *bundle, tx pgx.Tx, f db.UploadedFile, s scope) error {
-			_, err := b.q.FileMergeExtraData(b.ctx, tx, db.FileMergeExtraDataParams{ID: f.ID, Patch: json.RawMessage(`{"b":2}`), TenantCode: s.Tenant, DepartmentCode: s.Department, OwnerUserID: s.Owner})
+			_, err := b.q.FileMergeExtraData(b.ctx, tx, db.FileMergeExtraDataParams{MaxBytes: maxExtraData, ID: f.ID, Patch: json.RawMessage(`{"b":2}`), TenantCode: s.Tenant, DepartmentCode: s.Department, OwnerUserID: s.Owner})
 			return err
 		}},
 	}
@@ -216,7 +216,7 @@ func TestVisibleLookupsHideEveryNonActiveState(t *testing.T) {
 		require.Empty(t, rows, name)
 		_, err = b.q.FileClaimDeletion(b.ctx, b.pool, db.FileClaimDeletionParams{ID: f.ID, TenantCode: "acme", DeletionLease: deletionLease, Now: at(0)})
 		requireNoRows(t, err, name)
-		_, err = b.q.FileMergeExtraData(b.ctx, b.pool, db.FileMergeExtraDataParams{ID: f.ID, TenantCode: "acme", Patch: json.RawMessage(`{}`)})
+		_, err = b.q.FileMergeExtraData(b.ctx, b.pool, db.FileMergeExtraDataParams{MaxBytes: maxExtraData, ID: f.ID, TenantCode: "acme", Patch: json.RawMessage(`{}`)})
 		requireNoRows(t, err, name)
 	}
 }

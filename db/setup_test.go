@@ -29,6 +29,7 @@ const (
 	completionLease = 2 * time.Minute
 	uploadTTL       = 10 * time.Minute
 	cleanupLease    = uploadTTL + time.Hour
+	maxExtraData    = 64 << 10 // service.MaxExtraDataBytes
 )
 
 // t0 is the pinned "now" of the tests: every query takes the time as a

@@ -31,7 +31,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "uploadedfile_reconcile_findings_total", Help: "Findings of the reconcile track by kind (orphan, staging-leftover, missing, mismatch).",
 		}, []string{"kind"}),
 		backlog: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "uploadedfile_sweep_backlog", Help: "Rows each kind of sweep work would take if it ran now, counted after each run of the pending or temporary track (capped at 100000: at least that many). A kind that does not fall between runs needs its track more often.",
+			Name: "uploadedfile_sweep_backlog", Help: "Rows each kind of sweep work would take if it ran now, counted when the schedule starts and after each run of the pending or temporary track (capped at 100000: at least that many). A kind that does not fall between runs needs its track more often.",
 		}, []string{"kind"}),
 	}
 	if reg != nil {

@@ -187,15 +187,11 @@ func (r *Runner) backlog(ctx context.Context, track string) {
 	if !ok {
 		return
 	}
-	left, err := r.svc.UnsafeSystemSweepBacklog(ctx)
-	if err != nil {
-		r.log.WarnContext(ctx, "sweep backlog not counted", "track", track, "error", err.Error())
+	left, ok := r.countBacklog(ctx, track)
+	if !ok {
 		return
 	}
 	var attrs []any
-	for kind, n := range left {
-		r.metrics.backlog.WithLabelValues(kind).Set(float64(n))
-	}
 	for _, kind := range kinds {
 		if n := left[kind]; n > 0 {
 			attrs = append(attrs, kind, n)
@@ -306,6 +302,20 @@ func (r *Runner) reconcile(ctx context.Context, st *service.SweepStats) error {
 	return err
 }
 
+// countBacklog counts what every kind of sweep work would take now and
+// sets the backlog gauges; a failed count is logged (false).
+func (r *Runner) countBacklog(ctx context.Context, track string) (map[string]int64, bool) {
+	left, err := r.svc.UnsafeSystemSweepBacklog(ctx)
+	if err != nil {
+		r.log.WarnContext(ctx, "sweep backlog not counted", "track", track, "error", err.Error())
+		return nil, false
+	}
+	for kind, n := range left {
+		r.metrics.backlog.WithLabelValues(kind).Set(float64(n))
+	}
+	return left, true
+}
+
 // Schedule runs the tracks on their cron expressions until ctx ends. A run
 // still in progress when its next time comes is not started twice.
 func (r *Runner) Schedule(ctx context.Context) error {
@@ -324,6 +334,9 @@ func (r *Runner) Schedule(ctx context.Context) error {
 			return fmt.Errorf("maintenance: %s interval %q: %w", track, spec, err)
 		}
 	}
+	// The backlog is counted once now, so its gauges say what waits from
+	// the start -- the daily pending track may be hours away.
+	r.countBacklog(db.ForSweeps(ctx), "")
 	c.Start()
 	<-ctx.Done()
 	<-c.Stop().Done()

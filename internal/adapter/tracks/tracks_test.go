@@ -540,3 +540,34 @@ func TestTemporaryTrackRemovesDueStaging(t *testing.T) {
 	require.EqualValues(t, burst, res.Done)
 	require.Len(t, target.list(), burst, "one object per ready file")
 }
+
+// TestBacklogIsCountedAtStart: the backlog gauges exist, with what is
+// waiting, as soon as the schedule starts -- not only after a track's first
+// run, which for the daily pending track may be hours away.
+func TestBacklogIsCountedAtStart(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	svc, err := service.New(context.Background(), service.Config{LocalRoot: e.root,
+		PendingCleanupInterval: "0 0 1 1 *", TemporaryCleanupInterval: "0 0 1 1 *"}, e.pool,
+		service.WithStore(e.store), service.WithClock(e.clock), service.WithLogger(quiet))
+	require.NoError(t, err)
+	e.temporaries(svc, 3)
+	reg := prometheus.NewRegistry()
+	r := tracks.New(svc, e.pool, quiet, reg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Schedule(ctx) }()
+	require.Eventually(t, func() bool {
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			if mf.GetName() == "uploadedfile_sweep_backlog" {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 20*time.Millisecond, "the backlog gauge exists before any run")
+	require.Equal(t, 3.0, counter(t, reg, "uploadedfile_sweep_backlog", map[string]string{"kind": service.BacklogExpiredTemporary}))
+	cancel()
+	require.NoError(t, <-done)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +48,7 @@ func checkSchema(ctx context.Context, g *globals, pool *pgxpool.Pool, dev bool) 
 // is on -- are reported, never gating (httpapi.Health). Each cause names
 // no host or credential.
 func readiness(cfg fileConfig, pool *pgxpool.Pool, svc *service.Service, guard *httpapi.Guard, draining *atomic.Bool) httpapi.Health {
+	store := &storeProbe{svc: svc}
 	gates := map[string]httpapi.Pinger{
 		"schema": httpapi.PingFunc(func(ctx context.Context) error {
 			err := migrations.Check(ctx, pool)
@@ -63,7 +65,7 @@ func readiness(cfg fileConfig, pool *pgxpool.Pool, svc *service.Service, guard *
 		// This replica's storage settings: a bucket that does not exist or
 		// credentials the store refuses (an outage is "storage", below).
 		"storage configuration": httpapi.PingFunc(func(ctx context.Context) error {
-			err := svc.Ping(ctx)
+			err := store.ping(ctx)
 			switch {
 			case errors.Is(err, storage.ErrBucketMissing):
 				return &httpapi.NotReady{Cause: "the bucket does not exist", Err: err}
@@ -82,7 +84,7 @@ func readiness(cfg fileConfig, pool *pgxpool.Pool, svc *service.Service, guard *
 	deps := map[string]httpapi.Pinger{
 		"database": pool,
 		"storage": httpapi.PingFunc(func(ctx context.Context) error {
-			err := svc.Ping(ctx)
+			err := store.ping(ctx)
 			switch {
 			case err == nil, errors.Is(err, storage.ErrBucketMissing), errors.Is(err, storage.ErrCredentialsRefused):
 				return nil // this replica's configuration: its gate says it
@@ -101,6 +103,31 @@ func readiness(cfg fileConfig, pool *pgxpool.Pool, svc *service.Service, guard *
 		}
 	}
 	return httpapi.Health{Gates: gates, Dependencies: deps, Facts: []string{"image engine: " + svc.ImageEngine()}}
+}
+
+// storeProbeReuse is how long one ping of the store answers both checks
+// that read it: a probe runs them at once.
+const storeProbeReuse = 250 * time.Millisecond
+
+// storeProbe is the store's ping shared by the storage configuration gate
+// and the storage dependency, so a readiness probe asks the store once
+// (a HEAD of the bucket on S3), not twice: the second check waits for the
+// first's answer and reuses it.
+type storeProbe struct {
+	svc *service.Service
+	mu  sync.Mutex
+	at  time.Time
+	err error
+}
+
+func (p *storeProbe) ping(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.at.IsZero() && time.Since(p.at) < storeProbeReuse {
+		return p.err
+	}
+	p.err, p.at = p.svc.Ping(ctx), time.Now()
+	return p.err
 }
 
 // replicaHeartbeat is how often a replica renews its row in

@@ -170,23 +170,22 @@ func ping(ctx context.Context, p Pinger, limit time.Duration) error {
 // Check runs every gate within timeout and returns the causes of those
 // that failed, by name, in name order (none: ready).
 func (h Health) Check(ctx context.Context, timeout time.Duration) []string {
-	var causes []string
-	for _, r := range h.run(ctx, h.Gates, timeout) {
-		if r.err != nil {
-			causes = append(causes, r.name+" not ready: "+r.cause)
-		}
-	}
-	return causes
+	return h.failed(ctx, h.Gates, timeout, " not ready: ")
 }
 
 // Unavailable runs every dependency within timeout and returns a line for
 // each that failed ("storage unavailable: the object store did not
 // answer"), in name order.
 func (h Health) Unavailable(ctx context.Context, timeout time.Duration) []string {
+	return h.failed(ctx, h.Dependencies, timeout, " unavailable: ")
+}
+
+// failed runs checks and returns "<name><verb><cause>" for each that failed.
+func (h Health) failed(ctx context.Context, checks map[string]Pinger, timeout time.Duration, verb string) []string {
 	var lines []string
-	for _, r := range h.run(ctx, h.Dependencies, timeout) {
+	for _, r := range h.run(ctx, checks, timeout) {
 		if r.err != nil {
-			lines = append(lines, r.name+" unavailable: "+r.cause)
+			lines = append(lines, r.name+verb+r.cause)
 		}
 	}
 	return lines

@@ -78,13 +78,6 @@ func (p *Proxy) Reset() {
 	}
 }
 
-// Open is how many connections (either side counted once) are open.
-func (p *Proxy) Open() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.conns) / 2
-}
-
 // Close stops the proxy and closes every connection.
 func (p *Proxy) Close() {
 	_ = p.ln.Close()

@@ -101,9 +101,6 @@ func (s *Session) Begin() {
 // Tx is the session's transaction (Begin first).
 func (s *Session) Tx() pgx.Tx { return s.tx }
 
-// Conn is the session's connection outside any transaction.
-func (s *Session) Conn() *pgx.Conn { return s.conn.Conn() }
-
 // Outcome is what a step did by the time Step returned.
 type Outcome int
 

@@ -7,7 +7,7 @@ import (
 )
 
 // benchIdempotency measures what an Idempotency-Key costs a buffer upload
-// (issue 48: at most 5 %): 64 KiB uploads from 32 clients to one fresh
+// (the target: at most 5 %): 64 KiB uploads from 32 clients to one fresh
 // server, each with a key of its own, against the same uploads without
 // one, in interleaved rounds. A keyed upload stores its key and its
 // request's fingerprint on the file's row, claimed by the insert that

@@ -71,7 +71,7 @@ func benchDownload(e *env, rep *report, size, clients int) error {
 	label := fmt.Sprintf("download %s, %s", human(size), clientsLabel(clients))
 	vsFS, vsFloor := ratioOf(rs, 0, 1), ratioOf(rs, 0, 2)
 	// The targets: at least 0.95x http.FileServer at 1 and 10 MiB, 0.95x
-	// the download floor at every size (issue 46: /download authorizes
+	// the download floor at every size (/download authorizes
 	// against the row, so the floor is its honest baseline). The detail's
 	// url -- what browsers fetch -- needs no row read: at least 0.95x
 	// http.FileServer at every size.

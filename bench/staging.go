@@ -14,7 +14,7 @@ import (
 )
 
 // benchStagingHeld is the bucket's bytes per ready byte after a burst of
-// direct uploads on S3 (issue 46): right after they complete, each file is
+// direct uploads on S3: right after they complete, each file is
 // held twice -- its staging copy is kept while its upload target could
 // still write (the re-PUT guarantee) -- and one target lifetime later,
 // once the staging cleanup ran, once. The lifetime is not waited out: the

@@ -19,7 +19,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
-// A simulated day of sweep work (issue 46): the spec bounds a run of a
+// A simulated day of sweep work: the behaviour bounds a run of a
 // track to ten batches, so what a day can take is fixed by how often the
 // tracks run. The day: uploads S3 direct uploads complete, evenly spread,
 // each keeping its staging copy until its target can no longer write

@@ -9,7 +9,7 @@
 #   make ts         install and build the TypeScript client, the Uppy plugin and the web page's packages
 #   make web        bundle the development upload page (internal/adapter/webui/dist)
 #   make chaos      the chaos test for CHAOS_DURATION (default 2m)
-#   make fleet      three serve replicas behind HAProxy under kills for FLEET_DURATION (default 2m), with its summary
+#   make fleet      three serve replicas behind HAProxy under kills and 10 s outages for FLEET_DURATION (default 2m), with its summary
 #   make hostile    the hostile-input suite against a real serve, with its summary (also run by make test)
 #   make upgrade    the previous release's replicas rolled to this one behind HAProxy under load (also run by make test)
 #   make bench      the quick benchmark set, side by side with its peers (< 10 min)
@@ -29,6 +29,7 @@ GOFILES   = $(shell git ls-files '*.go' | grep -v '^gen/')
 FUZZTIME ?= 60s
 CHAOS_DURATION ?= 2m
 FLEET_DURATION ?= 2m
+FLEET_OUTAGE ?= 10s
 
 TS := clients/typescript
 
@@ -172,10 +173,11 @@ chaos: postgres s3-servers
 
 ## fleet: three serve replicas on one database and one store behind
 ## HAProxy, driven through the uploader with a replica SIGKILLed every few
-## seconds and the database cut once, then settled and checked (also run
-## for 20 s per driver by `make test`).
+## seconds, the database refusing connections for FLEET_OUTAGE and (S3)
+## the store stopped for as long, then settled and checked (also run for
+## 20 s per driver, 3 s outages, by `make test`).
 fleet: postgres s3-servers
-	$(GO) test -count=1 -timeout 30m -run '^TestFleet$$' -v ./cmd/uploadedfile/ -args -fleet.duration=$(FLEET_DURATION) | grep -v '^=== '
+	$(GO) test -count=1 -timeout 30m -run '^TestFleet$$' -v ./cmd/uploadedfile/ -args -fleet.duration=$(FLEET_DURATION) -fleet.outage=$(FLEET_OUTAGE) | grep -v '^=== '
 
 ## upgrade: the rollout of docs/operations.md with the previous release's
 ## binary (built from this repository's history: the commit before the

@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +33,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 	"github.com/uploadedfile/uploadedfile/internal/storage/local"
 	s3store "github.com/uploadedfile/uploadedfile/internal/storage/s3"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/faultproxy"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/invariant"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/s3test"
@@ -94,7 +96,9 @@ type fleet struct {
 	logs     []string
 	store    storage.Store
 	svcCfg   service.Config
-	keys     func() []string
+	// storeProxy stands between the replicas and the S3 server.
+	storeProxy *faultproxy.Proxy
+	keys       func() []string
 }
 
 func runFleet(t *testing.T, driver string) {
@@ -107,6 +111,7 @@ func runFleet(t *testing.T, driver string) {
 	for i := range fleetReplicas {
 		f.start(i)
 	}
+	f.routed()
 	pool, err := pgxpool.New(context.Background(), f.dbURL)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
@@ -123,15 +128,18 @@ func runFleet(t *testing.T, driver string) {
 		}()
 	}
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 43))
-	kills, cut := 0, false
+	kills, outages := 0, []string{}
 	begin := time.Now()
 	for time.Since(begin) < *fleetDuration {
 		time.Sleep(time.Duration(1500+rnd.IntN(2500)) * time.Millisecond)
-		if !cut && time.Since(begin) > *fleetDuration/3 {
-			restore := pgtest.CutConnections(t, pool)
-			f.duringOutage(2 * time.Second)
-			restore()
-			cut = true
+		if len(outages) == 0 && time.Since(begin) > *fleetDuration/3 {
+			f.databaseOutage(pool)
+			outages = append(outages, "database")
+			continue
+		}
+		if len(outages) == 1 && f.storeProxy != nil && time.Since(begin) > *fleetDuration*2/3 {
+			f.storeOutage()
+			outages = append(outages, "store")
 			continue
 		}
 		i := rnd.IntN(fleetReplicas)
@@ -143,9 +151,12 @@ func runFleet(t *testing.T, driver string) {
 	stop()
 	wg.Wait()
 	f.stopAll()
-	require.True(t, cut, "the database connections were cut once")
+	require.NotEmpty(t, outages, "the database was down once")
+	if f.storeProxy != nil {
+		require.Len(t, outages, 2, "the store was down once")
+	}
 
-	f.check(pool, ledger, driver, fmt.Sprintf("%d kills, 1 database cut", kills))
+	f.check(pool, ledger, driver, fmt.Sprintf("%d kills, %s outages of %s", kills, strings.Join(outages, " and "), *fleetOutage))
 	require.Positive(t, ledger.direct, "direct uploads were acknowledged")
 	require.Positive(t, ledger.buffer, "buffer uploads were acknowledged")
 	require.Positive(t, ledger.deletes, "deletes were acknowledged")
@@ -251,8 +262,11 @@ func (f *fleet) configure(driver string) {
 		require.NoError(t, err)
 		t.Cleanup(srv.Stop)
 		c := srv.NewBucket(t)
-		storeCfg = fmt.Sprintf("driver: s3\nbucket: %s\nregion: %s\nendpoint: %s\nforcePathStyle: true\naccessId: %s\naccessKey: %s\n",
-			c.Bucket, c.Region, c.Endpoint, c.AccessID, c.AccessKey)
+		u, err := url.Parse(c.Endpoint)
+		require.NoError(t, err)
+		f.storeProxy = faultproxy.Start(t, u.Host)
+		storeCfg = fmt.Sprintf("driver: s3\nbucket: %s\nregion: %s\nendpoint: http://%s\nforcePathStyle: true\naccessId: %s\naccessKey: %s\n",
+			c.Bucket, c.Region, f.storeProxy.Addr, c.AccessID, c.AccessKey)
 		st, err := s3store.New(context.Background(), c)
 		require.NoError(t, err)
 		f.store, f.svcCfg = st, service.Config{Driver: service.DriverS3, Bucket: c.Bucket}
@@ -309,37 +323,6 @@ func (f *fleet) startBalancer() {
 	}, 10*time.Second, 50*time.Millisecond, "haproxy listens (log: %s)", f.lbLog)
 }
 
-// duringOutage asks the balancer for a list page every 100 ms for d while
-// the database refuses connections: a database every replica shares never
-// takes the replicas out of the balancer, so each answer is the service's
-// own -- 200, or a 503 problem with Retry-After -- never the balancer's
-// page for a pool with no server left.
-func (f *fleet) duringOutage(d time.Duration) {
-	t := f.t
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "user-0", "tenant": "tenant-0", "exp": time.Now().Add(time.Hour).Unix()}).SignedString(f.secret)
-	require.NoError(t, err)
-	hc := &http.Client{Timeout: 10 * time.Second}
-	problems := 0
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		req, err := http.NewRequest(http.MethodGet, f.lb+"/uploaded-file?limit=1", nil)
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+tok)
-		resp, err := hc.Do(req)
-		require.NoError(t, err)
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			continue
-		}
-		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "during the outage: %s", body)
-		require.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"), "the service's problem, not the balancer's page: %s", body)
-		require.NotEmpty(t, resp.Header.Get("Retry-After"))
-		require.Contains(t, string(body), "core.database.unavailable")
-		problems++
-	}
-	require.Positive(t, problems, "the outage was seen by the requests")
-}
-
 // start starts replica i on its port and waits until it is ready.
 func (f *fleet) start(i int) {
 	t := f.t
@@ -370,6 +353,20 @@ func (f *fleet) start(i int) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	}, 30*time.Second, 50*time.Millisecond, "replica %d became ready (log: %s)", i, logFile.Name())
+}
+
+// routed waits until the balancer sends requests to a replica: HAProxy
+// takes a server in after its rise checks, so the replicas started after
+// it are not yet in its pool when they answer /readyz.
+func (f *fleet) routed() {
+	require.Eventually(f.t, func() bool {
+		resp, err := http.Get(f.lb + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 50*time.Millisecond, "the balancer routes to a replica (log: %s)", f.lbLog)
 }
 
 // kill SIGKILLs replica i.
@@ -443,6 +440,14 @@ type fleetLedger struct {
 	direct, buffer, deletes, reads, failed int
 	violations                             []string
 	failures                               map[string]int // why calls failed after their retries
+	phase                                  string         // what the run was doing, for the failures' report
+}
+
+// at names what the run does from now on (a failure's report says it).
+func (l *fleetLedger) at(phase string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.phase = phase
 }
 
 // fail counts a call that failed after its retries (the caller holds mu).
@@ -452,6 +457,9 @@ func (l *fleetLedger) fail(what string, err error) {
 		l.failures = map[string]int{}
 	}
 	msg := what + ": " + err.Error()
+	if l.phase != "" {
+		msg = l.phase + ": " + msg
+	}
 	if len(msg) > 160 {
 		msg = msg[:160]
 	}

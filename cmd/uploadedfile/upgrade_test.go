@@ -27,7 +27,7 @@ import (
 // release's binary: two of its replicas behind HAProxy (the documented
 // configuration) under steady load from clients that never retry; the
 // next release's `migrate up` while a long transaction makes the
-// migration wait on a lock for seconds (its version dirty meanwhile); an
+// migration wait on a lock for ten seconds (its version dirty meanwhile); an
 // old replica SIGKILLed after the migration and started again on the new
 // schema; the replicas rolled one by one (SIGTERM, then the new binary);
 // and one rolled back to the old binary with no `migrate down`. Not one
@@ -54,6 +54,7 @@ func TestUpgrade(t *testing.T) {
 	for i := range f.size {
 		f.start(i)
 	}
+	f.routed()
 	pool, err := pgxpool.New(context.Background(), f.dbURL)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
@@ -74,11 +75,13 @@ func TestUpgrade(t *testing.T) {
 		}
 		return func() { cancel(); wg.Wait() }
 	}
+	ledger.at("old replicas")
 	stop := load()
 	time.Sleep(2 * time.Second)
 
 	// Migrate while a long transaction holds the table the migration
 	// writes: it waits, dirty, and the old replicas stay ready.
+	ledger.at("migration waiting")
 	holder, err := pool.Begin(context.Background())
 	require.NoError(t, err)
 	_, err = holder.Exec(context.Background(), "LOCK TABLE uploaded_file_schema_compat IN ACCESS EXCLUSIVE MODE")
@@ -95,7 +98,7 @@ func TestUpgrade(t *testing.T) {
 		var dirty bool
 		return pool.QueryRow(context.Background(), "SELECT dirty FROM schema_migrations").Scan(&dirty) == nil && dirty
 	}, 30*time.Second, 50*time.Millisecond, "the migration runs and waits on its lock")
-	for range 10 {
+	for range 20 { // ten seconds of waiting
 		for i := range f.size {
 			status, body := f.readyz(i)
 			require.Equal(t, http.StatusOK, status, "replica %d while the migration waits: %s", i, body)
@@ -115,17 +118,20 @@ func TestUpgrade(t *testing.T) {
 	stop()
 	f.kill(1)
 	f.start(1)
+	ledger.at("old replicas on the new schema")
 	stop = load()
 	time.Sleep(time.Second)
 
 	// Roll, one replica at a time.
 	for i := range f.size {
+		ledger.at(fmt.Sprintf("roll of replica %d", i))
 		f.term(i)
 		f.bins[i] = next
 		f.start(i)
 		time.Sleep(2 * time.Second)
 	}
 	// Roll one back: no migrate down.
+	ledger.at("roll back")
 	f.term(0)
 	f.bins[0] = prev
 	f.start(0)

@@ -23,6 +23,9 @@ const (
 	// BlackHole holds every byte in both directions and closes nothing:
 	// the peer's writes succeed, its reads wait forever.
 	BlackHole
+	// Refuse resets every open connection and each new one as soon as it
+	// is accepted: a stopped server, a dependency that is down.
+	Refuse
 )
 
 // Proxy forwards connections to Addr's listener on to a target.
@@ -61,12 +64,26 @@ func (p *Proxy) Set(m Mode) {
 	if m == p.mode {
 		return
 	}
-	if m == BlackHole {
+	switch {
+	case m == BlackHole:
 		p.resume = make(chan struct{})
-	} else {
+	case p.mode == BlackHole:
 		close(p.resume)
 	}
 	p.mode = m
+	if m == Refuse {
+		for c := range p.conns {
+			abort(c)
+		}
+	}
+}
+
+// abort closes c with a reset rather than an orderly close.
+func abort(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.Close()
 }
 
 // Reset closes every open connection (the peers see a reset or EOF).
@@ -96,6 +113,13 @@ func (p *Proxy) accept() {
 }
 
 func (p *Proxy) serve(c net.Conn) {
+	p.mu.Lock()
+	refused := p.mode == Refuse
+	p.mu.Unlock()
+	if refused {
+		abort(c)
+		return
+	}
 	up, err := net.Dial("tcp", p.target)
 	if err != nil {
 		_ = c.Close()

@@ -376,7 +376,7 @@ const rounds = 5
 
 // pairRounds is how many rounds a no-difference pair runs: two servers
 // started alike, one with a feature on, judged against a line (0.9×,
-// 0.95×) that sits within one short round's noise on this machine. Those
+// 0.95×) that sits within one short round's noise on a 2-core host. Those
 // pairs run more rounds, each of twice the calls (pairCalls), so that the
 // median moves with the feature's cost rather than with the machine.
 const pairRounds = 9
@@ -550,7 +550,7 @@ func human(size int) string {
 
 // benchUploads measures the buffer upload (multipart route) and/or the
 // direct upload (initiate + PUT + complete) against the raw baseline, the
-// spec floor and the tus server, all in the same interleaved rounds, so the
+// lifecycle floor and the tus server, all in the same interleaved rounds, so the
 // peers are measured once per size and client count. Each ratio is the
 // median of the rounds' ratios, with the worst round beside it.
 func benchUploads(e *env, rep *report, size, clients int, buffer, direct bool) error {
@@ -583,7 +583,7 @@ func benchUploads(e *env, rep *report, size, clients int, buffer, direct bool) e
 	loads := []func() stats{
 		func() stats { return load(clients, n, func(int) error { return e.rawUpload(ct, form, "/upload") }) },
 		withSched(e.raw, func() stats {
-			return load(clients, n, func(int) error { return e.rawUpload(ct, form, "/upload-spec") })
+			return load(clients, n, func(int) error { return e.rawUpload(ct, form, "/upload-lifecycle") })
 		}),
 		func() stats { return load(clients, n, func(int) error { return e.tusUpload(body) }) },
 	}
@@ -601,22 +601,22 @@ func benchUploads(e *env, rep *report, size, clients int, buffer, direct bool) e
 		label := fmt.Sprintf("%s %s, %s", k.label, human(size), clientsLabel(clients))
 		vsSpec, vsRaw, vsTus := ratioOf(rs, at, specAt), ratioOf(rs, at, rawAt), ratioOf(rs, at, tusAt)
 		if k.spread {
-			rep.add(label+": vs spec floor, and vs one tenant", fmt.Sprintf("%s (%.0f vs %.0f uploads/s); %s of one tenant's", vsSpec, uf.rps(), spec.rps(), ratioOf(rs, at, 3)), "", true)
+			rep.add(label+": vs lifecycle floor, and vs one tenant", fmt.Sprintf("%s (%.0f vs %.0f uploads/s); %s of one tenant's", vsSpec, uf.rps(), spec.rps(), ratioOf(rs, at, 3)), "", true)
 			continue
 		}
 		specTarget, rawTarget := 0.95, 0.9
 		if size == 64<<10 {
 			specTarget, rawTarget = 0.9, 0
 		}
-		rep.add(label+": vs spec floor (2 commits + fsync + SHA-256)", fmt.Sprintf("%s (%.0f vs %.0f uploads/s; p99 %s vs %s)", vsSpec, uf.rps(), spec.rps(), uf.p99.Round(time.Millisecond), spec.p99.Round(time.Millisecond)),
+		rep.add(label+": vs lifecycle floor (2 commits + fsync + SHA-256)", fmt.Sprintf("%s (%.0f vs %.0f uploads/s; p99 %s vs %s)", vsSpec, uf.rps(), spec.rps(), uf.p99.Round(time.Millisecond), spec.p99.Round(time.Millisecond)),
 			targetIf(k.gated, fmt.Sprintf("≥ %.2g×", specTarget)), !k.gated || vsSpec.median >= specTarget)
-		rep.add(label+": vs raw baseline (1 commit + fsync)", fmt.Sprintf("%s (%.0f vs %.0f uploads/s; spec floor %.2f× raw)", vsRaw, uf.rps(), raw.rps(), spec.rps()/raw.rps()),
+		rep.add(label+": vs raw baseline (1 commit + fsync)", fmt.Sprintf("%s (%.0f vs %.0f uploads/s; lifecycle floor %.2f× raw)", vsRaw, uf.rps(), raw.rps(), spec.rps()/raw.rps()),
 			targetIf(k.gated && rawTarget > 0, fmt.Sprintf("≥ %.2g×", rawTarget)), !k.gated || rawTarget == 0 || vsRaw.median >= rawTarget)
 		rep.add(label+": vs tus", fmt.Sprintf("%s (%.0f vs %.0f uploads/s; p50 %s vs %s)", vsTus, uf.rps(), tus.rps(), uf.p50.Round(time.Millisecond), tus.p50.Round(time.Millisecond)), "", true)
 		if k.gated {
 			// Where a short ratio's time goes: the server, PostgreSQL and
 			// the load generator share the machine's cores.
-			rep.add(label+": the server's, PostgreSQL's and the load generator's accounting per upload vs the spec floor's",
+			rep.add(label+": the server's, PostgreSQL's and the load generator's accounting per upload vs the lifecycle floor's",
 				schedVs(medianSched(rs, at), medianSched(rs, specAt)), "", true)
 		}
 	}

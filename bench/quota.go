@@ -8,7 +8,7 @@ import (
 // benchQuota compares buffer uploads on a server with quotas configured
 // (limits every upload fits under, so each one is checked and none is
 // refused) with a plain server started alike, in pairRounds interleaved
-// rounds (the two differ by less than this machine's noise between short
+// rounds (the two differ by less than a 2-core host's noise between short
 // rounds): the median round's ratio with the worst.
 func benchQuota(ctx context.Context, e *env, rep *report, bin, tmp, secret string) error {
 	// Two servers of 32 connections each beside the bench's others would

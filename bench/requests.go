@@ -249,7 +249,7 @@ func (e *env) bufferUploadWith(token, ct string, form []byte, key string) error 
 }
 
 // rawUpload sends the same multipart upload to the raw baseline's route
-// (/upload: the raw floor; /upload-spec: the spec floor).
+// (/upload: the raw floor; /upload-lifecycle: the lifecycle floor).
 func (e *env) rawUpload(ct string, form []byte, route string) error {
 	req, _ := http.NewRequest(http.MethodPost, e.raw.url+route, bytes.NewReader(form))
 	req.Header.Set("Content-Type", ct)
@@ -312,8 +312,8 @@ func (e *env) uploadNamed(base, name string, body []byte) (string, error) {
 }
 
 // analyze gives the planner the statistics of uploaded_file as it is now,
-// as autovacuum does in production (docs/operations.md). This machine's
-// PostgreSQL runs with autovacuum off, and without statistics the by-id
+// as autovacuum does in production (docs/operations.md). The benchmark's
+// PostgreSQL may run with autovacuum off, and without statistics the by-id
 // reads' generic plans were seen to take a listing index, which ends in
 // id, and walk the tenant's thousands of rows the upload rows left: the
 // detail lookup 2.7x the lookup floor instead of 1.3x at one client.

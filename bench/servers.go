@@ -265,7 +265,7 @@ func rawBaseline(listen, dsn, dir, files string) error {
 	mux.HandleFunc("GET /download", floor.Download(pool, files))
 	mux.HandleFunc("GET /detail/{id}/download", floor.SameWorkDownload(pool, files))
 	mux.HandleFunc("POST /upload", rawUploadHandler(pool, dir))
-	mux.HandleFunc("POST /upload-spec", specUploadHandler(pool, dir))
+	mux.HandleFunc("POST /upload-lifecycle", lifecycleUploadHandler(pool, dir))
 	return (&http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}).ListenAndServe()
 }
 
@@ -300,11 +300,11 @@ func rawUploadHandler(pool *pgxpool.Pool, dir string) http.HandlerFunc {
 	}
 }
 
-// specUploadHandler is the spec floor: what the spec's hidden-row
+// lifecycleUploadHandler is the lifecycle floor: what the documented hidden-row
 // lifecycle needs and no more -- commit a hidden row, stream the part to a
 // file while hashing it (the row stores the SHA-256), fsync, commit the
 // activation.
-func specUploadHandler(pool *pgxpool.Pool, dir string) http.HandlerFunc {
+func lifecycleUploadHandler(pool *pgxpool.Pool, dir string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		part, ok := firstPart(w, r)
 		if !ok {

@@ -18,13 +18,13 @@ import (
 // HTTP and no bytes: FileInsertHidden and FileActivateUpload as the service
 // runs them for an upload alone (one transaction each; under concurrency
 // the service commits them in groups, which the HTTP rows measure),
-// against the spec floor's two statements (insert a hidden row, activate
+// against the lifecycle floor's two statements (insert a hidden row, activate
 // it) on a table with one index and no constraint. It prints the
 // throughput ratio and PostgreSQL's CPU per upload (every postgres process
 // from /proc, before and after each load), once with every upload in one
 // tenant -- each reservation locks the tenant's and the owner's usage row
 // until its commit, so they queue -- and once spread over 32 tenants. It
-// names, in each run, what the 64 KiB upload row's gap to the spec floor is
+// names, in each run, what the 64 KiB upload row's gap to the lifecycle floor is
 // made of on the database's side.
 func benchWritePath(ctx context.Context, rep *report) error {
 	dsn, drop, err := createDatabase(ctx, pgtest.ServerURL())
@@ -82,7 +82,7 @@ func benchWritePath(ctx context.Context, rep *report) error {
 	if err != nil {
 		return err
 	}
-	rep.add("upload statements alone (insert hidden + activate), 32 clients, one tenant: vs the spec floor's two",
+	rep.add("upload statements alone (insert hidden + activate), 32 clients, one tenant: vs the lifecycle floor's two",
 		fmt.Sprintf("%s (%.0f vs %.0f uploads/s; PostgreSQL CPU per upload %s vs %s)", ratioOf(rs, 1, 0), m[1].rps(), m[0].rps(), m[1].dbCPU.Round(time.Microsecond), m[0].dbCPU.Round(time.Microsecond)), "", true)
 	rep.add("upload statements alone, 32 clients, 32 tenants: vs one tenant",
 		fmt.Sprintf("%s (%.0f vs %.0f uploads/s; PostgreSQL CPU per upload %s vs %s)", ratioOf(rs, 2, 1), m[2].rps(), m[1].rps(), m[2].dbCPU.Round(time.Microsecond), m[1].dbCPU.Round(time.Microsecond)), "", true)

@@ -13,7 +13,7 @@ import (
 // pipelined batch, which PostgreSQL runs as one implicit transaction, in
 // one round trip.
 //
-// The idempotency keys' statements run so (issue 48: a keyed 64 KiB
+// The idempotency keys' statements run so (measured: a keyed 64 KiB
 // upload ran at 0.62x of an unkeyed one, its claim and its answer each a
 // synchronous commit of their own). What that gives up is safe by
 // construction:

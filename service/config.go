@@ -16,7 +16,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/objectkey"
 )
 
-// Visibility is 'public' or 'private' (UploadedFileVisibility).
+// Visibility is 'public' or 'private'.
 type Visibility string
 
 // The visibilities.
@@ -25,7 +25,7 @@ const (
 	Private Visibility = "private"
 )
 
-// Disposition is 'inline' or 'attachment' (UploadedFileDisposition).
+// Disposition is 'inline' or 'attachment'.
 type Disposition string
 
 // The dispositions.
@@ -40,7 +40,7 @@ const (
 	DriverS3    = "s3"
 )
 
-// Limits and defaults of the spec's Limits table.
+// Limits and defaults of the documented Limits table.
 const (
 	MaxURLLifetime                      = time.Hour
 	DefaultUploadURLTTLSeconds          = 600
@@ -67,7 +67,7 @@ const (
 	maxExtraDataBytes                   = MaxExtraDataBytes
 )
 
-// RemoteCloneConfig controls cloneFromUrl (UploadedFileRemoteCloneConfig).
+// RemoteCloneConfig controls cloneFromUrl.
 type RemoteCloneConfig struct {
 	Enabled bool `koanf:"enabled"`
 	// Timeout of the whole exchange; default 5 s.
@@ -92,8 +92,8 @@ type QuotaConfig struct {
 	OwnerFiles  int64 `koanf:"ownerFiles"`
 }
 
-// Config is UploadedFileConfig: every option of the spec's Limits table.
-// Zero values mean the spec's default.
+// Config is the service's configuration: every option of docs/configuration.md.
+// Zero values mean the documented default.
 type Config struct {
 	// Driver is "local" or "s3"; empty: s3 when a complete AccessID +
 	// AccessKey pair is given, local otherwise.
@@ -152,7 +152,7 @@ type Config struct {
 	DownloadPath string `koanf:"downloadPath"`
 	// MaxFileSizeBytes: default 10 MiB, clamped to 25 MiB.
 	MaxFileSizeBytes int64 `koanf:"maxFileSizeBytes"`
-	// AllowedMIMETypes: default the spec's twelve types.
+	// AllowedMIMETypes: default the documented twelve types.
 	AllowedMIMETypes []string `koanf:"allowedMimeTypes"`
 	// ValidateMagicBytes: default true.
 	ValidateMagicBytes *bool `koanf:"validateMagicBytes"`
@@ -201,7 +201,7 @@ func configError(option, format string, args ...any) error {
 	return fmt.Errorf("uploadedfile config: %s: %s", option, fmt.Sprintf(format, args...))
 }
 
-// resolve validates and normalizes c (the spec's rules and bounds).
+// resolve validates and normalizes c (the documented rules and bounds).
 func resolve(c Config) (resolved, error) {
 	r := resolved{Config: c, given: c}
 	if err := r.resolveStorage(); err != nil {
@@ -465,7 +465,7 @@ func EffectiveMaxFileSize(c Config) int64 {
 }
 
 // Clamp is an option configured past its bound, and the bound used instead
-// (the spec clamps these rather than refusing them).
+// (docs/configuration.md: these are clamped rather than refused).
 type Clamp struct {
 	Option      string
 	Given, Used int64

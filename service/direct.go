@@ -18,7 +18,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 )
 
-// InitiateInput is InitiateUploadedFileInput: the four parts a direct
+// InitiateInput is the four parts a direct
 // upload declares up front.
 type InitiateInput struct {
 	OriginalName string
@@ -40,7 +40,7 @@ type UploadTarget struct {
 	ExpiresAt time.Time
 }
 
-// InitiateResult is InitiateUploadedFileResult: the new file's id, its
+// InitiateResult is the new file's id, its
 // upload target, and its private pending metadata.
 type InitiateResult struct {
 	ID     uuid.UUID

@@ -1,42 +1,29 @@
 package service
 
-// How the spec's exports map onto this package:
+// Where the parts of docs/behaviour.md are in this package:
 //
-//	UploadedFile<TExtraData>            File[T]
-//	UploadedFileService                 Service (New)
-//	UploadedFileModule.forRoot(config)  New(ctx, Config, DB, ...Option)
-//	UploadedFileController              internal/adapter/httpapi (the HTTP server)
-//	UploadedFileConfig                  Config
-//	UploadedFileContext                 RequestContext (WithRequestContext)
-//	UploadedFileOperation               Operation
-//	UploadedFileAccessDecision          AccessDecision
-//	UploadedFileScope                   Scope (DefaultResolveScope)
-//	UploadedFileAuthorizationRequest    AuthorizationRequest
-//	UploadedFileAuthorizationPolicy     AuthorizationPolicy
-//	UploadedFileAttachment              Attachment
-//	UploadedFileAttachedReadRequest     AttachedReadRequest
-//	UploadedFileAttachedReadPolicy      AttachedReadPolicy
-//	UploadedFileMeta                    Meta
-//	UploadedFileUploadOptions           UploadOptions
-//	UploadedFileTemporaryUploadOptions  TemporaryUploadOptions
-//	UploadedFileResult                  Result
-//	UploadedFileVisibility              Visibility
-//	UploadedFilePublicAccessMode        PublicAccessModeExternal, PublicAccessModeObjectACL
-//	UploadedFileStatus                  Status
-//	UploadedFileDisposition             Disposition
-//	UploadedFileDirectLifecycle<ts>     db/migrations/20261122000000_uploaded_file_direct_lifecycle
-//	UploadedFileRemoteCloneConfig       RemoteCloneConfig
-//	UPLOADED_FILE_BATCH_LIMIT           BatchLimit
-//	UPLOADED_FILE_REFERENCE_MAX_LENGTH  ReferenceMaxLength
-//	UPLOADED_FILE_CONFIG                Service.EffectiveConfig
+//	the file and its metadata          File[T], Result
+//	the service                        Service, made by New(ctx, Config, DB, ...Option)
+//	its configuration                  Config (docs/configuration.md names every option)
+//	the trusted request                RequestContext, WithRequestContext
+//	the scope                          Scope, DefaultResolveScope
+//	the policy and its decisions       AuthorizationPolicy, AuthorizationRequest, Operation, AccessDecision
+//	attachments and attached reads     Attachment, Meta, AttachedReadPolicy, AttachedReadRequest
+//	upload options                     UploadOptions, TemporaryUploadOptions
+//	visibility, status, disposition    Visibility, Status, Disposition, PublicAccessModeExternal, PublicAccessModeObjectACL
+//	import from URL                    RemoteCloneConfig
+//	batch and reference bounds         BatchLimit, ReferenceMaxLength
+//	the configuration in force         Service.EffectiveConfig
 //
-// Methods: upload (legacy) is UploadLegacy, upload (managed) Upload,
-// uploadTemporary UploadTemporaryLegacy and UploadTemporary; find Find;
-// findById FindByID; setExtraData SetExtraData; resolveUrl ResolveURL;
-// download Download; downloadAttached DownloadAttached; markUsed MarkUsed;
-// useFiles UseFiles; changeFiles ChangeFiles; delete Delete; deleteById
-// DeleteByID; getContent GetContent; the unsafeSystem* and cleanup*
-// maintenance operations keep their names.
+// Uploads are Upload and UploadTemporary (buffer), UploadLegacy and
+// UploadTemporaryLegacy (returning storage references to a host),
+// InitiateUpload, InitiateTemporaryUpload, CompleteUpload, AbortUpload and
+// PutUploadContent (direct). Reads are Find, FindByID, ResolveURL,
+// Download and DownloadAttached; attachment is MarkUsed, UseFiles and
+// ChangeFiles; deletion is DeleteByID and Delete. The sweeps' operations
+// (CleanupPendingUploads, CleanupExpiredTemporaryFiles and the
+// UnsafeSystem* ones, which cross tenants) are for background code and
+// operators, never for a request.
 //
 // Raw storage drivers, key helpers and maintenance providers live under
 // internal/ and cannot be imported from outside this module.

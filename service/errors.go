@@ -2,7 +2,7 @@ package service
 
 import "errors"
 
-// Error is a service failure with one of the spec's stable codes. Compare
+// Error is a service failure with one of the documented stable codes. Compare
 // with errors.Is against the sentinels below; the message is the code and
 // never carries storage, policy or database details (those are logged).
 type Error struct {
@@ -17,7 +17,7 @@ func (e *Error) Is(target error) bool {
 	return errors.As(target, &t) && t.Code == e.Code
 }
 
-// The spec's error codes.
+// The documented error codes.
 var (
 	// ErrNotFound: missing, malformed id, denied, cross-scope, hidden or
 	// deleted -- deliberately indistinguishable.
@@ -91,7 +91,7 @@ const (
 	RuleTypeMismatch = "type.declared-mismatch"
 )
 
-// ruleError is one of the spec's codes with the rule the upload broke (a
+// ruleError is one of the documented codes with the rule the upload broke (a
 // file-check rule, or one of the Rule* content rules): the message is the
 // code alone, errors.Is matches the code, and Rule, Retryable and SizeOnly
 // read the rest.

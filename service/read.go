@@ -139,7 +139,7 @@ func (s *Service) DownloadAttached(ctx context.Context, id string, att Attachmen
 	return s.openObject(ctx, f.ID, objectRef{key: f.Key, name: f.OriginalName, contentType: f.ContentType, etag: deref(f.ETag)}, f.Disposition)
 }
 
-// GetContent is the spec's getContent: the allowlisted content type of a
+// GetContent is the allowlisted content type of a
 // file name's extension and an attachment disposition, or empty values.
 func (s *Service) GetContent(fileName string) filecheck.Content {
 	return filecheck.GetContent(fileName)

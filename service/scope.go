@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// Bounds of every public batch (the spec's exported constants).
+// Bounds of every public batch (the documented exported constants).
 const (
 	// BatchLimit is UPLOADED_FILE_BATCH_LIMIT: ids or references per call.
 	BatchLimit = 100
@@ -19,7 +19,7 @@ const (
 	ReferenceMaxLength = 1024
 )
 
-// RequestContext is the trusted context of a call (UploadedFileContext):
+// RequestContext is the trusted context of a call:
 // who is acting, for which tenant. The HTTP guard builds it from a verified
 // token; a Go host builds it itself. It travels in context.Context.
 type RequestContext struct {
@@ -43,14 +43,14 @@ func RequestContextFrom(ctx context.Context) (RequestContext, bool) {
 	return rc, ok
 }
 
-// Scope is the tenant/owner boundary of a call (UploadedFileScope).
+// Scope is the tenant/owner boundary of a call.
 type Scope struct {
 	TenantCode     string
 	DepartmentCode *string // nil: no department boundary
 	UserID         string
 }
 
-// DefaultResolveScope is the spec's fallback: ctx.tenant, then ctx.userId,
+// DefaultResolveScope is the documented fallback: ctx.tenant, then ctx.userId,
 // then the matching ctx.custom fields (tenantCode, departmentCode, userId).
 func DefaultResolveScope(rc RequestContext) (Scope, error) {
 	s := Scope{TenantCode: rc.Tenant, UserID: rc.UserID}
@@ -71,7 +71,7 @@ func customString(m map[string]any, key string) string {
 	return s
 }
 
-// AccessDecision is an authorization outcome (UploadedFileAccessDecision).
+// AccessDecision is an authorization outcome.
 type AccessDecision string
 
 // The decisions.
@@ -84,7 +84,7 @@ const (
 	DecisionDeny AccessDecision = "deny"
 )
 
-// Operation names what a call does (UploadedFileOperation).
+// Operation names what a call does.
 type Operation string
 
 // The operations a policy is asked about.

@@ -1,5 +1,5 @@
-// Package service is the Go API of uploadedfile: the spec's
-// UploadedFileService and its configuration and types, for Go hosts that
+// Package service is the Go API of uploadedfile: the file
+// service of docs/behaviour.md and its configuration and types, for Go hosts that
 // embed the service instead of calling it over HTTP.
 //
 // Every normal operation resolves a trusted scope from the RequestContext
@@ -53,7 +53,8 @@ import (
 // another type is used as it is (db.Wrap).
 type DB = db.Conn
 
-// Service is UploadedFileService.
+// Service is the file service: uploads, reads, attachment, deletion and
+// the sweeps' operations (docs/behaviour.md).
 type Service struct {
 	cfg resolved
 	db  DB

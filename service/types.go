@@ -12,7 +12,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/db"
 )
 
-// Status is a direct-lifecycle state (UploadedFileStatus).
+// Status is a direct-lifecycle state.
 type Status string
 
 // The states.
@@ -23,7 +23,7 @@ const (
 	StatusFailed     Status = "failed"
 )
 
-// Meta is optional provenance (UploadedFileMeta): not an authorization
+// Meta is optional provenance: not an authorization
 // decision.
 type Meta struct {
 	Module   string
@@ -32,7 +32,7 @@ type Meta struct {
 	Type     string
 }
 
-// UploadOptions narrow one upload (UploadedFileUploadOptions).
+// UploadOptions narrow one upload.
 type UploadOptions struct {
 	// ContentType is the declared type; it must agree with the extension.
 	ContentType string
@@ -47,8 +47,8 @@ type UploadOptions struct {
 	Disposition Disposition
 }
 
-// TemporaryUploadOptions narrow a managed temporary upload
-// (UploadedFileTemporaryUploadOptions): no visibility and no lifetime can
+// TemporaryUploadOptions narrow a managed temporary upload:
+// no visibility and no lifetime can
 // be given -- a temporary file is always private and lives 24 hours.
 type TemporaryUploadOptions struct {
 	ContentType      string
@@ -93,7 +93,7 @@ type File[T any] struct {
 	UpdatedAt     time.Time
 }
 
-// Result is UploadedFileResult: the file plus a URL to read it and that
+// Result is the file plus a URL to read it and that
 // URL's expiry (nil: stable). Key and CDN are kept for legacy Go callers;
 // HTTPResult drops them.
 type Result struct {

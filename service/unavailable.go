@@ -30,7 +30,7 @@ var ErrUnavailable = outage.ErrUnavailable
 
 // UnavailableError is the failure of an operation whose dependency did not
 // answer. Its message is its stable code, core.<dependency>.unavailable
-// (Code); errors.Is matches ErrUnavailable and, for a write, the spec code
+// (Code); errors.Is matches ErrUnavailable and, for a write, the documented code
 // of the operation that failed (ErrUploadFailed, ErrDeleteFailed, ...). The
 // cause is logged where it happened and kept for errors.As (a host may
 // inspect a *pgconn.PgError); it never reaches an HTTP answer. The
@@ -38,7 +38,7 @@ var ErrUnavailable = outage.ErrUnavailable
 // statement's error once.
 type UnavailableError = outage.Error
 
-// unavailable is an outage of dep for an operation with the spec code op
+// unavailable is an outage of dep for an operation with the documented code op
 // (nil for a read), caused by cause.
 func unavailable(dep Dependency, op *Error, rule string, cause error) *UnavailableError {
 	return outage.New(dep, opCode(op), rule, cause)
@@ -46,7 +46,7 @@ func unavailable(dep Dependency, op *Error, rule string, cause error) *Unavailab
 
 // opCode is op as an error, nil for a read (no typed nil in an interface).
 func opCode(op *Error) error {
-	if op == nil || op == ErrNotFound { // a read: there is no spec code to keep
+	if op == nil || op == ErrNotFound { // a read: there is no operation code to keep
 		return nil
 	}
 	return op

@@ -62,7 +62,7 @@ func newServeCommand(g *globals) *cobra.Command {
 		Short: "Run the HTTP server",
 		Example: `  uploadedfile serve --dev
   uploadedfile serve --config /etc/uploadedfile.yaml --listen 0.0.0.0:8080 --metrics-listen 127.0.0.1:9090`,
-		Long: `Run the HTTP server. Configuration: --config FILE (YAML, the spec's option
+		Long: `Run the HTTP server. Configuration: --config FILE (YAML, the documented option
 names) and UPLOADEDFILE_<OPTION> environment variables; the database is
 DATABASE_URL. With --dev, migrations are applied at start (unless
 --no-migrate); otherwise only with --migrate (or migrate: true): deploy

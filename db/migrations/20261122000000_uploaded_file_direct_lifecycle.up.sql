@@ -1,5 +1,4 @@
--- The direct upload lifecycle (the spec's UploadedFileDirectLifecycle
--- migration): initiate -> the client writes one staging object -> complete
+-- The direct upload lifecycle (docs/behaviour.md, "Uploads"): initiate -> the client writes one staging object -> complete
 -- verifies, promotes and finalizes. Additive only: every new column is
 -- nullable or has a constant default, so rows written by the legacy shape
 -- stay valid and a running legacy writer is not broken by it.

@@ -1,4 +1,4 @@
--- The index diet (issue 46): uploaded_file_owner_status_idx (tenant_code,
+-- The index diet: uploaded_file_owner_status_idx (tenant_code,
 -- user_id, status) served no query that another index does not serve
 -- better: point reads by id take the primary key, the owner's lists their
 -- list_owner_* indexes (it stood in front of them in every owner list's

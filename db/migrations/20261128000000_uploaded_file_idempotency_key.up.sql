@@ -1,4 +1,4 @@
--- Idempotency keys of buffer uploads on the file's own row (issue 48: a key
+-- Idempotency keys of buffer uploads on the file's own row (a key
 -- row of its own cost a keyed 64 KiB upload a third of its throughput).
 -- POST /uploaded-file with an Idempotency-Key stores the key and the
 -- request's fingerprint on the row it inserts; a retry finds the row by

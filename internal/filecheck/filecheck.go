@@ -6,7 +6,7 @@
 // These are input checks, not malware scanning: a file that passes is of
 // the type it claims and within the limits, nothing more.
 //
-// Every refusal is an *Error with a stable Rule; all of them are the spec's
+// Every refusal is an *Error with a stable Rule; all of them are the documented
 // core.file.invalid-upload (Code), so the service reports them as one code
 // while tests and logs can tell the rules apart.
 package filecheck
@@ -28,7 +28,7 @@ const (
 	DefaultMaxFileSize int64 = 10 << 20
 )
 
-// Code is the spec's error code of every refusal here.
+// Code is the documented error code of every refusal here.
 const Code = "core.file.invalid-upload"
 
 // Rules: the stable identifiers of each refusal.
@@ -79,7 +79,7 @@ func (e *Error) Error() string { return fmt.Sprintf("%s: %s: %s", Code, e.Rule, 
 // Is makes errors.Is(err, ErrInvalidUpload) true.
 func (e *Error) Is(target error) bool { return target == ErrInvalidUpload }
 
-// Code returns the spec's error code.
+// Code returns the documented error code.
 func (e *Error) Code() string { return Code }
 
 // SizeOnly reports a refusal for the size limit alone (HTTP 413).
@@ -110,7 +110,7 @@ type Policy struct {
 	ValidateMagicBytes bool
 }
 
-// DefaultPolicy is the spec's default configuration.
+// DefaultPolicy is the documented default configuration.
 func DefaultPolicy() Policy {
 	return Policy{AllowedMIMETypes: DefaultAllowedMIMETypes(), MaxFileSizeBytes: DefaultMaxFileSize, ValidateMagicBytes: true}
 }

@@ -199,7 +199,7 @@ func TestPolicyNarrowsNeverWidens(t *testing.T) {
 	def, err := filecheck.NewPolicy(nil, 0, true)
 	require.NoError(t, err)
 	require.EqualValues(t, 10<<20, def.MaxFileSizeBytes)
-	require.Len(t, def.AllowedMIMETypes, 12, "the spec's default allowlist")
+	require.Len(t, def.AllowedMIMETypes, 12, "the documented default allowlist")
 
 	_, err = filecheck.NewPolicy([]string{"application/x-msdownload"}, 0, true)
 	require.ErrorContains(t, err, "allowedMimeTypes")

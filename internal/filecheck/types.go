@@ -56,7 +56,7 @@ var fileTypes = []fileType{
 	{mime: TypeText, extensions: []string{"txt"}, kind: kindText},
 }
 
-// DefaultAllowedMIMETypes is the spec's default allowlist: every type above.
+// DefaultAllowedMIMETypes is the documented default allowlist: every type above.
 func DefaultAllowedMIMETypes() []string {
 	out := make([]string, len(fileTypes))
 	for i, t := range fileTypes {
@@ -122,7 +122,7 @@ type Content struct {
 	ContentDisposition string
 }
 
-// GetContent is the spec's getContent: a pure mapping of a file name's
+// GetContent is a pure mapping of a file name's
 // extension to its allowlisted content type, and an attachment disposition
 // (RFC 6266: an ASCII fallback filename plus filename* in UTF-8). An empty
 // name gives an empty Content; an extension outside the allowlist gives no

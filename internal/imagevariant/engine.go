@@ -8,7 +8,7 @@ import (
 
 // Engine does a variant's pixel work: decode exactly one frame of src
 // (whose header the Generator has read and checked), apply its EXIF
-// orientation, fit it into the spec's box and encode it, carrying none of
+// orientation, fit it into the Spec's box and encode it, carrying none of
 // the input's metadata. The Generator bounds the work around it: the pixel
 // limit, the slots, the context.
 type Engine interface {

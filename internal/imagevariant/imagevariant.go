@@ -82,7 +82,7 @@ type Spec struct {
 	Quality int
 }
 
-// Validate reports what is wrong with a spec.
+// Validate reports what is wrong with the variant's Spec.
 func (s Spec) Validate() error {
 	switch {
 	case s.Width < 1 || s.Height < 1 || s.Width > MaxSide || s.Height > MaxSide:
@@ -106,7 +106,7 @@ var (
 	// ErrAnimated: the image needs more than one frame decoded (an animated
 	// WebP); a GIF's first frame is used instead.
 	ErrAnimated = errors.New("imagevariant: animated image")
-	// ErrFormat: the engine does not write the spec's format (AVIF without
+	// ErrFormat: the engine does not write the Spec's format (AVIF without
 	// the vips engine).
 	ErrFormat = errors.New("imagevariant: the image engine does not write this format")
 )

@@ -31,7 +31,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// MaxKeyLength bounds every key (the spec's exact-reference limit).
+// MaxKeyLength bounds every key (the documented exact-reference limit).
 const MaxKeyLength = 1024
 
 // DefaultFolder is the folder used when none is configured.

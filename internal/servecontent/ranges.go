@@ -35,7 +35,7 @@ var ErrUnsatisfiable = errors.New("servecontent: too many, overlapping or unsort
 // bytes. Every range spec counts: one that does not parse -- an empty one,
 // a zero-length suffix ("-0"), a last byte before the first -- refuses the
 // whole header, as do more than MaxRanges specs and ranges that overlap or
-// come out of order (ErrUnsatisfiable). A spec that parses but starts past
+// come out of order (ErrUnsatisfiable). A range that parses but starts past
 // the end selects nothing; it is counted all the same, and a header that
 // selects no byte at all (an empty object's included, on which
 // http.ServeContent would answer a 206 of "bytes 0--1/0") is refused too.
@@ -83,7 +83,7 @@ const (
 	// beyond: a well-formed spec that starts past the end (or an empty
 	// object): nothing.
 	beyond
-	// invalid: the spec does not parse, or is a zero-length suffix.
+	// invalid: the range does not parse, or is a zero-length suffix.
 	invalid
 )
 

@@ -34,7 +34,7 @@ type problem struct {
 	RequestID string `json:"requestId,omitempty"`
 }
 
-// statusOf maps a service code to its HTTP status (DESIGN.md section 5).
+// statusOf maps a service code to its HTTP status (the table in docs/http.md, "Errors").
 var statusOf = map[string]int{
 	service.ErrNotFound.Code:                 http.StatusNotFound,
 	service.ErrInvalidUpload.Code:            http.StatusUnprocessableEntity,

@@ -35,7 +35,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 )
 
-// Public access modes (the spec's publicAccessMode).
+// Public access modes (the documented publicAccessMode).
 const (
 	PublicAccessExternal  = "external"   // no ACL is sent; public reads are served by something else (a CDN, a bucket policy)
 	PublicAccessObjectACL = "object-acl" // public objects get the public-read ACL

@@ -4,6 +4,7 @@
 #   make build      bin/uploadedfile, its version stamped with the commit
 #   make build-vips bin/uploadedfile with the libvips image engine (needs libvips-dev)
 #   make generate   regenerate gen/ from db/queries and api/openapi.yaml
+#   make check      the fast loop (< 1 min, no libvips, npm or PostgreSQL): gofmt, tidy, vet, golangci-lint, generated Go code, structure tests
 #   make verify     generated code fresh, go vet, staticcheck, golangci-lint, gofmt, go mod tidy
 #   make fuzz       every fuzz target for FUZZTIME each (default 60s)
 #   make ts         install and build the TypeScript client, the Uppy plugin and the web page's packages
@@ -33,7 +34,7 @@ FLEET_OUTAGE ?= 10s
 
 TS := clients/typescript
 
-.PHONY: upgrade build build-vips libvips lint bench bench-full bench-peers chaos fleet hostile all generate verify verify-generated vet staticcheck fmt-check tidy-check test test-only s3-servers postgres tools fuzz ts web lint-openapi
+.PHONY: check vet-go lint-go verify-generated-go upgrade build build-vips libvips lint bench bench-full bench-peers chaos fleet hostile all generate verify verify-generated vet staticcheck fmt-check tidy-check test test-only s3-servers postgres tools fuzz ts web lint-openapi
 
 all: verify
 
@@ -85,9 +86,10 @@ web: ts
 lint-openapi:
 	cd $(TS) && npx redocly lint --config redocly.yaml ../../api/openapi.yaml
 
-## verify-generated: fail when gen/ differs from what the generators produce
-## (regenerated into a temporary directory; the working tree is not touched).
-verify-generated:
+## verify-generated-go: fail when the Go code generated from db/queries and
+## api/openapi.yaml differs from what the generators produce (regenerated
+## into a temporary directory; the working tree is not touched).
+verify-generated-go:
 	$(TOOL) sqlc diff
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	sed "s#^output: .*#output: $$tmp/api.gen.go#" api/server.cfg.yaml > $$tmp/server.cfg.yaml && \
@@ -96,6 +98,10 @@ verify-generated:
 	$(TOOL) oapi-codegen -config $$tmp/client.cfg.yaml api/openapi.yaml && \
 	diff -u gen/api/api.gen.go $$tmp/api.gen.go >/dev/null && diff -u gen/client/client.gen.go $$tmp/client.gen.go >/dev/null || \
 	{ echo "gen/api or gen/client is stale: run make generate"; exit 1; }
+
+## verify-generated: the Go code above, the TypeScript schema and the
+## embedded web page (these two need make ts).
+verify-generated: verify-generated-go
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	(cd $(TS) && npx openapi-typescript ../../api/openapi.yaml -o $$tmp/schema.d.ts >/dev/null 2>&1) && \
 	diff -u $(TS)/src/schema.d.ts $$tmp/schema.d.ts >/dev/null || \
@@ -106,9 +112,11 @@ verify-generated:
 
 ## vet, staticcheck: the default build, then the vips engine's files.
 VIPS_PACKAGES := ./internal/imagevariant/ ./cmd/uploadedfile/
-vet: libvips
-	$(GO) vet ./...
+vet: vet-go libvips
 	$(GO) vet -tags vips $(VIPS_PACKAGES)
+
+vet-go:
+	$(GO) vet ./...
 
 staticcheck: libvips
 	$(TOOL) staticcheck ./...
@@ -123,9 +131,19 @@ fmt-check:
 
 ## lint: golangci-lint (.golangci.yml): imports in three groups, and no test
 ## kit in the code that ships; the vips engine's files too.
-lint: libvips
-	$(TOOL) golangci-lint run ./...
+lint: lint-go libvips
 	$(TOOL) golangci-lint run --build-tags vips $(VIPS_PACKAGES)
+
+lint-go:
+	$(TOOL) golangci-lint run ./...
+
+## check: the fast loop -- gofmt, go mod tidy, go vet, golangci-lint, the
+## generated Go code up to date and the repository's structure tests (file
+## lengths, layers, nothing pointing outside the repository) -- with no
+## libvips, npm or PostgreSQL. The vips build, the TypeScript side and
+## every test stay in make test.
+check: fmt-check tidy-check vet-go lint-go verify-generated-go
+	$(GO) test -count=1 ./internal/layers/
 
 verify: ts verify-generated lint-openapi vet staticcheck lint fmt-check tidy-check
 
@@ -134,8 +152,12 @@ postgres:
 	@pg_isready -q -h 127.0.0.1 -p 5432 || pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql) main start
 	@for i in $$(seq 1 30); do pg_isready -q -h 127.0.0.1 -p 5432 && exit 0; sleep 1; done; echo "PostgreSQL did not start"; exit 1
 
-## test: the full check, as CI runs it.
-test: verify postgres test-only
+## test: the full check, as CI runs it, with the time of each step.
+test:
+	@for step in verify postgres test-only; do \
+	  t0=$$(date +%s); $(MAKE) --no-print-directory $$step || exit 1; \
+	  echo "== make $$step: $$(( $$(date +%s) - t0 )) s"; \
+	done
 
 ## s3-servers: build the two S3 servers the tests start (cached by the Go
 ## build cache; MinIO's first build takes minutes, so not inside a test).

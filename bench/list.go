@@ -61,7 +61,7 @@ FROM generate_series(1, $1::integer) AS i`, listRows+50); err != nil {
 	}
 	deepQuery := "limit=50&cursor=" + url.QueryEscape(cursor)
 	if n, _, err := page(deepQuery); err != nil || n != 50 {
-		return fmt.Errorf("list bench: the deep page has %d files: %v", n, err)
+		return fmt.Errorf("list bench: the deep page has %d files: %w", n, err)
 	}
 	_, key, err := e.uploadKeyed(payload(4096))
 	if err != nil {

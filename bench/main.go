@@ -134,7 +134,7 @@ func run(full bool, write string) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	bin, err := buildServer(tmp)
 	if err != nil {
 		return err
@@ -459,7 +459,7 @@ func failed(ss ...stats) error {
 	if n == 0 {
 		return nil
 	}
-	return fmt.Errorf("%d failed calls, the first: %v", n, first)
+	return fmt.Errorf("%d failed calls, the first: %w", n, first)
 }
 
 // measure runs the loads of one comparison in interleaved rounds

@@ -138,7 +138,7 @@ func reconcileLocal(ctx context.Context, bin string, n int) (reconcileRun, error
 	if err != nil {
 		return reconcileRun{}, err
 	}
-	defer os.RemoveAll(root)
+	defer func() { _ = os.RemoveAll(root) }()
 	body := []byte("0123456789")
 	err = objectKeys(n, func(key string) error {
 		p := filepath.Join(root, key)
@@ -181,11 +181,11 @@ func runReconcile(bin, dsn, config string, n int) (reconcileRun, error) {
 	if err != nil {
 		return reconcileRun{}, err
 	}
-	defer os.Remove(cfg.Name())
+	defer func() { _ = os.Remove(cfg.Name()) }()
 	if _, err := cfg.WriteString(config); err != nil {
 		return reconcileRun{}, err
 	}
-	cfg.Close()
+	_ = cfg.Close()
 	cmd := exec.Command(bin, "--database-url", dsn, "maintenance", "--config", cfg.Name(), "reconcile", "--grace", "0s", "--output", "json")
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
@@ -197,7 +197,7 @@ func runReconcile(bin, dsn, config string, n int) (reconcileRun, error) {
 	err = cmd.Wait()
 	rss := peak()
 	if err != nil {
-		return reconcileRun{}, fmt.Errorf("%v: %s", err, stderr.String())
+		return reconcileRun{}, fmt.Errorf("%w: %s", err, stderr.String())
 	}
 	elapsed := time.Since(start)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")

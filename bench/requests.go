@@ -110,7 +110,7 @@ func (e *env) detailURL(id string) (string, error) {
 		URL string `json:"url"`
 	}
 	if err := json.Unmarshal(b, &d); err != nil || d.URL == "" {
-		return "", fmt.Errorf("detail of %s: no url (%v)", id, err)
+		return "", fmt.Errorf("detail of %s: no url (%w)", id, err)
 	}
 	if strings.HasPrefix(d.URL, "/") { // no host configured: relative to the server
 		return e.uf.url + d.URL, nil

@@ -98,7 +98,7 @@ func freePort() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().String(), nil
 }
 
@@ -130,7 +130,7 @@ func createDatabase(ctx context.Context, server string) (string, func(), error) 
 	if err != nil {
 		return "", nil, err
 	}
-	defer admin.Close(ctx)
+	defer func() { _ = admin.Close(ctx) }()
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		return "", nil, err
 	}
@@ -141,7 +141,7 @@ func createDatabase(ctx context.Context, server string) (string, func(), error) 
 		c, err := pgx.Connect(context.Background(), server)
 		if err == nil {
 			_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-			c.Close(context.Background())
+			_ = c.Close(context.Background())
 		}
 	}
 	if err := migrations.Up(dsn); err != nil {
@@ -161,7 +161,7 @@ func buildServer(dir string) (string, error) {
 	}
 	out, err := exec.Command("go", append(args, "./cmd/uploadedfile")...).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("build: %v: %s", err, out)
+		return "", fmt.Errorf("build: %w: %s", err, out)
 	}
 	return bin, nil
 }
@@ -287,7 +287,7 @@ func rawUploadHandler(pool *pgxpool.Pool, dir string) http.HandlerFunc {
 		if err == nil {
 			err = f.Sync()
 		}
-		f.Close()
+		_ = f.Close()
 		if err == nil {
 			_, err = pool.Exec(r.Context(), "INSERT INTO raw_upload (id, name, size) VALUES ($1, $2, $3)", id, part.FileName(), n)
 		}
@@ -325,7 +325,7 @@ func lifecycleUploadHandler(pool *pgxpool.Pool, dir string) http.HandlerFunc {
 		if err == nil {
 			err = f.Sync()
 		}
-		f.Close()
+		_ = f.Close()
 		if err == nil {
 			_, err = pool.Exec(r.Context(), "UPDATE spec_upload SET status = 'ready', size = $2, checksum = $3, updated_at = now() WHERE id = $1 AND status = 'pending'",
 				id, n, base64.StdEncoding.EncodeToString(h.Sum(nil)))

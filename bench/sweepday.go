@@ -123,7 +123,7 @@ func simulateDay(ctx context.Context, gw *s3test.Server, w dayWork, sch daySched
 	if err != nil {
 		return d, err
 	}
-	defer svc.Close()
+	defer func() { _ = svc.Close() }()
 	if err := runDay(ctx, svc, pool, clock, sch, day, &d); err != nil {
 		return d, err
 	}

@@ -58,12 +58,12 @@ func TestFileLockThenMarkInOneTransaction(t *testing.T) {
 	// deletion while the first holds it.
 	tx1, err := b.pool.Begin(b.ctx)
 	require.NoError(t, err)
-	defer tx1.Rollback(b.ctx) //nolint:errcheck
+	defer tx1.Rollback(b.ctx)
 	_, err = b.q.FileLockVisibleByIDs(b.ctx, tx1, db.FileLockVisibleByIDsParams{IDs: []uuid.UUID{f.ID}, TenantCode: "acme"})
 	require.NoError(t, err)
 	tx2, err := b.pool.Begin(b.ctx)
 	require.NoError(t, err)
-	defer tx2.Rollback(b.ctx) //nolint:errcheck
+	defer tx2.Rollback(b.ctx)
 	_, err = tx2.Exec(b.ctx, "SET LOCAL lock_timeout = '100ms'")
 	require.NoError(t, err)
 	_, err = b.q.FileClaimDeletion(b.ctx, tx2, db.FileClaimDeletionParams{ID: f.ID, TenantCode: "acme", DeletionLease: deletionLease, Now: at(0)})

@@ -13,7 +13,7 @@ import (
 	pgxuuid "github.com/vgarvardt/pgx-google-uuid/v5"
 )
 
-// ErrInvalidURL: OpenPool could not parse the database URL. The URL itself
+// ErrInvalidURL means OpenPool could not parse the database URL. The URL itself
 // is not repeated (it may carry a password).
 var ErrInvalidURL = errors.New("the database URL is invalid")
 

@@ -186,7 +186,7 @@ func (b *bundle) rollbackTx(t *testing.T, fn func(tx pgx.Tx) error) error {
 	t.Helper()
 	tx, err := b.pool.Begin(b.ctx)
 	require.NoError(t, err)
-	defer tx.Rollback(b.ctx) //nolint:errcheck
+	defer tx.Rollback(b.ctx)
 	return fn(tx)
 }
 

@@ -223,7 +223,7 @@ func (s *Service) receiveContent(ctx context.Context, r io.Reader, size int64, s
 	if err != nil {
 		return nil, err
 	}
-	defer sp.Close()
+	defer func() { _ = sp.Close() }()
 	if sp.Size() != size || !bytes.Equal(sp.sum, sum) {
 		return nil, verificationFailed(RuleContentMismatch, true)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/db"
 )
 
-// ErrQuotaExceeded: the upload would pass a storage quota; Rule names the
+// ErrQuotaExceeded means the upload would pass a storage quota; Rule names the
 // limit (RuleQuotaTenantBytes, ...). Nothing was written or reserved.
 var ErrQuotaExceeded = &Error{Code: "core.file.quota-exceeded"}
 

@@ -129,7 +129,7 @@ type RescanReport struct {
 	Scanned, Detected, Quarantined int
 }
 
-// ErrNoScanner: a rescan without a scanner (scan.clamd).
+// ErrNoScanner refuses a rescan without a scanner (scan.clamd).
 var ErrNoScanner = errors.New("uploadedfile: no scanner configured (scan.clamd)")
 
 // UnsafeSystemRescan scans every ready file that o selects again (after a

@@ -138,7 +138,7 @@ func (s *Service) upload(ctx context.Context, u bufferUpload) (db.UploadedFile, 
 	if err != nil {
 		return db.UploadedFile{}, err
 	}
-	defer sp.Close()
+	defer func() { _ = sp.Close() }()
 	checked, _, err := policy.Check(filecheck.Meta{Name: u.name, DeclaredType: u.declared, Size: sp.Size()}, sp)
 	if err != nil {
 		return db.UploadedFile{}, s.checkError(ctx, err)
@@ -355,11 +355,11 @@ func (s *Service) spool(ctx context.Context, src io.Reader, max int64) (*spooled
 	bw.Reset(nil)
 	spoolWriters.Put(bw)
 	if err != nil {
-		sp.Close()
+		_ = sp.Close()
 		return nil, ErrUploadFailed
 	}
 	if n > max {
-		sp.Close()
+		_ = sp.Close()
 		return nil, &ruleError{code: ErrInvalidUpload, rule: filecheck.RuleSizeTooLarge, sizeOnly: true}
 	}
 	return &spooled{Spool: sp, sum: sp.SHA256()}, nil

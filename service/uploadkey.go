@@ -97,12 +97,14 @@ func uploadKeyFrom(ctx context.Context) *UploadKey {
 	return k
 }
 
-// KeyInFlightError: a request under the key is still running (its file is
+// KeyInFlightError means a request under the key is still running (its file is
 // hidden under a live activation lease); RetryAfter is when to look again
 // (at most 5 seconds). errors.Is matches ErrIdempotencyInFlight.
 type KeyInFlightError struct{ RetryAfter time.Duration }
 
-func (e *KeyInFlightError) Error() string        { return ErrIdempotencyInFlight.Code }
+func (e *KeyInFlightError) Error() string { return ErrIdempotencyInFlight.Code }
+
+// Is matches ErrIdempotencyInFlight.
 func (e *KeyInFlightError) Is(target error) bool { return target == ErrIdempotencyInFlight }
 
 // keyTaken is what an insert under a key that is not free found: the row

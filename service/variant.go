@@ -76,11 +76,11 @@ type Variant struct {
 	URLExpiredAt *time.Time
 }
 
-// ErrVariantRefused: the file is an image this service will not make a
+// ErrVariantRefused means the file is an image this service will not make a
 // variant of; Rule says why (RuleVariantTooManyPixels, ...). HTTP 422.
 var ErrVariantRefused = &Error{Code: "core.file.variant-refused"}
 
-// ErrVariantFailed: generating or storing the variant failed, or another
+// ErrVariantFailed means generating or storing the variant failed, or another
 // request is still generating it; retryable. HTTP 503.
 var ErrVariantFailed = &Error{Code: "core.file.variant-failed"}
 

@@ -165,7 +165,7 @@ func (c *Client) send(ctx context.Context, t client.UploadTarget, f File) (int, 
 		return 0, nil, nil, fmt.Errorf("uploader: rewind the body: %w", err)
 	}
 	body := &attemptBody{r: io.LimitReader(f.Body, f.Size)}
-	defer body.Close() // before the next attempt rewinds f.Body
+	defer func() { _ = body.Close() }() // before the next attempt rewinds f.Body
 	req, err := http.NewRequestWithContext(ctx, t.Method, t.Url, body)
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("uploader: %w", err)

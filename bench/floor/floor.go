@@ -66,7 +66,7 @@ func Download(pool *pgxpool.Pool, files string) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		http.ServeContent(w, r, path.Base(k), modTime, f)
 	}
 }
@@ -81,7 +81,7 @@ func open(w http.ResponseWriter, files, key string) (*os.File, time.Time, bool) 
 	}
 	fi, err := f.Stat()
 	if err != nil {
-		f.Close()
+		_ = f.Close()
 		http.Error(w, "stat", http.StatusInternalServerError)
 		return nil, time.Time{}, false
 	}
@@ -227,7 +227,7 @@ func SameWorkDownload(pool *pgxpool.Pool, files string) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		h := w.Header()
 		h.Set("Content-Type", cmp.Or(filecheck.ContentTypeOf(name), "application/octet-stream"))
 		servecontent.DownloadHeaders(h, filecheck.Disposition(name, disposition == "inline"), etag, false)

@@ -218,7 +218,7 @@ scan:
 		}
 	}
 	require.NotEmpty(t, s.token, "serve --dev printed its token")
-	go io.Copy(io.Discard, stdout) //nolint:errcheck
+	go io.Copy(io.Discard, stdout)
 	return s
 }
 

@@ -46,7 +46,7 @@ func startServe(t *testing.T, dbURL, cfgFile string) *serveProcess {
 	re := regexp.MustCompile(`listening on (http://[0-9.:]+)`)
 	for lines.Scan() {
 		if m := re.FindStringSubmatch(lines.Text()); m != nil {
-			go io.Copy(io.Discard, out) //nolint:errcheck
+			go io.Copy(io.Discard, out)
 			return &serveProcess{cmd: cmd, base: m[1]}
 		}
 	}

@@ -129,7 +129,7 @@ func TestServeDev(t *testing.T) {
 		require.NoError(t, err, "output so far: %s", out.String())
 		out.Write(buf[:n])
 	}
-	go io.Copy(io.Discard, pr) //nolint:errcheck
+	go io.Copy(io.Discard, pr)
 	base := regexp.MustCompile(`listening on (http://[0-9.:]+)`).FindStringSubmatch(out.String())[1]
 	token := tokenRE.FindStringSubmatch(out.String())[1]
 	require.Contains(t, out.String(), "curl -s -H \"Authorization: Bearer $TOKEN\" -F file=@hello.txt "+base+"/uploaded-file")

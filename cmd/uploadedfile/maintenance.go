@@ -284,7 +284,7 @@ func withConfiguredService(ctx context.Context, g *globals, fn func(*service.Ser
 		if err != nil {
 			return err
 		}
-		defer svc.Close()
+		defer func() { _ = svc.Close() }()
 		return fn(svc, pool)
 	})
 }

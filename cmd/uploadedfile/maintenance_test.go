@@ -82,7 +82,7 @@ var buildOnce = sync.OnceValues(func() (string, error) {
 	bin := filepath.Join(dir, "uploadedfile")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("go build: %v: %s", err, out)
+		return "", fmt.Errorf("go build: %w: %s", err, out)
 	}
 	return bin, nil
 })

@@ -129,7 +129,7 @@ func withMigrator(g *globals, fn func(*migrate.Migrate) error) error {
 	if err != nil {
 		return g.databaseError(err)
 	}
-	defer m.Close()
+	defer func() { _, _ = m.Close() }()
 	return fn(m)
 }
 

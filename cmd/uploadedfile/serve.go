@@ -99,7 +99,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	if err != nil {
 		return fmt.Errorf("serve: listen: %w", err)
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	base := "http://" + ln.Addr().String()
 	var dev devSetup
 	if o.dev && !loopback(ln.Addr()) {
@@ -125,7 +125,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	}
 	defer shutdown() // flushes the last spans
 	sink := g.useLogSink()
-	defer sink.Close() // writes the access lines still waiting
+	defer func() { _ = sink.Close() }() // writes the access lines still waiting
 	pools, err := openServePools(ctx, g.databaseURL, tracer, cfg.Database)
 	if err != nil {
 		return err
@@ -141,7 +141,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	if err != nil {
 		return err
 	}
-	defer svc.Close()
+	defer func() { _ = svc.Close() }()
 	draining := &atomic.Bool{}
 	handler, guard, health, err := newServeHandler(ctx, g, cfg, pool, svc, reg, tracer, draining)
 	if err != nil {
@@ -589,7 +589,7 @@ func ensureDatabase(ctx context.Context, databaseURL string) error {
 	if err != nil {
 		return fmt.Errorf("serve: connect to create the database: %w", err)
 	}
-	defer admin.Close(ctx)
+	defer func() { _ = admin.Close(ctx) }()
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		return fmt.Errorf("serve: create database %s: %w", name, err)
 	}

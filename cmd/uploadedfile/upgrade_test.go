@@ -185,7 +185,7 @@ var buildPrevious = sync.OnceValues(func() (string, error) {
 	newest := names[0]
 	added, err := exec.Command("git", "log", "--diff-filter=A", "--format=%H", "-1", "--", newest).Output()
 	if err != nil || len(bytes.TrimSpace(added)) == 0 {
-		return "", fmt.Errorf("find the commit that added %s (a clone with its history is needed): %v", newest, err)
+		return "", fmt.Errorf("find the commit that added %s (a clone with its history is needed): %w", newest, err)
 	}
 	commit := strings.TrimSpace(string(added)) + "^"
 	dir, err := os.MkdirTemp("", "uploadedfile-previous-*")
@@ -195,13 +195,13 @@ var buildPrevious = sync.OnceValues(func() (string, error) {
 	archive := exec.Command("sh", "-c", fmt.Sprintf("git archive --format=tar %s | tar -x -C %s", commit, dir))
 	archive.Dir = "../.."
 	if out, err := archive.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("git archive %s: %v: %s", commit, err, out)
+		return "", fmt.Errorf("git archive %s: %w: %s", commit, err, out)
 	}
 	bin := filepath.Join(dir, "uploadedfile-previous")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/uploadedfile")
 	build.Dir = dir
 	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the previous release (%s): %v: %s", commit, err, out)
+		return "", fmt.Errorf("build the previous release (%s): %w: %s", commit, err, out)
 	}
 	return bin, nil
 })

@@ -93,7 +93,7 @@ func Apply(ctx context.Context, databaseURL string, logf func(format string, arg
 	if err != nil {
 		return fmt.Errorf("migrations: connect: %w", err)
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
 	if err := takeApplyLock(ctx, conn); err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func Apply(ctx context.Context, databaseURL string, logf func(format string, arg
 	if err != nil {
 		return err
 	}
-	defer m.Close()
+	defer func() { _, _ = m.Close() }()
 	if err := recoverDirty(ctx, conn, m, false, logf); err != nil {
 		return err
 	}

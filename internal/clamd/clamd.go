@@ -105,7 +105,7 @@ func (c *Client) Scan(ctx context.Context, r io.Reader) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	if err := stream(conn, r); err != nil {
 		// clamd closes the connection past its limit; its reply, if it got
 		// one out, says why.
@@ -129,7 +129,7 @@ func (c *Client) Ping(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	if _, err := conn.Write([]byte("zPING\x00")); err != nil {
 		return c.ioError(ctx, err)
 	}
@@ -168,7 +168,7 @@ func (c *Client) dial(ctx context.Context) (net.Conn, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, c.network, c.address)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err) //nolint:errorlint // the cause as text: callers match the sentinel, never the network error
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
@@ -182,7 +182,7 @@ func (c *Client) ioError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w: no verdict within %s", ErrUnavailable, c.timeout)
 	}
-	return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	return fmt.Errorf("%w: %v", ErrUnavailable, err) //nolint:errorlint // the cause as text: callers match the sentinel, never the network error
 }
 
 // stream sends the INSTREAM command, r in chunks, and the end chunk.

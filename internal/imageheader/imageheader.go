@@ -25,7 +25,7 @@ import (
 // metadata before its frame header) has no readable header.
 const MaxHeader = 256 << 10
 
-// ErrNoHeader: not an image of a format read here, or its header is
+// ErrNoHeader means the input is not an image of a format read here, or its header is
 // malformed, zero-sized or not within MaxHeader bytes.
 var ErrNoHeader = errors.New("imageheader: no readable image header")
 

@@ -49,7 +49,7 @@ type Config struct {
 // ErrRefused is wrapped by every refusal of a URL or an address.
 var ErrRefused = errors.New("remote: refused")
 
-// ErrTooLarge: the body is larger than MaxBytes.
+// ErrTooLarge means the body is larger than MaxBytes.
 var ErrTooLarge = errors.New("remote: body too large")
 
 // Fetcher fetches remote files.
@@ -110,7 +110,7 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Response, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
+		return nil, fmt.Errorf("%w: %v", ErrRefused, err) //nolint:errorlint // the cause as text: callers match the sentinel, never the network error
 	}
 	req.Header.Set("User-Agent", "uploadedfile-remote-clone")
 	resp, err := f.client.Do(req)

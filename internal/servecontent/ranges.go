@@ -25,7 +25,7 @@ const MaxRanges = 16
 // offsets each fit in well under it).
 const maxHeaderLength = 1024
 
-// ErrUnsatisfiable: the Range header asks for more ranges than MaxRanges,
+// ErrUnsatisfiable means the Range header asks for more ranges than MaxRanges,
 // for overlapping or unsorted ranges, holds a range spec that does not
 // parse, or is longer than a header of MaxRanges ranges can be. The answer
 // is 416.

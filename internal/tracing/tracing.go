@@ -7,6 +7,7 @@ package tracing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -89,7 +90,7 @@ func (p *PGX) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBa
 // recorded on its batch's span.
 func (p *PGX) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
 	span, ok := ctx.Value(spanKey{}).(trace.Span)
-	if ok && data.Err != nil && data.Err != pgx.ErrNoRows {
+	if ok && data.Err != nil && !errors.Is(data.Err, pgx.ErrNoRows) {
 		span.RecordError(data.Err)
 	}
 }
@@ -118,7 +119,7 @@ func end(ctx context.Context, err error, status string) {
 	if !ok {
 		return
 	}
-	if err != nil && err != pgx.ErrNoRows {
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, status)
 	}

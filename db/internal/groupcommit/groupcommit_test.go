@@ -278,7 +278,7 @@ func TestManyCallersAllAnswered(t *testing.T) {
 		wg.Go(func() {
 			row, err := c.Do(context.Background(), p)
 			if p%10 != 7 && err != nil || row != fmt.Sprintf("alone %d", p) && row != fmt.Sprintf("batch %d", p) {
-				errs <- fmt.Errorf("member %d: %q, %v", p, row, err)
+				errs <- fmt.Errorf("member %d: %q, %w", p, row, err)
 			}
 		})
 	}

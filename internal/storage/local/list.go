@@ -72,7 +72,7 @@ func (s *Store) readDir(dir string) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, mapError(err)
 	}
-	defer d.Close()
+	defer func() { _ = d.Close() }()
 	entries, err := d.ReadDir(-1)
 	if err != nil {
 		return nil, mapError(err)
@@ -95,7 +95,7 @@ func (s *Store) listed(key string) (storage.ObjectInfo, error) {
 	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if oi, err := info(key, f); err == nil {
 		return oi, nil
 	}

@@ -99,7 +99,7 @@ func New(cfg Config) (*Store, error) {
 	}
 	dir, err := root.Open(".")
 	if err != nil {
-		root.Close()
+		_ = root.Close()
 		return nil, fmt.Errorf("local storage: open localRoot: %w", err)
 	}
 	return &Store{root: root, dir: dir, rootPath: canonical, cfg: cfg}, nil
@@ -144,7 +144,7 @@ func (s *Store) Put(ctx context.Context, key string, body io.Reader, opts storag
 	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	defer d.Close()
+	defer func() { _ = d.Close() }()
 	err = s.putUnnamed(ctx, d, path.Base(key), body, opts)
 	if errors.Is(err, errNoTmpfile) {
 		err = s.putNamed(ctx, path.Dir(key), key, body, opts)
@@ -186,7 +186,7 @@ func (s *Store) putUnnamed(ctx context.Context, d *os.File, name string, body io
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if err := fill(ctx, f, body, opts); err != nil {
 		return err
 	}
@@ -290,7 +290,7 @@ func (s *Store) Stat(_ context.Context, key string) (storage.ObjectInfo, error) 
 	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	return info(key, f)
 }
 
@@ -348,15 +348,15 @@ func (s *Store) Open(_ context.Context, key string, rng *storage.Range) (io.Read
 	}
 	fi, err := f.Stat()
 	if err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, mapError(err)
 	}
 	if rng.Offset < 0 || rng.Offset >= fi.Size() {
-		f.Close()
+		_ = f.Close()
 		return nil, fmt.Errorf("%w: range offset %d outside an object of %d bytes", storage.ErrInvalidArgument, rng.Offset, fi.Size())
 	}
 	if _, err := f.Seek(rng.Offset, io.SeekStart); err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, mapError(err)
 	}
 	if rng.Length < 0 {
@@ -381,7 +381,7 @@ func (s *Store) OpenFile(key, etag string) (*os.File, storage.ObjectInfo, error)
 	}
 	oi, err := infoUntyped(key, f, etag)
 	if err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, storage.ObjectInfo{}, err
 	}
 	return f, oi, nil
@@ -446,7 +446,7 @@ func (s *Store) syncDir(dir string) error {
 	if err != nil {
 		return mapError(err)
 	}
-	defer d.Close()
+	defer func() { _ = d.Close() }()
 	if err := d.Sync(); err != nil {
 		return mapError(err)
 	}

@@ -185,7 +185,7 @@ func (s *Store) serveGet(w http.ResponseWriter, r *http.Request, q url.Values) {
 		http.Error(w, "not found", http.StatusNotFound)
 		return
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	ct := q.Get(qRespType)
 	if ct == "" {
 		b, _ := getxattr(f, xattrContentType)

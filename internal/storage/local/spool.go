@@ -59,7 +59,7 @@ func (sp *spool) Commit(ctx context.Context, key string, opts storage.PutOptions
 	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	defer d.Close()
+	defer func() { _ = d.Close() }()
 	if err := seal(sp.File, sum, opts.ContentType); err != nil {
 		return storage.ObjectInfo{}, err
 	}

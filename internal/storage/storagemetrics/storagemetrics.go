@@ -69,7 +69,7 @@ func (w *Store) Open(ctx context.Context, key string, rng *storage.Range) (io.Re
 	if err != nil {
 		return nil, w.count("open", err)
 	}
-	w.count("open", nil)
+	_ = w.count("open", nil)
 	return &countingCloser{counting: counting{r: rc, c: w.bytes.WithLabelValues("read")}, closer: rc}, nil
 }
 
@@ -172,7 +172,7 @@ type spool struct {
 
 func (sp *spool) Commit(ctx context.Context, key string, opts storage.PutOptions) (storage.ObjectInfo, error) {
 	oi, err := sp.Spool.Commit(ctx, key, opts)
-	sp.w.count("put", err)
+	_ = sp.w.count("put", err)
 	if err == nil {
 		sp.w.bytes.WithLabelValues("written").Add(float64(sp.Size()))
 	}

@@ -125,7 +125,7 @@ func Temporary() (string, func(), error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("pgtest: connect to %s: %w", redact(ServerURL()), err)
 	}
-	defer admin.Close(ctx)
+	defer func() { _ = admin.Close(ctx) }()
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{templateName}.Sanitize()); err != nil {
 		return "", nil, fmt.Errorf("pgtest: create database %s: %w", name, err)
 	}
@@ -134,7 +134,7 @@ func Temporary() (string, func(), error) {
 		defer cancel()
 		if admin, err := pgx.Connect(ctx, ServerURL()); err == nil {
 			_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-			admin.Close(ctx)
+			_ = admin.Close(ctx)
 		}
 	}
 	return withDatabase(ServerURL(), name), drop, nil
@@ -154,7 +154,7 @@ func createDatabase(t testing.TB, template string) string {
 	name := fmt.Sprintf("uploadedfile_test_%d_%d", os.Getpid(), databaseSeq.Add(1))
 	admin, err := pgx.Connect(ctx, ServerURL())
 	require.NoError(t, err, "pgtest: connect to %s", redact(ServerURL()))
-	defer admin.Close(ctx)
+	defer func() { _ = admin.Close(ctx) }()
 	_, err = admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE "+pgx.Identifier{template}.Sanitize())
 	require.NoError(t, err, "pgtest: create database %s", name)
 
@@ -166,7 +166,7 @@ func createDatabase(t testing.TB, template string) string {
 			t.Errorf("pgtest: connect to drop %s: %v", name, err)
 			return
 		}
-		defer admin.Close(ctx)
+		defer func() { _ = admin.Close(ctx) }()
 		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
 			t.Errorf("pgtest: drop database %s: %v", name, err)
 		}
@@ -225,11 +225,11 @@ func ensureTemplate(ctx context.Context, locale string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("connect: %w", err)
 	}
-	defer admin.Close(ctx)
+	defer func() { _ = admin.Close(ctx) }()
 	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock($1)", templateLockKey); err != nil {
 		return "", err
 	}
-	defer admin.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", templateLockKey) //nolint:errcheck
+	defer admin.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", templateLockKey) //nolint:errcheck // the lock ends with the connection anyway
 
 	var exists bool
 	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
@@ -307,7 +307,7 @@ func CutConnections(t testing.TB, pool *pgxpool.Pool) (restore func()) {
 		defer cancel()
 		conn, err := pgx.Connect(ctx, ServerURL())
 		require.NoError(t, err, "pgtest: connect to %s", redact(ServerURL()))
-		defer conn.Close(ctx)
+		defer func() { _ = conn.Close(ctx) }()
 		_, err = conn.Exec(ctx, sql, args...)
 		require.NoError(t, err, "pgtest: %s", sql)
 	}

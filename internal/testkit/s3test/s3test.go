@@ -222,7 +222,7 @@ func StartKind(kind string) (*Server, error) {
 			return s, nil
 		}
 	}
-	os.RemoveAll(dir)
+	_ = os.RemoveAll(dir)
 	return nil, err
 }
 
@@ -331,7 +331,7 @@ func (s *Server) Stop() {
 		<-s.exited
 	}
 	if s.dir != "" {
-		os.RemoveAll(s.dir)
+		_ = os.RemoveAll(s.dir)
 	}
 }
 
@@ -365,7 +365,7 @@ func freeAddr() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().String(), nil
 }
 

@@ -237,7 +237,7 @@ func (s *Store) OpenFile(key, etag string) (*os.File, storage.ObjectInfo, error)
 	})
 	if err != nil {
 		if opened != nil {
-			opened.Close()
+			_ = opened.Close()
 		}
 		return nil, storage.ObjectInfo{}, err
 	}

@@ -393,7 +393,7 @@ func spool(t *testing.T, s storage.Store, body []byte) storage.Spool {
 	t.Helper()
 	sp, err := storage.NewSpool(ctx, s, t.TempDir())
 	require.NoError(t, err)
-	t.Cleanup(func() { sp.Close() })
+	t.Cleanup(func() { _ = sp.Close() })
 	for rest := body; len(rest) > 0; {
 		n := min(len(rest), 4093)
 		w, err := sp.Write(rest[:n])

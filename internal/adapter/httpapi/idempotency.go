@@ -53,8 +53,10 @@ type idempotentRoute struct {
 }
 
 // idempotentRoutes are the writes a retry could otherwise repeat: uploads,
-// initiates and clones (a second file, counted twice), complete, abort and
-// delete, and the host's batch routes.
+// initiates and clones (a second file, counted twice), complete, delete
+// (which also aborts a pending upload), and the host's batch routes --
+// exactly the operations of api/openapi.yaml that declare the
+// Idempotency-Key header (TestIdempotentRoutesAreTheContracts).
 var idempotentRoutes = map[string]idempotentRoute{
 	"POST /uploaded-file":                       {onFile: true},
 	"POST /uploaded-file/initiate":              {createsFile: true, recover: recoverInitiate},

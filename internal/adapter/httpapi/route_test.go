@@ -32,3 +32,38 @@ func TestGrantedPatternIsTheRouters(t *testing.T) {
 		}
 	}
 }
+
+// TestIdempotentRoutesAreTheContracts: the routes that run a write at most
+// once per Idempotency-Key are exactly the operations of api/openapi.yaml
+// that declare the header -- a route added to the contract with the key
+// is not silently run twice, and no route takes a key its contract does
+// not name.
+func TestIdempotentRoutesAreTheContracts(t *testing.T) {
+	doc, err := api.GetSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]bool{}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for _, p := range append(item.Parameters, op.Parameters...) {
+				if p.Value != nil && p.Value.In == "header" && http.CanonicalHeaderKey(p.Value.Name) == IdempotencyKeyHeader {
+					declared[method+" "+path] = true
+				}
+			}
+		}
+	}
+	if len(declared) < 5 {
+		t.Fatalf("the contract declares the key on %d operations: %v", len(declared), declared)
+	}
+	for route := range declared {
+		if _, ok := idempotentRoutes[route]; !ok {
+			t.Errorf("%s declares Idempotency-Key in api/openapi.yaml but is not in idempotentRoutes", route)
+		}
+	}
+	for route := range idempotentRoutes {
+		if !declared[route] {
+			t.Errorf("idempotentRoutes holds %s, whose operation in api/openapi.yaml does not declare Idempotency-Key", route)
+		}
+	}
+}

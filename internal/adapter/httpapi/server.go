@@ -86,8 +86,26 @@ const (
 	DefaultBodyIdleTimeout = 30 * time.Second
 )
 
-// New returns the whole HTTP surface: the generated routes behind the
-// guard, with problem responses, request ids and body limits.
+// New returns the whole HTTP surface. A request passes through these, the
+// outermost first (chain builds them in this order):
+//
+//  1. otelhttp, when TracerProvider is set: the request's span;
+//  2. withRequestID: the request id, on every answer and log line;
+//  3. withCORS: browser preflights answered, CORS headers on answers;
+//  4. movedRoutes: a customized downloadPath's routes onto the API's;
+//  5. observe: the request metrics and the access line;
+//  6. limitBodies: the body's total and idle read bounds;
+//  7. withFavicon: /favicon.ico, with no token;
+//  8. withGrantedDownloads: a private file's signed URL, with no token;
+//  9. Guard.Middleware: the bearer token verified into a RequestContext;
+//  10. strictJSON: closed JSON bodies;
+//  11. the router, then s.idempotent for the writes that take an
+//     Idempotency-Key, then the strict handler (withRequest) and the
+//     Server method, which calls the service.
+//
+// serve wraps the result in its own outer layers: the in-flight count the
+// drain waits on, the body deadline (BodyDeadline) and the pages beside
+// the API (the reference, the development page).
 func New(o Options) http.Handler {
 	log := o.Logger
 	if log == nil {
@@ -104,35 +122,50 @@ func New(o Options) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeProblem(w, http.StatusNotFound, service.ErrNotFound.Code)
 	})
-	h := strictJSON(mux)
 	if o.TracerProvider != nil {
 		o.Guard.tracer = o.TracerProvider.Tracer("github.com/uploadedfile/uploadedfile/internal/adapter/httpapi")
 	}
-	h = o.Guard.Middleware(h)
-	h = withGrantedDownloads(o.Service, ew, h)
-	h = withFavicon(h)
-	h = limitBodies(h, bodyTimeouts{total: cmp.Or(o.BodyReadTimeout, DefaultBodyReadTimeout), idle: cmp.Or(o.BodyIdleTimeout, DefaultBodyIdleTimeout)})
+	var h http.Handler = mux
+	layers := chain(o, log, ew, mux)
+	for i := len(layers) - 1; i >= 0; i-- {
+		h = layers[i](h)
+	}
+	return h
+}
+
+// chain is New's layers around the router, the outermost first.
+func chain(o Options, log *slog.Logger, ew errorWriter, mux *http.ServeMux) []func(http.Handler) http.Handler {
 	var metrics *requestMetrics
 	if o.Registerer != nil {
 		metrics = newRequestMetrics(o.Registerer)
 	}
-	var accessLog accessLog
+	var access accessLog
 	switch {
 	case !o.AccessLog:
 	case o.AccessLogWriter != nil:
-		accessLog = lineAccess{w: o.AccessLogWriter}
+		access = lineAccess{w: o.AccessLogWriter}
 	default:
-		accessLog = slogAccess{h: log.Handler()}
+		access = slogAccess{h: log.Handler()}
 	}
-	h = observe(h, mux, metrics, accessLog)
-	h = movedRoutes(o.DownloadPath, h)
-	h = withCORS(o.CORSAllowedOrigins, h)
-	h = withRequestID(h)
-	if o.TracerProvider != nil {
-		h = otelhttp.NewHandler(h, "uploadedfile", otelhttp.WithTracerProvider(o.TracerProvider),
-			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "HTTP " + r.Method }))
+	bodies := bodyTimeouts{total: cmp.Or(o.BodyReadTimeout, DefaultBodyReadTimeout), idle: cmp.Or(o.BodyIdleTimeout, DefaultBodyIdleTimeout)}
+	return []func(http.Handler) http.Handler{
+		func(h http.Handler) http.Handler {
+			if o.TracerProvider == nil {
+				return h
+			}
+			return otelhttp.NewHandler(h, "uploadedfile", otelhttp.WithTracerProvider(o.TracerProvider),
+				otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "HTTP " + r.Method }))
+		},
+		withRequestID,
+		func(h http.Handler) http.Handler { return withCORS(o.CORSAllowedOrigins, h) },
+		func(h http.Handler) http.Handler { return movedRoutes(o.DownloadPath, h) },
+		func(h http.Handler) http.Handler { return observe(h, mux, metrics, access) },
+		func(h http.Handler) http.Handler { return limitBodies(h, bodies) },
+		withFavicon,
+		func(h http.Handler) http.Handler { return withGrantedDownloads(o.Service, ew, h) },
+		o.Guard.Middleware,
+		strictJSON,
 	}
-	return h
 }
 
 // RequestIDFrom is the request id of a request's context ("" outside one):

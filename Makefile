@@ -4,7 +4,7 @@
 #   make build      bin/uploadedfile, its version stamped with the commit
 #   make build-vips bin/uploadedfile with the libvips image engine (needs libvips-dev)
 #   make generate   regenerate gen/ from db/queries and api/openapi.yaml
-#   make check      the fast loop (< 1 min, no libvips, npm or PostgreSQL): gofmt, tidy, vet, golangci-lint, generated Go code, structure tests
+#   make check      the fast loop (< 1 min, no libvips, npm or PostgreSQL): gofmt, tidy, vet, staticcheck, golangci-lint, generated Go code, structure tests
 #   make verify     generated code fresh, go vet, staticcheck, golangci-lint, gofmt, go mod tidy
 #   make fuzz       every fuzz target for FUZZTIME each (default 60s)
 #   make ts         install and build the TypeScript client, the Uppy plugin and the web page's packages
@@ -34,7 +34,7 @@ FLEET_OUTAGE ?= 10s
 
 TS := clients/typescript
 
-.PHONY: check vet-go lint-go verify-generated-go upgrade build build-vips libvips lint bench bench-full bench-peers chaos fleet hostile all generate verify verify-generated vet staticcheck fmt-check tidy-check test test-only s3-servers postgres tools fuzz ts web lint-openapi
+.PHONY: check vet-go staticcheck-go lint-go verify-generated-go upgrade build build-vips libvips lint bench bench-full bench-peers chaos fleet hostile all generate verify verify-generated vet staticcheck fmt-check tidy-check test test-only s3-servers postgres tools fuzz ts web lint-openapi
 
 all: verify
 
@@ -118,9 +118,11 @@ vet: vet-go libvips
 vet-go:
 	$(GO) vet ./...
 
-staticcheck: libvips
-	$(TOOL) staticcheck ./...
+staticcheck: staticcheck-go libvips
 	$(TOOL) staticcheck -tags vips $(VIPS_PACKAGES)
+
+staticcheck-go:
+	$(TOOL) staticcheck ./...
 
 ## tidy-check: go.mod and go.sum are what `go mod tidy` makes of them.
 tidy-check:
@@ -137,12 +139,12 @@ lint: lint-go libvips
 lint-go:
 	$(TOOL) golangci-lint run ./...
 
-## check: the fast loop -- gofmt, go mod tidy, go vet, golangci-lint, the
+## check: the fast loop -- gofmt, go mod tidy, go vet, staticcheck, golangci-lint, the
 ## generated Go code up to date and the repository's structure tests (file
 ## lengths, layers, nothing pointing outside the repository) -- with no
 ## libvips, npm or PostgreSQL. The vips build, the TypeScript side and
 ## every test stay in make test.
-check: fmt-check tidy-check vet-go lint-go verify-generated-go
+check: fmt-check tidy-check vet-go staticcheck-go lint-go verify-generated-go
 	$(GO) test -count=1 ./internal/layers/
 
 verify: ts verify-generated lint-openapi vet staticcheck lint fmt-check tidy-check

@@ -3,12 +3,10 @@ package local_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,21 +23,7 @@ import (
 
 // newStore returns a local store on a temp root whose presigned URLs are
 // served by a loopback test server.
-func newStore(t *testing.T) *local.Store {
-	t.Helper()
-	// The listener exists before the store (whose URLs name it); the server
-	// starts once its handler is in place.
-	srv := httptest.NewUnstartedServer(nil)
-	t.Cleanup(srv.Close)
-	secret := make([]byte, 32)
-	_, _ = rand.Read(secret)
-	s, err := local.New(local.Config{Root: t.TempDir(), PresignBaseURL: "http://" + srv.Listener.Addr().String() + "/_storage", PresignSecret: secret})
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
-	srv.Config.Handler = http.StripPrefix("/_storage", s.Handler())
-	srv.Start()
-	return s
-}
+func newStore(t *testing.T) *local.Store { t.Helper(); return storagetest.Local(t) }
 
 // readModes are the two ways the driver opens objects for reading: one
 // openat2 with RESOLVE_BENEATH, and os.Root where openat2 is unavailable.

@@ -16,7 +16,10 @@ import (
 
 // Store wraps a storage.Store with counters.
 type Store struct {
-	storage.Store
+	// inner is the wrapped store: every method of storage.Store is
+	// written out below, none promoted, so a new one cannot pass through
+	// unmeasured (the compile-time assertion fails until it is wrapped).
+	inner    storage.Store
 	requests *prometheus.CounterVec
 	bytes    *prometheus.CounterVec
 }
@@ -29,7 +32,7 @@ var (
 // Wrap counts s's requests and bytes into reg.
 func Wrap(s storage.Store, reg prometheus.Registerer) *Store {
 	w := &Store{
-		Store: s,
+		inner: s,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "uploadedfile_storage_requests_total", Help: "Storage requests by operation and outcome (ok, not_found, exists, precondition, unavailable, error).",
 		}, []string{"op", "outcome"}),
@@ -41,31 +44,34 @@ func Wrap(s storage.Store, reg prometheus.Registerer) *Store {
 	return w
 }
 
+// Kind implements storage.Store: the wrapped store's driver.
+func (w *Store) Kind() storage.Kind { return w.inner.Kind() }
+
 // Close implements storage.Store: it closes the wrapped store.
 func (w *Store) Close() error {
-	return w.Store.Close()
+	return w.inner.Close()
 }
 
 // Ping implements storage.Store: it pings the wrapped store.
 func (w *Store) Ping(ctx context.Context) error {
-	return w.Store.Ping(ctx)
+	return w.inner.Ping(ctx)
 }
 
 // Put implements storage.Store.
 func (w *Store) Put(ctx context.Context, key string, body io.Reader, opts storage.PutOptions) (storage.ObjectInfo, error) {
-	oi, err := w.Store.Put(ctx, key, &counting{r: body, c: w.bytes.WithLabelValues("written")}, opts)
+	oi, err := w.inner.Put(ctx, key, &counting{r: body, c: w.bytes.WithLabelValues("written")}, opts)
 	return oi, w.count("put", err)
 }
 
 // Stat implements storage.Store.
 func (w *Store) Stat(ctx context.Context, key string) (storage.ObjectInfo, error) {
-	oi, err := w.Store.Stat(ctx, key)
+	oi, err := w.inner.Stat(ctx, key)
 	return oi, w.count("stat", err)
 }
 
 // Open implements storage.Store.
 func (w *Store) Open(ctx context.Context, key string, rng *storage.Range) (io.ReadCloser, error) {
-	rc, err := w.Store.Open(ctx, key, rng)
+	rc, err := w.inner.Open(ctx, key, rng)
 	if err != nil {
 		return nil, w.count("open", err)
 	}
@@ -75,31 +81,31 @@ func (w *Store) Open(ctx context.Context, key string, rng *storage.Range) (io.Re
 
 // Promote implements storage.Store.
 func (w *Store) Promote(ctx context.Context, src, dst, etag string, opts storage.PromoteOptions) (storage.ObjectInfo, error) {
-	oi, err := w.Store.Promote(ctx, src, dst, etag, opts)
+	oi, err := w.inner.Promote(ctx, src, dst, etag, opts)
 	return oi, w.count("promote", err)
 }
 
 // Delete implements storage.Store.
 func (w *Store) Delete(ctx context.Context, key string) error {
-	return w.count("delete", w.Store.Delete(ctx, key))
+	return w.count("delete", w.inner.Delete(ctx, key))
 }
 
 // PresignPut implements storage.Store.
 func (w *Store) PresignPut(ctx context.Context, key string, opts storage.PresignPutOptions) (storage.Presigned, error) {
-	p, err := w.Store.PresignPut(ctx, key, opts)
+	p, err := w.inner.PresignPut(ctx, key, opts)
 	return p, w.count("presign_put", err)
 }
 
 // PresignGet implements storage.Store.
 func (w *Store) PresignGet(ctx context.Context, key string, opts storage.PresignGetOptions) (storage.Presigned, error) {
-	p, err := w.Store.PresignGet(ctx, key, opts)
+	p, err := w.inner.PresignGet(ctx, key, opts)
 	return p, w.count("presign_get", err)
 }
 
 // List implements storage.Store: one count per listing, however many
 // pages it read.
 func (w *Store) List(ctx context.Context, prefix string, fn func(storage.ObjectInfo) error) error {
-	return w.count("list", w.Store.List(ctx, prefix, fn))
+	return w.count("list", w.inner.List(ctx, prefix, fn))
 }
 
 // count counts one request of op by its outcome and returns err.
@@ -142,7 +148,7 @@ func (c *countingCloser) Close() error { return c.closer.Close() }
 // OpenFile forwards to a store that can open seekable files (the local
 // driver), counting it as an open; others answer storage.ErrUnsupported.
 func (w *Store) OpenFile(key, etag string) (*os.File, storage.ObjectInfo, error) {
-	fo, ok := w.Store.(storage.FileOpener)
+	fo, ok := w.inner.(storage.FileOpener)
 	if !ok {
 		return nil, storage.ObjectInfo{}, storage.ErrUnsupported
 	}
@@ -154,7 +160,7 @@ func (w *Store) OpenFile(key, etag string) (*os.File, storage.ObjectInfo, error)
 // storage.ErrUnsupported. A commit counts as a put, and the bytes it makes
 // an object as written (they passed through this process into the spool).
 func (w *Store) Spool(ctx context.Context) (storage.Spool, error) {
-	sp, ok := w.Store.(storage.Spooler)
+	sp, ok := w.inner.(storage.Spooler)
 	if !ok {
 		return nil, storage.ErrUnsupported
 	}

@@ -17,7 +17,10 @@ import (
 
 // Store wraps a storage.Store with spans.
 type Store struct {
-	storage.Store
+	// inner is the wrapped store: every method of storage.Store is
+	// written out below, none promoted, so a new one cannot pass through
+	// unmeasured (the compile-time assertion fails until it is wrapped).
+	inner  storage.Store
 	tracer trace.Tracer
 }
 
@@ -28,12 +31,12 @@ var (
 
 // Wrap traces s's calls with tp's tracer.
 func Wrap(s storage.Store, tp trace.TracerProvider) *Store {
-	return &Store{Store: s, tracer: tp.Tracer("github.com/uploadedfile/uploadedfile/internal/storage")}
+	return &Store{inner: s, tracer: tp.Tracer("github.com/uploadedfile/uploadedfile/internal/storage")}
 }
 
 func (w *Store) start(ctx context.Context, op string) (context.Context, trace.Span) {
 	return w.tracer.Start(ctx, "storage."+op, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("storage.driver", string(w.Store.Kind()))))
+		trace.WithAttributes(attribute.String("storage.driver", string(w.inner.Kind()))))
 }
 
 func end(span trace.Span, err error) {
@@ -44,26 +47,26 @@ func end(span trace.Span, err error) {
 	span.End()
 }
 
+// Kind implements storage.Store: the wrapped store's driver.
+func (w *Store) Kind() storage.Kind { return w.inner.Kind() }
+
 // Close implements storage.Store: it closes the wrapped store.
 func (w *Store) Close() error {
-	return w.Store.Close()
+	return w.inner.Close()
 }
 
 // Ping implements storage.Store: it pings the wrapped store.
 func (w *Store) Ping(ctx context.Context) error {
-	if p, ok := w.Store.(interface{ Ping(context.Context) error }); ok {
-		ctx, span := w.start(ctx, "ping")
-		err := p.Ping(ctx)
-		end(span, err)
-		return err
-	}
-	return nil
+	ctx, span := w.start(ctx, "ping")
+	err := w.inner.Ping(ctx)
+	end(span, err)
+	return err
 }
 
 // Put implements storage.Store.
 func (w *Store) Put(ctx context.Context, key string, body io.Reader, opts storage.PutOptions) (storage.ObjectInfo, error) {
 	ctx, span := w.start(ctx, "put")
-	oi, err := w.Store.Put(ctx, key, body, opts)
+	oi, err := w.inner.Put(ctx, key, body, opts)
 	end(span, err)
 	return oi, err
 }
@@ -71,7 +74,7 @@ func (w *Store) Put(ctx context.Context, key string, body io.Reader, opts storag
 // Stat implements storage.Store.
 func (w *Store) Stat(ctx context.Context, key string) (storage.ObjectInfo, error) {
 	ctx, span := w.start(ctx, "stat")
-	oi, err := w.Store.Stat(ctx, key)
+	oi, err := w.inner.Stat(ctx, key)
 	end(span, err)
 	return oi, err
 }
@@ -79,7 +82,7 @@ func (w *Store) Stat(ctx context.Context, key string) (storage.ObjectInfo, error
 // Open implements storage.Store (the span covers opening, not reading).
 func (w *Store) Open(ctx context.Context, key string, rng *storage.Range) (io.ReadCloser, error) {
 	ctx, span := w.start(ctx, "open")
-	rc, err := w.Store.Open(ctx, key, rng)
+	rc, err := w.inner.Open(ctx, key, rng)
 	end(span, err)
 	return rc, err
 }
@@ -87,7 +90,7 @@ func (w *Store) Open(ctx context.Context, key string, rng *storage.Range) (io.Re
 // Promote implements storage.Store.
 func (w *Store) Promote(ctx context.Context, src, dst, etag string, opts storage.PromoteOptions) (storage.ObjectInfo, error) {
 	ctx, span := w.start(ctx, "promote")
-	oi, err := w.Store.Promote(ctx, src, dst, etag, opts)
+	oi, err := w.inner.Promote(ctx, src, dst, etag, opts)
 	end(span, err)
 	return oi, err
 }
@@ -95,7 +98,7 @@ func (w *Store) Promote(ctx context.Context, src, dst, etag string, opts storage
 // Delete implements storage.Store.
 func (w *Store) Delete(ctx context.Context, key string) error {
 	ctx, span := w.start(ctx, "delete")
-	err := w.Store.Delete(ctx, key)
+	err := w.inner.Delete(ctx, key)
 	end(span, err)
 	return err
 }
@@ -103,7 +106,7 @@ func (w *Store) Delete(ctx context.Context, key string) error {
 // PresignPut implements storage.Store.
 func (w *Store) PresignPut(ctx context.Context, key string, opts storage.PresignPutOptions) (storage.Presigned, error) {
 	ctx, span := w.start(ctx, "presign_put")
-	p, err := w.Store.PresignPut(ctx, key, opts)
+	p, err := w.inner.PresignPut(ctx, key, opts)
 	end(span, err)
 	return p, err
 }
@@ -111,7 +114,7 @@ func (w *Store) PresignPut(ctx context.Context, key string, opts storage.Presign
 // PresignGet implements storage.Store.
 func (w *Store) PresignGet(ctx context.Context, key string, opts storage.PresignGetOptions) (storage.Presigned, error) {
 	ctx, span := w.start(ctx, "presign_get")
-	p, err := w.Store.PresignGet(ctx, key, opts)
+	p, err := w.inner.PresignGet(ctx, key, opts)
 	end(span, err)
 	return p, err
 }
@@ -119,7 +122,7 @@ func (w *Store) PresignGet(ctx context.Context, key string, opts storage.Presign
 // List implements storage.Store.
 func (w *Store) List(ctx context.Context, prefix string, fn func(storage.ObjectInfo) error) error {
 	ctx, span := w.start(ctx, "list")
-	err := w.Store.List(ctx, prefix, fn)
+	err := w.inner.List(ctx, prefix, fn)
 	end(span, err)
 	return err
 }
@@ -127,7 +130,7 @@ func (w *Store) List(ctx context.Context, prefix string, fn func(storage.ObjectI
 // OpenFile forwards to a store that can open seekable files (the local
 // driver); others answer storage.ErrUnsupported.
 func (w *Store) OpenFile(key, etag string) (*os.File, storage.ObjectInfo, error) {
-	fo, ok := w.Store.(storage.FileOpener)
+	fo, ok := w.inner.(storage.FileOpener)
 	if !ok {
 		return nil, storage.ObjectInfo{}, storage.ErrUnsupported
 	}
@@ -137,7 +140,7 @@ func (w *Store) OpenFile(key, etag string) (*os.File, storage.ObjectInfo, error)
 // Spool forwards to a store that has spools (its commit is a span);
 // others answer storage.ErrUnsupported.
 func (w *Store) Spool(ctx context.Context) (storage.Spool, error) {
-	sp, ok := w.Store.(storage.Spooler)
+	sp, ok := w.inner.(storage.Spooler)
 	if !ok {
 		return nil, storage.ErrUnsupported
 	}

@@ -55,7 +55,7 @@ func Open(t testing.TB, pool *pgxpool.Pool, name string) *Session {
 	t.Cleanup(func() {
 		s.cancel()
 		if s.running != nil {
-			_ = <-s.running
+			<-s.running //nolint:errcheck // cancelled: the step reported its own error
 		}
 		if s.tx != nil {
 			_ = s.tx.Rollback(context.Background())
@@ -82,7 +82,7 @@ func Caller(t testing.TB, pool *pgxpool.Pool, name string, others ...*Session) *
 	t.Cleanup(func() {
 		s.cancel()
 		if s.running != nil {
-			_ = <-s.running
+			<-s.running //nolint:errcheck // cancelled: the step reported its own error
 		}
 	})
 	return s

@@ -488,6 +488,14 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			return q.ReplicaForget(ctx, e, id)
 		},
 		func() error {
+			_, err := q.TrackTryLock(ctx, e, 1)
+			return err
+		},
+		func() error {
+			_, err := q.TrackUnlock(ctx, e, 1)
+			return err
+		},
+		func() error {
 			_, err := q.ReplicaPrune(ctx, e, time.Minute)
 			return err
 		},

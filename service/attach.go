@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/uploadedfile/uploadedfile/db"
 )
@@ -18,7 +17,7 @@ import (
 //
 // Provenance is not an authorization decision: load and authorize the
 // domain record in your own model before marking files used by it.
-func (s *Service) MarkUsed(ctx context.Context, ids []string, meta *Meta, tx pgx.Tx) error {
+func (s *Service) MarkUsed(ctx context.Context, ids []string, meta *Meta, tx db.Tx) error {
 	uids, err := parseIDs(ids)
 	if err != nil {
 		return err
@@ -34,7 +33,7 @@ func (s *Service) MarkUsed(ctx context.Context, ids []string, meta *Meta, tx pgx
 	if m == nil {
 		m = &Meta{}
 	}
-	return s.inTx(ctx, tx, func(tx pgx.Tx) error {
+	return s.inTx(ctx, tx, func(tx db.Tx) error {
 		locked, err := s.q.FileLockVisibleByIDs(ctx, tx, db.FileLockVisibleByIDsParams{
 			IDs: uids, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(),
 		})
@@ -69,7 +68,7 @@ func (s *Service) UseFiles(ctx context.Context, refs []string, entity, entityID 
 	if err != nil {
 		return err
 	}
-	return s.inTx(ctx, nil, func(tx pgx.Tx) error {
+	return s.inTx(ctx, nil, func(tx db.Tx) error {
 		if err := s.lockRefs(ctx, tx, a, refs); err != nil {
 			return err
 		}
@@ -77,7 +76,7 @@ func (s *Service) UseFiles(ctx context.Context, refs []string, entity, entityID 
 	})
 }
 
-func (s *Service) markRefs(ctx context.Context, tx pgx.Tx, a access, refs []string, entity, entityID string) error {
+func (s *Service) markRefs(ctx context.Context, tx db.Tx, a access, refs []string, entity, entityID string) error {
 	_, err := s.q.FileMarkUsedByReferences(ctx, tx, db.FileMarkUsedByReferencesParams{
 		Refs: refs, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(),
 		Entity: optional(entity), EntityID: optional(entityID), Now: s.now(),
@@ -118,7 +117,7 @@ func (s *Service) ChangeFiles(ctx context.Context, olds, news []string, entity, 
 		return err
 	}
 	var claimed []db.UploadedFile
-	err = s.inTx(ctx, nil, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, nil, func(tx db.Tx) error {
 		// Both sides are locked by one statement, in id order, before
 		// either changes: two callers swapping the same files queue on
 		// the first id instead of each holding what the other waits for.
@@ -169,7 +168,7 @@ func SetExtraData[T any](ctx context.Context, s *Service, id string, patch T) er
 		OwnerUserID: a.ownerUserID(), Now: s.now(),
 	})
 	switch {
-	case extraDataTooLarge(err):
+	case db.ExtraDataTooLarge(err):
 		return ErrExtraDataTooLarge
 	case err != nil:
 		return s.lookupError(ctx, err)

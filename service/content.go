@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
@@ -165,7 +164,7 @@ func (s *Service) WriteUploadContent(ctx context.Context, id string, r io.Reader
 	if err != nil {
 		return nil, ErrUploadVerificationFailed
 	}
-	return s.receiveContent(ctx, r, row.SizeBytes, sum, func(tx pgx.Tx) (db.UploadedFile, error) {
+	return s.receiveContent(ctx, r, row.SizeBytes, sum, func(tx db.Tx) (db.UploadedFile, error) {
 		return s.q.FileLockPendingContent(ctx, tx, db.FileLockPendingContentParams{ID: row.ID, TenantCode: a.scope.TenantCode, Now: s.now()})
 	}, func() error { return s.scopedMovedOn(ctx, id) })
 }
@@ -207,7 +206,7 @@ func (s *Service) WriteSignedContent(ctx context.Context, id string, req SignedC
 	}
 	// The signature names this id's size, type and checksum, which never
 	// change: the locked row is the one signed for.
-	return s.receiveContent(ctx, r, req.ContentLength, sum, func(tx pgx.Tx) (db.UploadedFile, error) {
+	return s.receiveContent(ctx, r, req.ContentLength, sum, func(tx db.Tx) (db.UploadedFile, error) {
 		return s.q.FileLockPendingContentSigned(ctx, tx, db.FileLockPendingContentSignedParams{ID: uid, Now: s.now()})
 	}, func() error { return s.signedMovedOn(ctx, uid) })
 }
@@ -215,7 +214,7 @@ func (s *Service) WriteSignedContent(ctx context.Context, id string, req SignedC
 // receiveContent spools r (exactly size bytes whose SHA-256 is sum), then
 // links the staging object inside a transaction whose lock returns the
 // still-pending row; when the lock finds none, movedOn gives the answer.
-func (s *Service) receiveContent(ctx context.Context, r io.Reader, size int64, sum []byte, lock func(pgx.Tx) (db.UploadedFile, error), movedOn func() error) (*ContentReceipt, error) {
+func (s *Service) receiveContent(ctx context.Context, r io.Reader, size int64, sum []byte, lock func(db.Tx) (db.UploadedFile, error), movedOn func() error) (*ContentReceipt, error) {
 	sp, err := s.spool(ctx, r, size)
 	if SizeOnly(err) {
 		return nil, verificationFailed(RuleContentMismatch, true)
@@ -229,7 +228,7 @@ func (s *Service) receiveContent(ctx context.Context, r io.Reader, size int64, s
 	}
 	var row db.UploadedFile
 	var written storage.ObjectInfo
-	err = s.inOneTx(ctx, func(tx pgx.Tx) error {
+	err = s.inOneTx(ctx, func(tx db.Tx) error {
 		var err error
 		row, err = lock(tx)
 		switch {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/uploadedfile/uploadedfile/db"
 )
@@ -64,7 +63,7 @@ func (s *Service) Delete(ctx context.Context, refs []string) error {
 		return err
 	}
 	var claimed []db.UploadedFile
-	err = s.inTx(ctx, nil, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, nil, func(tx db.Tx) error {
 		var err error
 		claimed, err = s.claimByRefs(ctx, tx, a, refs, false)
 		return err
@@ -80,7 +79,7 @@ func (s *Service) Delete(ctx context.Context, refs []string) error {
 // then claims them for deletion, in tx.
 // With detach (changeFiles) each file's file.deleted event follows a
 // file.detached one.
-func (s *Service) claimByRefs(ctx context.Context, tx pgx.Tx, a access, refs []string, detach bool) ([]db.UploadedFile, error) {
+func (s *Service) claimByRefs(ctx context.Context, tx db.Tx, a access, refs []string, detach bool) ([]db.UploadedFile, error) {
 	if err := s.lockRefs(ctx, tx, a, refs); err != nil {
 		return nil, err
 	}
@@ -89,7 +88,7 @@ func (s *Service) claimByRefs(ctx context.Context, tx pgx.Tx, a access, refs []s
 
 // claimLockedRefs claims the files refs name for deletion, once tx holds
 // their locks (lockRefs).
-func (s *Service) claimLockedRefs(ctx context.Context, tx pgx.Tx, a access, refs []string, detach bool) ([]db.UploadedFile, error) {
+func (s *Service) claimLockedRefs(ctx context.Context, tx db.Tx, a access, refs []string, detach bool) ([]db.UploadedFile, error) {
 	claimed, err := s.q.FileClaimDeletionByReferences(ctx, tx, db.FileClaimDeletionByReferencesParams{
 		Refs: refs, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(),
 		DeletionLease: deletionLease, Detach: detach, Now: s.now(),
@@ -102,7 +101,7 @@ func (s *Service) claimLockedRefs(ctx context.Context, tx pgx.Tx, a access, refs
 
 // lockRefs locks the visible files refs name and checks that every
 // reference matched one.
-func (s *Service) lockRefs(ctx context.Context, tx pgx.Tx, a access, refs []string) error {
+func (s *Service) lockRefs(ctx context.Context, tx db.Tx, a access, refs []string) error {
 	rows, err := s.q.FileLockVisibleByReferences(ctx, tx, db.FileLockVisibleByReferencesParams{
 		Refs: refs, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(),
 	})
@@ -219,7 +218,7 @@ const conflictTries = 3
 // database: a transaction of its own that a concurrent one aborted
 // (ErrConflict) rolled back whole, and is run again, up to conflictTries
 // times in all; then the answer is ErrConflict.
-func (s *Service) inTx(ctx context.Context, tx pgx.Tx, fn func(pgx.Tx) error) error {
+func (s *Service) inTx(ctx context.Context, tx db.Tx, fn func(db.Tx) error) error {
 	if tx != nil {
 		return fn(db.ClassifyTx(tx))
 	}
@@ -235,7 +234,7 @@ func (s *Service) inTx(ctx context.Context, tx pgx.Tx, fn func(pgx.Tx) error) er
 
 // inOneTx runs fn in exactly one transaction of its own, committed when fn
 // succeeds, and never again (fn may have changed more than the database).
-func (s *Service) inOneTx(ctx context.Context, fn func(pgx.Tx) error) error {
+func (s *Service) inOneTx(ctx context.Context, fn func(db.Tx) error) error {
 	own, err := s.db.Begin(ctx)
 	if err != nil {
 		return s.internalError(ctx, ErrUploadFailed, "begin transaction", err)

@@ -2,10 +2,6 @@ package service
 
 import (
 	"context"
-	"errors"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/uploadedfile/uploadedfile/db"
 )
@@ -21,10 +17,6 @@ const (
 	RuleQuotaOwnerBytes  = "quota.owner-bytes"
 	RuleQuotaOwnerFiles  = "quota.owner-files"
 )
-
-// quotaExceededState is the SQLSTATE of a reservation that did not fit
-// (uploaded_file_quota_exceeded in the quota migration).
-const quotaExceededState = "UFQ01"
 
 // Usage is what a caller holds against the quotas, and what its tenant
 // holds: bytes and files, and the limits that apply (0: unlimited).
@@ -85,8 +77,7 @@ func (s *Service) quotaDefaults() (tenantBytes, tenantFiles, ownerBytes, ownerFi
 // ErrQuotaExceeded with the limit it would pass; anything else is
 // ErrUploadFailed (logged).
 func (s *Service) insertError(ctx context.Context, a access, size int64, what string, err error) error {
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != quotaExceededState {
+	if !db.QuotaExceeded(err) {
 		return s.internalError(ctx, ErrUploadFailed, what, err)
 	}
 	rule := RuleQuotaOwnerBytes
@@ -183,7 +174,7 @@ func (s *Service) UnsafeSystemRecountUsage(ctx context.Context, tenant string) (
 	var written int64
 	for _, t := range tenants {
 		var n int64
-		err := s.inTx(ctx, nil, func(tx pgx.Tx) error {
+		err := s.inTx(ctx, nil, func(tx db.Tx) error {
 			if _, err := s.q.UsageLockTenant(ctx, tx, t); err != nil {
 				return s.internalError(ctx, ErrCleanupFailed, "lock usage", err, "tenant", t)
 			}

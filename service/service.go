@@ -33,7 +33,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
@@ -151,7 +150,7 @@ func New(ctx context.Context, cfg Config, database DB, opts ...Option) (*Service
 	}
 	s := &Service{cfg: r, db: db.Wrap(database), q: db.New(), log: slog.Default(), now: func() *time.Time { return nil }}
 	s.keysDB = db.AsyncCommit(s.db)
-	if _, inTx := database.(pgx.Tx); inTx {
+	if _, inTx := database.(db.Tx); inTx {
 		s.keysDB = s.db // a host's transaction commits as the host says
 	}
 	s.imager = imagevariant.New(imagevariant.Limits{MaxPixels: r.Variants.MaxPixels, Concurrency: r.Variants.Concurrency, Engine: r.variantEngine})
@@ -257,7 +256,7 @@ func (s *Service) internalError(ctx context.Context, code *Error, msg string, er
 	return public
 }
 
-func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+func isNoRows(err error) bool { return db.IsNoRows(err) }
 
 // EffectiveConfig returns the configuration in force after defaults and
 // bounds were applied, with the access key redacted (for operators and

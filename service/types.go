@@ -2,12 +2,10 @@ package service
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/uploadedfile/uploadedfile/db"
 )
@@ -201,16 +199,6 @@ func optional(s string) *string {
 // MaxExtraDataBytes bounds a file's extra data as JSON: one patch, and
 // the object the patches merge into on the row (ErrExtraDataTooLarge).
 const MaxExtraDataBytes = 64 << 10
-
-// extraDataTooLargeState is the SQLSTATE of a merge past MaxExtraDataBytes
-// (uploaded_file_extra_data_too_large).
-const extraDataTooLargeState = "UFX01"
-
-// extraDataTooLarge: err is a merge refused for its size.
-func extraDataTooLarge(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == extraDataTooLargeState
-}
 
 // extraDataJSON marshals caller data to a JSON object of bounded size; nil
 // is the empty object. Anything else is ErrInvalidMeta.

@@ -5,10 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/uploadedfile/uploadedfile/db"
 )
@@ -126,9 +123,9 @@ func (s *Service) insertKeyed(ctx context.Context, a access, k *UploadKey, p db.
 		switch {
 		case err == nil:
 			return db.UploadedFile(row), nil
-		case keyElsewhere(err): // the key names another route's request
+		case db.KeyElsewhere(err): // the key names another route's request
 			return db.UploadedFile{}, ErrIdempotencyKeyReused
-		case !keyConflict(err):
+		case !db.UniqueViolation(err, idempotencyKeyIndex):
 			return db.UploadedFile{}, s.insertError(ctx, a, p.SizeBytes, "insert hidden upload", err)
 		}
 		taken, err := s.keyTaken(ctx, a, k, p.IdempotencyFingerprint)
@@ -137,22 +134,6 @@ func (s *Service) insertKeyed(ctx context.Context, a access, k *UploadKey, p db.
 		}
 	}
 	return db.UploadedFile{}, ErrUploadCompleting // the key kept changing under us: retry later
-}
-
-// keyElsewhereState is the SQLSTATE of a buffer upload whose key another
-// route's request holds (uploaded_file_upload_key_taken).
-const keyElsewhereState = "UFK01"
-
-// keyElsewhere: the insert failed because another route holds its key.
-func keyElsewhere(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == keyElsewhereState
-}
-
-// keyConflict: err is the unique violation of the upload keys' index.
-func keyConflict(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == idempotencyKeyIndex
 }
 
 // keyTaken reads the row that holds k and says what its retry gets.

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/internal/filecheck"
@@ -363,11 +362,10 @@ func (s *Service) generateVariant(ctx context.Context, file db.UploadedFile, v d
 		ID: v.ID, FileID: file.ID, Claim: claim, SizeBytes: int64(len(res.Data)), Width: int32(res.Width), Height: int32(res.Height),
 		DefaultTenantBytes: s.cfg.Quota.TenantBytes, DefaultOwnerBytes: s.cfg.Quota.OwnerBytes, Now: s.now(),
 	})
-	var pe *pgconn.PgError
 	switch {
 	case err == nil:
 		return db.UploadedFileVariant(done), nil
-	case errors.As(err, &pe) && pe.Code == quotaExceededState:
+	case db.QuotaExceeded(err):
 		s.dropVariant(ctx, v, claim, true)
 		rule := RuleQuotaOwnerBytes
 		if rows, rerr := s.usageRowsOf(ctx, file.TenantCode, file.UserID); rerr == nil {

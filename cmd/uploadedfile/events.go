@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
@@ -39,8 +38,8 @@ func newEventsCommand(g *globals) *cobra.Command {
 // withConfiguredRelay opens the configured pool and builds the relay with
 // the configured sinks (connecting to NATS). With eager variant presets it
 // runs the built-in sink that generates them, as serve's relay does.
-func withConfiguredRelay(ctx context.Context, g *globals, reg prometheus.Registerer, fn func(*eventrelay.Relay, *pgxpool.Pool) error) error {
-	return withConfiguredPool(ctx, g, func(cfg fileConfig, pool *pgxpool.Pool) error {
+func withConfiguredRelay(ctx context.Context, g *globals, reg prometheus.Registerer, fn func(*eventrelay.Relay, *db.Pool) error) error {
+	return withConfiguredPool(ctx, g, func(cfg fileConfig, pool *db.Pool) error {
 		extra, closeExtra, err := cfg.builtinSinks(ctx, g, pool)
 		if err != nil {
 			return err
@@ -63,7 +62,7 @@ func newEventsRelayCommand(g *globals) *cobra.Command {
 		Example: "  uploadedfile events relay --config /etc/uploadedfile.yaml",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withConfiguredRelay(cmd.Context(), g, nil, func(r *eventrelay.Relay, _ *pgxpool.Pool) error {
+			return withConfiguredRelay(cmd.Context(), g, nil, func(r *eventrelay.Relay, _ *db.Pool) error {
 				g.logger.Info("event relay running")
 				return r.Run(cmd.Context())
 			})
@@ -79,7 +78,7 @@ func newEventsStatusCommand(g *globals) *cobra.Command {
 		Example: "  uploadedfile events status",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withConfiguredRelay(cmd.Context(), g, nil, func(r *eventrelay.Relay, _ *pgxpool.Pool) error {
+			return withConfiguredRelay(cmd.Context(), g, nil, func(r *eventrelay.Relay, _ *db.Pool) error {
 				if err := r.Ensure(cmd.Context()); err != nil {
 					return err
 				}
@@ -127,7 +126,7 @@ func newEventsListCommand(g *globals) *cobra.Command {
 			if !parked {
 				return errors.New("events list: only --parked is listed (the outbox itself is in uploaded_file_event)")
 			}
-			return withConfiguredPool(cmd.Context(), g, func(_ fileConfig, pool *pgxpool.Pool) error {
+			return withConfiguredPool(cmd.Context(), g, func(_ fileConfig, pool *db.Pool) error {
 				rows, err := db.New().EventListParked(cmd.Context(), pool, int32(limit))
 				if err != nil {
 					return err
@@ -193,7 +192,7 @@ replays before new events; a receiver sees the same event ids again.`,
 			if sink != "" {
 				p.Sink = &sink
 			}
-			return withConfiguredRelay(cmd.Context(), g, nil, func(r *eventrelay.Relay, pool *pgxpool.Pool) error {
+			return withConfiguredRelay(cmd.Context(), g, nil, func(r *eventrelay.Relay, pool *db.Pool) error {
 				if err := r.Ensure(cmd.Context()); err != nil {
 					return err
 				}
@@ -226,7 +225,7 @@ func deref(s *string) string {
 
 // relay builds the relay with its configured sinks and extra (built-in)
 // ones; closeSinks closes their connections.
-func (c eventsConfig) relay(ctx context.Context, pool *pgxpool.Pool, g *globals, reg prometheus.Registerer, extra ...eventrelay.SinkConfig) (*eventrelay.Relay, func(), error) {
+func (c eventsConfig) relay(ctx context.Context, pool *db.Pool, g *globals, reg prometheus.Registerer, extra ...eventrelay.SinkConfig) (*eventrelay.Relay, func(), error) {
 	var closers []func()
 	closeAll := func() {
 		for _, f := range closers {
@@ -272,7 +271,7 @@ func (c eventsConfig) relay(ctx context.Context, pool *pgxpool.Pool, g *globals,
 // builtinSinks are the relay's own sinks: with an eager variant preset,
 // the one that generates eager variants after file.ready (it needs the
 // configured service, closed by the returned func).
-func (c fileConfig) builtinSinks(ctx context.Context, g *globals, pool *pgxpool.Pool) ([]eventrelay.SinkConfig, func(), error) {
+func (c fileConfig) builtinSinks(ctx context.Context, g *globals, pool *db.Pool) ([]eventrelay.SinkConfig, func(), error) {
 	eager := false
 	for _, p := range c.Variants.Presets {
 		eager = eager || p.Eager

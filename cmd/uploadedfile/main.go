@@ -30,10 +30,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
-	"github.com/uploadedfile/uploadedfile/internal/pgurl"
+	"github.com/uploadedfile/uploadedfile/db"
 )
 
 // defaultDatabaseURL is the local development database.
@@ -176,11 +175,10 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 func (g *globals) reachDatabase(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(cctx, pgurl.SingleConn(g.databaseURL))
-	if err != nil {
+	if err := db.Reach(cctx, g.databaseURL); err != nil {
 		return g.databaseError(err)
 	}
-	return conn.Close(ctx)
+	return nil
 }
 
 // databaseError explains a database that cannot be reached: the URL that

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/internal/adapter/tracks"
 	"github.com/uploadedfile/uploadedfile/service"
 )
@@ -27,7 +27,7 @@ func newMaintenanceCommand(g *globals) *cobra.Command {
 	}
 	cmd.PersistentFlags().IntVar(&limit, "limit", 0, "rows per batch (default and maximum: cleanupBatchSize)")
 	// withService opens the configured service for one command.
-	withService := func(ctx context.Context, fn func(*service.Service, *pgxpool.Pool) error) error {
+	withService := func(ctx context.Context, fn func(*service.Service, *db.Pool) error) error {
 		return withConfiguredService(ctx, g, fn)
 	}
 	cmd.AddCommand(newBatchCommands(g, &limit)...)
@@ -45,7 +45,7 @@ func newBatchCommands(g *globals, limit *int) []*cobra.Command {
 			Use:  name,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				return withConfiguredService(cmd.Context(), g, func(svc *service.Service, _ *pgxpool.Pool) error {
+				return withConfiguredService(cmd.Context(), g, func(svc *service.Service, _ *db.Pool) error {
 					n, err := run(cmd.Context(), svc)
 					if eerr := g.emit(fmt.Sprintf("%s: %d rows done\n", name, n), map[string]any{"command": name, "done": n}); err == nil {
 						err = eerr
@@ -93,7 +93,7 @@ func newPurgeCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withConfiguredService(cmd.Context(), g, func(svc *service.Service, _ *pgxpool.Pool) error {
+			return withConfiguredService(cmd.Context(), g, func(svc *service.Service, _ *db.Pool) error {
 				n, err := svc.UnsafeSystemPurgeUnusedBefore(cmd.Context(), cutoff)
 				if eerr := g.emit(fmt.Sprintf("purge-unused: %d rows done (created before %s)\n", n, cutoff.Format(time.RFC3339)),
 					map[string]any{"command": "purge-unused", "done": n, "before": cutoff}); err == nil {
@@ -132,7 +132,7 @@ refuses a live upload lease and a live deletion lease.`,
 			if !confirm {
 				return errors.New("retire-tombstone: stop and drain every producer first, then run again with --confirm")
 			}
-			return withConfiguredService(cmd.Context(), g, func(svc *service.Service, _ *pgxpool.Pool) error {
+			return withConfiguredService(cmd.Context(), g, func(svc *service.Service, _ *db.Pool) error {
 				ok, err := svc.UnsafeSystemRetireUploadTombstone(cmd.Context(), id)
 				if err != nil {
 					return err
@@ -161,7 +161,7 @@ func newRunTrackCommand(g *globals) *cobra.Command {
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: []string{tracks.TrackPending, tracks.TrackTemporary, tracks.TrackReconcile},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withConfiguredService(cmd.Context(), g, func(svc *service.Service, pool *pgxpool.Pool) error {
+			return withConfiguredService(cmd.Context(), g, func(svc *service.Service, pool *db.Pool) error {
 				res, err := tracks.New(svc, pool, g.logger, nil).Run(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -186,7 +186,7 @@ func newRecountCommand(g *globals) *cobra.Command {
   uploadedfile maintenance recount-usage`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withConfiguredService(cmd.Context(), g, func(svc *service.Service, _ *pgxpool.Pool) error {
+			return withConfiguredService(cmd.Context(), g, func(svc *service.Service, _ *db.Pool) error {
 				n, err := svc.UnsafeSystemRecountUsage(cmd.Context(), recountTenant)
 				if eerr := g.emit(fmt.Sprintf("recount-usage: %d usage rows written\n", n), map[string]any{"command": "recount-usage", "written": n}); err == nil {
 					err = eerr
@@ -218,7 +218,7 @@ func newRescanCommand(g *globals) *cobra.Command {
 				}
 				o.Since = &t
 			}
-			return withConfiguredService(cmd.Context(), g, func(svc *service.Service, _ *pgxpool.Pool) error {
+			return withConfiguredService(cmd.Context(), g, func(svc *service.Service, _ *db.Pool) error {
 				rep, err := svc.UnsafeSystemRescan(cmd.Context(), o, func(d service.Detection) {
 					_ = g.emit(fmt.Sprintf("detected %s tenant=%s signature=%s quarantined=%t\n", d.ID, d.Tenant, d.Signature, d.Quarantined),
 						map[string]any{"detected": d.ID, "tenant": d.Tenant, "signature": d.Signature, "quarantined": d.Quarantined})
@@ -245,7 +245,7 @@ func newUnquarantineCommand(g *globals) *cobra.Command {
 		Example: "  uploadedfile maintenance unquarantine 6f1c2b9e-3d4a-4b5c-8d7e-9f0a1b2c3d4e",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withConfiguredService(cmd.Context(), g, func(svc *service.Service, _ *pgxpool.Pool) error {
+			return withConfiguredService(cmd.Context(), g, func(svc *service.Service, _ *db.Pool) error {
 				if err := svc.UnsafeSystemUnquarantine(cmd.Context(), args[0]); err != nil {
 					return fmt.Errorf("unquarantine %s: %w (not a quarantined file)", args[0], err)
 				}
@@ -260,7 +260,7 @@ func newUnquarantineCommand(g *globals) *cobra.Command {
 
 // withConfiguredPool opens the configuration (g.config) and the database
 // (openPool, as serve does) for one command.
-func withConfiguredPool(ctx context.Context, g *globals, fn func(fileConfig, *pgxpool.Pool) error) error {
+func withConfiguredPool(ctx context.Context, g *globals, fn func(fileConfig, *db.Pool) error) error {
 	cfg, err := g.config()
 	if err != nil {
 		return err
@@ -278,8 +278,8 @@ func withConfiguredPool(ctx context.Context, g *globals, fn func(fileConfig, *pg
 
 // withConfiguredService is withConfiguredPool with the configured service,
 // closed after fn.
-func withConfiguredService(ctx context.Context, g *globals, fn func(*service.Service, *pgxpool.Pool) error) error {
-	return withConfiguredPool(ctx, g, func(cfg fileConfig, pool *pgxpool.Pool) error {
+func withConfiguredService(ctx context.Context, g *globals, fn func(*service.Service, *db.Pool) error) error {
+	return withConfiguredPool(ctx, g, func(cfg fileConfig, pool *db.Pool) error {
 		svc, err := cfg.newService(ctx, g, pool)
 		if err != nil {
 			return err
@@ -291,7 +291,7 @@ func withConfiguredService(ctx context.Context, g *globals, fn func(*service.Ser
 
 // newService is the configured service of a command on pool (the scanner
 // included, for the commands that scan); the caller closes it.
-func (c fileConfig) newService(ctx context.Context, g *globals, pool *pgxpool.Pool) (*service.Service, error) {
+func (c fileConfig) newService(ctx context.Context, g *globals, pool *db.Pool) (*service.Service, error) {
 	scfg, err := c.serviceConfig()
 	if err != nil {
 		return nil, err
@@ -305,7 +305,7 @@ func (c fileConfig) newService(ctx context.Context, g *globals, pool *pgxpool.Po
 
 // newReconcileCommand is `maintenance reconcile`: one finding per line (a
 // JSON object per line with --output json), then the counts.
-func newReconcileCommand(g *globals, withService func(context.Context, func(*service.Service, *pgxpool.Pool) error) error) *cobra.Command {
+func newReconcileCommand(g *globals, withService func(context.Context, func(*service.Service, *db.Pool) error) error) *cobra.Command {
 	var opts service.ReconcileOptions
 	var failOnFindings bool
 	cmd := &cobra.Command{
@@ -337,7 +337,7 @@ Exit status: 0 when the walk completed (findings or not), 3 with
 			if opts.Grace < 0 {
 				return errors.New("reconcile: --grace must not be negative")
 			}
-			return withService(cmd.Context(), func(svc *service.Service, _ *pgxpool.Pool) error {
+			return withService(cmd.Context(), func(svc *service.Service, _ *db.Pool) error {
 				enc := json.NewEncoder(g.stdout)
 				var failed []string // the first keys whose repair failed
 				counts, err := svc.UnsafeSystemReconcile(cmd.Context(), opts, func(f service.Finding) error {

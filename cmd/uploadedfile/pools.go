@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/uploadedfile/uploadedfile/db"
@@ -50,7 +48,7 @@ func (c databaseConfig) sweeps() db.Limits {
 // the sweeps' -- the tracks, the event relay and the replica heartbeat --
 // so that no sweep ever waits for, or takes, a connection a request needs.
 type servePools struct {
-	requests, sweeps           *pgxpool.Pool
+	requests, sweeps           *db.Pool
 	requestLimits, sweepLimits db.Limits
 }
 
@@ -83,8 +81,8 @@ func (p servePools) Close() {
 
 // openPool opens a pool with limits (tracing each statement with tp when
 // set).
-func openPool(ctx context.Context, databaseURL string, tp trace.TracerProvider, limits db.Limits) (*pgxpool.Pool, error) {
-	var tracer pgx.QueryTracer
+func openPool(ctx context.Context, databaseURL string, tp trace.TracerProvider, limits db.Limits) (*db.Pool, error) {
+	var tracer db.QueryTracer
 	if tp != nil {
 		tracer = tracing.NewPGX(tp) // a span per statement, named after its query
 	}

@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"text/tabwriter"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
@@ -22,7 +22,7 @@ func newQuotaCommand(g *globals) *cobra.Command {
   uploadedfile quota list`,
 	}
 	withService := func(ctx context.Context, fn func(*service.Service) error) error {
-		return withConfiguredService(ctx, g, func(s *service.Service, _ *pgxpool.Pool) error { return fn(s) })
+		return withConfiguredService(ctx, g, func(s *service.Service, _ *db.Pool) error { return fn(s) })
 	}
 
 	limits := map[string]*string{"tenant-bytes": new(string), "tenant-files": new(string), "owner-bytes": new(string), "owner-files": new(string)}

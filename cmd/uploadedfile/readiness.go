@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/db/migrations"
@@ -25,7 +24,7 @@ import (
 // names both versions and the fix); in --dev it is logged, and /readyz
 // says it. A later schema whose migrations declare this binary compatible,
 // and a migration that is running, start normally.
-func checkSchema(ctx context.Context, g *globals, pool *pgxpool.Pool, dev bool) error {
+func checkSchema(ctx context.Context, g *globals, pool *db.Pool, dev bool) error {
 	err := migrations.Check(ctx, pool)
 	var se *migrations.SchemaError
 	switch {
@@ -47,7 +46,7 @@ func checkSchema(ctx context.Context, g *globals, pool *pgxpool.Pool, dev bool) 
 // the store (bucket and credentials, on S3) and clamd when the scan gate
 // is on -- are reported, never gating (httpapi.Health). Each cause names
 // no host or credential.
-func readiness(cfg fileConfig, pool *pgxpool.Pool, svc *service.Service, guard *httpapi.Guard, draining *atomic.Bool) httpapi.Health {
+func readiness(cfg fileConfig, pool *db.Pool, svc *service.Service, guard *httpapi.Guard, draining *atomic.Bool) httpapi.Health {
 	store := &storeProbe{svc: svc}
 	gates := map[string]httpapi.Pinger{
 		"schema": httpapi.PingFunc(func(ctx context.Context) error {
@@ -140,7 +139,7 @@ const replicaHeartbeat = 15 * time.Second
 // migration while an older binary runs. It never stops the server: a
 // heartbeat the database refuses is logged once per episode and tried
 // again.
-func heartbeat(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool) error {
+func heartbeat(ctx context.Context, log *slog.Logger, pool *db.Pool) error {
 	q := db.New()
 	id := uuid.New()
 	failing := false

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -17,9 +16,6 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -35,7 +31,6 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/adapter/tracks"
 	"github.com/uploadedfile/uploadedfile/internal/adapter/webui"
 	"github.com/uploadedfile/uploadedfile/internal/logsink"
-	"github.com/uploadedfile/uploadedfile/internal/pgurl"
 	"github.com/uploadedfile/uploadedfile/internal/tracing"
 	"github.com/uploadedfile/uploadedfile/service"
 )
@@ -287,7 +282,7 @@ func newServeService(ctx context.Context, g *globals, cfg fileConfig, conn db.Co
 // newServeHandler builds the API's handler over svc: the token guard (the
 // caller closes it), readiness (checked once now, logged when not ready)
 // and the HTTP surface.
-func newServeHandler(ctx context.Context, g *globals, cfg fileConfig, pool *pgxpool.Pool, svc *service.Service, reg prometheus.Registerer, tracer trace.TracerProvider, draining *atomic.Bool) (http.Handler, *httpapi.Guard, httpapi.Health, error) {
+func newServeHandler(ctx context.Context, g *globals, cfg fileConfig, pool *db.Pool, svc *service.Service, reg prometheus.Registerer, tracer trace.TracerProvider, draining *atomic.Bool) (http.Handler, *httpapi.Guard, httpapi.Health, error) {
 	auth, err := cfg.authConfig(g.logger)
 	if err != nil {
 		return nil, nil, httpapi.Health{}, err
@@ -343,7 +338,7 @@ type background struct {
 	// draining turns /readyz 503 once shutdown starts.
 	draining *atomic.Bool
 	// pool records the replica's heartbeat (uploaded_file_replica).
-	pool *pgxpool.Pool
+	pool *db.Pool
 }
 
 // runServer runs b's parts under one context of their own: the first that
@@ -568,30 +563,8 @@ Try it:
 // ensureDatabase creates the database named in databaseURL when it does not
 // exist, connecting to the server's postgres database to do so.
 func ensureDatabase(ctx context.Context, databaseURL string) error {
-	u, err := url.Parse(databaseURL)
-	if err != nil {
-		return errors.New("serve: the database URL is invalid")
-	}
-	name := strings.TrimPrefix(u.Path, "/")
-	if name == "" {
-		return nil
-	}
-	conn, err := pgx.Connect(ctx, pgurl.SingleConn(databaseURL))
-	if err == nil {
-		return conn.Close(ctx)
-	}
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "3D000" { // invalid_catalog_name
-		return fmt.Errorf("serve: connect to the database: %w", err)
-	}
-	u.Path = "/postgres"
-	admin, err := pgx.Connect(ctx, pgurl.SingleConn(u.String()))
-	if err != nil {
-		return fmt.Errorf("serve: connect to create the database: %w", err)
-	}
-	defer func() { _ = admin.Close(ctx) }()
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return fmt.Errorf("serve: create database %s: %w", name, err)
+	if err := db.CreateIfMissing(ctx, databaseURL); err != nil {
+		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
 }
@@ -654,7 +627,7 @@ func serveDebug(addr string) (string, func(), error) {
 // on) and the function that closes its sinks. With eager variant presets,
 // a built-in sink generates them after each file.ready
 // (internal/adapter/eventrelay/variantsink).
-func eventRelay(ctx context.Context, g *globals, c eventsConfig, pool *pgxpool.Pool, reg prometheus.Registerer, svc *service.Service) (*eventrelay.Relay, func(), error) {
+func eventRelay(ctx context.Context, g *globals, c eventsConfig, pool *db.Pool, reg prometheus.Registerer, svc *service.Service) (*eventrelay.Relay, func(), error) {
 	if !c.relayEnabled() {
 		return nil, func() {}, nil
 	}

@@ -22,8 +22,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/uploadedfile/uploadedfile/db"
 )
 
@@ -100,7 +98,7 @@ const statusEvery = time.Second
 // DB is what the relay needs of a pool: pgxpool.Pool satisfies it.
 type DB interface {
 	db.DBTX
-	Begin(ctx context.Context) (pgx.Tx, error)
+	Begin(ctx context.Context) (db.Tx, error)
 }
 
 // ErrConfig reports an invalid relay configuration.
@@ -463,7 +461,7 @@ func (r *Relay) replays(ctx context.Context, h *holding) (failed bool, err error
 		attempts, err := r.q.EventReplayFail(context.WithoutCancel(ctx), r.pool, db.EventReplayFailParams{
 			Name: h.sink.Name, EventSeq: e.Seq, MaxAttempts: int32(h.sink.MaxAttempts), LastError: reason, Now: r.cfg.Now(),
 		})
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		if err != nil && !errors.Is(err, db.ErrNoRows) {
 			return false, fmt.Errorf("eventrelay: record replay failure: %w", err)
 		}
 		r.backoff(context.WithoutCancel(ctx), h, 0, h.sink.delay(max(int(attempts), 1)), reason)

@@ -34,7 +34,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/robfig/cron/v3"
 	"go.opentelemetry.io/otel/trace"
@@ -79,7 +78,7 @@ var trackBacklog = map[string][]string{
 // Runner runs the tracks.
 type Runner struct {
 	svc     Sweeper
-	pool    *pgxpool.Pool
+	pool    *db.Pool
 	log     *slog.Logger
 	metrics *metrics
 	now     func() time.Time
@@ -97,7 +96,7 @@ type Result struct {
 }
 
 // New returns a runner; reg (optional) receives the sweep metrics.
-func New(svc Sweeper, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer) *Runner {
+func New(svc Sweeper, pool *db.Pool, log *slog.Logger, reg prometheus.Registerer) *Runner {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -129,29 +128,16 @@ func (r *Runner) Run(ctx context.Context, track string) (Result, error) {
 		return Result{}, fmt.Errorf("maintenance: unknown track %q", track)
 	}
 	res := Result{Track: track}
-	conn, err := r.pool.Acquire(ctx)
+	release, locked, err := db.HoldTrackLock(ctx, r.pool, key)
 	if err != nil {
-		return res, fmt.Errorf("maintenance: acquire a connection: %w", err)
-	}
-	defer conn.Release()
-	var locked bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&locked); err != nil {
-		return res, fmt.Errorf("maintenance: advisory lock: %w", err)
+		return res, fmt.Errorf("maintenance: %w", err)
 	}
 	if !locked {
 		r.metrics.run(track, "skipped")
 		r.log.InfoContext(ctx, "sweep skipped: another replica holds the track", "track", track)
 		return res, nil
 	}
-	defer func() {
-		// Unlock on a context that survives cancellation; a dead session
-		// would release it anyway.
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if _, err := conn.Exec(uctx, "SELECT pg_advisory_unlock($1)", key); err != nil {
-			conn.Conn().Close(uctx) //nolint:errcheck // closing the session releases the lock
-		}
-	}()
+	defer release()
 
 	res.Ran = true
 	start := r.now()

@@ -14,6 +14,8 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/filecheck"
 	"github.com/uploadedfile/uploadedfile/internal/imagevariant"
 	"github.com/uploadedfile/uploadedfile/internal/objectkey"
+	"github.com/uploadedfile/uploadedfile/internal/storage"
+	s3store "github.com/uploadedfile/uploadedfile/internal/storage/s3"
 )
 
 // Visibility is 'public' or 'private'.
@@ -34,10 +36,10 @@ const (
 	DispositionAttachment Disposition = "attachment"
 )
 
-// Drivers.
+// Drivers: the storage package's kinds, as the configuration names them.
 const (
-	DriverLocal = "local"
-	DriverS3    = "s3"
+	DriverLocal = string(storage.KindLocal)
+	DriverS3    = string(storage.KindS3)
 )
 
 // Limits and defaults of the documented Limits table.
@@ -61,8 +63,8 @@ const (
 	defaultRemoteCloneTimeout           = 5 * time.Second
 	defaultRemoteCloneRedirects         = 3
 	maxRemoteCloneRedirects             = 5
-	PublicAccessModeExternal            = "external"
-	PublicAccessModeObjectACL           = "object-acl"
+	PublicAccessModeExternal            = s3store.PublicAccessExternal
+	PublicAccessModeObjectACL           = s3store.PublicAccessObjectACL
 	maxMetaLength                       = 255
 	maxExtraDataBytes                   = MaxExtraDataBytes
 )

@@ -56,6 +56,7 @@ const (
 	TemporaryLifetime                   = 24 * time.Hour
 	ActivationLease                     = 15 * time.Minute
 	DeletionRetryBackoff                = time.Minute
+	DefaultStorageTimeout               = 10 * time.Second
 	deletionLease                       = 5 * time.Minute
 	completionLease                     = 30 * time.Second
 	directCleanupGrace                  = time.Hour
@@ -111,6 +112,11 @@ type Config struct {
 	ForcePathStyle bool `koanf:"forcePathStyle"`
 	// Bucket: required for s3.
 	Bucket string `koanf:"bucket"`
+	// StorageTimeout bounds each S3 attempt's wait for the store: the
+	// connection (at most 5 s of it), the answer's first byte, and any
+	// pause in reading or writing a body. Default DefaultStorageTimeout; the
+	// client makes up to three attempts of a call that can be repeated.
+	StorageTimeout time.Duration `koanf:"storageTimeout"`
 	// Folder: key prefix, default "core"; normalized, traversal refused.
 	Folder string `koanf:"folder"`
 	// LocalRoot: default <cwd>/upload; made canonical and absolute.
@@ -252,6 +258,12 @@ func resolve(c Config) (resolved, error) {
 	}
 	if r.SpoolDir == "" {
 		r.SpoolDir = os.TempDir()
+	}
+	if r.StorageTimeout < 0 {
+		return resolved{}, configError("storageTimeout", "must not be negative")
+	}
+	if r.StorageTimeout == 0 {
+		r.StorageTimeout = DefaultStorageTimeout
 	}
 	return r, nil
 }

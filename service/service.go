@@ -189,7 +189,7 @@ func openStore(ctx context.Context, r resolved) (storage.Store, error) {
 	case DriverS3:
 		st, err := s3store.New(ctx, s3store.Config{
 			Bucket: r.Bucket, Region: r.Region, Endpoint: r.Endpoint, ForcePathStyle: r.ForcePathStyle,
-			AccessID: r.AccessID, AccessKey: r.AccessKey, PublicAccessMode: r.PublicAccessMode,
+			AccessID: r.AccessID, AccessKey: r.AccessKey, PublicAccessMode: r.PublicAccessMode, Timeout: r.StorageTimeout,
 		})
 		if err != nil {
 			return nil, configError("s3", "%v", err)

@@ -267,7 +267,7 @@ func (s *Service) settleFailedUpload(ctx context.Context, a access, id uuid.UUID
 	failed := classifyFailure(ErrUploadFailed, cause)
 	claimed, err := s.q.FileSettleFailedUpload(cctx, s.db, db.FileSettleFailedUploadParams{ID: id, UploadMarker: marker, DeletionLease: deletionLease, Rule: optional(rule), Now: s.now()})
 	if err == nil {
-		s.finishDeletion(cctx, db.UploadedFile(claimed))
+		s.finishUnlessStoreDown(cctx, db.UploadedFile(claimed), failed)
 		return db.UploadedFile{}, failed
 	}
 	if !isNoRows(err) {
@@ -293,7 +293,7 @@ func (s *Service) settleFailedUpload(ctx context.Context, a access, id uuid.UUID
 			DeletionLease: deletionLease, Now: s.now(),
 		})
 		if err == nil {
-			s.finishDeletion(cctx, db.UploadedFile(restored))
+			s.finishUnlessStoreDown(cctx, db.UploadedFile(restored), failed)
 			return db.UploadedFile{}, failed
 		}
 		if !isNoRows(err) {
@@ -301,6 +301,19 @@ func (s *Service) settleFailedUpload(ctx context.Context, a access, id uuid.UUID
 		}
 	}
 	return db.UploadedFile{}, failed
+}
+
+// finishUnlessStoreDown deletes a failed upload's object under the claim
+// just taken, unless the failure was the store not answering: then the
+// deletion would wait on the same store, and the answer with it, so the
+// claim is left for the deletion sweep (its lease ends, the sweep takes
+// it over) and the caller is answered at once.
+func (s *Service) finishUnlessStoreDown(ctx context.Context, row db.UploadedFile, failed error) {
+	if dep, down := Unavailable(failed); down && dep == DependencyStorage {
+		s.log.InfoContext(ctx, "failed upload left to the deletion sweep: the store did not answer", "file_id", row.ID)
+		return
+	}
+	s.finishDeletion(ctx, row)
 }
 
 // persistedCDN is the legacy cdn reference stored with the row: the public

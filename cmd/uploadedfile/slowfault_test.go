@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"testing"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/uploadedfile/uploadedfile/internal/testkit/faultproxy"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/s3test"
 )
 
 // A database that stops answering without closing its connections -- a
@@ -69,4 +73,78 @@ func TestBlackHoledDatabaseIsAnsweredWithinTheBound(t *testing.T) {
 
 	proxy.Set(faultproxy.Pass)
 	require.Eventually(t, func() bool { s, _, _, _ := list(); return s == http.StatusOK }, 20*time.Second, 200*time.Millisecond, "serves again without a restart")
+}
+
+// A store that stops answering without closing its connections costs a
+// request storageTimeout per attempt of the S3 client, never the server:
+// an upload is answered 503 core.storage.unavailable with Retry-After
+// within the bound, a list (which needs no bytes) answers 200 throughout,
+// readiness stays and names the store, and once the store answers again
+// the same process uploads again.
+func TestBlackHoledStoreIsAnsweredWithinTheBound(t *testing.T) {
+	t.Parallel()
+	srv, err := s3test.StartKind(s3test.Selected())
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	c := srv.NewBucket(t)
+	endpoint, err := url.Parse(c.Endpoint)
+	require.NoError(t, err)
+	proxy := faultproxy.Start(t, endpoint.Host)
+	const storageTimeout = 2 * time.Second
+	d := startDevOn(t, pgtest.NewDatabase(t), fmt.Sprintf("driver: s3\nbucket: %s\nregion: %s\nendpoint: http://%s\nforcePathStyle: true\naccessId: %s\naccessKey: %s\nstorageTimeout: 2s\n",
+		c.Bucket, c.Region, proxy.Addr, c.AccessID, c.AccessKey))
+
+	call := func(method, path string, body io.Reader, contentType string) (int, http.Header, string, time.Duration) {
+		req, err := http.NewRequest(method, d.base+path, body)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+d.token)
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		start := time.Now()
+		resp, err := (&http.Client{Timeout: 2 * time.Minute}).Do(req)
+		require.NoError(t, err, "answered, not hung")
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, string(b), time.Since(start)
+	}
+	upload := func() (int, http.Header, string, time.Duration) {
+		var form bytes.Buffer
+		w := multipart.NewWriter(&form)
+		part, err := w.CreateFormFile("file", "slow.txt")
+		require.NoError(t, err)
+		_, _ = part.Write([]byte("a store that hangs"))
+		require.NoError(t, w.Close())
+		return call(http.MethodPost, "/uploaded-file", &form, w.FormDataContentType())
+	}
+	status, _, body, _ := upload()
+	require.Equal(t, http.StatusCreated, status, body)
+
+	proxy.Set(faultproxy.BlackHole)
+	// The bound: each of the client's three attempts waits storageTimeout
+	// for an answer, with its backoff between them.
+	bound := 3*storageTimeout + 3*time.Second
+	for range 2 {
+		status, h, body, took := upload()
+		require.Equal(t, http.StatusServiceUnavailable, status, body)
+		require.Less(t, took, bound, "answered within the storage bound")
+		require.NotEmpty(t, h.Get("Retry-After"))
+		require.Contains(t, body, "core.storage.unavailable")
+	}
+	status, _, body, took := call(http.MethodGet, "/uploaded-file?limit=1", nil, "")
+	require.Equal(t, http.StatusOK, status, "a list needs no bytes: %s", body)
+	require.Less(t, took, storageTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.base+"/readyz", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	ready, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "a shared outage does not take the replica out")
+	require.Contains(t, string(ready), "storage unavailable")
+
+	proxy.Set(faultproxy.Pass)
+	require.Eventually(t, func() bool { s, _, _, _ := upload(); return s == http.StatusCreated }, 30*time.Second, 500*time.Millisecond, "uploads again without a restart")
 }

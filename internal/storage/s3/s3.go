@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
@@ -58,8 +60,14 @@ type Config struct {
 	AccessKey string
 	// PublicAccessMode is "external" (default) or "object-acl".
 	PublicAccessMode string
-	// HTTPClient is optional.
+	// HTTPClient is optional; when set, Timeout is its owner's to apply.
 	HTTPClient *http.Client
+	// Timeout bounds each attempt's wait for the store: connecting (at
+	// most 5 s of it), the answer's first byte, and every pause while a
+	// body is read or written. A store that hangs -- a black-holed route, a
+	// paused server -- costs a call this per attempt, never the caller's
+	// whole context. Zero: the SDK's defaults (no bound on the answer).
+	Timeout time.Duration
 }
 
 // Store is the S3 driver.
@@ -105,8 +113,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	client := awss3.NewFromConfig(awsCfg, func(o *awss3.Options) {
 		o.UsePathStyle = cfg.ForcePathStyle
-		if cfg.HTTPClient != nil {
+		switch {
+		case cfg.HTTPClient != nil:
 			o.HTTPClient = cfg.HTTPClient
+		case cfg.Timeout > 0:
+			o.HTTPClient = boundedClient(cfg.Timeout)
 		}
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
@@ -120,6 +131,19 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		po.Presigner = v4.NewSigner(func(so *v4.SignerOptions) { so.DisableHeaderHoisting = true })
 	})
 	return &Store{client: client, presign: presign, cfg: cfg}, nil
+}
+
+// boundedClient is the SDK's HTTP client with every wait bounded by
+// timeout: the dial (at most 5 s), the response's headers, and each read
+// of a body (the SDK's read timeout, reset by every byte).
+func boundedClient(timeout time.Duration) *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().
+		WithDialerOptions(func(d *net.Dialer) {
+			d.Timeout = min(timeout, 5*time.Second)
+			d.KeepAlive = 5 * time.Second
+		}).
+		WithTransportOptions(func(tr *http.Transport) { tr.ResponseHeaderTimeout = timeout }).
+		WithReadTimeout(timeout)
 }
 
 // Kind implements storage.Store.

@@ -246,6 +246,7 @@ func (s *Service) receiveContent(ctx context.Context, r io.Reader, size int64, s
 		case err != nil:
 			return s.internalError(ctx, ErrUploadFailed, "write staging object", err, "file_id", row.ID)
 		}
+		s.faults.wrote(ctx, s.log)
 		return nil
 	})
 	if err != nil {

@@ -62,6 +62,7 @@ type Service struct {
 	keysDB  db.DBTX
 	q       *db.Queries
 	store   storage.Store
+	faults  *storeFaults // shared by every copy of the service
 	log     *slog.Logger
 	now     func() *time.Time // nil result: the database clock
 	fetcher Fetcher
@@ -148,7 +149,7 @@ func New(ctx context.Context, cfg Config, database DB, opts ...Option) (*Service
 	if database == nil {
 		return nil, errors.New("uploadedfile: a database is required")
 	}
-	s := &Service{cfg: r, db: db.Wrap(database), q: db.New(), log: slog.Default(), now: func() *time.Time { return nil }}
+	s := &Service{cfg: r, db: db.Wrap(database), q: db.New(), log: slog.Default(), now: func() *time.Time { return nil }, faults: &storeFaults{}}
 	s.keysDB = db.AsyncCommit(s.db)
 	if _, inTx := database.(db.Tx); inTx {
 		s.keysDB = s.db // a host's transaction commits as the host says
@@ -214,7 +215,10 @@ func (s *Service) Driver() string { return string(s.store.Kind()) }
 
 // Ping checks that the storage is reachable (for readiness).
 func (s *Service) Ping(ctx context.Context) error {
-	return s.store.Ping(ctx)
+	if err := s.store.Ping(ctx); err != nil {
+		return err
+	}
+	return s.faults.current()
 }
 
 // observeUpload counts a file that became ready by its size.
@@ -248,6 +252,7 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 // carrying code, anything else as code. Details stay in the log.
 func (s *Service) internalError(ctx context.Context, code *Error, msg string, err error, attrs ...any) error {
 	public := classifyFailure(code, err)
+	s.faults.failed(ctx, s.log, err)
 	level := slog.LevelError
 	if errors.Is(public, ErrUnavailable) || errors.Is(public, ErrConflict) {
 		level = slog.LevelWarn

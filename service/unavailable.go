@@ -76,7 +76,29 @@ func classifyFailure(op *Error, cause error) error {
 	case errors.As(cause, &ue):
 		return ue.For(opCode(op))
 	case errors.Is(cause, storage.ErrUnavailable):
-		return unavailable(DependencyStorage, op, "", cause)
+		return unavailable(DependencyStorage, op, storageRule(cause), cause)
 	}
 	return op
+}
+
+// The rules of a store that failed for its own state, on the problem of the
+// request that met it (code core.storage.unavailable).
+const (
+	RuleStorageNoSpace  = "storage.no-space"
+	RuleStorageReadOnly = "storage.read-only"
+	RuleStorageIOError  = "storage.io-error"
+)
+
+// storageRule names the store's own failure in cause, or "" for a store
+// that did not answer.
+func storageRule(cause error) string {
+	switch storage.FaultKind(cause) {
+	case "no_space":
+		return RuleStorageNoSpace
+	case "read_only":
+		return RuleStorageReadOnly
+	case "io_error":
+		return RuleStorageIOError
+	}
+	return ""
 }

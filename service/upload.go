@@ -236,6 +236,7 @@ func (s *Service) writeAndActivate(ctx context.Context, a access, row db.Uploade
 		ContentType: row.ContentType, Size: sp.Size(), SHA256: sp.sum, Public: vis == Public,
 	})
 	if err == nil {
+		s.faults.wrote(ctx, s.log)
 		var active db.FileActivateUploadRow
 		active, err = s.uploads.ActivateUpload(ctx, db.FileActivateUploadParams{
 			ID: row.ID, UploadMarker: marker, Checksum: ptr(sp.checksum()), ETag: optional(oi.ETag), Now: s.now(),
@@ -369,6 +370,9 @@ func (s *Service) spool(ctx context.Context, src io.Reader, max int64) (*spooled
 	spoolWriters.Put(bw)
 	if err != nil {
 		_ = sp.Close()
+		if errors.Is(err, storage.ErrUnavailable) {
+			return nil, s.internalError(ctx, ErrUploadFailed, "spool the upload", err) // the spool's disk, not the client
+		}
 		return nil, ErrUploadFailed
 	}
 	if n > max {

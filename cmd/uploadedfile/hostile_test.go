@@ -55,7 +55,10 @@ func startDev(t *testing.T, config string, args ...string) *devServer {
 func startDevOn(t *testing.T, dbURL, config string, args ...string) *devServer {
 	t.Helper()
 	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
-	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+"\n"+config), 0o600))
+	if !strings.Contains(config, "localRoot:") {
+		config = "localRoot: " + t.TempDir() + "\n" + config
+	}
+	require.NoError(t, os.WriteFile(cfgFile, []byte(config), 0o600))
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &syncBuffer{ch: make(chan []byte, 64)}
 	done := make(chan error, 1)

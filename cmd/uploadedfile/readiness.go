@@ -88,7 +88,7 @@ func readiness(cfg fileConfig, pool *db.Pool, svc *service.Service, guard *httpa
 			case err == nil, errors.Is(err, storage.ErrBucketMissing), errors.Is(err, storage.ErrCredentialsRefused):
 				return nil // this replica's configuration: its gate says it
 			}
-			return &httpapi.NotReady{Cause: "the object store did not answer", Err: err}
+			return &httpapi.NotReady{Cause: storeCause(err), Err: err}
 		}),
 	}
 	if cfg.Scan.Mode == service.ScanGate {
@@ -102,6 +102,21 @@ func readiness(cfg fileConfig, pool *db.Pool, svc *service.Service, guard *httpa
 		}
 	}
 	return httpapi.Health{Gates: gates, Dependencies: deps, Facts: []string{"image engine: " + svc.ImageEngine()}}
+}
+
+// storeCause is the readiness line of a store that failed: what the store
+// said of itself (no space, read-only, an I/O error), else that it did
+// not answer.
+func storeCause(err error) string {
+	switch storage.FaultKind(err) {
+	case "no_space":
+		return "no space left"
+	case "read_only":
+		return "read-only"
+	case "io_error":
+		return "I/O error"
+	}
+	return "the object store did not answer"
 }
 
 // storeProbeReuse is how long one ping of the store answers both checks

@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 )
@@ -78,7 +79,32 @@ var (
 	// ErrCredentialsRefused: a probe's credentials were refused (wraps
 	// ErrUnavailable).
 	ErrCredentialsRefused = fmt.Errorf("%w: the credentials were refused", ErrUnavailable)
+	// ErrNoSpace: the store has no room left -- a full disk or quota
+	// (wraps ErrUnavailable).
+	ErrNoSpace = fmt.Errorf("%w: no space left", ErrUnavailable)
+	// ErrReadOnly: the store refuses writes -- a read-only filesystem
+	// (wraps ErrUnavailable).
+	ErrReadOnly = fmt.Errorf("%w: read-only", ErrUnavailable)
+	// ErrIO: the device failed a read or a write (wraps ErrUnavailable).
+	ErrIO = fmt.Errorf("%w: I/O error", ErrUnavailable)
 )
+
+// FaultKind names the kind of a store's failure for metrics, logs and
+// problems: "no_space", "read_only", "io_error", "unavailable", or ""
+// when err is none of them.
+func FaultKind(err error) string {
+	switch {
+	case errors.Is(err, ErrNoSpace):
+		return "no_space"
+	case errors.Is(err, ErrReadOnly):
+		return "read_only"
+	case errors.Is(err, ErrIO):
+		return "io_error"
+	case errors.Is(err, ErrUnavailable):
+		return "unavailable"
+	}
+	return ""
+}
 
 // ObjectInfo is what a driver knows about a stored object.
 type ObjectInfo struct {
@@ -302,7 +328,24 @@ func (f *SpoolFile) Write(p []byte) (int, error) {
 	n, err := f.File.Write(p)
 	f.hash.Write(p[:n])
 	f.size += int64(n)
+	if err != nil {
+		err = fmt.Errorf("%w: spool: %w", DiskError(err), err)
+	}
 	return n, err
+}
+
+// DiskError is the sentinel of a filesystem's failure: ErrNoSpace (no
+// space, or a quota), ErrReadOnly, ErrIO, or else ErrUnavailable.
+func DiskError(err error) error {
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return ErrNoSpace
+	case errors.Is(err, syscall.EROFS):
+		return ErrReadOnly
+	case errors.Is(err, syscall.EIO):
+		return ErrIO
+	}
+	return ErrUnavailable
 }
 
 // ReadAt implements io.ReaderAt.

@@ -129,6 +129,26 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err != nil || !os.SameFile(opened, now) {
 		return fmt.Errorf("%w: localRoot %s is no longer the directory the store opened", storage.ErrUnavailable, s.rootPath)
 	}
+	return s.room()
+}
+
+// minFreeBytes is the room below which Ping reports the root full: less
+// than one spool buffer cannot take an upload.
+const minFreeBytes = 256 << 10
+
+// room reports a root that is mounted read-only or has less than
+// minFreeBytes free for an unprivileged writer.
+func (s *Store) room() error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(s.rootPath, &st); err != nil {
+		return mapError(err)
+	}
+	if st.Flags&unix.ST_RDONLY != 0 {
+		return fmt.Errorf("%w: localRoot %s is on a read-only filesystem", storage.ErrReadOnly, s.rootPath)
+	}
+	if free := st.Bavail * uint64(st.Bsize); free < minFreeBytes {
+		return fmt.Errorf("%w: localRoot %s has %d bytes free", storage.ErrNoSpace, s.rootPath, free)
+	}
 	return nil
 }
 
@@ -246,7 +266,7 @@ func fill(ctx context.Context, f *os.File, body io.Reader, opts storage.PutOptio
 	buf := make([]byte, 256<<10)
 	n, err := io.CopyBuffer(io.MultiWriter(f, h), io.LimitReader(contextReader{ctx, body}, opts.Size+1), buf)
 	if err != nil {
-		return fmt.Errorf("%w: local storage: write: %w", storage.ErrUnavailable, err)
+		return fmt.Errorf("%w: local storage: write: %w", storage.DiskError(err), err)
 	}
 	sum := h.Sum(nil)
 	if err := matches(n, sum, opts); err != nil {
@@ -270,10 +290,10 @@ func matches(n int64, sum []byte, opts storage.PutOptions) error {
 // and fsyncs it: the object is durable before it gets its name.
 func seal(f *os.File, sum []byte, contentType string) error {
 	if err := unix.Fsetxattr(int(f.Fd()), xattrSHA256, sum, 0); err != nil {
-		return fmt.Errorf("%w: local storage: localRoot must support extended attributes: %w", storage.ErrUnavailable, err)
+		return xattrError(err)
 	}
 	if err := unix.Fsetxattr(int(f.Fd()), xattrContentType, []byte(contentType), 0); err != nil {
-		return fmt.Errorf("%w: local storage: localRoot must support extended attributes: %w", storage.ErrUnavailable, err)
+		return xattrError(err)
 	}
 	if err := f.Sync(); err != nil {
 		return mapError(err)
@@ -465,8 +485,18 @@ func mapError(err error) error {
 	case errors.Is(err, fs.ErrExist):
 		return storage.ErrExists
 	default:
-		return fmt.Errorf("%w: local storage: %w", storage.ErrUnavailable, err)
+		return fmt.Errorf("%w: local storage: %w", storage.DiskError(err), err)
 	}
+}
+
+// xattrError is a failed write of an object's attributes: the
+// filesystem's own failure when it has one, else a root that does not
+// support extended attributes.
+func xattrError(err error) error {
+	if kind := storage.DiskError(err); kind != storage.ErrUnavailable { //nolint:errorlint // DiskError returns one of the sentinels itself
+		return fmt.Errorf("%w: local storage: %w", kind, err)
+	}
+	return fmt.Errorf("%w: local storage: localRoot must support extended attributes: %w", storage.ErrUnavailable, err)
 }
 
 // isEscape reports an os.Root refusal of a path leaving the root, wherever

@@ -34,7 +34,7 @@ func Wrap(s storage.Store, reg prometheus.Registerer) *Store {
 	w := &Store{
 		inner: s,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "uploadedfile_storage_requests_total", Help: "Storage requests by operation and outcome (ok, not_found, exists, precondition, unavailable, error).",
+			Name: "uploadedfile_storage_requests_total", Help: "Storage requests by operation and outcome (ok, not_found, exists, precondition, no_space, read_only, io_error, unavailable, error).",
 		}, []string{"op", "outcome"}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "uploadedfile_storage_bytes_total", Help: "Object bytes that passed through the service process (read or written).",
@@ -121,7 +121,7 @@ func (w *Store) count(op string, err error) error {
 	case errors.Is(err, storage.ErrPrecondition):
 		outcome = "precondition"
 	case errors.Is(err, storage.ErrUnavailable):
-		outcome = "unavailable"
+		outcome = storage.FaultKind(err) // no_space, read_only, io_error or unavailable
 	}
 	w.requests.WithLabelValues(op, outcome).Inc()
 	return err
@@ -174,6 +174,18 @@ func (w *Store) Spool(ctx context.Context) (storage.Spool, error) {
 type spool struct {
 	storage.Spool
 	w *Store
+}
+
+// Write forwards to the spool; a write that fails counts as a failed
+// request of op "spool" (a full disk shows here first: the local driver's
+// spool is an unnamed file in its root). Writes that succeed are not
+// counted: a commit counts the upload.
+func (sp *spool) Write(p []byte) (int, error) {
+	n, err := sp.Spool.Write(p)
+	if err != nil {
+		_ = sp.w.count("spool", err)
+	}
+	return n, err
 }
 
 func (sp *spool) Commit(ctx context.Context, key string, opts storage.PutOptions) (storage.ObjectInfo, error) {

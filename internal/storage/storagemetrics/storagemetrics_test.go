@@ -23,7 +23,7 @@ func TestEveryMethodIsCounted(t *testing.T) {
 	w := Wrap(newLocal(t), prometheus.NewRegistry())
 	counted := func(op string) bool {
 		n := 0.0
-		for _, outcome := range []string{"ok", "not_found", "exists", "precondition", "unavailable", "error"} {
+		for _, outcome := range []string{"ok", "not_found", "exists", "precondition", "no_space", "read_only", "io_error", "unavailable", "error"} {
 			n += testutil.ToFloat64(w.requests.WithLabelValues(op, outcome))
 		}
 		return n > 0

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
+)
+
+// A local root that is full answers the upload that needs room 503
+// core.storage.unavailable with the rule storage.no-space (retryable) and
+// leaves no row behind it; the operator sees one log line for the episode,
+// the failures counted under outcome no_space, and a readiness body that
+// says the store has no space -- while the replica stays ready (every
+// replica shares the disk). The root is a 1 MiB tmpfs mounted for the test
+// (the tests run as root, as CI does).
+func TestFullDiskIsNamed(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(t.TempDir(), "root")
+	out, err := exec.Command("mkdir", "-p", root).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	out, err = exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", root).CombinedOutput()
+	require.NoError(t, err, "mount a 1 MiB tmpfs (the disk tests need root): %s", out)
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", root).Run() })
+	dbURL := pgtest.NewDatabase(t)
+	d := startDevOn(t, dbURL, "localRoot: "+root+"\n")
+
+	upload := func(size int) (int, string) {
+		var form bytes.Buffer
+		w := multipart.NewWriter(&form)
+		part, err := w.CreateFormFile("file", "rows.txt")
+		require.NoError(t, err)
+		_, _ = part.Write(bytes.Repeat([]byte("a full disk says so\n"), size/20))
+		require.NoError(t, w.Close())
+		req, err := http.NewRequest(http.MethodPost, d.base+"/uploaded-file", &form)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+d.token)
+		req.Header.Set("Content-Type", w.FormDataContentType())
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	status, body := upload(600 << 10) // takes most of the room
+	require.Equal(t, http.StatusCreated, status, body)
+	for range 2 {
+		status, body = upload(600 << 10)
+		require.Equal(t, http.StatusServiceUnavailable, status, body)
+		require.Contains(t, body, `"code":"core.storage.unavailable"`)
+		require.Contains(t, body, `"rule":"storage.no-space"`)
+		require.Contains(t, body, `"retryable":true`)
+	}
+
+	// A probe is reused for a quarter of a second: ask until a fresh one
+	// answers.
+	var ready string
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(d.base + "/readyz")
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "a shared disk does not take the replica out: %s", b)
+		ready = string(b)
+		return strings.Contains(ready, "storage unavailable")
+	}, 5*time.Second, 100*time.Millisecond, "readiness names the store")
+	require.Contains(t, ready, "storage unavailable: no space left")
+
+	var resp *http.Response
+	metricsURL := regexp.MustCompile(`metrics: +(http://127\.0\.0\.1:\d+/metrics)`).FindStringSubmatch(d.out.buf.String())
+	require.NotNil(t, metricsURL, "the dev help names the metrics")
+	resp, err = http.Get(metricsURL[1])
+	require.NoError(t, err)
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Regexp(t, `uploadedfile_storage_requests_total\{op="[a-z_]+",outcome="no_space"\} [1-9]`, string(metrics))
+
+	require.Equal(t, 1, strings.Count(d.log.String(), "storage: no space left"), "one log line for the episode:\n%s", d.log.String())
+
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	require.NoError(t, err)
+	defer pool.Close()
+	var rows int
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM uploaded_file").Scan(&rows))
+	require.Equal(t, 1, rows, "the refused uploads left no row")
+}

@@ -127,10 +127,11 @@ func TestGrantedDownloadURL(t *testing.T) {
 		require.Equal(t, "core.file.download-url-invalid", prob["code"], name)
 		require.Empty(t, h.Get("ETag"), name)
 		if strings.HasPrefix(name, "moved") {
+			_, same := anonymized(t, h, []byte(got))
 			if first == "" {
-				first = got
+				first = same
 			}
-			require.Equal(t, first, got, "another tenant's file and a missing one answer alike")
+			require.Equal(t, first, same, "another tenant's file and a missing one answer alike")
 		}
 	}
 	status, _, _ = getNoToken(t, "http://"+strings.TrimPrefix(s.url, "http://")+"/uploaded-file/"+id+"/download")

@@ -423,7 +423,7 @@ func (g *Guard) Middleware(next http.Handler) http.Handler {
 				// keys to tell are missing -- not the caller's fault.
 				g.log.WarnContext(r.Context(), "token not verified: no key set loaded", "reason", reason)
 				retryable := true
-				writeDetailedProblem(w, problem{Status: http.StatusServiceUnavailable, Code: codeKeysUnavailable, Retryable: &retryable, RequestID: requestID(r)})
+				writeDetailedProblem(w, r, problem{Status: http.StatusServiceUnavailable, Code: codeKeysUnavailable, Retryable: &retryable})
 				return
 			}
 			g.log.InfoContext(r.Context(), "token refused", "reason", reason)
@@ -435,11 +435,11 @@ func (g *Guard) Middleware(next http.Handler) http.Handler {
 			case errors.Is(err, errTokenTooLarge):
 				code = codeTokenTooLarge
 			}
-			writeProblem(w, http.StatusUnauthorized, code)
+			writeProblem(w, r, http.StatusUnauthorized, code)
 			return
 		}
 		if strings.HasPrefix(r.URL.Path, "/internal/") && !id.host {
-			writeProblem(w, http.StatusNotFound, service.ErrNotFound.Code)
+			writeProblem(w, r, http.StatusNotFound, service.ErrNotFound.Code)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(service.WithRequestContext(r.Context(), id.rc)))

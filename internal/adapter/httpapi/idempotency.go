@@ -94,7 +94,7 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 		// malformed key: ignoring it would run a retry as a new request.
 		key := keys[0]
 		if len(keys) != 1 || !validIdempotencyKey(key) {
-			writeProblem(w, http.StatusBadRequest, codeIdempotencyKeyInvalid)
+			writeProblem(w, r, http.StatusBadRequest, codeIdempotencyKeyInvalid)
 			return
 		}
 		if route.onFile {
@@ -108,7 +108,7 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 		}
 		switch k.State {
 		case service.KeyOnFile:
-			writeProblem(w, http.StatusUnprocessableEntity, service.ErrIdempotencyKeyReused.Code)
+			writeProblem(w, r, http.StatusUnprocessableEntity, service.ErrIdempotencyKeyReused.Code)
 		case service.KeyDone:
 			s.replay(w, r, k)
 		case service.KeyRunning:
@@ -119,7 +119,7 @@ func (s *Server) idempotent(next http.Handler) http.Handler {
 				}
 			}
 			w.Header().Set("Retry-After", retryAfter(k.RetryAfter))
-			writeProblem(w, http.StatusConflict, service.ErrIdempotencyInFlight.Code)
+			writeProblem(w, r, http.StatusConflict, service.ErrIdempotencyInFlight.Code)
 		default:
 			s.runIdempotent(w, r, k, route, next)
 		}
@@ -182,7 +182,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, k *service.Idemp
 		return // the body did not arrive: its own error already ended the request
 	}
 	if k.Route != r.Pattern || !bytes.Equal(fp, k.Answer.Fingerprint) {
-		writeProblem(w, http.StatusUnprocessableEntity, service.ErrIdempotencyKeyReused.Code)
+		writeProblem(w, r, http.StatusUnprocessableEntity, service.ErrIdempotencyKeyReused.Code)
 		return
 	}
 	writeAnswer(w, k.Route, s.withFreshURL(r.Context(), k.Answer), true)

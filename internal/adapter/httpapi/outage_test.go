@@ -201,10 +201,13 @@ func TestDatabaseOutageIsNeverNotFound(t *testing.T) {
 	}
 	after := do(t, s, outageRequest{method: "GET", path: missing}, user, host)
 	require.Equal(t, http.StatusNotFound, after.status)
-	require.Equal(t, before.body, after.body)
+	_, beforeBody := anonymized(t, before.header, []byte(before.body))
+	_, afterBody := anonymized(t, after.header, []byte(after.body))
+	require.Equal(t, beforeBody, afterBody)
 	foreign := do(t, s, outageRequest{method: "GET", path: "/uploaded-file/" + f.ready}, s.token("other", "mallory", nil), host)
 	require.Equal(t, after.status, foreign.status)
-	require.Equal(t, after.body, foreign.body, "a foreign file looks missing")
+	_, foreignBody := anonymized(t, foreign.header, []byte(foreign.body))
+	require.Equal(t, afterBody, foreignBody, "a foreign file looks missing")
 	_ = ctx
 }
 

@@ -28,9 +28,11 @@ type problem struct {
 	// Retryable says whether the same call can succeed later; absent on
 	// codes where the question does not arise (not-found, credentials).
 	Retryable *bool `json:"retryable,omitempty"`
-	// RequestID is the id of the request a 5xx answered, the one its log
-	// lines carry (request_id), for an operator to find them; absent below
-	// 500, so that answers about resources never differ by request.
+	// RequestID is the id of the request the problem answers, the one its
+	// log lines carry (request_id) and the X-Request-Id header repeats: a
+	// person who reports a refusal can be found in the logs. It differs by
+	// request, never by resource: a missing file and another tenant's are
+	// answered alike but for it.
 	RequestID string `json:"requestId,omitempty"`
 }
 
@@ -84,12 +86,13 @@ const (
 	codeInternal        = "core.internal"
 )
 
-func writeProblem(w http.ResponseWriter, status int, code string) {
-	writeDetailedProblem(w, problem{Status: status, Code: code})
+func writeProblem(w http.ResponseWriter, r *http.Request, status int, code string) {
+	writeDetailedProblem(w, r, problem{Status: status, Code: code})
 }
 
-// writeDetailedProblem writes p, filling in its type and title.
-func writeDetailedProblem(w http.ResponseWriter, p problem) {
+// writeDetailedProblem writes p, filling in its type, its title and the
+// request's id (in the body and in X-Request-Id).
+func writeDetailedProblem(w http.ResponseWriter, r *http.Request, p problem) {
 	status, code := p.Status, p.Code
 	h := w.Header()
 	h.Set("Content-Type", ProblemContentType)
@@ -103,6 +106,9 @@ func writeDetailedProblem(w http.ResponseWriter, p problem) {
 	}
 	if status == http.StatusServiceUnavailable {
 		h.Set("Retry-After", unavailableRetryAfter)
+	}
+	if p.RequestID = requestID(r); p.RequestID != "" {
+		h.Set("X-Request-Id", p.RequestID)
 	}
 	w.WriteHeader(status)
 	p.Type = "urn:uploadedfile:problem:" + strings.TrimPrefix(code, "core.")
@@ -153,15 +159,12 @@ func (e errorWriter) response(w http.ResponseWriter, r *http.Request, err error)
 		e.log.ErrorContext(r.Context(), "unexpected handler error", "route", r.Pattern, "error", err.Error())
 		p = problem{Status: http.StatusInternalServerError, Code: codeInternal}
 	}
-	if p.Status >= 500 {
-		p.RequestID = requestID(r)
-	}
-	writeDetailedProblem(w, p)
+	writeDetailedProblem(w, r, p)
 }
 
 // request answers a request the generated code could not decode (bad JSON,
 // bad parameters): invalid meta, without echoing the parser's message.
 func (e errorWriter) request(w http.ResponseWriter, r *http.Request, err error) {
 	e.log.InfoContext(r.Context(), "bad request", "route", r.Pattern, "error", err.Error())
-	writeProblem(w, http.StatusBadRequest, service.ErrInvalidMeta.Code)
+	writeProblem(w, r, http.StatusBadRequest, service.ErrInvalidMeta.Code)
 }

@@ -51,14 +51,14 @@ func strictJSON(next http.Handler) http.Handler {
 		if err != nil {
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
-				writeProblem(w, http.StatusRequestEntityTooLarge, service.ErrInvalidMeta.Code)
+				writeProblem(w, r, http.StatusRequestEntityTooLarge, service.ErrInvalidMeta.Code)
 				return
 			}
-			writeProblem(w, http.StatusBadRequest, service.ErrInvalidMeta.Code)
+			writeProblem(w, r, http.StatusBadRequest, service.ErrInvalidMeta.Code)
 			return
 		}
 		if !closedJSON(raw, newBody()) {
-			writeProblem(w, http.StatusBadRequest, service.ErrInvalidMeta.Code)
+			writeProblem(w, r, http.StatusBadRequest, service.ErrInvalidMeta.Code)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(raw))

@@ -118,8 +118,9 @@ func TestVariantsOverHTTP(t *testing.T) {
 			} {
 				r, b := call()
 				require.Equal(t, http.StatusNotFound, r.StatusCode, name)
-				r.Header.Del("Date")
-				answers[name], bodies[name] = r, b
+				h, body := anonymized(t, r.Header, b)
+				r.Header = h
+				answers[name], bodies[name] = r, []byte(body)
 			}
 			for name := range answers {
 				require.Equal(t, bodies["missing"], bodies[name], name)

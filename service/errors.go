@@ -121,6 +121,14 @@ func verificationFailed(rule string, retryable bool) error {
 	return &ruleError{code: ErrUploadVerificationFailed, rule: rule, retryable: retryable}
 }
 
+// Refused is an upload refused under rule before the service saw it -- by
+// the HTTP layer reading its form (multipart.no-file, a body over the
+// multipart ceiling); sizeOnly when only its size is over a limit (413).
+// It is an ErrInvalidUpload whose Rule is rule.
+func Refused(rule string, sizeOnly bool) error {
+	return &ruleError{code: ErrInvalidUpload, rule: rule, sizeOnly: sizeOnly}
+}
+
 // Rule returns the rule an invalid or failed upload broke (or, for an
 // upload the scanner could not judge, RuleScanUnavailable), or "".
 func Rule(err error) string {

@@ -34,7 +34,7 @@ func readForm(mr *multipart.Reader, allowed []string) (*form, error) {
 		part, err := mr.NextPart()
 		switch {
 		case errors.Is(err, io.EOF):
-			return nil, &uploadRefusal{rule: "multipart.no-file"}
+			return nil, service.Refused("multipart.no-file", false)
 		case err != nil:
 			return nil, bodyError(err)
 		}
@@ -64,7 +64,7 @@ func readForm(mr *multipart.Reader, allowed []string) (*form, error) {
 func (f *form) check(err error) error {
 	switch {
 	case f.file.tooMany:
-		return &uploadRefusal{rule: "multipart.too-many-files"}
+		return service.Refused("multipart.too-many-files", false)
 	case f.file.readErr != nil:
 		return bodyError(f.file.readErr)
 	}
@@ -109,23 +109,12 @@ func (s *singleFile) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// uploadRefusal is an invalid upload found by the HTTP layer.
-type uploadRefusal struct {
-	rule     string
-	sizeOnly bool
-}
-
-func (u *uploadRefusal) Error() string { return service.ErrInvalidUpload.Code + ": " + u.rule }
-
-// Is makes it an ErrInvalidUpload.
-func (u *uploadRefusal) Is(target error) bool { return target == service.ErrInvalidUpload }
-
 // bodyError maps a failure to read the request body: over the ceiling is a
 // size-only invalid upload (413); anything else a malformed form.
 func bodyError(err error) error {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return &uploadRefusal{rule: filecheck.RuleSizeTooLarge, sizeOnly: true}
+		return service.Refused(filecheck.RuleSizeTooLarge, true)
 	}
 	return service.ErrInvalidMeta
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"io"
 	"os"
 	"reflect"
 	"regexp"
@@ -68,4 +70,30 @@ func documentedKeys(doc string) []string {
 		}
 	}
 	return keys
+}
+
+// TestDatabasePrecedenceIsTheDocs: serve --help, the README and
+// docs/configuration.md name the database URL's sources in the order the
+// code tries them.
+func TestDatabasePrecedenceIsTheDocs(t *testing.T) {
+	sources := regexp.MustCompile(`--database-url|UPLOADEDFILE_DATABASE_URL|databaseUrl|\bDATABASE_URL`)
+	want := []string{"--database-url", "UPLOADEDFILE_DATABASE_URL", "databaseUrl", "DATABASE_URL"}
+	order := func(text string) []string {
+		at := strings.Index(text, "--database-url")
+		require.GreaterOrEqual(t, at, 0, "names --database-url: %s", text)
+		return sources.FindAllString(text[at:min(len(text), at+400)], 4)
+	}
+	var help bytes.Buffer
+	cmd := newRootCommand(&help, io.Discard)
+	cmd.SetArgs([]string{"serve", "--help"})
+	require.NoError(t, cmd.Execute())
+	long, _, _ := strings.Cut(help.String(), "Usage:") // the description, not the flags
+	require.Equal(t, want, order(long), "serve --help")
+	for _, doc := range []string{"../../README.md", "../../docs/configuration.md"} {
+		b, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		text := string(b)
+		require.Equal(t, want, order(text[strings.Index(text, "database is `--database-url`"):]), doc)
+	}
+	require.Equal(t, want, order(databasePrecedence), "databasePrecedence")
 }

@@ -11,8 +11,10 @@
 //	uploadedfile version
 //	uploadedfile completion bash|zsh|fish|powershell
 //
-// The database is DATABASE_URL (default
-// postgres://postgres@127.0.0.1:5432/uploadedfile?sslmode=disable).
+// The database is --database-url, else UPLOADEDFILE_DATABASE_URL, else the
+// configuration file's databaseUrl, else DATABASE_URL, else
+// postgres://postgres@127.0.0.1:5432/uploadedfile?sslmode=disable
+// (databasePrecedence).
 package main
 
 import (
@@ -163,12 +165,16 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.PersistentFlags().StringVarP(&g.output, "output", "o", "text", "text, or json: one JSON object per line, for scripts")
 	root.PersistentFlags().StringVar(&g.configFile, "config", os.Getenv("UPLOADEDFILE_CONFIG"), "YAML configuration file (env UPLOADEDFILE_CONFIG); UPLOADEDFILE_* variables override its keys, flags override both")
 	root.PersistentFlags().StringVar(&g.dbFlag, "database-url", "",
-		"PostgreSQL URL (else UPLOADEDFILE_DATABASE_URL, else databaseUrl in --config, else DATABASE_URL, else "+defaultDatabaseURL+")")
+		"PostgreSQL URL; the database is "+databasePrecedence)
 	root.AddCommand(newMigrateCommand(g), newServeCommand(g), newMaintenanceCommand(g), newEventsCommand(g), newQuotaCommand(g), newVersionCommand(g))
 	root.SetOut(stdout) // help and the completion scripts
 	root.SetErr(stderr)
 	return root
 }
+
+// databasePrecedence is where the database URL comes from, first found
+// first, as --help and docs/configuration.md say it.
+const databasePrecedence = "--database-url, else UPLOADEDFILE_DATABASE_URL, else databaseUrl in --config, else DATABASE_URL, else " + defaultDatabaseURL
 
 // reachDatabase connects to the database once, so that a database that is
 // not there is reported before anything else, as databaseError explains it.

@@ -57,12 +57,13 @@ func newServeCommand(g *globals) *cobra.Command {
 		Short: "Run the HTTP server",
 		Example: `  uploadedfile serve --dev
   uploadedfile serve --config /etc/uploadedfile.yaml --listen 0.0.0.0:8080 --metrics-listen 127.0.0.1:9090`,
-		Long: `Run the HTTP server. Configuration: --config FILE (YAML, the documented option
-names) and UPLOADEDFILE_<OPTION> environment variables; the database is
-DATABASE_URL. With --dev, migrations are applied at start (unless
---no-migrate); otherwise only with --migrate (or migrate: true): deploy
-with uploadedfile migrate up, then roll the replicas. serve refuses to
-start against a schema older or newer than the binary's.
+		Long: `Run the HTTP server. Configuration: --config FILE (YAML, the option names
+of docs/configuration.md) and UPLOADEDFILE_<OPTION> environment variables;
+the database is ` + databasePrecedence + `. With --dev, migrations are
+applied at start (unless --no-migrate); otherwise only with --migrate (or
+migrate: true): deploy with uploadedfile migrate up, then roll the
+replicas. serve refuses to start against a schema outside its window: older
+than the binary's, or newer without declaring itself compatible with it.
 
 --dev is for a first local run: the database is created when missing, files
 go to ./upload, a random HMAC secret signs a ready-to-use token, and the

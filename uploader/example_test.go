@@ -3,6 +3,7 @@ package uploader_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -71,4 +72,33 @@ func ExampleClient_BufferUpload() {
 	}
 	fmt.Println(f.Status, f.OriginalName)
 	// Output: ready notes.txt
+}
+
+// ExampleClient_Download reads a file back by the id its upload returned.
+func ExampleClient_Download() {
+	s := startExampleServer()
+	c, err := uploader.New(s.url, s.token)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	f, err := c.BufferUpload(ctx, "notes.txt", strings.NewReader("hello\n"))
+	if err != nil {
+		panic(err)
+	}
+	got, err := c.Get(ctx, f.Id)
+	if err != nil {
+		panic(err)
+	}
+	body, err := c.Download(ctx, got.Id)
+	if err != nil {
+		panic(err)
+	}
+	defer body.Close()
+	b, err := io.ReadAll(body)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%s %q\n", got.OriginalName, b)
+	// Output: notes.txt "hello\n"
 }

@@ -41,6 +41,8 @@ type Client struct {
 	http    *http.Client
 	retries int
 	backoff time.Duration
+	base    string                                // the server's base URL
+	token   func(context.Context) (string, error) // the bearer token source
 }
 
 // Option adjusts a Client.
@@ -75,7 +77,7 @@ func New(baseURL string, token func(context.Context) (string, error), opts ...Op
 	if err != nil {
 		return nil, fmt.Errorf("uploader: %w", err)
 	}
-	return &Client{api: api, http: c.http, retries: c.retries, backoff: c.backoff}, nil
+	return &Client{api: api, http: c.http, retries: c.retries, backoff: c.backoff, base: baseURL, token: token}, nil
 }
 
 // File is what Upload sends.

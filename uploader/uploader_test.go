@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -105,6 +106,39 @@ func TestUploadAndBufferUpload(t *testing.T) {
 	require.Equal(t, "core.file.upload-verification-failed", ue.Code)
 	require.NotEmpty(t, ue.Rule)
 	require.False(t, uploader.IsRetryable(err))
+}
+
+// TestGetAndDownload: the id an upload returns is the id Get and Download
+// take; the bytes come back; a file that is not there is a 404 *Error,
+// not retried.
+func TestGetAndDownload(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	c, err := uploader.New(s.url, s.token)
+	require.NoError(t, err)
+	ctx := context.Background()
+	f, err := c.Upload(ctx, uploader.File{Name: "report.pdf", ContentType: "application/pdf", Body: strings.NewReader(pdf), Size: int64(len(pdf))})
+	require.NoError(t, err)
+	got, err := c.Get(ctx, f.Id)
+	require.NoError(t, err)
+	require.Equal(t, f.Id, got.Id)
+	body, err := c.Download(ctx, f.Id)
+	require.NoError(t, err)
+	b, err := io.ReadAll(body)
+	require.NoError(t, err)
+	require.NoError(t, body.Close())
+	require.Equal(t, pdf, string(b))
+
+	start := time.Now()
+	_, err = c.Get(ctx, uuid.New())
+	var ue *uploader.Error
+	require.ErrorAs(t, err, &ue)
+	require.Equal(t, http.StatusNotFound, ue.Status)
+	require.Equal(t, "core.file.not-found", ue.Code)
+	require.Less(t, time.Since(start), time.Second, "a 404 is final, not retried")
+	_, err = c.Download(ctx, uuid.New())
+	require.ErrorAs(t, err, &ue)
+	require.Equal(t, http.StatusNotFound, ue.Status)
 }
 
 // TestUploadRetriesThroughAnOutage: the database refuses connections when

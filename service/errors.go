@@ -103,6 +103,8 @@ type ruleError struct {
 	retryable bool
 	// sizeOnly: refused only for its size (HTTP 413).
 	sizeOnly bool
+	// limit: the bound a size refusal broke, in bytes (0: none to name).
+	limit int64
 }
 
 func (e *ruleError) Error() string        { return e.code.Code }
@@ -119,6 +121,16 @@ func invalidUpload(rule string) error { return &ruleError{code: ErrInvalidUpload
 // help (the upload itself did not fail).
 func verificationFailed(rule string, retryable bool) error {
 	return &ruleError{code: ErrUploadVerificationFailed, rule: rule, retryable: retryable}
+}
+
+// Limit returns the bound, in bytes, that a size refusal broke (the
+// upload's size limit), or 0 when err names none.
+func Limit(err error) int64 {
+	var e *ruleError
+	if errors.As(err, &e) {
+		return e.limit
+	}
+	return 0
 }
 
 // Refused is an upload refused under rule before the service saw it -- by

@@ -192,7 +192,7 @@ func (s *Service) checkError(ctx context.Context, err error) error {
 	var fe *filecheck.Error
 	if errors.As(err, &fe) {
 		s.log.InfoContext(ctx, "upload refused", "rule", fe.Rule)
-		return &ruleError{code: ErrInvalidUpload, rule: fe.Rule, sizeOnly: fe.SizeOnly()}
+		return &ruleError{code: ErrInvalidUpload, rule: fe.Rule, sizeOnly: fe.SizeOnly(), limit: fe.Limit}
 	}
 	return s.internalError(ctx, ErrUploadFailed, "upload check failed", err)
 }
@@ -377,7 +377,7 @@ func (s *Service) spool(ctx context.Context, src io.Reader, max int64) (*spooled
 	}
 	if n > max {
 		_ = sp.Close()
-		return nil, &ruleError{code: ErrInvalidUpload, rule: filecheck.RuleSizeTooLarge, sizeOnly: true}
+		return nil, &ruleError{code: ErrInvalidUpload, rule: filecheck.RuleSizeTooLarge, sizeOnly: true, limit: max}
 	}
 	return &spooled{Spool: sp, sum: sp.SHA256()}, nil
 }

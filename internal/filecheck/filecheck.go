@@ -72,6 +72,8 @@ var ErrInvalidUpload = errors.New(Code)
 type Error struct {
 	Rule   string
 	Detail string
+	// Limit is the bound a size refusal names (bytes), 0 otherwise.
+	Limit int64
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s: %s", Code, e.Rule, e.Detail) }
@@ -207,7 +209,9 @@ func (p Policy) CheckMeta(m Meta) (Result, error) {
 	case m.Size <= 0:
 		return Result{}, invalid(RuleSizeEmpty, "the file is empty")
 	case m.Size > p.MaxFileSizeBytes:
-		return Result{}, invalid(RuleSizeTooLarge, "%d bytes exceed the %d byte limit", m.Size, p.MaxFileSizeBytes)
+		e := invalid(RuleSizeTooLarge, "%d bytes exceed the %d byte limit", m.Size, p.MaxFileSizeBytes)
+		e.Limit = p.MaxFileSizeBytes
+		return Result{}, e
 	}
 	return Result{Name: name, ContentType: t.mime, Extension: ext}, nil
 }

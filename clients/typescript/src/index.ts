@@ -67,7 +67,7 @@ export class UploadError extends Error {
   readonly title?: string;
   constructor(status: number, problem?: Partial<Problem>, message?: string) {
     const code = problem?.code ?? (status === 0 ? "network.unreachable" : `http.${status}`);
-    super(message ?? describe(code, problem?.rule, problem?.title));
+    super(message ?? describe(code, problem?.rule, problem?.title, problem?.detail));
     this.name = "UploadError";
     this.status = status;
     this.code = code;
@@ -101,10 +101,15 @@ const ruleWords: Record<string, string> = {
   "content.unscannable": "it could not be scanned (an encrypted or too deeply nested archive)",
 };
 
-/** describe is the message of a problem: its words, then its rule and code. */
-function describe(code: string, rule?: string, title?: string): string {
+/**
+ * describe is the message of a problem: the server's own words for its
+ * rule (detail, with the limit it broke) when it sent them, else the
+ * client's; then the rule and code.
+ */
+function describe(code: string, rule?: string, title?: string, detail?: string): string {
   const words = codeWords[code] ?? title ?? code;
   if (!rule) return `${words} [${code}]`;
+  if (detail) return `${words}: ${detail.charAt(0).toLowerCase()}${detail.slice(1).replace(/\.$/, "")} (${rule}) [${code}]`;
   const why = ruleWords[rule] ?? (rule.startsWith("quota.") ? `the ${rule.slice(6).replace("-", " ")} limit is reached` : undefined);
   return why ? `${words}: ${why} (${rule}) [${code}]` : `${words} (${rule}) [${code}]`;
 }

@@ -660,6 +660,18 @@ export interface components {
              */
             rule?: string;
             /**
+             * @description The rule in words a person reads, with the limit it broke where
+             *     there is one ("The file is larger than the limit of 10 MiB.").
+             *     Present whenever `rule` is.
+             */
+            detail?: string;
+            /**
+             * @description The id of the request, as the X-Request-Id header repeats it and
+             *     the server's log lines carry it (request_id): give it when you
+             *     report an error. It differs by request, never by resource.
+             */
+            requestId?: string;
+            /**
              * @description Whether the same call can succeed later: true while another
              *     instance completes the upload, when a dependency failed, or when
              *     `complete` found no bytes yet (send them, then complete again);

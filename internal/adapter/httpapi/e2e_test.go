@@ -590,7 +590,7 @@ func TestQuotaOverHTTP(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusRequestEntityTooLarge, over.StatusCode())
 	_, overBody := anonymized(t, over.HTTPResponse.Header, over.Body)
-	require.JSONEq(t, `{"type":"urn:uploadedfile:problem:file.quota-exceeded","title":"Request Entity Too Large","status":413,"code":"core.file.quota-exceeded","rule":"quota.owner-files","retryable":false}`, overBody)
+	require.JSONEq(t, `{"type":"urn:uploadedfile:problem:file.quota-exceeded","title":"Request Entity Too Large","status":413,"code":"core.file.quota-exceeded","rule":"quota.owner-files","detail":"You have reached your number of files.","retryable":false}`, overBody)
 
 	init, err := c.InitiateUploadWithResponse(ctx, nil, client.InitiateUploadJSONRequestBody{OriginalName: "c.pdf", ContentType: "application/pdf", SizeBytes: int64(len(pdf)), Checksum: checksum([]byte(pdf))})
 	require.NoError(t, err)

@@ -34,7 +34,7 @@ func readForm(mr *multipart.Reader, allowed []string) (*form, error) {
 		part, err := mr.NextPart()
 		switch {
 		case errors.Is(err, io.EOF):
-			return nil, service.Refused("multipart.no-file", false)
+			return nil, service.Refused(ruleMultipartNoFile, false)
 		case err != nil:
 			return nil, bodyError(err)
 		}
@@ -64,7 +64,7 @@ func readForm(mr *multipart.Reader, allowed []string) (*form, error) {
 func (f *form) check(err error) error {
 	switch {
 	case f.file.tooMany:
-		return service.Refused("multipart.too-many-files", false)
+		return service.Refused(ruleMultipartTooMany, false)
 	case f.file.readErr != nil:
 		return bodyError(f.file.readErr)
 	}

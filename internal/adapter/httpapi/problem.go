@@ -25,6 +25,9 @@ type problem struct {
 	// Rule names what an invalid or failed upload broke (for a UI to show);
 	// only ever about the caller's own upload.
 	Rule string `json:"rule,omitempty"`
+	// Detail is the rule in words a person reads, with the limit it broke
+	// where there is one (ruleSentences).
+	Detail string `json:"detail,omitempty"`
 	// Retryable says whether the same call can succeed later; absent on
 	// codes where the question does not arise (not-found, credentials).
 	Retryable *bool `json:"retryable,omitempty"`
@@ -120,6 +123,9 @@ func writeDetailedProblem(w http.ResponseWriter, r *http.Request, p problem) {
 // rule of an invalid or failed upload, and whether retrying can help.
 func serviceProblem(err error, status int, code string) problem {
 	p := problem{Status: status, Code: code, Rule: service.Rule(err)}
+	if p.Rule != "" {
+		p.Detail = ruleSentence(p.Rule, err)
+	}
 	if code != service.ErrNotFound.Code {
 		retryable := service.Retryable(err)
 		p.Retryable = &retryable

@@ -47,7 +47,7 @@ func TestUploadErrorsInChromium(t *testing.T) {
 		e.browse(t, "errors.mjs", &run, "UF_SCENARIO=refused", "UF_FILES="+writeFiles(t, map[string][]byte{"photo.jpg": png}))
 		require.Len(t, run.First, 1)
 		msg := deref(run.First[0].Error)
-		require.Contains(t, msg, "The bytes received are not the file declared: its content is of another type than its name says (content.other-type)")
+		require.Contains(t, msg, "The bytes received are not the file declared: the file's content is of another type than its name says (content.other-type)", "the server's words for the rule")
 		require.Contains(t, msg, "core.file.upload-verification-failed")
 		require.Zero(t, run.Offered, "no Retry for a refused file: %s", msg)
 	})

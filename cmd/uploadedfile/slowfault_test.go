@@ -60,16 +60,7 @@ func TestBlackHoledDatabaseIsAnsweredWithinTheBound(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(body), &p))
 		require.Equal(t, "core.database.unavailable", p.Code)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.base+"/readyz", nil)
-	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	ready, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode, "a shared outage does not take the replica out")
-	require.Contains(t, string(ready), "database unavailable: did not answer")
+	requireReadyNaming(t, d.base, "database unavailable: did not answer")
 
 	proxy.Set(faultproxy.Pass)
 	require.Eventually(t, func() bool { s, _, _, _ := list(); return s == http.StatusOK }, 20*time.Second, 200*time.Millisecond, "serves again without a restart")
@@ -134,17 +125,25 @@ func TestBlackHoledStoreIsAnsweredWithinTheBound(t *testing.T) {
 	status, _, body, took := call(http.MethodGet, "/uploaded-file?limit=1", nil, "")
 	require.Equal(t, http.StatusOK, status, "a list needs no bytes: %s", body)
 	require.Less(t, took, storageTimeout)
+	requireReadyNaming(t, d.base, "storage unavailable")
+
+	proxy.Set(faultproxy.Pass)
+	require.Eventually(t, func() bool { s, _, _, _ := upload(); return s == http.StatusCreated }, 30*time.Second, 500*time.Millisecond, "uploads again without a restart")
+}
+
+// requireReadyNaming: the replica at base answers /readyz 200 within 5 s --
+// a shared outage does not take it out of the balancer -- and its body
+// names the dependency (line).
+func requireReadyNaming(t *testing.T, base, line string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.base+"/readyz", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", nil)
 	require.NoError(t, err)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	ready, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode, "a shared outage does not take the replica out")
-	require.Contains(t, string(ready), "storage unavailable")
-
-	proxy.Set(faultproxy.Pass)
-	require.Eventually(t, func() bool { s, _, _, _ := upload(); return s == http.StatusCreated }, 30*time.Second, 500*time.Millisecond, "uploads again without a restart")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "a shared outage does not take the replica out: %s", ready)
+	require.Contains(t, string(ready), line)
 }

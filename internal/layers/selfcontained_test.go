@@ -24,7 +24,7 @@ var outsideReferences = []struct {
 	{"a design document outside the repository", regexp.MustCompile(`DESIGN\.md`)},
 	{"a specification outside the repository (docs/behaviour.md is the behaviour)", regexp.MustCompile(`\b([Tt]he|[Aa]) spec\b|\bspec (rules?|floor|codes?)\b`)},
 	{"a tracker's number", regexp.MustCompile(`(?i)\bissues? #?[0-9]+\b`)},
-	{"the place it was built or measured", regexp.MustCompile(`(?i)\bthis workplace\b|\b(this|that|a seventh|the same) machine\b`)},
+	{"the place it was built or measured", regexp.MustCompile(`(?i)\bthis\s+workplace\b|\b(this|these|that|a\s+\w+th|the\s+same)\s+(\S+\s+)?(machines?|VMs?)\b`)},
 }
 
 // TestSelfContained: no tracked file but generated code and third-party

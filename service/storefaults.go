@@ -16,6 +16,7 @@ import (
 type storeFaults struct {
 	mu   sync.Mutex
 	kind string // the episode's storage.FaultKind, "" when none runs
+	err  error  // the failure that started it
 }
 
 // faultSentences are the episode's log lines, by storage.FaultKind.
@@ -38,7 +39,7 @@ func (f *storeFaults) failed(ctx context.Context, log *slog.Logger, err error) {
 	if f.kind == kind {
 		return
 	}
-	f.kind = kind
+	f.kind, f.err = kind, err
 	log.ErrorContext(ctx, sentence, "error", err.Error())
 }
 
@@ -47,15 +48,10 @@ func (f *storeFaults) failed(ctx context.Context, log *slog.Logger, err error) {
 func (f *storeFaults) current() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	switch f.kind {
-	case "no_space":
-		return fmt.Errorf("%w (the last write failed so)", storage.ErrNoSpace)
-	case "read_only":
-		return fmt.Errorf("%w (the last write failed so)", storage.ErrReadOnly)
-	case "io_error":
-		return fmt.Errorf("%w (the last write failed so)", storage.ErrIO)
+	if f.kind == "" {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("the last write failed so: %w", f.err)
 }
 
 // wrote ends an episode: a write succeeded.
@@ -66,5 +62,5 @@ func (f *storeFaults) wrote(ctx context.Context, log *slog.Logger) {
 		return
 	}
 	log.InfoContext(ctx, "storage: writes succeed again", "after", f.kind)
-	f.kind = ""
+	f.kind, f.err = "", nil
 }

@@ -37,13 +37,13 @@ WITH changed AS (
         AND uploaded_file.upload_pending_at = $5::timestamptz
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.ready', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint FROM changed
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until FROM changed
 `
 
 type FileActivateUploadBatchResults struct {
@@ -97,6 +97,8 @@ type FileActivateUploadRow struct {
 	Height                 *int32
 	IdempotencyKey         *string
 	IdempotencyFingerprint []byte
+	ResumableOffset        *int64
+	ResumableLeaseUntil    *time.Time
 }
 
 // hidden -> ready. Clears exactly the marker the writer inserted, only while
@@ -172,6 +174,8 @@ func (b *FileActivateUploadBatchResults) QueryRow(f func(int, FileActivateUpload
 			&i.Height,
 			&i.IdempotencyKey,
 			&i.IdempotencyFingerprint,
+			&i.ResumableOffset,
+			&i.ResumableLeaseUntil,
 		)
 		if f != nil {
 			f(t, i, err)
@@ -295,9 +299,9 @@ WITH limits AS (
         WHEN $8::text IS NULL THEN true
         WHEN EXISTS (SELECT 1 FROM key_guard) THEN true
         ELSE uploaded_file_upload_key_taken() END
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint FROM inserted
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until FROM inserted
 `
 
 type FileInsertHiddenBatchResults struct {
@@ -374,6 +378,8 @@ type FileInsertHiddenRow struct {
 	Height                 *int32
 	IdempotencyKey         *string
 	IdempotencyFingerprint []byte
+	ResumableOffset        *int64
+	ResumableLeaseUntil    *time.Time
 }
 
 // Buffer uploads (legacy and managed): the server receives the bytes itself.
@@ -516,6 +522,8 @@ func (b *FileInsertHiddenBatchResults) QueryRow(f func(int, FileInsertHiddenRow,
 			&i.Height,
 			&i.IdempotencyKey,
 			&i.IdempotencyFingerprint,
+			&i.ResumableOffset,
+			&i.ResumableLeaseUntil,
 		)
 		if f != nil {
 			f(t, i, err)

@@ -548,6 +548,50 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			return err
 		},
 		func() error {
+			_, err := q.FileClaimResumableWrite(ctx, e, db.FileClaimResumableWriteParams{ID: id, TenantCode: ten, DepartmentCode: dept, OwnerUserID: user, AtOffset: 0, Lease: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileExtendResumableWrite(ctx, e, db.FileExtendResumableWriteParams{ID: id, Claim: lease, Lease: time.Minute, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileReleaseResumableWrite(ctx, e, db.FileReleaseResumableWriteParams{ID: id, Claim: lease})
+			return err
+		},
+		func() error {
+			_, err := q.FileAdvanceResumable(ctx, e, db.FileAdvanceResumableParams{ID: id, AtOffset: 0, NewOffset: 10, Size: 10, Claim: lease, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.FileRecordLastChunk(ctx, e, db.FileRecordLastChunkParams{ID: id, AtOffset: 0, Size: 10, Claim: lease})
+			return err
+		},
+		func() error {
+			_, err := q.FileSetResumableChecksum(ctx, e, db.FileSetResumableChecksumParams{ID: id, Checksum: "sha256:x", Claim: lease, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.ChunkTrim(ctx, e, db.ChunkTrimParams{FileID: id, AtOffset: 0, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.ChunkBegin(ctx, e, db.ChunkBeginParams{Key: "core/_staging/x.chunk", FileID: id, StartOffset: 0, MaxChunks: 1000, Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.ChunkList(ctx, e, id)
+			return err
+		},
+		func() error {
+			_, err := q.ChunkDrop(ctx, e, db.ChunkDropParams{Key: "core/_staging/x.chunk", Claim: lease})
+			return err
+		},
+		func() error {
+			_, err := q.ChunkClaimStale(ctx, e, db.ChunkClaimStaleParams{Max: 100, Grace: time.Hour, Now: now})
+			return err
+		},
+		func() error {
 			_, err := q.IdempotencyClaim(ctx, e, db.IdempotencyClaimParams{TenantCode: "t", Caller: "u", Key: "k", Route: "POST /uploaded-file", FileID: &id, Lease: time.Minute, Retention: 24 * time.Hour, Now: now})
 			return err
 		},

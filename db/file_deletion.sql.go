@@ -27,7 +27,7 @@ WITH changed AS (
         AND status = 'pending'
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 ), released AS (
     -- The space the rows held goes back to their owners and tenants
     -- (uploaded_file_usage_release); the final SELECT reads this CTE,
@@ -39,7 +39,7 @@ WITH changed AS (
     SELECT 'upload.abandoned', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint FROM changed CROSS JOIN released
+SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint, changed.resumable_offset, changed.resumable_lease_until FROM changed CROSS JOIN released
 `
 
 type FileClaimAbortParams struct {
@@ -88,6 +88,8 @@ type FileClaimAbortRow struct {
 	Height                 *int32
 	IdempotencyKey         *string
 	IdempotencyFingerprint []byte
+	ResumableOffset        *int64
+	ResumableLeaseUntil    *time.Time
 }
 
 // A direct upload not yet completing (pending, or failed before its claim was
@@ -144,6 +146,8 @@ func (q *Queries) FileClaimAbort(ctx context.Context, db DBTX, arg FileClaimAbor
 		&i.Height,
 		&i.IdempotencyKey,
 		&i.IdempotencyFingerprint,
+		&i.ResumableOffset,
+		&i.ResumableLeaseUntil,
 	)
 	return i, err
 }
@@ -163,7 +167,7 @@ WITH changed AS (
         AND upload_pending_at IS NULL
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 ), released AS (
     -- The space the rows held goes back to their owners and tenants
     -- (uploaded_file_usage_release); the final SELECT reads this CTE,
@@ -175,7 +179,7 @@ WITH changed AS (
     SELECT 'file.deleted', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint FROM changed CROSS JOIN released
+SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint, changed.resumable_offset, changed.resumable_lease_until FROM changed CROSS JOIN released
 `
 
 type FileClaimDeletionParams struct {
@@ -224,6 +228,8 @@ type FileClaimDeletionRow struct {
 	Height                 *int32
 	IdempotencyKey         *string
 	IdempotencyFingerprint []byte
+	ResumableOffset        *int64
+	ResumableLeaseUntil    *time.Time
 }
 
 // Durable deletion: claim, then storage I/O, then settle. Each transition
@@ -290,6 +296,8 @@ func (q *Queries) FileClaimDeletion(ctx context.Context, db DBTX, arg FileClaimD
 		&i.Height,
 		&i.IdempotencyKey,
 		&i.IdempotencyFingerprint,
+		&i.ResumableOffset,
+		&i.ResumableLeaseUntil,
 	)
 	return i, err
 }
@@ -308,7 +316,7 @@ WITH changed AS (
         AND upload_pending_at IS NULL
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 ), released AS (
     -- The space the rows held goes back to their owners and tenants
     -- (uploaded_file_usage_release); the final SELECT reads this CTE,
@@ -323,7 +331,7 @@ WITH changed AS (
     WHERE kind.type = 'file.deleted' OR $7::boolean
     ORDER BY changed.id, kind.n
 )
-SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint FROM changed CROSS JOIN released
+SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint, changed.resumable_offset, changed.resumable_lease_until FROM changed CROSS JOIN released
 `
 
 type FileClaimDeletionByReferencesParams struct {
@@ -373,6 +381,8 @@ type FileClaimDeletionByReferencesRow struct {
 	Height                 *int32
 	IdempotencyKey         *string
 	IdempotencyFingerprint []byte
+	ResumableOffset        *int64
+	ResumableLeaseUntil    *time.Time
 }
 
 // visible -> claimed for deletion, for every exact reference (key or cdn) in
@@ -434,6 +444,8 @@ func (q *Queries) FileClaimDeletionByReferences(ctx context.Context, db DBTX, ar
 			&i.Height,
 			&i.IdempotencyKey,
 			&i.IdempotencyFingerprint,
+			&i.ResumableOffset,
+			&i.ResumableLeaseUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -492,7 +504,7 @@ SET
     updated_at = coalesce($1::timestamptz, now())
 WHERE id = $3
     AND deletion_pending_at = $4::timestamptz
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 `
 
 type FileReleaseDeletionParams struct {
@@ -551,6 +563,8 @@ func (q *Queries) FileReleaseDeletion(ctx context.Context, db DBTX, arg FileRele
 		&i.Height,
 		&i.IdempotencyKey,
 		&i.IdempotencyFingerprint,
+		&i.ResumableOffset,
+		&i.ResumableLeaseUntil,
 	)
 	return i, err
 }
@@ -566,7 +580,7 @@ SET
 WHERE id = $4
     AND deletion_pending_at = $5::timestamptz
     AND upload_pending_at = $6::timestamptz
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 `
 
 type FileRescheduleTombstoneParams struct {
@@ -631,6 +645,8 @@ func (q *Queries) FileRescheduleTombstone(ctx context.Context, db DBTX, arg File
 		&i.Height,
 		&i.IdempotencyKey,
 		&i.IdempotencyFingerprint,
+		&i.ResumableOffset,
+		&i.ResumableLeaseUntil,
 	)
 	return i, err
 }
@@ -648,14 +664,14 @@ WITH changed AS (
     WHERE uploaded_file.id = $2
         AND uploaded_file.deletion_pending_at = $3::timestamptz
         AND uploaded_file.upload_pending_at IS NOT DISTINCT FROM $4::timestamptz
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.purged', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
     WHERE changed.status = 'ready'
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint FROM changed
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until FROM changed
 `
 
 type FileSettleDeletionParams struct {
@@ -702,6 +718,8 @@ type FileSettleDeletionRow struct {
 	Height                 *int32
 	IdempotencyKey         *string
 	IdempotencyFingerprint []byte
+	ResumableOffset        *int64
+	ResumableLeaseUntil    *time.Time
 }
 
 // claimed -> deleted, once every object of the row is gone: soft-delete (the
@@ -755,6 +773,8 @@ func (q *Queries) FileSettleDeletion(ctx context.Context, db DBTX, arg FileSettl
 		&i.Height,
 		&i.IdempotencyKey,
 		&i.IdempotencyFingerprint,
+		&i.ResumableOffset,
+		&i.ResumableLeaseUntil,
 	)
 	return i, err
 }

@@ -27,7 +27,7 @@ WHERE id = $4
     AND upload_expires_at > coalesce($2::timestamptz, now())
     AND deletion_pending_at IS NULL
     AND deleted_at IS NULL
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 `
 
 type FileClaimCompletionParams struct {
@@ -90,6 +90,8 @@ func (q *Queries) FileClaimCompletion(ctx context.Context, db DBTX, arg FileClai
 		&i.Height,
 		&i.IdempotencyKey,
 		&i.IdempotencyFingerprint,
+		&i.ResumableOffset,
+		&i.ResumableLeaseUntil,
 	)
 	return i, err
 }
@@ -143,7 +145,7 @@ WITH changed AS (
         AND uploaded_file.completion_lease_until = $4::timestamptz
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 ), released AS (
     -- The space the rows held goes back to their owners and tenants
     -- (uploaded_file_usage_release); the final SELECT reads this CTE,
@@ -155,7 +157,7 @@ WITH changed AS (
     SELECT 'upload.failed', changed.tenant_code, changed.id, changed.updated_at, nullif($5::text, ''), uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint FROM changed CROSS JOIN released
+SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint, changed.resumable_offset, changed.resumable_lease_until FROM changed CROSS JOIN released
 `
 
 type FileFailCompletionParams struct {
@@ -203,6 +205,8 @@ type FileFailCompletionRow struct {
 	Height                 *int32
 	IdempotencyKey         *string
 	IdempotencyFingerprint []byte
+	ResumableOffset        *int64
+	ResumableLeaseUntil    *time.Time
 }
 
 // completing -> failed, by the holder of exactly @lease, when the staging or
@@ -260,6 +264,8 @@ func (q *Queries) FileFailCompletion(ctx context.Context, db DBTX, arg FileFailC
 		&i.Height,
 		&i.IdempotencyKey,
 		&i.IdempotencyFingerprint,
+		&i.ResumableOffset,
+		&i.ResumableLeaseUntil,
 	)
 	return i, err
 }
@@ -288,13 +294,13 @@ WITH changed AS (
         AND uploaded_file.completion_lease_until = $8::timestamptz
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.ready', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint FROM changed
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until FROM changed
 `
 
 type FileFinalizeCompletionParams struct {
@@ -345,6 +351,8 @@ type FileFinalizeCompletionRow struct {
 	Height                 *int32
 	IdempotencyKey         *string
 	IdempotencyFingerprint []byte
+	ResumableOffset        *int64
+	ResumableLeaseUntil    *time.Time
 }
 
 // completing -> ready, by the holder of exactly @lease, after the promoted
@@ -410,6 +418,8 @@ func (q *Queries) FileFinalizeCompletion(ctx context.Context, db DBTX, arg FileF
 		&i.Height,
 		&i.IdempotencyKey,
 		&i.IdempotencyFingerprint,
+		&i.ResumableOffset,
+		&i.ResumableLeaseUntil,
 	)
 	return i, err
 }
@@ -470,6 +480,7 @@ WITH limits AS (
         status,
         upload_expires_at,
         upload_pending_at,
+        resumable_offset,
         created_at,
         updated_at
     )
@@ -491,12 +502,13 @@ WITH limits AS (
         'pending',
         coalesce($19::timestamptz, now()) + $20::interval,
         coalesce($19::timestamptz, now()) + $21::interval,
+        $22::bigint,
         coalesce($19::timestamptz, now()),
         coalesce($19::timestamptz, now())
     WHERE CASE WHEN (SELECT count(*) FROM reserved) = 2 THEN true ELSE uploaded_file_quota_exceeded() END
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint FROM inserted
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until FROM inserted
 `
 
 type FileInsertPendingParams struct {
@@ -521,6 +533,7 @@ type FileInsertPendingParams struct {
 	Now                *time.Time
 	UploadTTL          time.Duration
 	CleanupLease       time.Duration
+	ResumableOffset    *int64
 }
 
 type FileInsertPendingRow struct {
@@ -560,6 +573,8 @@ type FileInsertPendingRow struct {
 	Height                 *int32
 	IdempotencyKey         *string
 	IdempotencyFingerprint []byte
+	ResumableOffset        *int64
+	ResumableLeaseUntil    *time.Time
 }
 
 // The direct upload lifecycle: initiate -> the client writes the staging
@@ -599,7 +614,9 @@ type FileInsertPendingRow struct {
 // (now + @upload_ttl) and the in-flight cleanup lease (now + @cleanup_lease,
 // which the service makes longer than the upload TTL: room for a write that
 // started before the expiry to land). Fails on a duplicate id, key or pending
-// key, and on a cleanup lease shorter than the TTL.
+// key, and on a cleanup lease shorter than the TTL. A resumable upload
+// passes @resumable_offset 0 and no checksum (its assembly records one);
+// every other direct upload, NULL and its declared checksum.
 func (q *Queries) FileInsertPending(ctx context.Context, db DBTX, arg FileInsertPendingParams) (FileInsertPendingRow, error) {
 	row := db.QueryRow(ctx, fileInsertPending,
 		arg.DefaultTenantBytes,
@@ -623,6 +640,7 @@ func (q *Queries) FileInsertPending(ctx context.Context, db DBTX, arg FileInsert
 		arg.Now,
 		arg.UploadTTL,
 		arg.CleanupLease,
+		arg.ResumableOffset,
 	)
 	var i FileInsertPendingRow
 	err := row.Scan(
@@ -662,12 +680,14 @@ func (q *Queries) FileInsertPending(ctx context.Context, db DBTX, arg FileInsert
 		&i.Height,
 		&i.IdempotencyKey,
 		&i.IdempotencyFingerprint,
+		&i.ResumableOffset,
+		&i.ResumableLeaseUntil,
 	)
 	return i, err
 }
 
 const fileLockPendingContent = `-- name: FileLockPendingContent :one
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 FROM uploaded_file
 WHERE id = $1
     AND tenant_code = $2
@@ -733,12 +753,14 @@ func (q *Queries) FileLockPendingContent(ctx context.Context, db DBTX, arg FileL
 		&i.Height,
 		&i.IdempotencyKey,
 		&i.IdempotencyFingerprint,
+		&i.ResumableOffset,
+		&i.ResumableLeaseUntil,
 	)
 	return i, err
 }
 
 const fileLockPendingContentSigned = `-- name: FileLockPendingContentSigned :one
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 FROM uploaded_file
 WHERE id = $1
     AND status = 'pending'
@@ -798,6 +820,8 @@ func (q *Queries) FileLockPendingContentSigned(ctx context.Context, db DBTX, arg
 		&i.Height,
 		&i.IdempotencyKey,
 		&i.IdempotencyFingerprint,
+		&i.ResumableOffset,
+		&i.ResumableLeaseUntil,
 	)
 	return i, err
 }
@@ -813,7 +837,7 @@ WHERE id = $2
     AND completion_lease_until = $3::timestamptz
     AND deletion_pending_at IS NULL
     AND deleted_at IS NULL
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 `
 
 type FileReleaseCompletionParams struct {
@@ -868,6 +892,8 @@ func (q *Queries) FileReleaseCompletion(ctx context.Context, db DBTX, arg FileRe
 		&i.Height,
 		&i.IdempotencyKey,
 		&i.IdempotencyFingerprint,
+		&i.ResumableOffset,
+		&i.ResumableLeaseUntil,
 	)
 	return i, err
 }
@@ -886,7 +912,7 @@ WHERE id = $4
     AND completion_lease_until <= coalesce($2::timestamptz, now())
     AND deletion_pending_at IS NULL
     AND deleted_at IS NULL
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 `
 
 type FileTakeOverCompletionParams struct {
@@ -952,6 +978,8 @@ func (q *Queries) FileTakeOverCompletion(ctx context.Context, db DBTX, arg FileT
 		&i.Height,
 		&i.IdempotencyKey,
 		&i.IdempotencyFingerprint,
+		&i.ResumableOffset,
+		&i.ResumableLeaseUntil,
 	)
 	return i, err
 }

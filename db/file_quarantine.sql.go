@@ -24,13 +24,13 @@ WITH changed AS (
         AND uploaded_file.upload_pending_at IS NULL
         AND uploaded_file.deletion_pending_at IS NULL
         AND uploaded_file.deleted_at IS NULL
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.quarantined', changed.tenant_code, changed.id, changed.updated_at, 'content.infected', uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint FROM changed
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until FROM changed
 `
 
 type FileQuarantineParams struct {
@@ -75,6 +75,8 @@ type FileQuarantineRow struct {
 	Height                 *int32
 	IdempotencyKey         *string
 	IdempotencyFingerprint []byte
+	ResumableOffset        *int64
+	ResumableLeaseUntil    *time.Time
 }
 
 // ready -> quarantined, after a rescan found malware in it. Writes
@@ -119,13 +121,15 @@ func (q *Queries) FileQuarantine(ctx context.Context, db DBTX, arg FileQuarantin
 		&i.Height,
 		&i.IdempotencyKey,
 		&i.IdempotencyFingerprint,
+		&i.ResumableOffset,
+		&i.ResumableLeaseUntil,
 	)
 	return i, err
 }
 
 const fileRescanBatch = `-- name: FileRescanBatch :many
 
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 FROM uploaded_file
 WHERE id > $1::uuid
     AND status = 'ready'
@@ -207,6 +211,8 @@ func (q *Queries) FileRescanBatch(ctx context.Context, db DBTX, arg FileRescanBa
 			&i.Height,
 			&i.IdempotencyKey,
 			&i.IdempotencyFingerprint,
+			&i.ResumableOffset,
+			&i.ResumableLeaseUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -226,13 +232,13 @@ WITH changed AS (
         updated_at = coalesce($1::timestamptz, now())
     WHERE uploaded_file.id = $2
         AND uploaded_file.status = 'quarantined'
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 ), event AS (
     INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, rule, data)
     SELECT 'file.unquarantined', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint FROM changed
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until FROM changed
 `
 
 type FileUnquarantineParams struct {
@@ -277,6 +283,8 @@ type FileUnquarantineRow struct {
 	Height                 *int32
 	IdempotencyKey         *string
 	IdempotencyFingerprint []byte
+	ResumableOffset        *int64
+	ResumableLeaseUntil    *time.Time
 }
 
 // quarantined -> ready, by an operator (a false positive). Writes
@@ -321,6 +329,8 @@ func (q *Queries) FileUnquarantine(ctx context.Context, db DBTX, arg FileUnquara
 		&i.Height,
 		&i.IdempotencyKey,
 		&i.IdempotencyFingerprint,
+		&i.ResumableOffset,
+		&i.ResumableLeaseUntil,
 	)
 	return i, err
 }

@@ -15,7 +15,7 @@ import (
 
 const fileGetAttached = `-- name: FileGetAttached :one
 SELECT
-    uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint,
+    uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint, uploaded_file.resumable_offset, uploaded_file.resumable_lease_until,
     (uploaded_file.expired_at IS NOT NULL
         AND uploaded_file.expired_at <= coalesce($1::timestamptz, now()))::boolean AS expired,
     coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -101,6 +101,8 @@ func (q *Queries) FileGetAttached(ctx context.Context, db DBTX, arg FileGetAttac
 		&i.UploadedFile.Height,
 		&i.UploadedFile.IdempotencyKey,
 		&i.UploadedFile.IdempotencyFingerprint,
+		&i.UploadedFile.ResumableOffset,
+		&i.UploadedFile.ResumableLeaseUntil,
 		&i.Expired,
 		&i.DBNow,
 	)
@@ -228,7 +230,7 @@ func (q *Queries) FileGetDetail(ctx context.Context, db DBTX, arg FileGetDetailP
 
 const fileGetDirect = `-- name: FileGetDirect :one
 SELECT
-    uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint,
+    uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint, uploaded_file.resumable_offset, uploaded_file.resumable_lease_until,
     (uploaded_file.expired_at IS NOT NULL
         AND uploaded_file.expired_at <= coalesce($1::timestamptz, now()))::boolean AS expired,
     coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -306,6 +308,8 @@ func (q *Queries) FileGetDirect(ctx context.Context, db DBTX, arg FileGetDirectP
 		&i.UploadedFile.Height,
 		&i.UploadedFile.IdempotencyKey,
 		&i.UploadedFile.IdempotencyFingerprint,
+		&i.UploadedFile.ResumableOffset,
+		&i.UploadedFile.ResumableLeaseUntil,
 		&i.Expired,
 		&i.DBNow,
 	)
@@ -428,7 +432,7 @@ func (q *Queries) FileGetUploadState(ctx context.Context, db DBTX, arg FileGetUp
 const fileGetVisible = `-- name: FileGetVisible :one
 
 SELECT
-    uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint,
+    uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint, uploaded_file.resumable_offset, uploaded_file.resumable_lease_until,
     (uploaded_file.expired_at IS NOT NULL
         AND uploaded_file.expired_at <= coalesce($1::timestamptz, now()))::boolean AS expired,
     coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -521,6 +525,8 @@ func (q *Queries) FileGetVisible(ctx context.Context, db DBTX, arg FileGetVisibl
 		&i.UploadedFile.Height,
 		&i.UploadedFile.IdempotencyKey,
 		&i.UploadedFile.IdempotencyFingerprint,
+		&i.UploadedFile.ResumableOffset,
+		&i.UploadedFile.ResumableLeaseUntil,
 		&i.Expired,
 		&i.DBNow,
 	)
@@ -529,7 +535,7 @@ func (q *Queries) FileGetVisible(ctx context.Context, db DBTX, arg FileGetVisibl
 
 const fileGetVisibleByReference = `-- name: FileGetVisibleByReference :one
 SELECT
-    uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint,
+    uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint, uploaded_file.resumable_offset, uploaded_file.resumable_lease_until,
     (uploaded_file.expired_at IS NOT NULL
         AND uploaded_file.expired_at <= coalesce($1::timestamptz, now()))::boolean AS expired,
     coalesce($1::timestamptz, now())::timestamptz AS db_now
@@ -606,6 +612,8 @@ func (q *Queries) FileGetVisibleByReference(ctx context.Context, db DBTX, arg Fi
 		&i.UploadedFile.Height,
 		&i.UploadedFile.IdempotencyKey,
 		&i.UploadedFile.IdempotencyFingerprint,
+		&i.UploadedFile.ResumableOffset,
+		&i.UploadedFile.ResumableLeaseUntil,
 		&i.Expired,
 		&i.DBNow,
 	)
@@ -613,7 +621,7 @@ func (q *Queries) FileGetVisibleByReference(ctx context.Context, db DBTX, arg Fi
 }
 
 const fileLockVisibleByIDs = `-- name: FileLockVisibleByIDs :many
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 FROM uploaded_file
 WHERE id = any($1::uuid[])
     AND tenant_code = $2
@@ -690,6 +698,8 @@ func (q *Queries) FileLockVisibleByIDs(ctx context.Context, db DBTX, arg FileLoc
 			&i.Height,
 			&i.IdempotencyKey,
 			&i.IdempotencyFingerprint,
+			&i.ResumableOffset,
+			&i.ResumableLeaseUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -702,7 +712,7 @@ func (q *Queries) FileLockVisibleByIDs(ctx context.Context, db DBTX, arg FileLoc
 }
 
 const fileLockVisibleByReferences = `-- name: FileLockVisibleByReferences :many
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 FROM uploaded_file
 WHERE (key = any($1::text[]) OR cdn = any($1::text[]))
     AND tenant_code = $2
@@ -775,6 +785,8 @@ func (q *Queries) FileLockVisibleByReferences(ctx context.Context, db DBTX, arg 
 			&i.Height,
 			&i.IdempotencyKey,
 			&i.IdempotencyFingerprint,
+			&i.ResumableOffset,
+			&i.ResumableLeaseUntil,
 		); err != nil {
 			return nil, err
 		}

@@ -32,7 +32,7 @@ FROM candidate
 WHERE uploaded_file.id = candidate.id
     AND uploaded_file.deletion_pending_at = candidate.deletion_pending_at
     AND uploaded_file.upload_pending_at IS NULL
-RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint
+RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint, uploaded_file.resumable_offset, uploaded_file.resumable_lease_until
 `
 
 type DeletionClaimElapsedParams struct {
@@ -116,6 +116,8 @@ func (q *Queries) DeletionClaimElapsed(ctx context.Context, db DBTX, arg Deletio
 			&i.Height,
 			&i.IdempotencyKey,
 			&i.IdempotencyFingerprint,
+			&i.ResumableOffset,
+			&i.ResumableLeaseUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -162,7 +164,7 @@ WITH abandoned AS (
         AND uploaded_file.upload_pending_at = candidate.upload_pending_at
         AND uploaded_file.deletion_pending_at IS NOT DISTINCT FROM candidate.deletion_pending_at
         AND uploaded_file.deleted_at IS NOT DISTINCT FROM candidate.deleted_at
-    RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint
+    RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint, uploaded_file.resumable_offset, uploaded_file.resumable_lease_until
 ), released AS (
     -- The space the rows held goes back to their owners and tenants
     -- (uploaded_file_usage_release); the final SELECT reads this CTE,
@@ -178,7 +180,7 @@ WITH abandoned AS (
     JOIN candidate ON candidate.id = changed.id
     WHERE candidate.deletion_pending_at IS NULL AND candidate.deleted_at IS NULL
 )
-SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint FROM changed CROSS JOIN released
+SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint, changed.resumable_offset, changed.resumable_lease_until FROM changed CROSS JOIN released
 `
 
 type DeletionClaimExpiredTombstonesParams struct {
@@ -225,6 +227,8 @@ type DeletionClaimExpiredTombstonesRow struct {
 	Height                 *int32
 	IdempotencyKey         *string
 	IdempotencyFingerprint []byte
+	ResumableOffset        *int64
+	ResumableLeaseUntil    *time.Time
 }
 
 // Uploads whose upload marker has expired -> restored to hidden pending
@@ -294,6 +298,8 @@ func (q *Queries) DeletionClaimExpiredTombstones(ctx context.Context, db DBTX, a
 			&i.Height,
 			&i.IdempotencyKey,
 			&i.IdempotencyFingerprint,
+			&i.ResumableOffset,
+			&i.ResumableLeaseUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -328,7 +334,7 @@ WITH candidate AS (
         AND uploaded_file.upload_pending_at = candidate.upload_pending_at
         AND uploaded_file.deletion_pending_at IS NULL
         AND uploaded_file.deleted_at IS NULL
-    RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint
+    RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint, uploaded_file.resumable_offset, uploaded_file.resumable_lease_until
 ), released AS (
     -- The space the rows held goes back to their owners and tenants
     -- (uploaded_file_usage_release); the final SELECT reads this CTE,
@@ -340,7 +346,7 @@ WITH candidate AS (
     SELECT 'upload.abandoned', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint FROM changed CROSS JOIN released
+SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint, changed.resumable_offset, changed.resumable_lease_until FROM changed CROSS JOIN released
 `
 
 type FileClaimExpiredDirectUploadsParams struct {
@@ -386,6 +392,8 @@ type FileClaimExpiredDirectUploadsRow struct {
 	Height                 *int32
 	IdempotencyKey         *string
 	IdempotencyFingerprint []byte
+	ResumableOffset        *int64
+	ResumableLeaseUntil    *time.Time
 }
 
 // Direct uploads still pending or completing whose in-flight cleanup lease
@@ -441,6 +449,8 @@ func (q *Queries) FileClaimExpiredDirectUploads(ctx context.Context, db DBTX, ar
 			&i.Height,
 			&i.IdempotencyKey,
 			&i.IdempotencyFingerprint,
+			&i.ResumableOffset,
+			&i.ResumableLeaseUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -475,7 +485,7 @@ WITH candidate AS (
         AND uploaded_file.expired_at = candidate.expired_at
         AND uploaded_file.deletion_pending_at IS NULL
         AND uploaded_file.deleted_at IS NULL
-    RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint
+    RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint, uploaded_file.resumable_offset, uploaded_file.resumable_lease_until
 ), released AS (
     -- The space the rows held goes back to their owners and tenants
     -- (uploaded_file_usage_release); the final SELECT reads this CTE,
@@ -487,7 +497,7 @@ WITH candidate AS (
     SELECT 'file.expired', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint FROM changed CROSS JOIN released
+SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint, changed.resumable_offset, changed.resumable_lease_until FROM changed CROSS JOIN released
 `
 
 type FileClaimExpiredTemporaryParams struct {
@@ -533,6 +543,8 @@ type FileClaimExpiredTemporaryRow struct {
 	Height                 *int32
 	IdempotencyKey         *string
 	IdempotencyFingerprint []byte
+	ResumableOffset        *int64
+	ResumableLeaseUntil    *time.Time
 }
 
 // Ready temporary files expired exactly by their expired_at (expired_at <=
@@ -586,6 +598,8 @@ func (q *Queries) FileClaimExpiredTemporary(ctx context.Context, db DBTX, arg Fi
 			&i.Height,
 			&i.IdempotencyKey,
 			&i.IdempotencyFingerprint,
+			&i.ResumableOffset,
+			&i.ResumableLeaseUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -622,7 +636,7 @@ WITH candidate AS (
         AND uploaded_file.status = 'ready'
         AND uploaded_file.deletion_pending_at IS NULL
         AND uploaded_file.deleted_at IS NULL
-    RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint
+    RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint, uploaded_file.resumable_offset, uploaded_file.resumable_lease_until
 ), released AS (
     -- The space the rows held goes back to their owners and tenants
     -- (uploaded_file_usage_release); the final SELECT reads this CTE,
@@ -634,7 +648,7 @@ WITH candidate AS (
     SELECT 'file.expired', changed.tenant_code, changed.id, changed.updated_at, NULL, uploaded_file_event_data(to_jsonb(changed))
     FROM changed
 )
-SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint FROM changed CROSS JOIN released
+SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint, changed.resumable_offset, changed.resumable_lease_until FROM changed CROSS JOIN released
 `
 
 type FileClaimUnusedBeforeParams struct {
@@ -681,6 +695,8 @@ type FileClaimUnusedBeforeRow struct {
 	Height                 *int32
 	IdempotencyKey         *string
 	IdempotencyFingerprint []byte
+	ResumableOffset        *int64
+	ResumableLeaseUntil    *time.Time
 }
 
 // Active permanent files never marked used and created before @cutoff ->
@@ -741,6 +757,8 @@ func (q *Queries) FileClaimUnusedBefore(ctx context.Context, db DBTX, arg FileCl
 			&i.Height,
 			&i.IdempotencyKey,
 			&i.IdempotencyFingerprint,
+			&i.ResumableOffset,
+			&i.ResumableLeaseUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -769,7 +787,7 @@ WITH prior AS (
         AND uploaded_file.upload_pending_at <= coalesce($2::timestamptz, now())
         AND (uploaded_file.deletion_pending_at IS NULL OR deletion_pending_at <= coalesce($2::timestamptz, now()))
         AND (uploaded_file.completion_lease_until IS NULL OR completion_lease_until <= coalesce($2::timestamptz, now()))
-    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+    RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 ), released AS (
     -- The space the rows held goes back to their owners and tenants
     -- (uploaded_file_usage_release); the final SELECT reads this CTE,
@@ -779,7 +797,7 @@ WITH prior AS (
     JOIN prior ON prior.id = changed.id
     WHERE prior.deletion_pending_at IS NULL AND prior.deleted_at IS NULL
 )
-SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint FROM changed CROSS JOIN released
+SELECT changed.id, changed.tenant_code, changed.department_code, changed.user_id, changed.key, changed.cdn, changed.original_name, changed.size_bytes, changed.content_type, changed.visibility, changed.is_temporary, changed.upload_pending_at, changed.deletion_pending_at, changed.expired_at, changed.extra_data, changed.module, changed.entity, changed.entity_id, changed.type, changed.used_at, changed.created_at, changed.updated_at, changed.deleted_at, changed.status, changed.pending_key, changed.checksum, changed.etag, changed.disposition, changed.completed_at, changed.upload_expires_at, changed.completion_lease_until, changed.staging_cleanup_at, changed.width, changed.height, changed.idempotency_key, changed.idempotency_fingerprint, changed.resumable_offset, changed.resumable_lease_until FROM changed CROSS JOIN released
 `
 
 type FileRetireTombstoneParams struct {
@@ -824,6 +842,8 @@ type FileRetireTombstoneRow struct {
 	Height                 *int32
 	IdempotencyKey         *string
 	IdempotencyFingerprint []byte
+	ResumableOffset        *int64
+	ResumableLeaseUntil    *time.Time
 }
 
 // An operator retires an abandoned upload tombstone (after every producer is
@@ -873,6 +893,8 @@ func (q *Queries) FileRetireTombstone(ctx context.Context, db DBTX, arg FileReti
 		&i.Height,
 		&i.IdempotencyKey,
 		&i.IdempotencyFingerprint,
+		&i.ResumableOffset,
+		&i.ResumableLeaseUntil,
 	)
 	return i, err
 }
@@ -894,7 +916,7 @@ SET
 FROM candidate
 WHERE uploaded_file.id = candidate.id
     AND uploaded_file.staging_cleanup_at = candidate.staging_cleanup_at
-RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint
+RETURNING uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint, uploaded_file.resumable_offset, uploaded_file.resumable_lease_until
 `
 
 type StagingClaimCompletedParams struct {
@@ -956,6 +978,8 @@ func (q *Queries) StagingClaimCompleted(ctx context.Context, db DBTX, arg Stagin
 			&i.Height,
 			&i.IdempotencyKey,
 			&i.IdempotencyFingerprint,
+			&i.ResumableOffset,
+			&i.ResumableLeaseUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -974,7 +998,7 @@ SET
     updated_at = coalesce($1::timestamptz, now())
 WHERE id = $3
     AND staging_cleanup_at = $4::timestamptz
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 `
 
 type StagingReleaseParams struct {
@@ -1031,6 +1055,8 @@ func (q *Queries) StagingRelease(ctx context.Context, db DBTX, arg StagingReleas
 		&i.Height,
 		&i.IdempotencyKey,
 		&i.IdempotencyFingerprint,
+		&i.ResumableOffset,
+		&i.ResumableLeaseUntil,
 	)
 	return i, err
 }
@@ -1044,7 +1070,7 @@ SET
 WHERE id = $2
     AND staging_cleanup_at = $3::timestamptz
     AND pending_key = $4::text
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 `
 
 type StagingSettleParams struct {
@@ -1101,6 +1127,8 @@ func (q *Queries) StagingSettle(ctx context.Context, db DBTX, arg StagingSettleP
 		&i.Height,
 		&i.IdempotencyKey,
 		&i.IdempotencyFingerprint,
+		&i.ResumableOffset,
+		&i.ResumableLeaseUntil,
 	)
 	return i, err
 }

@@ -240,7 +240,7 @@ func (q *Queries) VariantDrop(ctx context.Context, db DBTX, arg VariantDropParam
 
 const variantFinish = `-- name: VariantFinish :one
 WITH file AS (
-    SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint
+    SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
     FROM uploaded_file
     WHERE uploaded_file.id = $1
         AND uploaded_file.status = 'ready'
@@ -496,7 +496,7 @@ func (q *Queries) VariantGetDownload(ctx context.Context, db DBTX, arg VariantGe
 
 const variantGetVisible = `-- name: VariantGetVisible :one
 SELECT
-    uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint,
+    uploaded_file.id, uploaded_file.tenant_code, uploaded_file.department_code, uploaded_file.user_id, uploaded_file.key, uploaded_file.cdn, uploaded_file.original_name, uploaded_file.size_bytes, uploaded_file.content_type, uploaded_file.visibility, uploaded_file.is_temporary, uploaded_file.upload_pending_at, uploaded_file.deletion_pending_at, uploaded_file.expired_at, uploaded_file.extra_data, uploaded_file.module, uploaded_file.entity, uploaded_file.entity_id, uploaded_file.type, uploaded_file.used_at, uploaded_file.created_at, uploaded_file.updated_at, uploaded_file.deleted_at, uploaded_file.status, uploaded_file.pending_key, uploaded_file.checksum, uploaded_file.etag, uploaded_file.disposition, uploaded_file.completed_at, uploaded_file.upload_expires_at, uploaded_file.completion_lease_until, uploaded_file.staging_cleanup_at, uploaded_file.width, uploaded_file.height, uploaded_file.idempotency_key, uploaded_file.idempotency_fingerprint, uploaded_file.resumable_offset, uploaded_file.resumable_lease_until,
     (uploaded_file.expired_at IS NOT NULL
         AND uploaded_file.expired_at <= coalesce($1::timestamptz, now()))::boolean AS expired,
     coalesce($1::timestamptz, now())::timestamptz AS db_now,
@@ -595,6 +595,8 @@ func (q *Queries) VariantGetVisible(ctx context.Context, db DBTX, arg VariantGet
 		&i.UploadedFile.Height,
 		&i.UploadedFile.IdempotencyKey,
 		&i.UploadedFile.IdempotencyFingerprint,
+		&i.UploadedFile.ResumableOffset,
+		&i.UploadedFile.ResumableLeaseUntil,
 		&i.Expired,
 		&i.DBNow,
 		&i.VariantID,

@@ -85,6 +85,26 @@ type UploadedFile struct {
 	IdempotencyKey *string
 	// With idempotency_key: the SHA-256 of the request that used it (route, path, content type, the form without its boundary); a retry with another fingerprint is another request (422).
 	IdempotencyFingerprint []byte
+	// A resumable upload's offset: the bytes received in whole chunks before the one that ends the file (which is counted, as the file's size, once the file is ready). NULL for other uploads.
+	ResumableOffset *int64
+	// Lease of the request writing a chunk of a resumable upload; another write is refused until it is released or has passed.
+	ResumableLeaseUntil *time.Time
+}
+
+// Chunks of resumable uploads: one row per chunk object, from before the object is written until after it is deleted. Written only by the uploadedfile service.
+type UploadedFileChunk struct {
+	// Storage key of the chunk object, beside the upload's staging key, never reused. Never serialized in HTTP responses.
+	Key string
+	// The resumable upload the chunk belongs to; file rows are never removed, so the reference always resolves.
+	FileID uuid.UUID
+	// Where the chunk's bytes start in the file.
+	StartOffset int64
+	// Bytes the chunk holds, once written; NULL while its request writes it.
+	SizeBytes *int64
+	// When the chunk's write began.
+	CreatedAt time.Time
+	// When the chunk was given up (written again, its upload over) and its object deleted; the row stays, owning the key, until the chunk sweep deletes the object once more an hour later (a stalled writer may still have written it) and removes the row.
+	TrimmedAt *time.Time
 }
 
 // The lifecycle event outbox: one row per state change of uploaded_file, written by the transition's own statement; pruned after events.retention once every sink has it.

@@ -5,11 +5,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/uploadedfile/uploadedfile/db"
 )
 
-// leaseKeeper extends the completion lease of one running completion every
-// completionLease/3, so the lease can be short: a completer that is killed
+// leaseKeeper extends the lease of one running completion (or chunk write)
+// every third of the lease, so the lease can be short: a completer that is killed
 // stops extending it and the next complete takes the upload over within
 // completionLease, however long a live completion takes.
 type leaseKeeper struct {
@@ -19,18 +21,28 @@ type leaseKeeper struct {
 	lease time.Time // the lease in force
 }
 
-// keepCompletion starts keeping the lease row holds (it must hold one).
-// An extension that fails is logged and retried at the next beat; one
-// that finds the lease taken over stops (the completion will find it lost
-// when it ends).
+// keepCompletion starts keeping the completion lease row holds (it must
+// hold one).
 func (s *Service) keepCompletion(ctx context.Context, row db.UploadedFile) *leaseKeeper {
-	k := &leaseKeeper{done: make(chan struct{}), ended: make(chan struct{}), lease: *row.CompletionLeaseUntil}
+	beat := s.completionBeat
+	if beat <= 0 {
+		beat = completionLease / 3
+	}
+	return s.keepLease(ctx, row.ID, *row.CompletionLeaseUntil, beat, func(held time.Time) (*time.Time, error) {
+		return s.q.FileExtendCompletion(context.WithoutCancel(ctx), s.db, db.FileExtendCompletionParams{
+			ID: row.ID, Lease: held, CompletionLease: completionLease, Now: s.now(),
+		})
+	})
+}
+
+// keepLease extends the lease held on file id every beat through extend,
+// which names the lease in force. An extension that fails is logged and
+// retried at the next beat; one that finds the lease taken over (no rows)
+// stops (the holder finds the lease lost when it ends).
+func (s *Service) keepLease(ctx context.Context, id uuid.UUID, lease time.Time, beat time.Duration, extend func(held time.Time) (*time.Time, error)) *leaseKeeper {
+	k := &leaseKeeper{done: make(chan struct{}), ended: make(chan struct{}), lease: lease}
 	go func() {
 		defer close(k.ended)
-		beat := s.completionBeat
-		if beat <= 0 {
-			beat = completionLease / 3
-		}
 		tick := time.NewTicker(beat)
 		defer tick.Stop()
 		for {
@@ -39,21 +51,19 @@ func (s *Service) keepCompletion(ctx context.Context, row db.UploadedFile) *leas
 				return
 			case <-tick.C:
 			}
+			// The lock is held across the extension: a statement that
+			// names the lease (hold) never runs with one being replaced.
 			k.mu.Lock()
-			held := k.lease
+			next, err := extend(k.lease)
+			if err == nil {
+				k.lease = *next
+			}
 			k.mu.Unlock()
-			next, err := s.q.FileExtendCompletion(context.WithoutCancel(ctx), s.db, db.FileExtendCompletionParams{
-				ID: row.ID, Lease: held, CompletionLease: completionLease, Now: s.now(),
-			})
 			switch {
 			case isNoRows(err):
 				return
 			case err != nil:
-				s.log.WarnContext(ctx, "extend completion lease failed; retried at the next beat", "file_id", row.ID, "error", err.Error())
-			default:
-				k.mu.Lock()
-				k.lease = *next
-				k.mu.Unlock()
+				s.log.WarnContext(ctx, "extend lease failed; retried at the next beat", "file_id", id, "error", err.Error())
 			}
 		}
 	}()
@@ -66,4 +76,12 @@ func (k *leaseKeeper) stop() time.Time {
 	close(k.done)
 	<-k.ended
 	return k.lease
+}
+
+// hold runs fn with the lease in force, no extension running meanwhile:
+// a statement that names the lease while the keeper still beats.
+func (k *leaseKeeper) hold(fn func(lease time.Time) error) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return fn(k.lease)
 }

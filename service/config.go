@@ -46,6 +46,8 @@ const (
 const (
 	MaxURLLifetime                      = time.Hour
 	DefaultUploadURLTTLSeconds          = 600
+	DefaultResumableUploadTTLSeconds    = 86400
+	MaxResumableUploadTTLSeconds        = 7 * 86400
 	DefaultPrivateDownloadURLTTLSeconds = 900
 	DefaultMaxPrivateDownloadURLTTL     = 3600
 	DefaultPendingCleanupInterval       = "0 3 * * *"
@@ -137,6 +139,9 @@ type Config struct {
 	PublicFiles *bool `koanf:"publicFiles"`
 	// UploadURLTTLSeconds: default 600, at most 3600.
 	UploadURLTTLSeconds int `koanf:"uploadUrlTtlSeconds"`
+	// ResumableUploadTTLSeconds: how long a resumable upload can be
+	// resumed after it is created; default 86400, at most 604800.
+	ResumableUploadTTLSeconds int `koanf:"resumableUploadTtlSeconds"`
 	// PrivateDownloadURLTTLSeconds: default 900, at most the maximum below.
 	PrivateDownloadURLTTLSeconds int `koanf:"privateDownloadUrlTtlSeconds"`
 	// MaxPrivateDownloadURLTTLSeconds: default 3600, at most 3600.
@@ -197,6 +202,7 @@ type resolved struct {
 	given               Config // as configured, before defaults and bounds
 	policy              filecheck.Policy
 	uploadURLTTL        time.Duration
+	resumableTTL        time.Duration
 	privateDownloadTTL  time.Duration
 	remoteCloneMaxBytes int64
 	remoteRedirects     int
@@ -364,7 +370,11 @@ func (r *resolved) resolveTTLs() error {
 	if r.PrivateDownloadURLTTLSeconds, err = seconds("privateDownloadUrlTtlSeconds", r.PrivateDownloadURLTTLSeconds, def, r.MaxPrivateDownloadURLTTLSeconds); err != nil {
 		return err
 	}
+	if r.ResumableUploadTTLSeconds, err = seconds("resumableUploadTtlSeconds", r.ResumableUploadTTLSeconds, DefaultResumableUploadTTLSeconds, MaxResumableUploadTTLSeconds); err != nil {
+		return err
+	}
 	r.uploadURLTTL = time.Duration(r.UploadURLTTLSeconds) * time.Second
+	r.resumableTTL = time.Duration(r.ResumableUploadTTLSeconds) * time.Second
 	r.privateDownloadTTL = time.Duration(r.PrivateDownloadURLTTLSeconds) * time.Second
 	return nil
 }
@@ -493,6 +503,7 @@ func (s *Service) Clamped() []Clamp {
 	for _, c := range []Clamp{
 		{"maxFileSizeBytes", s.cfg.given.MaxFileSizeBytes, s.cfg.policy.MaxFileSizeBytes},
 		{"uploadUrlTtlSeconds", int64(s.cfg.given.UploadURLTTLSeconds), int64(s.cfg.UploadURLTTLSeconds)},
+		{"resumableUploadTtlSeconds", int64(s.cfg.given.ResumableUploadTTLSeconds), int64(s.cfg.ResumableUploadTTLSeconds)},
 		{"maxPrivateDownloadUrlTtlSeconds", int64(s.cfg.given.MaxPrivateDownloadURLTTLSeconds), int64(s.cfg.MaxPrivateDownloadURLTTLSeconds)},
 		{"privateDownloadUrlTtlSeconds", int64(s.cfg.given.PrivateDownloadURLTTLSeconds), int64(s.cfg.PrivateDownloadURLTTLSeconds)},
 		{"cleanupBatchSize", int64(s.cfg.given.CleanupBatchSize), int64(s.cfg.CleanupBatchSize)},

@@ -134,7 +134,8 @@ func (s *Service) finishDeletions(ctx context.Context, rows []db.UploadedFile) {
 
 // finishDeletion deletes the objects of a row this worker claimed (its
 // claim is row.DeletionPendingAt) -- its image variants first, each
-// through its own claim -- then settles the claim. A storage
+// through its own claim, and a resumable upload's chunks -- then settles
+// the claim. A storage
 // failure releases the claim to a retry marker one minute ahead and is
 // reported false; the sweeps retry. A row whose writer may still write its
 // object (an upload tombstone) is rescheduled instead of settled.
@@ -143,6 +144,12 @@ func (s *Service) finishDeletion(ctx context.Context, row db.UploadedFile) bool 
 	if !s.deleteVariants(ctx, row) {
 		s.releaseDeletion(ctx, row.ID, claim)
 		return false
+	}
+	if row.ResumableOffset != nil {
+		if err := s.trimChunks(ctx, row.ID, 0); err != nil {
+			s.releaseDeletion(ctx, row.ID, claim)
+			return false
+		}
 	}
 	for _, key := range objectKeys(row) {
 		if err := s.store.Delete(ctx, key); err != nil {

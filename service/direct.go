@@ -93,58 +93,84 @@ func parseChecksum(c string) ([]byte, error) {
 }
 
 func (s *Service) initiate(ctx context.Context, in InitiateInput, o UploadOptions, temporary bool) (*InitiateResult, error) {
-	a, err := s.authorize(ctx, OpCreate, nil, nil)
+	row, a, sum, err := s.insertPending(ctx, in, o, pendingKind{temporary: temporary})
 	if err != nil {
 		return nil, err
 	}
-	if in.ContentType == "" {
-		return nil, ErrInvalidMeta
-	}
-	if err := s.storeUp(ctx); err != nil {
-		return nil, s.internalError(ctx, ErrUploadFailed, "the store did not answer a probe: no target handed out", err)
-	}
-	sum, err := parseChecksum(in.Checksum)
-	if err != nil {
-		return nil, err
-	}
-	vis, disp, err := s.uploadModes(o.Visibility, o.Disposition, temporary)
-	if err != nil {
-		return nil, err
-	}
-	checked, err := s.cfg.policy.Narrow(o.AllowedMIMETypes, o.MaxFileSizeBytes).CheckMeta(filecheck.Meta{Name: in.OriginalName, DeclaredType: in.ContentType, Size: in.SizeBytes})
-	if err != nil {
-		return nil, s.checkError(ctx, err)
-	}
-	id := newFileID(ctx)
-	final, staging, err := objectkey.Pair(s.cfg.Folder, a.scope.TenantCode, a.scope.DepartmentCode, id, checked.Extension, vis == Public)
-	if err != nil {
-		return nil, ErrInvalidMeta
-	}
-	tb, tf, ob, of := s.quotaDefaults()
-	inserted, err := s.q.FileInsertPending(ctx, s.db, db.FileInsertPendingParams{
-		ID: id, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, UserID: a.scope.UserID,
-		Key: final, CDN: s.persistedCDN(id, final, vis), PendingKey: &staging, OriginalName: checked.Name, SizeBytes: in.SizeBytes, ContentType: checked.ContentType,
-		Visibility: string(vis), Disposition: string(disp), IsTemporary: temporary, Checksum: &in.Checksum,
-		UploadTTL: s.cfg.uploadURLTTL, CleanupLease: s.cfg.uploadURLTTL + completionLease + directCleanupGrace, Now: s.now(),
-		DefaultTenantBytes: tb, DefaultTenantFiles: tf, DefaultOwnerBytes: ob, DefaultOwnerFiles: of,
-	})
-	if err != nil {
-		return nil, s.insertError(ctx, a, in.SizeBytes, "insert pending upload", err)
-	}
-	row := db.UploadedFile(inserted)
 	target, err := s.target(ctx, row, sum, s.cfg.uploadURLTTL)
 	if err != nil {
 		// The row exists but no target was handed out: abort it durably.
 		if claimed, cerr := s.q.FileClaimAbort(ctx, s.db, db.FileClaimAbortParams{
-			ID: id, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, DeletionLease: deletionLease, Now: s.now(),
+			ID: row.ID, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, DeletionLease: deletionLease, Now: s.now(),
 		}); cerr == nil {
 			cctx, cancel := detached(ctx)
 			defer cancel()
 			s.finishDeletion(cctx, db.UploadedFile(claimed))
 		}
-		return nil, s.internalError(ctx, ErrUploadFailed, "create upload target", err, "file_id", id)
+		return nil, s.internalError(ctx, ErrUploadFailed, "create upload target", err, "file_id", row.ID)
 	}
-	return &InitiateResult{ID: id, Upload: target, File: resultFromRow(row, URL{})}, nil
+	return &InitiateResult{ID: row.ID, Upload: target, File: resultFromRow(row, URL{})}, nil
+}
+
+// pendingKind: what kind of pending direct-lifecycle row insertPending
+// writes.
+type pendingKind struct {
+	temporary bool
+	// resumable: the bytes arrive in chunks (no checksum is declared up
+	// front; the row starts at offset 0 and lives for the resumable TTL).
+	resumable bool
+}
+
+// insertPending checks a direct or resumable upload's declaration like a
+// buffer upload's (the declared name, type and size; the checksum unless
+// resumable) and persists its pending row, reserving its quota, with a
+// private staging key, a distinct final key, the upload expiry and the
+// in-flight cleanup lease. It returns the row, the caller's access and the
+// declared checksum (nil when resumable).
+func (s *Service) insertPending(ctx context.Context, in InitiateInput, o UploadOptions, kind pendingKind) (db.UploadedFile, access, []byte, error) {
+	var none db.UploadedFile
+	a, err := s.authorize(ctx, OpCreate, nil, nil)
+	if err != nil {
+		return none, a, nil, err
+	}
+	if in.ContentType == "" {
+		return none, a, nil, ErrInvalidMeta
+	}
+	if err := s.storeUp(ctx); err != nil {
+		return none, a, nil, s.internalError(ctx, ErrUploadFailed, "the store did not answer a probe: no upload begun", err)
+	}
+	var sum []byte
+	checksum, ttl, offset := &in.Checksum, s.cfg.uploadURLTTL, (*int64)(nil)
+	if kind.resumable {
+		checksum, ttl, offset = nil, s.cfg.resumableTTL, ptr(int64(0))
+	} else if sum, err = parseChecksum(in.Checksum); err != nil {
+		return none, a, nil, err
+	}
+	vis, disp, err := s.uploadModes(o.Visibility, o.Disposition, kind.temporary)
+	if err != nil {
+		return none, a, nil, err
+	}
+	checked, err := s.cfg.policy.Narrow(o.AllowedMIMETypes, o.MaxFileSizeBytes).CheckMeta(filecheck.Meta{Name: in.OriginalName, DeclaredType: in.ContentType, Size: in.SizeBytes})
+	if err != nil {
+		return none, a, nil, s.checkError(ctx, err)
+	}
+	id := newFileID(ctx)
+	final, staging, err := objectkey.Pair(s.cfg.Folder, a.scope.TenantCode, a.scope.DepartmentCode, id, checked.Extension, vis == Public)
+	if err != nil {
+		return none, a, nil, ErrInvalidMeta
+	}
+	tb, tf, ob, of := s.quotaDefaults()
+	inserted, err := s.q.FileInsertPending(ctx, s.db, db.FileInsertPendingParams{
+		ID: id, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, UserID: a.scope.UserID,
+		Key: final, CDN: s.persistedCDN(id, final, vis), PendingKey: &staging, OriginalName: checked.Name, SizeBytes: in.SizeBytes, ContentType: checked.ContentType,
+		Visibility: string(vis), Disposition: string(disp), IsTemporary: kind.temporary, Checksum: checksum, ResumableOffset: offset,
+		UploadTTL: ttl, CleanupLease: ttl + completionLease + directCleanupGrace, Now: s.now(),
+		DefaultTenantBytes: tb, DefaultTenantFiles: tf, DefaultOwnerBytes: ob, DefaultOwnerFiles: of,
+	})
+	if err != nil {
+		return none, a, nil, s.insertError(ctx, a, in.SizeBytes, "insert pending upload", err)
+	}
+	return db.UploadedFile(inserted), a, sum, nil
 }
 
 // target builds the upload instructions: a presigned PUT of the staging key
@@ -233,6 +259,11 @@ func (s *Service) CompleteUpload(ctx context.Context, id string) (*Result, error
 	if err != nil {
 		return nil, err
 	}
+	return s.completeRow(ctx, row, dbNow, a)
+}
+
+// completeRow is CompleteUpload of the caller's row read at dbNow.
+func (s *Service) completeRow(ctx context.Context, row db.UploadedFile, dbNow time.Time, a access) (*Result, error) {
 	switch Status(row.Status) {
 	case StatusReady:
 		if row.ExpiredAt != nil && !dbNow.Before(*row.ExpiredAt) {
@@ -259,20 +290,29 @@ func (s *Service) CompleteUpload(ctx context.Context, id string) (*Result, error
 		if !dbNow.Before(*row.UploadExpiresAt) {
 			return nil, ErrUploadExpired
 		}
-		staging, err := s.stagingVersion(ctx, row)
-		if err != nil {
-			return nil, err
+		if row.ResumableOffset != nil {
+			return nil, ErrNotFound // its last chunk completes it
 		}
-		claimed, err := s.q.FileClaimCompletion(ctx, s.db, db.FileClaimCompletionParams{
-			ID: row.ID, TenantCode: a.scope.TenantCode, ETag: staging, CompletionLease: completionLease, Now: s.now(),
-		})
-		if err != nil {
-			return nil, s.claimLost(ctx, err)
-		}
-		return s.completeClaimed(ctx, claimed)
+		return s.completePending(ctx, row, a)
 	default:
 		return nil, ErrNotFound
 	}
+}
+
+// completePending claims the completion of a pending upload whose staging
+// object holds its bytes and runs it (completeClaimed).
+func (s *Service) completePending(ctx context.Context, row db.UploadedFile, a access) (*Result, error) {
+	staging, err := s.stagingVersion(ctx, row)
+	if err != nil {
+		return nil, err
+	}
+	claimed, err := s.q.FileClaimCompletion(ctx, s.db, db.FileClaimCompletionParams{
+		ID: row.ID, TenantCode: a.scope.TenantCode, ETag: staging, CompletionLease: completionLease, Now: s.now(),
+	})
+	if err != nil {
+		return nil, s.claimLost(ctx, err)
+	}
+	return s.completeClaimed(ctx, claimed)
 }
 
 // stagingVersion returns the ETag of the staging object, or of the final

@@ -145,7 +145,7 @@ func (s *Service) ReleaseAbandonedUploads(ctx context.Context, limit int) (int, 
 // without completion are deleted (staging and final objects), then
 // deletion retries run with the capacity left, then retained S3 staging
 // objects are removed, then image variants whose generator or deleter died
-// are deleted, then orphan repairs that died or failed
+// are deleted, then the chunks of resumable uploads that are over, then orphan repairs that died or failed
 // (UnsafeSystemReconcile) are finished, each with what is still left.
 // Cross-tenant; trusted maintenance only.
 func (s *Service) CleanupPendingUploads(ctx context.Context, limit int) (int, error) {
@@ -156,36 +156,19 @@ func (s *Service) CleanupPendingUploads(ctx context.Context, limit int) (int, er
 	}
 	done := s.finishAll(ctx, changedRows(rows))
 	rest -= len(rows)
-	if rest > 0 {
-		n, claimed, err := s.retryDeletions(ctx, rest)
+	steps := []func(context.Context, int) (done, claimed int, err error){
+		s.retryDeletions, s.cleanupStaging, s.sweepVariants, s.sweepChunks, s.retryOrphanClaims,
+	}
+	for _, step := range steps {
+		if rest <= 0 {
+			break
+		}
+		n, claimed, err := step(ctx, rest)
 		done += n
 		if err != nil {
 			return done, err
 		}
 		rest -= claimed
-	}
-	if rest > 0 {
-		n, claimed, err := s.cleanupStaging(ctx, rest)
-		done += n
-		if err != nil {
-			return done, err
-		}
-		rest -= claimed
-	}
-	if rest > 0 {
-		n, claimed, err := s.sweepVariants(ctx, rest)
-		done += n
-		if err != nil {
-			return done, err
-		}
-		rest -= claimed
-	}
-	if rest > 0 {
-		n, _, err := s.retryOrphanClaims(ctx, rest)
-		done += n
-		if err != nil {
-			return done, err
-		}
 	}
 	return done, nil
 }

@@ -377,6 +377,13 @@ func (b *bundle) checkInvariants() {
 		}
 	}
 	require.NoError(b.t, vrows.Err())
+	crows, err := b.db.Pool.Query(ctx, "SELECT key FROM uploaded_file_chunk")
+	require.NoError(b.t, err)
+	chunkKeys, err := pgx.CollectRows(crows, pgx.RowTo[string])
+	require.NoError(b.t, err)
+	for _, k := range chunkKeys {
+		owned[k] = true // a chunk row owns its key until it is removed
+	}
 	for _, k := range b.objects() {
 		require.True(b.t, owned[k], "object %s has no row or pending claim", k)
 	}

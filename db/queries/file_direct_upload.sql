@@ -37,7 +37,9 @@
 -- (now + @upload_ttl) and the in-flight cleanup lease (now + @cleanup_lease,
 -- which the service makes longer than the upload TTL: room for a write that
 -- started before the expiry to land). Fails on a duplicate id, key or pending
--- key, and on a cleanup lease shorter than the TTL.
+-- key, and on a cleanup lease shorter than the TTL. A resumable upload
+-- passes @resumable_offset 0 and no checksum (its assembly records one);
+-- every other direct upload, NULL and its declared checksum.
 WITH limits AS (
     -- The tenant's limits: its override, else the configured default (0:
     -- unlimited).
@@ -92,6 +94,7 @@ WITH limits AS (
         status,
         upload_expires_at,
         upload_pending_at,
+        resumable_offset,
         created_at,
         updated_at
     )
@@ -113,6 +116,7 @@ WITH limits AS (
         'pending',
         coalesce(sqlc.narg('now')::timestamptz, now()) + @upload_ttl::interval,
         coalesce(sqlc.narg('now')::timestamptz, now()) + @cleanup_lease::interval,
+        sqlc.narg('resumable_offset')::bigint,
         coalesce(sqlc.narg('now')::timestamptz, now()),
         coalesce(sqlc.narg('now')::timestamptz, now())
     WHERE CASE WHEN (SELECT count(*) FROM reserved) = 2 THEN true ELSE uploaded_file_quota_exceeded() END

@@ -6,11 +6,14 @@ import (
 	"github.com/rs/cors"
 )
 
-// Headers a browser may send on a call to the API or to a local upload
-// target, and the response headers its script may read.
+// Headers a browser may send on a call to the API, to a local upload
+// target or to a resumable upload, and the response headers its script
+// may read.
 var (
-	corsRequestHeaders  = []string{"Authorization", "Content-Type", "X-Request-Id", "If-None-Match", "If-Match", "Range", "X-Checksum-Sha256", IdempotencyKeyHeader}
-	corsExposedHeaders  = []string{"ETag", "Location", "Retry-After", "X-Request-Id", "Content-Disposition", "Content-Length", "Idempotent-Replayed"}
+	corsRequestHeaders = []string{"Authorization", "Content-Type", "X-Request-Id", "If-None-Match", "If-Match", "Range", "X-Checksum-Sha256", IdempotencyKeyHeader,
+		"Tus-Resumable", "Upload-Length", "Upload-Offset", "Upload-Metadata", "Upload-Checksum", "Upload-Defer-Length", "X-HTTP-Method-Override"}
+	corsExposedHeaders = []string{"ETag", "Location", "Retry-After", "X-Request-Id", "Content-Disposition", "Content-Length", "Idempotent-Replayed",
+		"Tus-Resumable", "Tus-Version", "Tus-Extension", "Tus-Max-Size", "Tus-Checksum-Algorithm", "Upload-Offset", "Upload-Length", "Upload-Expires"}
 	corsAllowedMethods  = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
 	corsPreflightMaxAge = 600 // seconds
 )

@@ -63,7 +63,16 @@ var statusOf = map[string]int{
 	service.ErrIdempotencyInFlight.Code:      http.StatusConflict,
 	service.ErrConflict.Code:                 http.StatusConflict,
 	service.ErrExtraDataTooLarge.Code:        http.StatusRequestEntityTooLarge,
+	service.ErrUploadOffsetMismatch.Code:     http.StatusConflict,
+	service.ErrUploadLocked.Code:             http.StatusLocked,
+	service.ErrChunkChecksumMismatch.Code:    statusChecksumMismatch,
+	service.ErrTooManyChunks.Code:            http.StatusBadRequest,
+	service.ErrChunkIncomplete.Code:          http.StatusBadRequest,
 }
+
+// statusChecksumMismatch is the tus checksum extension's status for a
+// chunk whose bytes miss their declared digest.
+const statusChecksumMismatch = 460
 
 // retryAfter is d as a Retry-After header: whole seconds, at least one.
 func retryAfter(d time.Duration) string {
@@ -104,6 +113,8 @@ func writeDetailedProblem(w http.ResponseWriter, r *http.Request, p problem) {
 	switch code {
 	case service.ErrUploadCompleting.Code:
 		h.Set("Retry-After", "5")
+	case service.ErrUploadLocked.Code:
+		h.Set("Retry-After", "2")
 	case service.ErrConflict.Code:
 		h.Set("Retry-After", "1")
 	}

@@ -99,7 +99,7 @@ const (
 //  8. withGrantedDownloads: a private file's signed URL, with no token;
 //  9. Guard.Middleware: the bearer token verified into a RequestContext;
 //  10. strictJSON: closed JSON bodies;
-//  11. the router, then s.idempotent for the writes that take an
+//  11. the router (resumable uploads go to tusd's handler, TusPath), then s.idempotent for the writes that take an
 //     Idempotency-Key, then the strict handler (withRequest) and the
 //     Server method, which calls the service.
 //
@@ -122,10 +122,16 @@ func New(o Options) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, http.StatusNotFound, service.ErrNotFound.Code)
 	})
+	var router http.Handler = mux
+	if tus, err := newTusHandler(o.Service, ew, cmp.Or(o.BodyIdleTimeout, DefaultBodyIdleTimeout)); err != nil {
+		log.Error("resumable uploads not served", "error", err.Error())
+	} else {
+		router = withTus(tus, mux)
+	}
 	if o.TracerProvider != nil {
 		o.Guard.tracer = o.TracerProvider.Tracer("github.com/uploadedfile/uploadedfile/internal/adapter/httpapi")
 	}
-	var h http.Handler = mux
+	h := router
 	layers := chain(o, log, ew, mux)
 	for i := len(layers) - 1; i >= 0; i-- {
 		h = layers[i](h)

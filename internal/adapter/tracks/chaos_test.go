@@ -163,7 +163,7 @@ func chaosWorker() int {
 		if rnd.IntN(5) == 0 {
 			body = append(body, clamdtest.EICAR+"\n"...) // infected: must never become visible
 		}
-		switch rnd.IntN(8) {
+		switch rnd.IntN(9) {
 		case 0, 1: // buffer uploads, up to six at once: their statements commit in shared batches
 			bodies := [][]byte{body}
 			for range rnd.IntN(6) {
@@ -193,6 +193,10 @@ func chaosWorker() int {
 			}
 		case 2:
 			_, _ = svc.UploadTemporary(uctx, bytes.NewReader(body), "tmp.csv", nil)
+		case 8:
+			if id := w.resumable(uctx, rnd, body); id != "" {
+				ids = append(ids, id)
+			}
 		case 3, 4:
 			if id := w.direct(uctx, rnd, body); id != "" {
 				ids = append(ids, id)
@@ -273,6 +277,56 @@ func (w *worker) direct(ctx context.Context, rnd *rand.Rand, body []byte) string
 		w.put(p) // written again after the complete (or abort)
 	}
 	return id
+}
+
+// resumable runs one resumable upload in chunks of random sizes: a chunk
+// sometimes sent twice at once (a retry racing the first) or cut short;
+// then finished, abandoned half way (the pending sweep's), or aborted
+// while a chunk is written. It returns the id of a ready file.
+func (w *worker) resumable(ctx context.Context, rnd *rand.Rand, body []byte) string {
+	up, err := w.svc.CreateResumableUpload(ctx, service.ResumableInput{OriginalName: "r.csv", ContentType: "text/csv", SizeBytes: int64(len(body))}, nil)
+	if err != nil {
+		return ""
+	}
+	id := up.ID.String()
+	stop, abort := len(body), false
+	switch rnd.IntN(4) {
+	case 0:
+		stop = rnd.IntN(len(body))
+	case 1:
+		abort = true
+	}
+	for range 40 {
+		st, err := w.svc.ResumableState(ctx, id)
+		if err != nil {
+			return ""
+		}
+		if st.File != nil {
+			return id
+		}
+		off := int(st.Offset)
+		if off >= stop {
+			return ""
+		}
+		end := min(len(body), off+1+rnd.IntN(1500))
+		cut := end - off
+		if rnd.IntN(6) == 0 {
+			cut = rnd.IntN(end - off) // the connection drops mid-chunk
+		}
+		send := func() {
+			c := service.Chunk{Offset: int64(off), Length: int64(end - off), Body: io.LimitReader(bytes.NewReader(body[off:end]), int64(cut))}
+			_, _ = w.svc.WriteChunk(ctx, id, c)
+		}
+		switch {
+		case abort && rnd.IntN(3) == 0:
+			w.concurrently(1, send, func() { _ = w.svc.AbortUpload(ctx, id) })
+		case rnd.IntN(4) == 0:
+			w.concurrently(2, send)
+		default:
+			send()
+		}
+	}
+	return ""
 }
 
 // rePut writes one of the worker's old targets again.
@@ -563,6 +617,11 @@ func checkChaosInvariants(t *testing.T, e *env, c chaosTarget) *invariant.Report
 	require.NoError(t, e.pool.QueryRow(ctx, "SELECT count(*) FROM uploaded_file_event WHERE type = 'file.variant-ready'").Scan(&variantsMade))
 	require.Positive(t, variantsMade, "the workers made variants")
 	t.Logf("variants: %d made, %d still stored after the settle", variantsMade, r.Variants)
+	var resumable, assembled int
+	require.NoError(t, e.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status = 'ready' AND resumable_offset > 0)
+		FROM uploaded_file WHERE resumable_offset IS NOT NULL`).Scan(&resumable, &assembled))
+	require.Positive(t, assembled, "resumable uploads were assembled from chunks")
+	t.Logf("resumable uploads: %d begun, %d assembled from more than one chunk into a file", resumable, assembled)
 	return r
 }
 
@@ -578,6 +637,9 @@ SELECT EXISTS (SELECT FROM uploaded_file_event WHERE type = 'upload.failed' AND 
    AND EXISTS (SELECT FROM uploaded_file_event WHERE type = 'file.ready' GROUP BY xmin::text HAVING count(*) > 1)
    -- a keyed buffer upload (its key on its row) made a file
    AND EXISTS (SELECT FROM uploaded_file WHERE idempotency_key IS NOT NULL AND status = 'ready')
+   -- a resumable upload was assembled from more than one chunk into a file
+   AND EXISTS (SELECT FROM uploaded_file f WHERE f.resumable_offset IS NOT NULL AND f.status = 'ready'
+               AND f.resumable_offset > 0)
    AND EXISTS (SELECT FROM uploaded_file_variant v JOIN uploaded_file f ON f.id = v.file_id
                WHERE v.status = 'ready' AND f.status = 'ready' AND f.deleted_at IS NULL AND f.deletion_pending_at IS NULL)`).Scan(&covered))
 	return covered

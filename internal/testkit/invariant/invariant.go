@@ -8,6 +8,7 @@
 //   - nothing is left in flight but upload tombstones, and every staging
 //     object was swept;
 //   - every ready variant is of a visible file and has its object;
+//   - no chunk of a resumable upload is left (the chunk sweep removed each);
 //   - the usage counters equal the sums over the rows that hold space;
 //   - every row has the lifecycle events of what happened to it, in order.
 //
@@ -74,6 +75,9 @@ func Check(ctx context.Context, pool *pgxpool.Pool, store storage.Store, keys []
 		}
 	}
 	if err := r.variants(ctx, pool, store, owned); err != nil {
+		return nil, err
+	}
+	if err := r.chunks(ctx, pool, owned); err != nil {
 		return nil, err
 	}
 	for _, key := range keys {
@@ -143,6 +147,26 @@ func (r *Report) row(ctx context.Context, store storage.Store, f db.UploadedFile
 }
 
 func isNotFound(err error) bool { return errors.Is(err, storage.ErrNotFound) }
+
+// chunks checks that no chunk row of a resumable upload is left after
+// settling; a row left owns its key (its object is reported once, here).
+func (r *Report) chunks(ctx context.Context, pool *pgxpool.Pool, owned map[string]bool) error {
+	rows, err := pool.Query(ctx, "SELECT key, trimmed_at IS NOT NULL FROM uploaded_file_chunk")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var key string
+		var givenUp bool
+		if err := rows.Scan(&key, &givenUp); err != nil {
+			return err
+		}
+		owned[key] = true
+		r.breach("chunk %s left after settling (given up: %v)", key, givenUp)
+	}
+	return rows.Err()
+}
 
 // variants checks every variant row: ready, of a visible file, with its
 // object; each owns its key.

@@ -1,0 +1,521 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/uploadedfile/uploadedfile/db"
+	"github.com/uploadedfile/uploadedfile/internal/storage"
+)
+
+// Resumable uploads carry a file's bytes in chunks that each survive the
+// connection that sent them: a client that loses its connection asks for
+// the offset and sends the rest (the tus protocol, served by
+// internal/adapter/tusapi). The upload is a pending direct-lifecycle row
+// like an initiated one -- the same declaration checks, quota, expiry
+// sweep and scope -- whose chunks are stored as objects of their own under
+// its staging key, each with a row (uploaded_file_chunk) from before its
+// object is written until after it is deleted. The chunk that ends the
+// file is assembled with the others into the staging object, and the
+// direct upload's completion (content checks, scan gate, promotion,
+// events) makes the file ready.
+
+const (
+	// resumableLease is the write lease of one chunk's request, extended
+	// while the chunk streams in: after a writer is killed its upload can
+	// be written again within it.
+	resumableLease = 10 * time.Second
+	// MaxResumableChunks bounds the chunks one resumable upload keeps.
+	MaxResumableChunks = 1000
+	// chunkGrace: the chunk sweep removes a chunk given up this long ago,
+	// or a chunk of an upload that is over once its write began this long
+	// ago: far beyond a write lease and a body's read bound, so no stalled
+	// writer writes it afterwards.
+	chunkGrace = time.Hour
+)
+
+// Errors of resumable uploads.
+var (
+	// ErrUploadOffsetMismatch: a chunk was sent for another offset than the
+	// upload's (HTTP 409: ask for the offset, then send from there).
+	ErrUploadOffsetMismatch = &Error{Code: "core.file.upload-offset-mismatch"}
+	// ErrUploadLocked: another request is writing a chunk of the upload
+	// (HTTP 423 with Retry-After); a writer that died holds it at most
+	// resumableLease.
+	ErrUploadLocked = &Error{Code: "core.file.upload-locked"}
+	// ErrChunkChecksumMismatch: the chunk's bytes do not match the digest
+	// its request declared; nothing of it was kept (HTTP 460, the tus
+	// checksum extension's status).
+	ErrChunkChecksumMismatch = &Error{Code: "core.file.chunk-checksum-mismatch"}
+	// ErrTooManyChunks: the upload already keeps MaxResumableChunks
+	// chunks; send larger ones (HTTP 400).
+	ErrTooManyChunks = &Error{Code: "core.file.too-many-chunks"}
+	// ErrChunkIncomplete: the chunk's body ended before its declared
+	// length; nothing of it was kept (HTTP 400; send it again).
+	ErrChunkIncomplete = &Error{Code: "core.file.chunk-incomplete"}
+)
+
+// ResumableInput is what a resumable upload declares when it is created:
+// the name, the type and the exact size (no checksum: each chunk may
+// carry its own, and the whole file's is recorded when it is assembled).
+type ResumableInput struct {
+	OriginalName string
+	ContentType  string
+	SizeBytes    int64
+}
+
+// ResumableUpload is a resumable upload as its client resumes it.
+type ResumableUpload struct {
+	ID        uuid.UUID
+	SizeBytes int64
+	// Offset is the number of bytes received; SizeBytes once the file is
+	// ready. Until then the chunk that ends the file is not counted: a
+	// client that lost the answer to it sends it again.
+	Offset    int64
+	ExpiresAt time.Time
+	// File is the file once it is ready; nil before.
+	File *Result
+}
+
+// Chunk is one request's part of a resumable upload.
+type Chunk struct {
+	// Offset is where the chunk starts; it must be the upload's offset.
+	Offset int64
+	// Length is the exact number of bytes Body holds.
+	Length int64
+	// SHA256, when set, is the digest the chunk's bytes must have.
+	SHA256 []byte
+	Body   io.Reader
+}
+
+// CreateResumableUpload starts a resumable upload: the declaration is
+// checked like an initiate's and the pending row is persisted, reserving
+// its quota, with an expiry resumableUploadTtlSeconds ahead. An upload
+// never completed is reclaimed by the pending sweep like an abandoned
+// direct upload, its chunks with it.
+func (s *Service) CreateResumableUpload(ctx context.Context, in ResumableInput, opts *UploadOptions) (*ResumableUpload, error) {
+	return s.createResumable(ctx, in, derefOptions(opts), false)
+}
+
+// CreateTemporaryResumableUpload is CreateResumableUpload for a temporary
+// file (always private, expiring 24 hours after it is ready).
+func (s *Service) CreateTemporaryResumableUpload(ctx context.Context, in ResumableInput, opts *TemporaryUploadOptions) (*ResumableUpload, error) {
+	var o UploadOptions
+	if opts != nil {
+		o = UploadOptions{ContentType: opts.ContentType, AllowedMIMETypes: opts.AllowedMIMETypes, MaxFileSizeBytes: opts.MaxFileSizeBytes, Disposition: opts.Disposition}
+	}
+	return s.createResumable(ctx, in, o, true)
+}
+
+func (s *Service) createResumable(ctx context.Context, in ResumableInput, o UploadOptions, temporary bool) (*ResumableUpload, error) {
+	row, _, _, err := s.insertPending(ctx, InitiateInput{OriginalName: in.OriginalName, ContentType: in.ContentType, SizeBytes: in.SizeBytes}, o, pendingKind{temporary: temporary, resumable: true})
+	if err != nil {
+		return nil, err
+	}
+	return &ResumableUpload{ID: row.ID, SizeBytes: row.SizeBytes, ExpiresAt: *row.UploadExpiresAt}, nil
+}
+
+// ResumableState is the caller's resumable upload id: its offset, and its
+// file once ready. Missing, out of scope, not resumable, failed or
+// aborted is ErrNotFound; past its expiry while pending, ErrUploadExpired.
+func (s *Service) ResumableState(ctx context.Context, id string) (*ResumableUpload, error) {
+	row, dbNow, _, err := s.resumable(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.resumableState(ctx, row, dbNow)
+}
+
+// resumable loads the caller's resumable upload id.
+func (s *Service) resumable(ctx context.Context, id string) (db.UploadedFile, time.Time, access, error) {
+	row, dbNow, a, err := s.direct(ctx, OpComplete, id)
+	if err == nil && row.ResumableOffset == nil {
+		err = ErrNotFound
+	}
+	return row, dbNow, a, err
+}
+
+func (s *Service) resumableState(ctx context.Context, row db.UploadedFile, dbNow time.Time) (*ResumableUpload, error) {
+	up := &ResumableUpload{ID: row.ID, SizeBytes: row.SizeBytes, Offset: *row.ResumableOffset, ExpiresAt: *row.UploadExpiresAt}
+	switch Status(row.Status) {
+	case StatusReady:
+		if row.ExpiredAt != nil && !dbNow.Before(*row.ExpiredAt) {
+			return nil, ErrExpired
+		}
+		res, err := s.result(ctx, row, &dbNow)
+		if err != nil {
+			return nil, err
+		}
+		up.Offset, up.File = row.SizeBytes, res
+	case StatusPending:
+		if !dbNow.Before(*row.UploadExpiresAt) {
+			return nil, ErrUploadExpired
+		}
+	case StatusCompleting:
+	default:
+		return nil, ErrNotFound
+	}
+	return up, nil
+}
+
+// WriteChunk appends c to the caller's resumable upload id under the
+// upload's write lease: a chunk for another offset is
+// ErrUploadOffsetMismatch, one while another request writes is
+// ErrUploadLocked. A chunk whose body ends early, or whose bytes miss its
+// declared digest, keeps nothing (ErrChunkIncomplete,
+// ErrChunkChecksumMismatch). The chunk that ends the file completes it:
+// the chunks are assembled into the staging object and the direct
+// completion runs; its refusal fails the upload durably, a scanner without
+// a verdict leaves it pending (send the last chunk again). The answer is
+// the upload after the chunk.
+func (s *Service) WriteChunk(ctx context.Context, id string, c Chunk) (*ResumableUpload, error) {
+	row, dbNow, a, err := s.resumable(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	switch Status(row.Status) {
+	case StatusCompleting:
+		// The last chunk arrived and its completion runs, or died: a live
+		// one is waited for; a dead one is taken over.
+		if row.CompletionLeaseUntil.After(dbNow) {
+			return nil, ErrUploadLocked
+		}
+		if _, err := s.completeRow(ctx, row, dbNow, a); err != nil {
+			return nil, err
+		}
+		return s.ResumableState(ctx, id)
+	case StatusReady:
+		return nil, ErrUploadOffsetMismatch
+	}
+	if _, err := s.resumableState(ctx, row, dbNow); err != nil {
+		return nil, err
+	}
+	if c.Offset != *row.ResumableOffset {
+		return nil, ErrUploadOffsetMismatch
+	}
+	if c.Length <= 0 || c.Offset+c.Length > row.SizeBytes {
+		return nil, ErrInvalidUpload
+	}
+	lease, err := s.q.FileClaimResumableWrite(ctx, s.db, db.FileClaimResumableWriteParams{
+		ID: row.ID, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(),
+		AtOffset: c.Offset, Lease: resumableLease, Now: s.now(),
+	})
+	if isNoRows(err) {
+		return nil, ErrUploadLocked // an offset that moved meanwhile is told on the next try
+	}
+	if err != nil {
+		return nil, s.internalError(ctx, ErrUploadFailed, "claim resumable write", err, "file_id", row.ID)
+	}
+	w := &chunkWrite{s: s, row: row, a: a, c: c}
+	w.keeper = s.keepLease(ctx, row.ID, lease, resumableLease/3, w.extend)
+	return w.run(ctx)
+}
+
+// chunkWrite is one chunk's write under the upload's write lease.
+type chunkWrite struct {
+	s      *Service
+	row    db.UploadedFile
+	a      access
+	c      Chunk
+	keeper *leaseKeeper
+}
+
+func (w *chunkWrite) extend(held time.Time) (*time.Time, error) {
+	next, err := w.s.q.FileExtendResumableWrite(context.Background(), w.s.db, db.FileExtendResumableWriteParams{
+		ID: w.row.ID, Claim: held, Lease: resumableLease, Now: w.s.now(),
+	})
+	return &next, err
+}
+
+// run stores the chunk and advances the offset, or completes the file
+// with the chunk that ends it; whatever fails gives the lease back.
+func (w *chunkWrite) run(ctx context.Context) (*ResumableUpload, error) {
+	s, row, c := w.s, w.row, w.c
+	if err := s.trimChunks(ctx, row.ID, c.Offset); err != nil {
+		return nil, w.release(ctx, err)
+	}
+	last := c.Offset+c.Length == row.SizeBytes
+	if last && c.Offset == 0 {
+		// The whole file in one chunk: it is the staging object itself.
+		sum, err := w.putStaging(ctx, c.Body, true, c.SHA256)
+		if err != nil {
+			return nil, w.release(ctx, err)
+		}
+		return w.complete(ctx, sum)
+	}
+	if err := w.putChunk(ctx); err != nil {
+		return nil, w.release(ctx, err)
+	}
+	if !last {
+		lease := w.keeper.stop()
+		_, err := s.q.FileAdvanceResumable(ctx, s.db, db.FileAdvanceResumableParams{
+			ID: row.ID, AtOffset: c.Offset, NewOffset: c.Offset + c.Length, Size: c.Length, Claim: lease, Now: s.now(),
+		})
+		if err != nil {
+			return nil, w.lost(ctx, err)
+		}
+		return &ResumableUpload{ID: row.ID, SizeBytes: row.SizeBytes, Offset: c.Offset + c.Length, ExpiresAt: *row.UploadExpiresAt}, nil
+	}
+	err := w.keeper.hold(func(lease time.Time) error {
+		_, err := s.q.FileRecordLastChunk(ctx, s.db, db.FileRecordLastChunkParams{ID: row.ID, AtOffset: c.Offset, Size: c.Length, Claim: lease})
+		return err
+	})
+	if err != nil {
+		return nil, w.lost(ctx, err)
+	}
+	sum, err := w.assemble(ctx)
+	if err != nil {
+		return nil, w.release(ctx, err)
+	}
+	return w.complete(ctx, sum)
+}
+
+// putChunk writes the chunk's object after its row, verifying its length
+// and digest; a chunk that fails leaves neither.
+func (w *chunkWrite) putChunk(ctx context.Context) error {
+	s, row, c := w.s, w.row, w.c
+	key, err := chunkKey(*row.PendingKey, c.Offset)
+	if err != nil {
+		return err
+	}
+	_, err = s.q.ChunkBegin(ctx, s.db, db.ChunkBeginParams{FileID: row.ID, StartOffset: c.Offset, Key: key, MaxChunks: MaxResumableChunks, Now: s.now()})
+	switch {
+	case isNoRows(err):
+		return ErrTooManyChunks
+	case err != nil:
+		return s.internalError(ctx, ErrUploadFailed, "record chunk", err, "file_id", row.ID)
+	}
+	h := sha256.New()
+	_, err = s.store.Put(ctx, key, io.TeeReader(c.Body, h), storage.PutOptions{Size: c.Length, ContentType: "application/octet-stream"})
+	if err == nil && c.SHA256 != nil && !bytes.Equal(h.Sum(nil), c.SHA256) {
+		err = ErrChunkChecksumMismatch
+	}
+	if err != nil {
+		if terr := s.trimChunks(ctx, row.ID, c.Offset); terr != nil {
+			s.log.WarnContext(ctx, "drop a failed chunk; the chunk sweep removes it", "file_id", row.ID, "error", terr.Error())
+		}
+		return w.storeError(ctx, "store chunk", err)
+	}
+	return nil
+}
+
+// storeError maps a failed write of the chunk's bytes: a body that ended
+// early is the client's, a digest that differs too; anything else is the
+// store's.
+func (w *chunkWrite) storeError(ctx context.Context, what string, err error) error {
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+		return err
+	case errors.Is(err, storage.ErrPrecondition):
+		return ErrChunkIncomplete
+	}
+	return w.s.internalError(ctx, ErrUploadFailed, what, err, "file_id", w.row.ID)
+}
+
+// putStaging spools body -- the client's (the whole file in one chunk) or
+// the assembled chunks -- and commits it as the upload's staging object,
+// replacing one an earlier assembly that died left; want, when set, is
+// the digest the bytes must have. It returns their SHA-256, which the
+// object carries (the completion verifies it).
+func (w *chunkWrite) putStaging(ctx context.Context, body io.Reader, fromClient bool, want []byte) ([]byte, error) {
+	s, row := w.s, w.row
+	sp, err := storage.NewSpool(ctx, s.store, s.cfg.SpoolDir)
+	if err != nil {
+		return nil, s.internalError(ctx, ErrUploadFailed, "create spool", err, "file_id", row.ID)
+	}
+	defer func() { _ = sp.Close() }()
+	n, err := io.Copy(sp, io.LimitReader(body, row.SizeBytes))
+	switch {
+	case err != nil && !fromClient:
+		return nil, s.internalError(ctx, ErrUploadFailed, "read chunks", err, "file_id", row.ID)
+	case err != nil && errors.Is(err, storage.ErrUnavailable):
+		return nil, s.internalError(ctx, ErrUploadFailed, "spool the upload", err, "file_id", row.ID)
+	case err != nil || n != row.SizeBytes:
+		return nil, ErrChunkIncomplete
+	case want != nil && !bytes.Equal(sp.SHA256(), want):
+		return nil, ErrChunkChecksumMismatch
+	}
+	sum := sp.SHA256()
+	if err := s.store.Delete(ctx, *row.PendingKey); err != nil {
+		return nil, s.internalError(ctx, ErrUploadFailed, "clear staging object", err, "file_id", row.ID)
+	}
+	if _, err := sp.Commit(ctx, *row.PendingKey, storage.PutOptions{ContentType: row.ContentType, Size: row.SizeBytes, SHA256: sum}); err != nil {
+		return nil, s.internalError(ctx, ErrUploadFailed, "write staging object", err, "file_id", row.ID)
+	}
+	s.faults.wrote(ctx, s.log)
+	return sum, nil
+}
+
+// assemble writes the upload's chunks, in order, as its staging object;
+// chunks that do not cover the file exactly are a refusal of the store's
+// state (ErrUploadFailed), never of the client.
+func (w *chunkWrite) assemble(ctx context.Context) ([]byte, error) {
+	s, row := w.s, w.row
+	chunks, err := s.q.ChunkList(ctx, s.db, row.ID)
+	if err != nil {
+		return nil, s.internalError(ctx, ErrUploadFailed, "list chunks", err, "file_id", row.ID)
+	}
+	var at int64
+	for _, ch := range chunks {
+		if ch.StartOffset != at {
+			break
+		}
+		at += *ch.SizeBytes
+	}
+	if at != row.SizeBytes {
+		return nil, s.internalError(ctx, ErrUploadFailed, "assemble chunks", fmt.Errorf("chunks cover %d of %d bytes", at, row.SizeBytes), "file_id", row.ID)
+	}
+	r := &chunkReader{ctx: ctx, store: s.store, chunks: chunks}
+	defer r.close()
+	return w.putStaging(ctx, r, false, nil)
+}
+
+// complete records the staging object's checksum and runs the direct
+// completion; the chunks go once the file is ready.
+func (w *chunkWrite) complete(ctx context.Context, sum []byte) (*ResumableUpload, error) {
+	s, row := w.s, w.row
+	lease := w.keeper.stop()
+	checksum := "sha256:" + base64.StdEncoding.EncodeToString(sum)
+	updated, err := s.q.FileSetResumableChecksum(ctx, s.db, db.FileSetResumableChecksumParams{ID: row.ID, Checksum: checksum, Claim: lease, Now: s.now()})
+	if err != nil {
+		return nil, w.lost(ctx, err)
+	}
+	res, err := s.completePending(ctx, db.UploadedFile(updated), w.a)
+	if err != nil {
+		w.giveBack(ctx, lease)
+		return nil, err
+	}
+	cctx, cancel := detached(ctx)
+	defer cancel()
+	if err := s.trimChunks(cctx, row.ID, 0); err != nil {
+		s.log.WarnContext(ctx, "drop the chunks of a ready upload; the chunk sweep removes them", "file_id", row.ID, "error", err.Error())
+	}
+	return &ResumableUpload{ID: row.ID, SizeBytes: row.SizeBytes, Offset: row.SizeBytes, ExpiresAt: *row.UploadExpiresAt, File: res}, nil
+}
+
+// release stops the keeper, gives the lease back and returns err.
+func (w *chunkWrite) release(ctx context.Context, err error) error {
+	w.giveBack(ctx, w.keeper.stop())
+	return err
+}
+
+// giveBack releases lease without moving the offset; zero rows: it was
+// taken over, or the upload left pending (completed, failed or reclaimed).
+func (w *chunkWrite) giveBack(ctx context.Context, lease time.Time) {
+	_, err := w.s.q.FileReleaseResumableWrite(context.WithoutCancel(ctx), w.s.db, db.FileReleaseResumableWriteParams{ID: w.row.ID, Claim: lease})
+	if err != nil && !isNoRows(err) {
+		w.s.log.WarnContext(ctx, "release resumable write; its lease will run out", "file_id", w.row.ID, "error", err.Error())
+	}
+}
+
+// lost maps a statement naming the write lease that matched no row: the
+// lease ran out and another request took the upload over (its chunk is
+// trimmed by that one).
+func (w *chunkWrite) lost(ctx context.Context, err error) error {
+	if isNoRows(err) {
+		return ErrUploadLocked
+	}
+	return w.s.internalError(ctx, ErrUploadFailed, "record chunk", err, "file_id", w.row.ID)
+}
+
+// trimChunks gives up the live chunks of file id at or past from and
+// deletes their objects; their rows stay, owning the keys, until the
+// chunk sweep deletes each object once more and removes the row.
+func (s *Service) trimChunks(ctx context.Context, id uuid.UUID, from int64) error {
+	chunks, err := s.q.ChunkTrim(ctx, s.db, db.ChunkTrimParams{FileID: id, AtOffset: from, Now: s.now()})
+	if err != nil {
+		return s.internalError(ctx, ErrUploadFailed, "give up chunks", err, "file_id", id)
+	}
+	for _, ch := range chunks {
+		if err := s.store.Delete(ctx, ch.Key); err != nil {
+			return s.internalError(ctx, ErrUploadFailed, "delete chunk", err, "file_id", id)
+		}
+	}
+	return nil
+}
+
+// sweepChunks deletes, for good, up to max chunks that were given up an
+// hour ago or outlived their upload by as much, each object before its
+// row.
+func (s *Service) sweepChunks(ctx context.Context, max int) (done, claimed int, err error) {
+	chunks, err := s.q.ChunkClaimStale(ctx, s.db, db.ChunkClaimStaleParams{Max: int32(max), Grace: chunkGrace, Now: s.now()})
+	if err != nil {
+		return 0, 0, s.internalError(ctx, ErrCleanupFailed, "claim stale chunks", err)
+	}
+	for _, ch := range chunks {
+		if err := s.store.Delete(ctx, ch.Key); err != nil {
+			s.log.WarnContext(ctx, "delete stale chunk failed; the sweep retries in an hour", "file_id", ch.FileID, "error", err.Error())
+			continue
+		}
+		if _, err := s.q.ChunkDrop(ctx, s.db, db.ChunkDropParams{Key: ch.Key, Claim: *ch.TrimmedAt}); err != nil && !isNoRows(err) {
+			s.log.ErrorContext(ctx, "drop stale chunk", "file_id", ch.FileID, "error", err.Error())
+			continue
+		}
+		done++
+	}
+	return done, len(chunks), nil
+}
+
+// chunkKey is the key of the chunk at offset of the upload whose staging
+// key is staging: beside it, with the offset and a random part, so a
+// chunk written again after a trim never reuses a key (a key no row owns
+// is never owned again, which the orphan repair relies on).
+func chunkKey(staging string, offset int64) (string, error) {
+	var r [8]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return "", err
+	}
+	key := fmt.Sprintf("%s.chunk-%016d-%s", staging, offset, hex.EncodeToString(r[:]))
+	return key, storage.ValidateKey(key)
+}
+
+// chunkReader reads chunks one after the other, each opened when the one
+// before it ends.
+type chunkReader struct {
+	ctx    context.Context
+	store  storage.Store
+	chunks []db.UploadedFileChunk
+	cur    io.ReadCloser
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	for {
+		if r.cur == nil {
+			if len(r.chunks) == 0 {
+				return 0, io.EOF
+			}
+			rc, err := r.store.Open(r.ctx, r.chunks[0].Key, nil)
+			if err != nil {
+				return 0, err
+			}
+			r.cur, r.chunks = rc, r.chunks[1:]
+		}
+		n, err := r.cur.Read(p)
+		if errors.Is(err, io.EOF) {
+			_ = r.cur.Close()
+			r.cur = nil
+			if n == 0 {
+				continue
+			}
+			err = nil
+		}
+		return n, err
+	}
+}
+
+func (r *chunkReader) close() {
+	if r.cur != nil {
+		_ = r.cur.Close()
+	}
+}

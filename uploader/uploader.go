@@ -4,6 +4,9 @@
 //
 //   - Upload runs a direct upload: initiate, send the bytes to the returned
 //     target with exactly its method, URL and headers, complete;
+//   - ResumableUpload sends a file in chunks over the resumable route (tus),
+//     going on from the server's offset after a dropped connection, or
+//     after the caller itself stopped (with the upload's URL);
 //   - BufferUpload sends a small file in one multipart request;
 //   - Delete deletes a file.
 //

@@ -36,7 +36,7 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 && (os.Args[1] == "raw-baseline" || os.Args[1] == "file-server") {
+	if len(os.Args) > 1 && (os.Args[1] == "raw-baseline" || os.Args[1] == "file-server" || os.Args[1] == "tusd-peer") {
 		fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 		listen := fs.String("listen", "127.0.0.1:0", "")
 		dsn := fs.String("db", "", "")
@@ -44,9 +44,12 @@ func main() {
 		files := fs.String("files", "", "")
 		_ = fs.Parse(os.Args[2:])
 		var err error
-		if os.Args[1] == "raw-baseline" {
+		switch os.Args[1] {
+		case "raw-baseline":
 			err = rawBaseline(*listen, *dsn, *dir, *files)
-		} else {
+		case "tusd-peer":
+			err = tusdPeer(*listen, *dir)
+		default:
 			err = fileServer(*listen, *dir)
 		}
 		fmt.Fprintln(os.Stderr, err)
@@ -54,7 +57,7 @@ func main() {
 	}
 	full := flag.Bool("full", false, "run the whole matrix (sizes 64 KiB, 1 MiB, 10 MiB; 1, 8, 32 clients; 1M-row sweep)")
 	write := flag.String("write", "", "also write the report to this Markdown file")
-	flag.StringVar(&only, "only", "", "run only these sections (comma-separated): uploads (with the downloads), downloads, lookup, s3-complete, rss, sweeps, sweepday, reconcile, events, list, quota, idempotency, writepath, scan or tracing (no -write)")
+	flag.StringVar(&only, "only", "", "run only these sections (comma-separated): uploads (with the downloads), downloads, lookup, s3-complete, rss, sweeps, sweepday, reconcile, events, list, quota, idempotency, writepath, scan, tracing, variants or tus (no -write)")
 	flag.Parse()
 	if only != "" && *write != "" {
 		fmt.Fprintln(os.Stderr, "bench: -only measures part of the set; it does not -write the report")
@@ -110,6 +113,7 @@ func (r *report) markdown(cmd string) string {
 // env is everything the measurements run against.
 type env struct {
 	uf, ufS3, raw, tus, files *proc
+	tusd                      *proc       // tusd v2 with its file store (the Go tus peer)
 	ufJWKS                    *proc       // the local server verifying tokens from a JWKS
 	jwks                      *jwksSigner // its key set and tokens
 	token                     string
@@ -171,6 +175,7 @@ func run(full bool, write string) error {
 		{"scan", func() error { return benchScan(ctx, e, rep, bin, tmp, secret) }},
 		{"tracing", func() error { return benchTracing(ctx, e, rep, bin, tmp, secret) }},
 		{"variants", func() error { return benchVariants(ctx, e, rep, bin, tmp, secret) }},
+		{"tus", func() error { return benchTus(e, rep) }},
 	}
 	for _, sec := range sections {
 		if !wants(sec.name) {
@@ -311,6 +316,12 @@ func startPeers(e *env, tmp string, cleanups *[]func()) error {
 		return err
 	}
 	*cleanups = append(*cleanups, e.tus.stop)
+	tusdDir := filepath.Join(tmp, "tusd")
+	_ = os.MkdirAll(tusdDir, 0o750)
+	if e.tusd, err = startSelf("tusd-peer", "-dir", tusdDir); err != nil {
+		return err
+	}
+	*cleanups = append(*cleanups, e.tusd.stop)
 	if e.files, err = startSelf("file-server", "-dir", e.localRoot); err != nil {
 		return err
 	}

@@ -35,7 +35,14 @@ type serveProcess struct {
 // startServe starts serve on dbURL with cfgFile and waits until it listens.
 func startServe(t *testing.T, dbURL, cfgFile string) *serveProcess {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "--database-url", dbURL, "serve", "--config", cfgFile, "--listen", "127.0.0.1:0", "--no-maintenance")
+	return startServeOn(t, dbURL, cfgFile, "127.0.0.1:0")
+}
+
+// startServeOn is startServe listening on addr (a restart on the same
+// address, for clients that hold URLs of the first).
+func startServeOn(t *testing.T, dbURL, cfgFile, addr string) *serveProcess {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "--database-url", dbURL, "serve", "--config", cfgFile, "--listen", addr, "--no-maintenance")
 	cmd.Env = append(os.Environ(), "UF_RUN_MAIN=1")
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)

@@ -260,7 +260,8 @@ func setRoute(r *http.Request, route string) {
 
 // limitBodies bounds request bodies before anything reads them: in size --
 // multipart uploads at MultipartCeiling (and reads them in large chunks,
-// bufferedBody), raw content at the 25 MiB ceiling, JSON at 64 KiB -- and
+// bufferedBody), raw content and resumable chunks at the 25 MiB ceiling,
+// JSON at 64 KiB -- and
 // in time (bodyTimeouts).
 func limitBodies(next http.Handler, t bodyTimeouts) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -270,7 +271,7 @@ func limitBodies(next http.Handler, t bodyTimeouts) http.Handler {
 			body, release := bufferedBody(t.bound(w, http.MaxBytesReader(w, r.Body, MultipartCeiling)))
 			defer release()
 			r.Body = body
-		case r.Method == http.MethodPut:
+		case r.Method == http.MethodPut, ct == tusChunkType:
 			r.Body = t.bound(w, http.MaxBytesReader(w, r.Body, filecheck.AbsoluteMaxFileSize))
 		default:
 			r.Body = t.bound(w, http.MaxBytesReader(w, r.Body, jsonBodyLimit))

@@ -23,6 +23,10 @@ import (
 // with a stable code, like the rest of the API.
 const TusPath = "/uploaded-file/tus/"
 
+// tusChunkType is the media type of a chunk's body (PATCH, and a creation
+// request that carries the first chunk).
+const tusChunkType = "application/offset+octet-stream"
+
 // tusExtensions are the protocol extensions served; tusd's handler
 // implements the first four on the data store, the service the checksum
 // (per chunk) and the expiration (Upload-Expires).

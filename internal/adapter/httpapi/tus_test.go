@@ -153,18 +153,23 @@ func TestTusUploadOverHTTP(t *testing.T) {
 	}
 }
 
-// TestTusCreationWithUpload: the creation request may carry the whole file.
+// TestTusCreationWithUpload: the creation request may carry the file, and
+// a chunk may be as large as a file (the body bound of JSON requests,
+// 64 KiB, does not apply to chunks).
 func TestTusCreationWithUpload(t *testing.T) {
 	t.Parallel()
 	s := start(t, service.DriverLocal)
 	token := s.token("acme", "alice", nil)
+	csv := bytes.Repeat([]byte("id,name,amount\n"), 20000) // 300 KB
 	resp, b := s.tus(http.MethodPost, "/uploaded-file/tus", token, map[string]string{
-		"Upload-Length": strconv.Itoa(len(pdf)), "Upload-Metadata": tusMeta("name", "r.pdf", "type", "application/pdf", "temporary", "true"),
+		"Upload-Length": strconv.Itoa(len(csv) + 1000), "Upload-Metadata": tusMeta("name", "r.csv", "type", "text/csv", "temporary", "true"),
 		"Content-Type": "application/offset+octet-stream",
-	}, []byte(pdf))
+	}, csv)
 	require.Equal(t, http.StatusCreated, resp.StatusCode, "%s", b)
-	require.Equal(t, strconv.Itoa(len(pdf)), resp.Header.Get("Upload-Offset"))
+	require.Equal(t, strconv.Itoa(len(csv)), resp.Header.Get("Upload-Offset"))
 	loc := resp.Header.Get("Location")
+	resp, b = s.tusPatch(token, loc, len(csv), csv[:1000], nil)
+	require.Equal(t, http.StatusNoContent, resp.StatusCode, "%s", b)
 	got, err := s.client(token).GetFileWithResponse(context.Background(), loc[strings.LastIndex(loc, "/")+1:])
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, got.StatusCode())

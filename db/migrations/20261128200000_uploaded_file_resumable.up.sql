@@ -16,8 +16,17 @@
 -- below this one by hand and migrated up again finds it done.
 
 -- Writers queue behind a DDL statement waiting for its lock: wait at most
--- 5 s (then nothing is applied and `uploadedfile migrate up` tries again).
-SET LOCAL lock_timeout = '5s';
+-- 1 s, less than a request's own lock wait (2 s), so requests queued
+-- behind it are delayed, never failed (then nothing is applied and
+-- `uploadedfile migrate up` tries again).
+SET LOCAL lock_timeout = '1s';
+
+-- Adds nullable columns, a table and indexes only: binaries from the
+-- release before run on it (they never write a resumable upload). First,
+-- so that any wait on the compatibility table comes before this
+-- transaction holds uploaded_file's lock.
+INSERT INTO uploaded_file_schema_compat (version, oldest_binary) VALUES (20261128200000, 20261128000001)
+ON CONFLICT (version) DO NOTHING;
 
 ALTER TABLE uploaded_file
     ADD COLUMN IF NOT EXISTS resumable_offset bigint,
@@ -73,8 +82,3 @@ CREATE INDEX IF NOT EXISTS uploaded_file_chunk_trimmed_idx ON uploaded_file_chun
     WHERE trimmed_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS uploaded_file_chunk_created_idx ON uploaded_file_chunk (created_at)
     WHERE trimmed_at IS NULL;
-
--- Adds nullable columns, a table and indexes only: binaries from the
--- release before run on it (they never write a resumable upload).
-INSERT INTO uploaded_file_schema_compat (version, oldest_binary) VALUES (20261128200000, 20261128000001)
-ON CONFLICT (version) DO NOTHING;

@@ -32,9 +32,11 @@ import (
 
 const (
 	// resumableLease is the write lease of one chunk's request, extended
-	// while the chunk streams in: after a writer is killed its upload can
-	// be written again within it.
-	resumableLease = 10 * time.Second
+	// every third of it while the chunk streams in: after a writer is
+	// killed its upload can be written again within it. Short, because
+	// every retry a client makes meanwhile is refused (423) after it began
+	// to send its chunk.
+	resumableLease = 3 * time.Second
 	// MaxResumableChunks bounds the chunks one resumable upload keeps.
 	MaxResumableChunks = 1000
 	// chunkGrace: the chunk sweep removes a chunk given up this long ago,
@@ -206,19 +208,54 @@ func (s *Service) WriteChunk(ctx context.Context, id string, c Chunk) (*Resumabl
 	if c.Length <= 0 || c.Offset+c.Length > row.SizeBytes {
 		return nil, ErrInvalidUpload
 	}
-	lease, err := s.q.FileClaimResumableWrite(ctx, s.db, db.FileClaimResumableWriteParams{
-		ID: row.ID, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(),
-		AtOffset: c.Offset, Lease: resumableLease, Now: s.now(),
-	})
-	if isNoRows(err) {
-		return nil, ErrUploadLocked // an offset that moved meanwhile is told on the next try
-	}
+	lease, err := s.claimWrite(ctx, row, a, c.Offset)
 	if err != nil {
-		return nil, s.internalError(ctx, ErrUploadFailed, "claim resumable write", err, "file_id", row.ID)
+		return nil, err
 	}
 	w := &chunkWrite{s: s, row: row, a: a, c: c}
 	w.keeper = s.keepLease(ctx, row.ID, lease, resumableLease/3, w.extend)
 	return w.run(ctx)
+}
+
+// claimWrite takes the upload's write lease at offset. While another
+// request holds it, it waits for the lease to run out, at most one lease
+// and a beat: a writer that died (its server killed) is taken over without
+// the client's retry, whose chunk would be refused after it began to send
+// it; a live writer keeps extending the lease, and the wait ends in
+// ErrUploadLocked. An offset that moved meanwhile is
+// ErrUploadOffsetMismatch.
+func (s *Service) claimWrite(ctx context.Context, row db.UploadedFile, a access, offset int64) (time.Time, error) {
+	give := time.Now().Add(resumableLease + resumableLease/3)
+	for {
+		lease, err := s.q.FileClaimResumableWrite(ctx, s.db, db.FileClaimResumableWriteParams{
+			ID: row.ID, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(),
+			AtOffset: offset, Lease: resumableLease, Now: s.now(),
+		})
+		if err == nil {
+			return lease, nil
+		}
+		if !isNoRows(err) {
+			return time.Time{}, s.internalError(ctx, ErrUploadFailed, "claim resumable write", err, "file_id", row.ID)
+		}
+		now, dbNow, _, err := s.resumable(ctx, row.ID.String())
+		switch {
+		case err != nil:
+			return time.Time{}, err
+		case Status(now.Status) != StatusPending || *now.ResumableOffset != offset:
+			return time.Time{}, ErrUploadOffsetMismatch
+		case time.Now().After(give):
+			return time.Time{}, ErrUploadLocked
+		}
+		wait := 10 * time.Millisecond
+		if now.ResumableLeaseUntil != nil {
+			wait = min(now.ResumableLeaseUntil.Sub(dbNow)+wait, time.Until(give))
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case <-time.After(max(wait, 10*time.Millisecond)):
+		}
+	}
 }
 
 // chunkWrite is one chunk's write under the upload's write lease.

@@ -40,9 +40,10 @@ func startServe(t *testing.T, dbURL, cfgFile string) *serveProcess {
 
 // startServeOn is startServe listening on addr (a restart on the same
 // address, for clients that hold URLs of the first).
-func startServeOn(t *testing.T, dbURL, cfgFile, addr string) *serveProcess {
+func startServeOn(t *testing.T, dbURL, cfgFile, addr string, flags ...string) *serveProcess {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "--database-url", dbURL, "serve", "--config", cfgFile, "--listen", addr, "--no-maintenance")
+	args := append([]string{"-test.run=^$", "--", "--database-url", dbURL, "serve", "--config", cfgFile, "--listen", addr, "--no-maintenance"}, flags...)
+	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "UF_RUN_MAIN=1")
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)

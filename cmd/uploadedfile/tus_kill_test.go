@@ -21,7 +21,13 @@ import (
 // (the caller then kills it).
 func tusNode(t *testing.T, env []string, onLine func(line string) (stop bool)) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command("node", "e2e/tus-resume.mjs")
+	return tusNodeScript(t, "e2e/tus-resume.mjs", env, onLine)
+}
+
+// tusNodeScript is tusNode with another script of web/.
+func tusNodeScript(t *testing.T, script string, env []string, onLine func(line string) (stop bool)) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("node", script)
 	cmd.Dir = filepath.Join("..", "..", "web")
 	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer

@@ -1,12 +1,15 @@
 // The development upload page of `uploadedfile serve --dev`: the Uppy
-// Dashboard signed in with the development token, uploading through the
-// direct lifecycle (the UploadedFile plugin over the TypeScript client),
+// Dashboard signed in with the development token, uploading files under
+// 5 MiB through the direct lifecycle (the UploadedFile plugin over the
+// TypeScript client) and larger ones through the resumable route with
+// @uppy/tus in 5 MiB chunks (a dropped connection costs at most a chunk),
 // and below it the caller's files -- the first page of GET /uploaded-file,
 // loaded with the page and again after each upload -- each with a download
 // button. The server puts {baseUrl, token} in the page's
 // #uploadedfile-config element.
 import Uppy from "@uppy/core";
 import Dashboard from "@uppy/dashboard";
+import Tus from "@uppy/tus";
 import "@uppy/core/css/style.min.css";
 import "@uppy/dashboard/css/style.min.css";
 import UploadedFilePlugin from "../../clients/uppy/src/index.ts";
@@ -22,9 +25,21 @@ interface PageConfig {
 const config = JSON.parse(document.getElementById("uploadedfile-config")!.textContent!) as PageConfig;
 const client = createClient({ baseUrl: config.baseUrl, token: () => config.token });
 
+/** Files from this size on go through the resumable route, in chunks of it. */
+const resumableFrom = 5 << 20;
+
 const uppy = new Uppy<Record<string, never>, UploadedFileBody>({ id: "uploadedfile" })
   .use(Dashboard, { inline: true, target: "#uppy", height: 380, proudlyDisplayPoweredByUppy: false })
-  .use(UploadedFilePlugin, { client });
+  .use(UploadedFilePlugin, { client, resumableFrom })
+  .use(Tus, {
+    endpoint: `${config.baseUrl}/uploaded-file/tus/`,
+    headers: { Authorization: `Bearer ${config.token}` },
+    chunkSize: resumableFrom,
+    // Long enough to outlast a server's restart and the write lease a
+    // killed server leaves on the upload (at most 3 s).
+    retryDelays: [0, 1000, 3000, 5000, 10000, 20000],
+    removeFingerprintOnSuccess: true,
+  });
 
 uppy.on("upload-success", () => void refresh());
 

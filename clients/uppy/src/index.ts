@@ -18,6 +18,13 @@ export interface UploadedFileOptions extends PluginOpts {
   temporary?: boolean;
   /** How many files upload at once; default 3. */
   limit?: number;
+  /**
+   * Files of this many bytes or more are left to a resumable uploader
+   * installed after this plugin (@uppy/tus on the service's tus route),
+   * which uploads every file this one did not complete. Default: none
+   * (every file goes through the direct upload).
+   */
+  resumableFrom?: number;
 }
 
 /** What a successful upload leaves in file.response.body. */
@@ -50,7 +57,12 @@ export default class UploadedFilePlugin<M extends Meta, B extends UploadedFileBo
   private final = new Map<string, ReturnType<typeof errorOf>>();
 
   private handleUpload = async (fileIDs: string[]): Promise<void> => {
-    const files = fileIDs.map((id) => this.uppy.getFile(id)).filter((f): f is UppyFile<M, B> => f != null);
+    const from = this.opts.resumableFrom;
+    const files = fileIDs
+      .map((id) => this.uppy.getFile(id))
+      .filter((f): f is UppyFile<M, B> => f != null)
+      .filter((f) => from == null || (f.size ?? 0) < from);
+    if (files.length === 0) return;
     this.uppy.emit("upload-start", files);
     const queue = [...files];
     const worker = async () => {

@@ -26,7 +26,10 @@ const config = JSON.parse(document.getElementById("uploadedfile-config")!.textCo
 const client = createClient({ baseUrl: config.baseUrl, token: () => config.token });
 
 /** Files from this size on go through the resumable route, in chunks of it. */
-const resumableFrom = 5 << 20;
+const chunkSize = 5 << 20;
+/** ?resumable-from=N moves the threshold (0: every file goes direct), for the page's tests. */
+const asked = new URLSearchParams(location.search).get("resumable-from");
+const resumableFrom = asked === "0" ? undefined : Number(asked ?? chunkSize);
 
 const uppy = new Uppy<Record<string, never>, UploadedFileBody>({ id: "uploadedfile" })
   .use(Dashboard, { inline: true, target: "#uppy", height: 380, proudlyDisplayPoweredByUppy: false })
@@ -34,7 +37,7 @@ const uppy = new Uppy<Record<string, never>, UploadedFileBody>({ id: "uploadedfi
   .use(Tus, {
     endpoint: `${config.baseUrl}/uploaded-file/tus/`,
     headers: { Authorization: `Bearer ${config.token}` },
-    chunkSize: resumableFrom,
+    chunkSize,
     // Long enough to outlast a server's restart and the write lease a
     // killed server leaves on the upload (at most 3 s).
     retryDelays: [0, 1000, 3000, 5000, 10000, 20000],

@@ -3,7 +3,7 @@
 // the server).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createClient, sha256Checksum, upload, UploadError } from "../src/index.js";
+import { createClient, resumableUpload, sha256Checksum, upload, UploadError } from "../src/index.js";
 
 const baseUrl = process.env.UPLOADEDFILE_URL;
 const token = process.env.UPLOADEDFILE_TOKEN;
@@ -174,4 +174,45 @@ test("an image variant for a configured preset; an unknown preset is invalid-met
   const unknown = await client.GET("/uploaded-file/{id}/variants/{preset}", { params: { path: { id: ready.id, preset: "huge" } } });
   assert.equal(unknown.response.status, 400);
   assert.equal(unknown.error!.code, "core.file.invalid-meta");
+});
+
+test("resumableUpload() goes on from the server's offset; a refusal carries its code and rule", async () => {
+  assert.ok(baseUrl && token);
+  const client = createClient({ baseUrl, token: () => token });
+  const rows = "id,name,amount\n".repeat(20_000); // 300 KB
+  const file = new File([rows], "rows.csv", { type: "text/csv" });
+  const chunkSize = 64 << 10;
+
+  // The first try stops after two chunks (the page closed, say).
+  const stop = new AbortController();
+  let url = "";
+  let chunks = 0;
+  await assert.rejects(
+    resumableUpload(client, file, {
+      chunkSize,
+      signal: stop.signal,
+      onUploadUrl: (u) => (url = u),
+      onChunk: () => {
+        if (++chunks === 2) stop.abort();
+      },
+    }),
+    { name: "AbortError" },
+  );
+  assert.ok(url.includes("/uploaded-file/tus/"), url);
+
+  // The second sends only what the server does not have.
+  let sent = 0;
+  const ready = await resumableUpload(client, file, { chunkSize, uploadUrl: url, onChunk: (size) => (sent += size) });
+  assert.equal(ready.status, "ready");
+  assert.equal(ready.sizeBytes, file.size);
+  assert.equal(sent, file.size - 2 * chunkSize, "the two chunks the server kept are not sent again");
+  const bytes = await client.GET("/uploaded-file/{id}/download", { params: { path: { id: ready.id } }, parseAs: "text" });
+  assert.equal(bytes.data, rows);
+
+  await assert.rejects(resumableUpload(client, new File(["not a png"], "x.png", { type: "image/png" })), (err: unknown) => {
+    assert.ok(err instanceof UploadError);
+    assert.equal(err.code, "core.file.upload-verification-failed");
+    assert.equal(err.rule, "content.other-type");
+    return true;
+  });
 });

@@ -457,7 +457,7 @@ func TestTypeScriptClient(t *testing.T) {
 	cmd.Env = append(os.Environ(), "UPLOADEDFILE_URL="+s.url, "UPLOADEDFILE_TOKEN="+s.token("acme", "alice", nil))
 	output, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", output)
-	require.Contains(t, string(output), "# pass 6")
+	require.Contains(t, string(output), "# pass 7")
 	require.Contains(t, string(output), "# fail 0")
 }
 

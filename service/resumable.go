@@ -37,6 +37,10 @@ const (
 	// every retry a client makes meanwhile is refused (423) after it began
 	// to send its chunk.
 	resumableLease = 3 * time.Second
+	// ResumableClaimWait is the longest a chunk's request waits for the
+	// upload's write lease that another request holds: one lease and a
+	// beat, so the lease of a writer that died runs out within it.
+	ResumableClaimWait = resumableLease + resumableLease/3
 	// MaxResumableChunks bounds the chunks one resumable upload keeps.
 	MaxResumableChunks = 1000
 	// chunkGrace: the chunk sweep removes a chunk given up this long ago,
@@ -225,7 +229,7 @@ func (s *Service) WriteChunk(ctx context.Context, id string, c Chunk) (*Resumabl
 // ErrUploadLocked. An offset that moved meanwhile is
 // ErrUploadOffsetMismatch.
 func (s *Service) claimWrite(ctx context.Context, row db.UploadedFile, a access, offset int64) (time.Time, error) {
-	give := time.Now().Add(resumableLease + resumableLease/3)
+	give := time.Now().Add(ResumableClaimWait)
 	for {
 		lease, err := s.q.FileClaimResumableWrite(ctx, s.db, db.FileClaimResumableWriteParams{
 			ID: row.ID, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(),

@@ -50,7 +50,9 @@ const (
 // the upload's expiry, once known, for Upload-Expires.
 type tusExchange struct {
 	r       *http.Request
+	w       http.ResponseWriter
 	ew      errorWriter
+	idle    time.Duration
 	maxSize int64
 	expires time.Time
 }
@@ -98,7 +100,7 @@ func newTusHandler(svc *service.Service, ew errorWriter, idle time.Duration) (ht
 	})
 	inner := h.Middleware(routes)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		x := &tusExchange{r: r, ew: ew, maxSize: svc.EffectiveConfig().MaxFileSizeBytes}
+		x := &tusExchange{r: r, w: w, ew: ew, idle: idle, maxSize: svc.EffectiveConfig().MaxFileSizeBytes}
 		tw := &tusWriter{ResponseWriter: w, x: x}
 		inner.ServeHTTP(tw, r.WithContext(context.WithValue(r.Context(), tusExchangeKey{}, x)))
 		tw.finish()
@@ -245,6 +247,9 @@ func (u *tusUpload) WriteChunk(ctx context.Context, offset int64, src io.Reader)
 	if !ok {
 		return 0, x.refuse(http.StatusBadRequest, codeTusRequest)
 	}
+	// The handler gives the answer twice the idle bound; a chunk may first
+	// wait for the write lease of a writer that died.
+	_ = http.NewResponseController(x.w).SetWriteDeadline(time.Now().Add(service.ResumableClaimWait + 2*x.idle))
 	up, err := u.svc.WriteChunk(ctx, u.state.ID.String(), service.Chunk{Offset: offset, Length: length, SHA256: sum, Body: src})
 	if err != nil {
 		return 0, x.fail(err)

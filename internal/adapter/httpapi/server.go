@@ -126,7 +126,7 @@ func New(o Options) http.Handler {
 	if tus, err := newTusHandler(o.Service, ew, cmp.Or(o.BodyIdleTimeout, DefaultBodyIdleTimeout)); err != nil {
 		log.Error("resumable uploads not served", "error", err.Error())
 	} else {
-		router = withTus(tus, mux)
+		router = withTus(s.tusIdempotent(tus), mux)
 	}
 	if o.TracerProvider != nil {
 		o.Guard.tracer = o.TracerProvider.Tracer("github.com/uploadedfile/uploadedfile/internal/adapter/httpapi")

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/uploadedfile/uploadedfile/internal/adapter/httpapi"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
@@ -273,4 +274,34 @@ func TestTusHostileRequests(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, resp.StatusCode)
 	resp, _ = s.tus(http.MethodHead, url, alice, nil, nil)
 	require.Equal(t, http.StatusNotFound, resp.StatusCode, "terminated")
+}
+
+// TestTusCreationIsIdempotent: a creation sent again under its
+// Idempotency-Key -- its answer lost -- answers with the same upload,
+// holding its quota once; the key with another length is another request.
+func TestTusCreationIsIdempotent(t *testing.T) {
+	t.Parallel()
+	s := start(t, service.DriverLocal)
+	token := s.token("acme", "alice", nil)
+	h := map[string]string{"Upload-Length": "100", "Upload-Metadata": tusMeta("filename", "r.csv", "filetype", "text/csv"), httpapi.IdempotencyKeyHeader: "create-1"}
+	first, b := s.tus(http.MethodPost, "/uploaded-file/tus/", token, h, nil)
+	require.Equal(t, http.StatusCreated, first.StatusCode, "%s", b)
+	again, b := s.tus(http.MethodPost, "/uploaded-file/tus/", token, h, nil)
+	require.Equal(t, http.StatusCreated, again.StatusCode, "%s", b)
+	require.Equal(t, first.Header.Get("Location"), again.Header.Get("Location"), "the same upload")
+	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
+	require.Equal(t, "0", again.Header.Get("Upload-Offset"))
+
+	resp, b := s.tusPatch(token, first.Header.Get("Location"), 0, []byte("id,n\n"), nil)
+	require.Equal(t, http.StatusNoContent, resp.StatusCode, "%s", b)
+	again, _ = s.tus(http.MethodPost, "/uploaded-file/tus/", token, h, nil)
+	require.Equal(t, "5", again.Header.Get("Upload-Offset"), "a replay tells where the upload is")
+
+	h["Upload-Length"] = "200"
+	other, b := s.tus(http.MethodPost, "/uploaded-file/tus/", token, h, nil)
+	require.Equal(t, http.StatusUnprocessableEntity, other.StatusCode)
+	require.Equal(t, service.ErrIdempotencyKeyReused.Code, problemCode(t, b))
+	usage, err := s.client(token).GetUsageWithResponse(context.Background())
+	require.NoError(t, err)
+	require.EqualValues(t, 1, usage.JSON200.Owner.Files, "one upload holds quota")
 }

@@ -568,7 +568,7 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			return err
 		},
 		func() error {
-			_, err := q.FileSetResumableChecksum(ctx, e, db.FileSetResumableChecksumParams{ID: id, Checksum: "sha256:x", Claim: lease, Now: now})
+			_, err := q.FileClaimResumableCompletion(ctx, e, db.FileClaimResumableCompletionParams{ID: id, Checksum: "sha256:x", ETag: ptr("e"), CompletionLease: time.Minute, Claim: lease, Now: now})
 			return err
 		},
 		func() error {

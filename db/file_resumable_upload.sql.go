@@ -294,22 +294,122 @@ func (q *Queries) FileAdvanceResumable(ctx context.Context, db DBTX, arg FileAdv
 	return file_id, err
 }
 
-const fileClaimResumableWrite = `-- name: FileClaimResumableWrite :one
-
+const fileClaimResumableCompletion = `-- name: FileClaimResumableCompletion :one
 UPDATE uploaded_file
 SET
-    resumable_lease_until = coalesce($1::timestamptz, now()) + $2::interval
-WHERE id = $3
-    AND tenant_code = $4
-    AND ($5::text IS NULL OR department_code = $5::text)
-    AND ($6::text IS NULL OR user_id = $6::text)
+    status = 'completing',
+    checksum = $1::text,
+    etag = $2,
+    completion_lease_until = coalesce($3::timestamptz, now()) + $4::interval,
+    upload_pending_at = greatest(upload_pending_at, coalesce($3::timestamptz, now()) + $4::interval),
+    updated_at = coalesce($3::timestamptz, now())
+WHERE id = $5
     AND status = 'pending'
-    AND resumable_offset = $7::bigint
-    AND upload_expires_at > coalesce($1::timestamptz, now())
-    AND (resumable_lease_until IS NULL OR resumable_lease_until <= coalesce($1::timestamptz, now()))
+    AND resumable_lease_until = $6::timestamptz
+    AND upload_expires_at > coalesce($3::timestamptz, now())
     AND deletion_pending_at IS NULL
     AND deleted_at IS NULL
-RETURNING resumable_lease_until::timestamptz AS lease
+RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
+`
+
+type FileClaimResumableCompletionParams struct {
+	Checksum        string
+	ETag            *string
+	Now             *time.Time
+	CompletionLease time.Duration
+	ID              uuid.UUID
+	Claim           time.Time
+}
+
+// pending (write lease @claim) -> completing, once the chunks are
+// assembled into the staging object: the assembled object's checksum and
+// version (@etag) recorded, and a completion lease taken (with the cleanup
+// lease pushed past it), as FileClaimCompletion does for a direct upload;
+// the completion verifies the staging object against them. Zero rows: the
+// write lease was lost, the upload expired or was aborted.
+func (q *Queries) FileClaimResumableCompletion(ctx context.Context, db DBTX, arg FileClaimResumableCompletionParams) (UploadedFile, error) {
+	row := db.QueryRow(ctx, fileClaimResumableCompletion,
+		arg.Checksum,
+		arg.ETag,
+		arg.Now,
+		arg.CompletionLease,
+		arg.ID,
+		arg.Claim,
+	)
+	var i UploadedFile
+	err := row.Scan(
+		&i.ID,
+		&i.TenantCode,
+		&i.DepartmentCode,
+		&i.UserID,
+		&i.Key,
+		&i.CDN,
+		&i.OriginalName,
+		&i.SizeBytes,
+		&i.ContentType,
+		&i.Visibility,
+		&i.IsTemporary,
+		&i.UploadPendingAt,
+		&i.DeletionPendingAt,
+		&i.ExpiredAt,
+		&i.ExtraData,
+		&i.Module,
+		&i.Entity,
+		&i.EntityID,
+		&i.Type,
+		&i.UsedAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.DeletedAt,
+		&i.Status,
+		&i.PendingKey,
+		&i.Checksum,
+		&i.ETag,
+		&i.Disposition,
+		&i.CompletedAt,
+		&i.UploadExpiresAt,
+		&i.CompletionLeaseUntil,
+		&i.StagingCleanupAt,
+		&i.Width,
+		&i.Height,
+		&i.IdempotencyKey,
+		&i.IdempotencyFingerprint,
+		&i.ResumableOffset,
+		&i.ResumableLeaseUntil,
+	)
+	return i, err
+}
+
+const fileClaimResumableWrite = `-- name: FileClaimResumableWrite :one
+
+WITH claimed AS (
+    UPDATE uploaded_file
+    SET
+        resumable_lease_until = coalesce($1::timestamptz, now()) + $2::interval
+    WHERE uploaded_file.id = $3
+        AND uploaded_file.tenant_code = $4
+        AND ($5::text IS NULL OR uploaded_file.department_code = $5::text)
+        AND ($6::text IS NULL OR uploaded_file.user_id = $6::text)
+        AND uploaded_file.status = 'pending'
+        AND uploaded_file.resumable_offset = $7::bigint
+        AND uploaded_file.upload_expires_at > coalesce($1::timestamptz, now())
+        AND (uploaded_file.resumable_lease_until IS NULL
+            OR uploaded_file.resumable_lease_until <= coalesce($1::timestamptz, now()))
+        AND uploaded_file.deletion_pending_at IS NULL
+        AND uploaded_file.deleted_at IS NULL
+    RETURNING uploaded_file.id, uploaded_file.resumable_lease_until
+), trimmed AS (
+    UPDATE uploaded_file_chunk
+    SET trimmed_at = coalesce($1::timestamptz, now())
+    FROM claimed
+    WHERE uploaded_file_chunk.file_id = claimed.id
+        AND uploaded_file_chunk.start_offset >= $7::bigint
+        AND uploaded_file_chunk.trimmed_at IS NULL
+    RETURNING uploaded_file_chunk.key
+)
+SELECT claimed.resumable_lease_until::timestamptz AS lease,
+    coalesce((SELECT array_agg(trimmed.key) FROM trimmed), '{}')::text[] AS trimmed_keys
+FROM claimed
 `
 
 type FileClaimResumableWriteParams struct {
@@ -322,6 +422,11 @@ type FileClaimResumableWriteParams struct {
 	AtOffset       int64
 }
 
+type FileClaimResumableWriteRow struct {
+	Lease       time.Time
+	TrimmedKeys []string
+}
+
 // The resumable upload lifecycle (the tus protocol): a pending direct-
 // lifecycle row (FileInsertPending with a resumable offset of 0) receives
 // its bytes in chunks, each written by one request holding the write lease
@@ -330,7 +435,9 @@ type FileClaimResumableWriteParams struct {
 // records, and the direct upload's completion takes over.
 //
 //	FileClaimResumableWrite   pending, offset as asked, no live lease
-//	                                           -> pending (write lease)
+//	                                           -> pending (write lease), the
+//	                                           chunks at or past the offset
+//	                                           given up
 //	FileExtendResumableWrite  pending (lease)  -> pending (lease moved on)
 //	ChunkTrim                 live chunks at or past the offset (a write
 //	                                           that died, a last chunk whose
@@ -347,8 +454,9 @@ type FileClaimResumableWriteParams struct {
 //	FileRecordLastChunk       pending (lease)  -> pending at the same offset,
 //	                                           lease kept, last chunk sized
 //	ChunkList                 the sized chunks of a file, in offset order
-//	FileSetResumableChecksum  pending (lease)  -> pending with the assembled
-//	                                           staging object's checksum
+//	FileClaimResumableCompletion pending (lease) -> completing, with the
+//	                                           assembled staging object's
+//	                                           checksum and version
 //	FileReleaseResumableWrite pending (lease)  -> pending, no lease
 //
 // The write lease is matched by its exact value, so a writer whose lease
@@ -359,10 +467,13 @@ type FileClaimResumableWriteParams struct {
 // stalled -- so the store never holds a chunk no row points to.
 // pending at exactly @at_offset, with no write lease in force -> the write
 // lease until now + @lease, for the caller within the scope, before the
-// upload expires. Zero rows: missing, out of scope, no longer pending,
-// another offset, expired, or another request is writing (the caller reads
-// the row again to tell which).
-func (q *Queries) FileClaimResumableWrite(ctx context.Context, db DBTX, arg FileClaimResumableWriteParams) (time.Time, error) {
+// upload expires; in the same statement the live chunks at or past the
+// offset are given up (ChunkTrim's transition: a write that died before it
+// advanced the offset, a last chunk whose completion did not end), and
+// their keys returned for the caller to delete. Zero rows: missing, out of
+// scope, no longer pending, another offset, expired, or another request is
+// writing (the caller reads the row again to tell which).
+func (q *Queries) FileClaimResumableWrite(ctx context.Context, db DBTX, arg FileClaimResumableWriteParams) (FileClaimResumableWriteRow, error) {
 	row := db.QueryRow(ctx, fileClaimResumableWrite,
 		arg.Now,
 		arg.Lease,
@@ -372,9 +483,9 @@ func (q *Queries) FileClaimResumableWrite(ctx context.Context, db DBTX, arg File
 		arg.OwnerUserID,
 		arg.AtOffset,
 	)
-	var lease time.Time
-	err := row.Scan(&lease)
-	return lease, err
+	var i FileClaimResumableWriteRow
+	err := row.Scan(&i.Lease, &i.TrimmedKeys)
+	return i, err
 }
 
 const fileExtendResumableWrite = `-- name: FileExtendResumableWrite :one
@@ -473,78 +584,4 @@ func (q *Queries) FileReleaseResumableWrite(ctx context.Context, db DBTX, arg Fi
 	var id uuid.UUID
 	err := row.Scan(&id)
 	return id, err
-}
-
-const fileSetResumableChecksum = `-- name: FileSetResumableChecksum :one
-UPDATE uploaded_file
-SET
-    checksum = $1::text,
-    updated_at = coalesce($2::timestamptz, now())
-WHERE id = $3
-    AND status = 'pending'
-    AND resumable_lease_until = $4::timestamptz
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-RETURNING id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
-`
-
-type FileSetResumableChecksumParams struct {
-	Checksum string
-	Now      *time.Time
-	ID       uuid.UUID
-	Claim    time.Time
-}
-
-// The assembled staging object's checksum recorded on a pending resumable
-// upload by the holder of the write lease @claim; the direct completion
-// verifies the staging object against it. Zero rows: the lease was lost.
-func (q *Queries) FileSetResumableChecksum(ctx context.Context, db DBTX, arg FileSetResumableChecksumParams) (UploadedFile, error) {
-	row := db.QueryRow(ctx, fileSetResumableChecksum,
-		arg.Checksum,
-		arg.Now,
-		arg.ID,
-		arg.Claim,
-	)
-	var i UploadedFile
-	err := row.Scan(
-		&i.ID,
-		&i.TenantCode,
-		&i.DepartmentCode,
-		&i.UserID,
-		&i.Key,
-		&i.CDN,
-		&i.OriginalName,
-		&i.SizeBytes,
-		&i.ContentType,
-		&i.Visibility,
-		&i.IsTemporary,
-		&i.UploadPendingAt,
-		&i.DeletionPendingAt,
-		&i.ExpiredAt,
-		&i.ExtraData,
-		&i.Module,
-		&i.Entity,
-		&i.EntityID,
-		&i.Type,
-		&i.UsedAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.DeletedAt,
-		&i.Status,
-		&i.PendingKey,
-		&i.Checksum,
-		&i.ETag,
-		&i.Disposition,
-		&i.CompletedAt,
-		&i.UploadExpiresAt,
-		&i.CompletionLeaseUntil,
-		&i.StagingCleanupAt,
-		&i.Width,
-		&i.Height,
-		&i.IdempotencyKey,
-		&i.IdempotencyFingerprint,
-		&i.ResumableOffset,
-		&i.ResumableLeaseUntil,
-	)
-	return i, err
 }

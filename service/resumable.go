@@ -212,11 +212,12 @@ func (s *Service) WriteChunk(ctx context.Context, id string, c Chunk) (*Resumabl
 	if c.Length <= 0 || c.Offset+c.Length > row.SizeBytes {
 		return nil, ErrInvalidUpload
 	}
-	lease, err := s.claimWrite(ctx, row, a, c.Offset)
+	claimed, err := s.claimWrite(ctx, row, a, c.Offset)
 	if err != nil {
 		return nil, err
 	}
-	w := &chunkWrite{s: s, row: row, a: a, c: c}
+	lease := claimed.Lease
+	w := &chunkWrite{s: s, row: row, a: a, c: c, givenUp: claimed.TrimmedKeys}
 	w.keeper = s.keepLease(ctx, row.ID, lease, resumableLease/3, w.extend)
 	return w.run(ctx)
 }
@@ -227,28 +228,30 @@ func (s *Service) WriteChunk(ctx context.Context, id string, c Chunk) (*Resumabl
 // the client's retry, whose chunk would be refused after it began to send
 // it; a live writer keeps extending the lease, and the wait ends in
 // ErrUploadLocked. An offset that moved meanwhile is
-// ErrUploadOffsetMismatch.
-func (s *Service) claimWrite(ctx context.Context, row db.UploadedFile, a access, offset int64) (time.Time, error) {
+// ErrUploadOffsetMismatch. The chunks at or past offset are given up in
+// the same statement (their keys returned, for the caller to delete).
+func (s *Service) claimWrite(ctx context.Context, row db.UploadedFile, a access, offset int64) (db.FileClaimResumableWriteRow, error) {
+	var none db.FileClaimResumableWriteRow
 	give := time.Now().Add(ResumableClaimWait)
 	for {
-		lease, err := s.q.FileClaimResumableWrite(ctx, s.db, db.FileClaimResumableWriteParams{
+		claimed, err := s.q.FileClaimResumableWrite(ctx, s.db, db.FileClaimResumableWriteParams{
 			ID: row.ID, TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, OwnerUserID: a.ownerUserID(),
 			AtOffset: offset, Lease: resumableLease, Now: s.now(),
 		})
 		if err == nil {
-			return lease, nil
+			return claimed, nil
 		}
 		if !isNoRows(err) {
-			return time.Time{}, s.internalError(ctx, ErrUploadFailed, "claim resumable write", err, "file_id", row.ID)
+			return none, s.internalError(ctx, ErrUploadFailed, "claim resumable write", err, "file_id", row.ID)
 		}
 		now, dbNow, _, err := s.resumable(ctx, row.ID.String())
 		switch {
 		case err != nil:
-			return time.Time{}, err
+			return none, err
 		case Status(now.Status) != StatusPending || *now.ResumableOffset != offset:
-			return time.Time{}, ErrUploadOffsetMismatch
+			return none, ErrUploadOffsetMismatch
 		case time.Now().After(give):
-			return time.Time{}, ErrUploadLocked
+			return none, ErrUploadLocked
 		}
 		wait := 10 * time.Millisecond
 		if now.ResumableLeaseUntil != nil {
@@ -256,7 +259,7 @@ func (s *Service) claimWrite(ctx context.Context, row db.UploadedFile, a access,
 		}
 		select {
 		case <-ctx.Done():
-			return time.Time{}, ctx.Err()
+			return none, ctx.Err()
 		case <-time.After(max(wait, 10*time.Millisecond)):
 		}
 	}
@@ -269,6 +272,9 @@ type chunkWrite struct {
 	a      access
 	c      Chunk
 	keeper *leaseKeeper
+	// givenUp are the keys of the chunks the claim gave up (at or past
+	// the offset): their objects are deleted before this chunk is written.
+	givenUp []string
 }
 
 func (w *chunkWrite) extend(held time.Time) (*time.Time, error) {
@@ -282,17 +288,20 @@ func (w *chunkWrite) extend(held time.Time) (*time.Time, error) {
 // with the chunk that ends it; whatever fails gives the lease back.
 func (w *chunkWrite) run(ctx context.Context) (*ResumableUpload, error) {
 	s, row, c := w.s, w.row, w.c
-	if err := s.trimChunks(ctx, row.ID, c.Offset); err != nil {
-		return nil, w.release(ctx, err)
+	for _, key := range w.givenUp {
+		if err := s.store.Delete(ctx, key); err != nil {
+			return nil, w.release(ctx, s.internalError(ctx, ErrUploadFailed, "delete chunk", err, "file_id", row.ID))
+		}
 	}
 	last := c.Offset+c.Length == row.SizeBytes
 	if last && c.Offset == 0 {
-		// The whole file in one chunk: it is the staging object itself.
-		sum, err := w.putStaging(ctx, c.Body, true, c.SHA256)
+		// The whole file in one chunk: it is the staging object itself,
+		// and no chunk is left behind (those at or past 0 were given up).
+		staged, err := w.putStaging(ctx, c.Body, true, c.SHA256)
 		if err != nil {
 			return nil, w.release(ctx, err)
 		}
-		return w.complete(ctx, sum)
+		return w.complete(ctx, staged, false)
 	}
 	if err := w.putChunk(ctx); err != nil {
 		return nil, w.release(ctx, err)
@@ -314,11 +323,11 @@ func (w *chunkWrite) run(ctx context.Context) (*ResumableUpload, error) {
 	if err != nil {
 		return nil, w.lost(ctx, err)
 	}
-	sum, err := w.assemble(ctx)
+	staged, err := w.assemble(ctx)
 	if err != nil {
 		return nil, w.release(ctx, err)
 	}
-	return w.complete(ctx, sum)
+	return w.complete(ctx, staged, true)
 }
 
 // putChunk writes the chunk's object after its row, verifying its length
@@ -367,45 +376,48 @@ func (w *chunkWrite) storeError(ctx context.Context, what string, err error) err
 // putStaging spools body -- the client's (the whole file in one chunk) or
 // the assembled chunks -- and commits it as the upload's staging object,
 // replacing one an earlier assembly that died left; want, when set, is
-// the digest the bytes must have. It returns their SHA-256, which the
-// object carries (the completion verifies it).
-func (w *chunkWrite) putStaging(ctx context.Context, body io.Reader, fromClient bool, want []byte) ([]byte, error) {
+// the digest the bytes must have. It returns the object, whose SHA-256
+// and version the completion verifies.
+func (w *chunkWrite) putStaging(ctx context.Context, body io.Reader, fromClient bool, want []byte) (storage.ObjectInfo, error) {
 	s, row := w.s, w.row
+	var none storage.ObjectInfo
 	sp, err := storage.NewSpool(ctx, s.store, s.cfg.SpoolDir)
 	if err != nil {
-		return nil, s.internalError(ctx, ErrUploadFailed, "create spool", err, "file_id", row.ID)
+		return none, s.internalError(ctx, ErrUploadFailed, "create spool", err, "file_id", row.ID)
 	}
 	defer func() { _ = sp.Close() }()
 	n, err := io.Copy(sp, io.LimitReader(body, row.SizeBytes))
 	switch {
 	case err != nil && !fromClient:
-		return nil, s.internalError(ctx, ErrUploadFailed, "read chunks", err, "file_id", row.ID)
+		return none, s.internalError(ctx, ErrUploadFailed, "read chunks", err, "file_id", row.ID)
 	case err != nil && errors.Is(err, storage.ErrUnavailable):
-		return nil, s.internalError(ctx, ErrUploadFailed, "spool the upload", err, "file_id", row.ID)
+		return none, s.internalError(ctx, ErrUploadFailed, "spool the upload", err, "file_id", row.ID)
 	case err != nil || n != row.SizeBytes:
-		return nil, ErrChunkIncomplete
+		return none, ErrChunkIncomplete
 	case want != nil && !bytes.Equal(sp.SHA256(), want):
-		return nil, ErrChunkChecksumMismatch
+		return none, ErrChunkChecksumMismatch
 	}
 	sum := sp.SHA256()
 	if err := s.store.Delete(ctx, *row.PendingKey); err != nil {
-		return nil, s.internalError(ctx, ErrUploadFailed, "clear staging object", err, "file_id", row.ID)
+		return none, s.internalError(ctx, ErrUploadFailed, "clear staging object", err, "file_id", row.ID)
 	}
-	if _, err := sp.Commit(ctx, *row.PendingKey, storage.PutOptions{ContentType: row.ContentType, Size: row.SizeBytes, SHA256: sum}); err != nil {
-		return nil, s.internalError(ctx, ErrUploadFailed, "write staging object", err, "file_id", row.ID)
+	oi, err := sp.Commit(ctx, *row.PendingKey, storage.PutOptions{ContentType: row.ContentType, Size: row.SizeBytes, SHA256: sum})
+	if err != nil {
+		return none, s.internalError(ctx, ErrUploadFailed, "write staging object", err, "file_id", row.ID)
 	}
 	s.faults.wrote(ctx, s.log)
-	return sum, nil
+	oi.SHA256 = sum
+	return oi, nil
 }
 
 // assemble writes the upload's chunks, in order, as its staging object;
 // chunks that do not cover the file exactly are a refusal of the store's
 // state (ErrUploadFailed), never of the client.
-func (w *chunkWrite) assemble(ctx context.Context) ([]byte, error) {
+func (w *chunkWrite) assemble(ctx context.Context) (storage.ObjectInfo, error) {
 	s, row := w.s, w.row
 	chunks, err := s.q.ChunkList(ctx, s.db, row.ID)
 	if err != nil {
-		return nil, s.internalError(ctx, ErrUploadFailed, "list chunks", err, "file_id", row.ID)
+		return storage.ObjectInfo{}, s.internalError(ctx, ErrUploadFailed, "list chunks", err, "file_id", row.ID)
 	}
 	var at int64
 	for _, ch := range chunks {
@@ -415,32 +427,37 @@ func (w *chunkWrite) assemble(ctx context.Context) ([]byte, error) {
 		at += *ch.SizeBytes
 	}
 	if at != row.SizeBytes {
-		return nil, s.internalError(ctx, ErrUploadFailed, "assemble chunks", fmt.Errorf("chunks cover %d of %d bytes", at, row.SizeBytes), "file_id", row.ID)
+		return storage.ObjectInfo{}, s.internalError(ctx, ErrUploadFailed, "assemble chunks", fmt.Errorf("chunks cover %d of %d bytes", at, row.SizeBytes), "file_id", row.ID)
 	}
 	r := &chunkReader{ctx: ctx, store: s.store, chunks: chunks}
 	defer r.close()
 	return w.putStaging(ctx, r, false, nil)
 }
 
-// complete records the staging object's checksum and runs the direct
-// completion; the chunks go once the file is ready.
-func (w *chunkWrite) complete(ctx context.Context, sum []byte) (*ResumableUpload, error) {
+// complete claims the completion with the staging object's checksum and
+// version, in one statement, and runs the direct completion; the chunks,
+// when there are any, go once the file is ready.
+func (w *chunkWrite) complete(ctx context.Context, staged storage.ObjectInfo, chunked bool) (*ResumableUpload, error) {
 	s, row := w.s, w.row
 	lease := w.keeper.stop()
-	checksum := "sha256:" + base64.StdEncoding.EncodeToString(sum)
-	updated, err := s.q.FileSetResumableChecksum(ctx, s.db, db.FileSetResumableChecksumParams{ID: row.ID, Checksum: checksum, Claim: lease, Now: s.now()})
+	claimed, err := s.q.FileClaimResumableCompletion(ctx, s.db, db.FileClaimResumableCompletionParams{
+		ID: row.ID, Checksum: "sha256:" + base64.StdEncoding.EncodeToString(staged.SHA256), ETag: &staged.ETag,
+		CompletionLease: completionLease, Claim: lease, Now: s.now(),
+	})
 	if err != nil {
 		return nil, w.lost(ctx, err)
 	}
-	res, err := s.completePending(ctx, db.UploadedFile(updated), w.a)
+	res, err := s.completeClaimed(ctx, db.UploadedFile(claimed))
 	if err != nil {
 		w.giveBack(ctx, lease)
 		return nil, err
 	}
-	cctx, cancel := detached(ctx)
-	defer cancel()
-	if err := s.trimChunks(cctx, row.ID, 0); err != nil {
-		s.log.WarnContext(ctx, "drop the chunks of a ready upload; the chunk sweep removes them", "file_id", row.ID, "error", err.Error())
+	if chunked {
+		cctx, cancel := detached(ctx)
+		defer cancel()
+		if err := s.trimChunks(cctx, row.ID, 0); err != nil {
+			s.log.WarnContext(ctx, "drop the chunks of a ready upload; the chunk sweep removes them", "file_id", row.ID, "error", err.Error())
+		}
 	}
 	return &ResumableUpload{ID: row.ID, SizeBytes: row.SizeBytes, Offset: row.SizeBytes, ExpiresAt: *row.UploadExpiresAt, File: res}, nil
 }

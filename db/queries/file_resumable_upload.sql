@@ -6,7 +6,9 @@
 -- records, and the direct upload's completion takes over.
 --
 --   FileClaimResumableWrite   pending, offset as asked, no live lease
---                                              -> pending (write lease)
+--                                              -> pending (write lease), the
+--                                              chunks at or past the offset
+--                                              given up
 --   FileExtendResumableWrite  pending (lease)  -> pending (lease moved on)
 --   ChunkTrim                 live chunks at or past the offset (a write
 --                                              that died, a last chunk whose
@@ -23,8 +25,9 @@
 --   FileRecordLastChunk       pending (lease)  -> pending at the same offset,
 --                                              lease kept, last chunk sized
 --   ChunkList                 the sized chunks of a file, in offset order
---   FileSetResumableChecksum  pending (lease)  -> pending with the assembled
---                                              staging object's checksum
+--   FileClaimResumableCompletion pending (lease) -> completing, with the
+--                                              assembled staging object's
+--                                              checksum and version
 --   FileReleaseResumableWrite pending (lease)  -> pending, no lease
 --
 -- The write lease is matched by its exact value, so a writer whose lease
@@ -37,23 +40,40 @@
 -- name: FileClaimResumableWrite :one
 -- pending at exactly @at_offset, with no write lease in force -> the write
 -- lease until now + @lease, for the caller within the scope, before the
--- upload expires. Zero rows: missing, out of scope, no longer pending,
--- another offset, expired, or another request is writing (the caller reads
--- the row again to tell which).
-UPDATE uploaded_file
-SET
-    resumable_lease_until = coalesce(sqlc.narg('now')::timestamptz, now()) + @lease::interval
-WHERE id = @id
-    AND tenant_code = @tenant_code
-    AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
-    AND (sqlc.narg('owner_user_id')::text IS NULL OR user_id = sqlc.narg('owner_user_id')::text)
-    AND status = 'pending'
-    AND resumable_offset = @at_offset::bigint
-    AND upload_expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
-    AND (resumable_lease_until IS NULL OR resumable_lease_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-RETURNING resumable_lease_until::timestamptz AS lease;
+-- upload expires; in the same statement the live chunks at or past the
+-- offset are given up (ChunkTrim's transition: a write that died before it
+-- advanced the offset, a last chunk whose completion did not end), and
+-- their keys returned for the caller to delete. Zero rows: missing, out of
+-- scope, no longer pending, another offset, expired, or another request is
+-- writing (the caller reads the row again to tell which).
+WITH claimed AS (
+    UPDATE uploaded_file
+    SET
+        resumable_lease_until = coalesce(sqlc.narg('now')::timestamptz, now()) + @lease::interval
+    WHERE uploaded_file.id = @id
+        AND uploaded_file.tenant_code = @tenant_code
+        AND (sqlc.narg('department_code')::text IS NULL OR uploaded_file.department_code = sqlc.narg('department_code')::text)
+        AND (sqlc.narg('owner_user_id')::text IS NULL OR uploaded_file.user_id = sqlc.narg('owner_user_id')::text)
+        AND uploaded_file.status = 'pending'
+        AND uploaded_file.resumable_offset = @at_offset::bigint
+        AND uploaded_file.upload_expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
+        AND (uploaded_file.resumable_lease_until IS NULL
+            OR uploaded_file.resumable_lease_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
+        AND uploaded_file.deletion_pending_at IS NULL
+        AND uploaded_file.deleted_at IS NULL
+    RETURNING uploaded_file.id, uploaded_file.resumable_lease_until
+), trimmed AS (
+    UPDATE uploaded_file_chunk
+    SET trimmed_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    FROM claimed
+    WHERE uploaded_file_chunk.file_id = claimed.id
+        AND uploaded_file_chunk.start_offset >= @at_offset::bigint
+        AND uploaded_file_chunk.trimmed_at IS NULL
+    RETURNING uploaded_file_chunk.key
+)
+SELECT claimed.resumable_lease_until::timestamptz AS lease,
+    coalesce((SELECT array_agg(trimmed.key) FROM trimmed), '{}')::text[] AS trimmed_keys
+FROM claimed;
 
 -- name: FileExtendResumableWrite :one
 -- The write lease moved on to now + @lease by the holder of exactly
@@ -171,17 +191,25 @@ WHERE file_id = @file_id
     AND trimmed_at IS NULL
 ORDER BY start_offset;
 
--- name: FileSetResumableChecksum :one
--- The assembled staging object's checksum recorded on a pending resumable
--- upload by the holder of the write lease @claim; the direct completion
--- verifies the staging object against it. Zero rows: the lease was lost.
+-- name: FileClaimResumableCompletion :one
+-- pending (write lease @claim) -> completing, once the chunks are
+-- assembled into the staging object: the assembled object's checksum and
+-- version (@etag) recorded, and a completion lease taken (with the cleanup
+-- lease pushed past it), as FileClaimCompletion does for a direct upload;
+-- the completion verifies the staging object against them. Zero rows: the
+-- write lease was lost, the upload expired or was aborted.
 UPDATE uploaded_file
 SET
+    status = 'completing',
     checksum = @checksum::text,
+    etag = @etag,
+    completion_lease_until = coalesce(sqlc.narg('now')::timestamptz, now()) + @completion_lease::interval,
+    upload_pending_at = greatest(upload_pending_at, coalesce(sqlc.narg('now')::timestamptz, now()) + @completion_lease::interval),
     updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
 WHERE id = @id
     AND status = 'pending'
     AND resumable_lease_until = @claim::timestamptz
+    AND upload_expires_at > coalesce(sqlc.narg('now')::timestamptz, now())
     AND deletion_pending_at IS NULL
     AND deleted_at IS NULL
 RETURNING *;

@@ -169,22 +169,24 @@ type tusStore struct{ svc *service.Service }
 
 // NewUpload creates a resumable upload from the creation request: its
 // metadata names the file (filename or name), its type (filetype or type)
-// and, optionally, visibility, disposition and temporary ("true").
+// and, optionally, its disposition and temporary ("true"). Like every end
+// user's upload it is private: a visibility other than private is
+// refused, as a public file is a host backend's to make.
 func (t tusStore) NewUpload(ctx context.Context, info handler.FileInfo) (handler.Upload, error) {
 	x := exchangeOf(ctx)
 	m := info.MetaData
 	in := service.ResumableInput{OriginalName: firstOf(m, "filename", "name"), ContentType: firstOf(m, "filetype", "type"), SizeBytes: info.Size}
 	disposition := service.Disposition(m["disposition"])
+	if v := m["visibility"]; v != "" && v != string(service.Private) {
+		return nil, x.fail(service.ErrInvalidMeta)
+	}
 	var up *service.ResumableUpload
 	var err error
 	switch m["temporary"] {
 	case "true":
-		if m["visibility"] != "" {
-			return nil, x.fail(service.ErrInvalidMeta)
-		}
 		up, err = t.svc.CreateTemporaryResumableUpload(ctx, in, &service.TemporaryUploadOptions{Disposition: disposition})
 	case "", "false":
-		up, err = t.svc.CreateResumableUpload(ctx, in, &service.UploadOptions{Visibility: service.Visibility(m["visibility"]), Disposition: disposition})
+		up, err = t.svc.CreateResumableUpload(ctx, in, &service.UploadOptions{Visibility: service.Private, Disposition: disposition})
 	default:
 		return nil, x.fail(service.ErrInvalidMeta)
 	}

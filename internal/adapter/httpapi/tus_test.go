@@ -230,6 +230,7 @@ func TestTusHostileRequests(t *testing.T) {
 		"no length":           {map[string]string{}, http.StatusBadRequest, "core.tus.invalid-request"},
 		"no version":          {map[string]string{"Tus-Resumable": "", "Upload-Length": "10"}, http.StatusPreconditionFailed, "core.tus.unsupported-version"},
 		"no name":             {map[string]string{"Upload-Length": "10", "Upload-Metadata": tusMeta("filetype", "application/pdf")}, http.StatusUnprocessableEntity, service.ErrInvalidUpload.Code},
+		"public":              {map[string]string{"Upload-Length": "10", "Upload-Metadata": tusMeta("filename", "r.pdf", "filetype", "application/pdf", "visibility", "public")}, http.StatusBadRequest, service.ErrInvalidMeta.Code},
 	} {
 		h := map[string]string{"Upload-Metadata": tusMeta("filename", "r.pdf", "filetype", "application/pdf")}
 		for k, v := range c.header {

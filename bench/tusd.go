@@ -104,5 +104,46 @@ func benchTus(e *env, rep *report) error {
 			"≥ 1.0×", vsPeer.median >= 1.0)
 		rep.add(label+": vs the direct upload of the same bytes", fmt.Sprintf("%s (%.0f vs %.0f uploads/s)", ratioOf(rs, 0, 2), ours.rps(), direct.rps()), "", true)
 	}
+	return benchTusS3(e, rep)
+}
+
+// benchTusS3 measures the resumable upload on S3 (its chunks objects of
+// their own, assembled through the server) against the direct upload of
+// the same bytes (straight to the bucket, then a server-side copy).
+func benchTusS3(e *env, rep *report) error {
+	const clients, chunk, size = 8, 5 << 20, 10 << 20
+	body := payload(size)
+	in := initiateInput(body)
+	n := count(size)
+	rs, m, err := measure("tus-s3", func() stats {
+		return load(clients, n, func(int) error { return tusChunked(e.ufS3.url+"/uploaded-file/tus/", e.token, body, chunk) })
+	}, func() stats {
+		return load(clients, n, func(int) error { return e.directS3Upload(in, body) })
+	})
+	if err != nil {
+		return err
+	}
+	rep.add(fmt.Sprintf("tus upload %s on S3 (5 MiB chunks), %d clients: vs the direct upload of the same bytes", human(size), clients),
+		fmt.Sprintf("%s (%.0f vs %.0f uploads/s; p50 %s vs %s)", ratioOf(rs, 0, 1), m[0].rps(), m[1].rps(), m[0].p50.Round(time.Millisecond), m[1].p50.Round(time.Millisecond)), "", true)
 	return nil
+}
+
+// directS3Upload runs a direct upload on the S3 server: initiate, the
+// presigned PUT to the bucket, complete.
+func (e *env) directS3Upload(in, body []byte) error {
+	r, err := e.initiate(e.ufS3.url, in)
+	if err != nil {
+		return err
+	}
+	put, _ := http.NewRequest(r.Upload.Method, r.Upload.URL, bytes.NewReader(body))
+	for k, v := range r.Upload.Headers {
+		if k != "Content-Length" {
+			put.Header.Set(k, v)
+		}
+	}
+	if _, err := do(put, http.StatusOK); err != nil {
+		return err
+	}
+	_, err = do(e.authed(http.MethodPost, e.ufS3.url+"/uploaded-file/"+r.ID+"/complete", nil), http.StatusOK)
+	return err
 }

@@ -564,10 +564,6 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			return err
 		},
 		func() error {
-			_, err := q.FileRecordLastChunk(ctx, e, db.FileRecordLastChunkParams{ID: id, AtOffset: 0, Size: 10, Claim: lease})
-			return err
-		},
-		func() error {
 			_, err := q.FileClaimResumableCompletion(ctx, e, db.FileClaimResumableCompletionParams{ID: id, Checksum: "sha256:x", ETag: ptr("e"), CompletionLease: time.Minute, Claim: lease, Now: now})
 			return err
 		},

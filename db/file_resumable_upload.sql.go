@@ -430,9 +430,10 @@ type FileClaimResumableWriteRow struct {
 // The resumable upload lifecycle (the tus protocol): a pending direct-
 // lifecycle row (FileInsertPending with a resumable offset of 0) receives
 // its bytes in chunks, each written by one request holding the write lease
-// and stored as its own object; when the last chunk has arrived the chunks
-// are assembled into the row's staging object, whose checksum the row then
-// records, and the direct upload's completion takes over.
+// and stored as its own object; the chunk that ends the file streams, after
+// the stored ones, into the row's staging object, whose checksum and
+// version the completion's claim records, and the direct upload's
+// completion takes over.
 //
 //	FileClaimResumableWrite   pending, offset as asked, no live lease
 //	                                           -> pending (write lease), the
@@ -451,8 +452,6 @@ type FileClaimResumableWriteRow struct {
 //	ChunkDrop                 claimed          -> (none), after its object
 //	FileAdvanceResumable      pending (lease)  -> pending at offset + size,
 //	                                           lease released, chunk sized
-//	FileRecordLastChunk       pending (lease)  -> pending at the same offset,
-//	                                           lease kept, last chunk sized
 //	ChunkList                 the sized chunks of a file, in offset order
 //	FileClaimResumableCompletion pending (lease) -> completing, with the
 //	                                           assembled staging object's
@@ -520,45 +519,6 @@ func (q *Queries) FileExtendResumableWrite(ctx context.Context, db DBTX, arg Fil
 	var lease time.Time
 	err := row.Scan(&lease)
 	return lease, err
-}
-
-const fileRecordLastChunk = `-- name: FileRecordLastChunk :one
-UPDATE uploaded_file_chunk
-SET size_bytes = $1::bigint
-FROM uploaded_file
-WHERE uploaded_file.id = $2
-    AND uploaded_file.status = 'pending'
-    AND uploaded_file.resumable_offset = $3::bigint
-    AND uploaded_file.resumable_lease_until = $4::timestamptz
-    AND uploaded_file.deletion_pending_at IS NULL
-    AND uploaded_file.deleted_at IS NULL
-    AND uploaded_file_chunk.file_id = uploaded_file.id
-    AND uploaded_file_chunk.start_offset = $3::bigint
-    AND uploaded_file_chunk.trimmed_at IS NULL
-RETURNING uploaded_file_chunk.file_id
-`
-
-type FileRecordLastChunkParams struct {
-	Size     int64
-	ID       uuid.UUID
-	AtOffset int64
-	Claim    time.Time
-}
-
-// The last chunk at @at_offset (it ends the file) sized, by the holder of the
-// write lease @claim, which it keeps for the assembly and completion. The
-// offset stays: until the file is ready a client that asks is told to send
-// the last chunk again. Zero rows: the lease was lost.
-func (q *Queries) FileRecordLastChunk(ctx context.Context, db DBTX, arg FileRecordLastChunkParams) (uuid.UUID, error) {
-	row := db.QueryRow(ctx, fileRecordLastChunk,
-		arg.Size,
-		arg.ID,
-		arg.AtOffset,
-		arg.Claim,
-	)
-	var file_id uuid.UUID
-	err := row.Scan(&file_id)
-	return file_id, err
 }
 
 const fileReleaseResumableWrite = `-- name: FileReleaseResumableWrite :one

@@ -51,8 +51,8 @@ func (s *Service) keepLease(ctx context.Context, id uuid.UUID, lease time.Time, 
 				return
 			case <-tick.C:
 			}
-			// The lock is held across the extension: a statement that
-			// names the lease (hold) never runs with one being replaced.
+			// The lock is held across the extension: stop never returns
+			// a lease an extension in flight is replacing.
 			k.mu.Lock()
 			next, err := extend(k.lease)
 			if err == nil {
@@ -76,12 +76,4 @@ func (k *leaseKeeper) stop() time.Time {
 	close(k.done)
 	<-k.ended
 	return k.lease
-}
-
-// hold runs fn with the lease in force, no extension running meanwhile:
-// a statement that names the lease while the keeper still beats.
-func (k *leaseKeeper) hold(fn func(lease time.Time) error) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return fn(k.lease)
 }

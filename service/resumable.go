@@ -293,41 +293,26 @@ func (w *chunkWrite) run(ctx context.Context) (*ResumableUpload, error) {
 			return nil, w.release(ctx, s.internalError(ctx, ErrUploadFailed, "delete chunk", err, "file_id", row.ID))
 		}
 	}
-	last := c.Offset+c.Length == row.SizeBytes
-	if last && c.Offset == 0 {
-		// The whole file in one chunk: it is the staging object itself,
-		// and no chunk is left behind (those at or past 0 were given up).
-		staged, err := w.putStaging(ctx, c.Body, true, c.SHA256)
+	if c.Offset+c.Length == row.SizeBytes {
+		// The chunk that ends the file is not stored as a chunk: it
+		// streams, after the chunks before it, into the staging object.
+		staged, err := w.assemble(ctx)
 		if err != nil {
 			return nil, w.release(ctx, err)
 		}
-		return w.complete(ctx, staged, false)
+		return w.complete(ctx, staged, c.Offset > 0)
 	}
 	if err := w.putChunk(ctx); err != nil {
 		return nil, w.release(ctx, err)
 	}
-	if !last {
-		lease := w.keeper.stop()
-		_, err := s.q.FileAdvanceResumable(ctx, s.db, db.FileAdvanceResumableParams{
-			ID: row.ID, AtOffset: c.Offset, NewOffset: c.Offset + c.Length, Size: c.Length, Claim: lease, Now: s.now(),
-		})
-		if err != nil {
-			return nil, w.lost(ctx, err)
-		}
-		return &ResumableUpload{ID: row.ID, SizeBytes: row.SizeBytes, Offset: c.Offset + c.Length, ExpiresAt: *row.UploadExpiresAt}, nil
-	}
-	err := w.keeper.hold(func(lease time.Time) error {
-		_, err := s.q.FileRecordLastChunk(ctx, s.db, db.FileRecordLastChunkParams{ID: row.ID, AtOffset: c.Offset, Size: c.Length, Claim: lease})
-		return err
+	lease := w.keeper.stop()
+	_, err := s.q.FileAdvanceResumable(ctx, s.db, db.FileAdvanceResumableParams{
+		ID: row.ID, AtOffset: c.Offset, NewOffset: c.Offset + c.Length, Size: c.Length, Claim: lease, Now: s.now(),
 	})
 	if err != nil {
 		return nil, w.lost(ctx, err)
 	}
-	staged, err := w.assemble(ctx)
-	if err != nil {
-		return nil, w.release(ctx, err)
-	}
-	return w.complete(ctx, staged, true)
+	return &ResumableUpload{ID: row.ID, SizeBytes: row.SizeBytes, Offset: c.Offset + c.Length, ExpiresAt: *row.UploadExpiresAt}, nil
 }
 
 // putChunk writes the chunk's object after its row, verifying its length
@@ -373,28 +358,51 @@ func (w *chunkWrite) storeError(ctx context.Context, what string, err error) err
 	return w.s.internalError(ctx, ErrUploadFailed, what, err, "file_id", w.row.ID)
 }
 
-// putStaging spools body -- the client's (the whole file in one chunk) or
-// the assembled chunks -- and commits it as the upload's staging object,
-// replacing one an earlier assembly that died left; want, when set, is
-// the digest the bytes must have. It returns the object, whose SHA-256
-// and version the completion verifies.
-func (w *chunkWrite) putStaging(ctx context.Context, body io.Reader, fromClient bool, want []byte) (storage.ObjectInfo, error) {
-	s, row := w.s, w.row
+// assemble writes the upload's staging object: the chunks before this
+// one, in order, then this chunk's body, through a spool (the local
+// driver's own file; a temporary file on S3) whose SHA-256 the object
+// carries; when the chunk declares a digest, its own bytes must match it.
+// Chunks that do not cover the file up to this one are the store's state
+// (ErrUploadFailed), never the client's; a body that ends early is
+// ErrChunkIncomplete. An object an earlier assembly left is replaced.
+func (w *chunkWrite) assemble(ctx context.Context) (storage.ObjectInfo, error) {
+	s, row, c := w.s, w.row, w.c
 	var none storage.ObjectInfo
+	var chunks []db.UploadedFileChunk
+	if c.Offset > 0 {
+		var err error
+		if chunks, err = s.q.ChunkList(ctx, s.db, row.ID); err != nil {
+			return none, s.internalError(ctx, ErrUploadFailed, "list chunks", err, "file_id", row.ID)
+		}
+	}
+	var at int64
+	for _, ch := range chunks {
+		if ch.StartOffset != at {
+			break
+		}
+		at += *ch.SizeBytes
+	}
+	if at != c.Offset {
+		return none, s.internalError(ctx, ErrUploadFailed, "assemble chunks", fmt.Errorf("chunks cover %d of the %d bytes before the last", at, c.Offset), "file_id", row.ID)
+	}
+	stored := &chunkReader{ctx: ctx, store: s.store, chunks: chunks}
+	defer stored.close()
+	tail := sha256.New()
+	body := io.TeeReader(io.LimitReader(c.Body, c.Length), tail)
 	sp, err := storage.NewSpool(ctx, s.store, s.cfg.SpoolDir)
 	if err != nil {
 		return none, s.internalError(ctx, ErrUploadFailed, "create spool", err, "file_id", row.ID)
 	}
 	defer func() { _ = sp.Close() }()
-	n, err := io.Copy(sp, io.LimitReader(body, row.SizeBytes))
+	n, err := io.Copy(sp, io.MultiReader(stored, body))
 	switch {
-	case err != nil && !fromClient:
-		return none, s.internalError(ctx, ErrUploadFailed, "read chunks", err, "file_id", row.ID)
+	case stored.err != nil:
+		return none, s.internalError(ctx, ErrUploadFailed, "read chunks", stored.err, "file_id", row.ID)
 	case err != nil && errors.Is(err, storage.ErrUnavailable):
 		return none, s.internalError(ctx, ErrUploadFailed, "spool the upload", err, "file_id", row.ID)
 	case err != nil || n != row.SizeBytes:
 		return none, ErrChunkIncomplete
-	case want != nil && !bytes.Equal(sp.SHA256(), want):
+	case c.SHA256 != nil && !bytes.Equal(tail.Sum(nil), c.SHA256):
 		return none, ErrChunkChecksumMismatch
 	}
 	sum := sp.SHA256()
@@ -408,30 +416,6 @@ func (w *chunkWrite) putStaging(ctx context.Context, body io.Reader, fromClient 
 	s.faults.wrote(ctx, s.log)
 	oi.SHA256 = sum
 	return oi, nil
-}
-
-// assemble writes the upload's chunks, in order, as its staging object;
-// chunks that do not cover the file exactly are a refusal of the store's
-// state (ErrUploadFailed), never of the client.
-func (w *chunkWrite) assemble(ctx context.Context) (storage.ObjectInfo, error) {
-	s, row := w.s, w.row
-	chunks, err := s.q.ChunkList(ctx, s.db, row.ID)
-	if err != nil {
-		return storage.ObjectInfo{}, s.internalError(ctx, ErrUploadFailed, "list chunks", err, "file_id", row.ID)
-	}
-	var at int64
-	for _, ch := range chunks {
-		if ch.StartOffset != at {
-			break
-		}
-		at += *ch.SizeBytes
-	}
-	if at != row.SizeBytes {
-		return storage.ObjectInfo{}, s.internalError(ctx, ErrUploadFailed, "assemble chunks", fmt.Errorf("chunks cover %d of %d bytes", at, row.SizeBytes), "file_id", row.ID)
-	}
-	r := &chunkReader{ctx: ctx, store: s.store, chunks: chunks}
-	defer r.close()
-	return w.putStaging(ctx, r, false, nil)
 }
 
 // complete claims the completion with the staging object's checksum and
@@ -538,13 +522,15 @@ func chunkKey(staging string, offset int64) (string, error) {
 	return key, storage.ValidateKey(key)
 }
 
-// chunkReader reads chunks one after the other, each opened when the one
-// before it ends.
+// chunkReader reads stored chunks one after the other, each opened when
+// the one before it ends; err keeps the store's error (a failure of the
+// store, not of the client whose bytes follow).
 type chunkReader struct {
 	ctx    context.Context
 	store  storage.Store
 	chunks []db.UploadedFileChunk
 	cur    io.ReadCloser
+	err    error
 }
 
 func (r *chunkReader) Read(p []byte) (int, error) {
@@ -555,18 +541,22 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 			}
 			rc, err := r.store.Open(r.ctx, r.chunks[0].Key, nil)
 			if err != nil {
+				r.err = err
 				return 0, err
 			}
 			r.cur, r.chunks = rc, r.chunks[1:]
 		}
 		n, err := r.cur.Read(p)
-		if errors.Is(err, io.EOF) {
+		switch {
+		case errors.Is(err, io.EOF):
 			_ = r.cur.Close()
 			r.cur = nil
 			if n == 0 {
 				continue
 			}
 			err = nil
+		case err != nil:
+			r.err = err
 		}
 		return n, err
 	}

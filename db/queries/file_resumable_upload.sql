@@ -1,9 +1,10 @@
 -- The resumable upload lifecycle (the tus protocol): a pending direct-
 -- lifecycle row (FileInsertPending with a resumable offset of 0) receives
 -- its bytes in chunks, each written by one request holding the write lease
--- and stored as its own object; when the last chunk has arrived the chunks
--- are assembled into the row's staging object, whose checksum the row then
--- records, and the direct upload's completion takes over.
+-- and stored as its own object; the chunk that ends the file streams, after
+-- the stored ones, into the row's staging object, whose checksum and
+-- version the completion's claim records, and the direct upload's
+-- completion takes over.
 --
 --   FileClaimResumableWrite   pending, offset as asked, no live lease
 --                                              -> pending (write lease), the
@@ -22,8 +23,6 @@
 --   ChunkDrop                 claimed          -> (none), after its object
 --   FileAdvanceResumable      pending (lease)  -> pending at offset + size,
 --                                              lease released, chunk sized
---   FileRecordLastChunk       pending (lease)  -> pending at the same offset,
---                                              lease kept, last chunk sized
 --   ChunkList                 the sized chunks of a file, in offset order
 --   FileClaimResumableCompletion pending (lease) -> completing, with the
 --                                              assembled staging object's
@@ -158,25 +157,6 @@ UPDATE uploaded_file_chunk
 SET size_bytes = @size::bigint
 FROM advanced
 WHERE uploaded_file_chunk.file_id = advanced.id
-    AND uploaded_file_chunk.start_offset = @at_offset::bigint
-    AND uploaded_file_chunk.trimmed_at IS NULL
-RETURNING uploaded_file_chunk.file_id;
-
--- name: FileRecordLastChunk :one
--- The last chunk at @at_offset (it ends the file) sized, by the holder of the
--- write lease @claim, which it keeps for the assembly and completion. The
--- offset stays: until the file is ready a client that asks is told to send
--- the last chunk again. Zero rows: the lease was lost.
-UPDATE uploaded_file_chunk
-SET size_bytes = @size::bigint
-FROM uploaded_file
-WHERE uploaded_file.id = @id
-    AND uploaded_file.status = 'pending'
-    AND uploaded_file.resumable_offset = @at_offset::bigint
-    AND uploaded_file.resumable_lease_until = @claim::timestamptz
-    AND uploaded_file.deletion_pending_at IS NULL
-    AND uploaded_file.deleted_at IS NULL
-    AND uploaded_file_chunk.file_id = uploaded_file.id
     AND uploaded_file_chunk.start_offset = @at_offset::bigint
     AND uploaded_file_chunk.trimmed_at IS NULL
 RETURNING uploaded_file_chunk.file_id;

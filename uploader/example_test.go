@@ -102,3 +102,25 @@ func ExampleClient_Download() {
 	fmt.Printf("%s %q\n", got.OriginalName, b)
 	// Output: notes.txt "hello\n"
 }
+
+// ExampleClient_ResumableUpload sends a file in chunks over the resumable
+// route, keeping the upload's URL so that another process could go on
+// from the server's offset (ResumableFile.URL).
+func ExampleClient_ResumableUpload() {
+	s := startExampleServer()
+	c, err := uploader.New(s.url, s.token)
+	if err != nil {
+		panic(err)
+	}
+	rows := strings.Repeat("id,amount\n1,42\n", 10_000) // 150,000 bytes
+	var url string
+	f, err := c.ResumableUpload(context.Background(), uploader.ResumableFile{
+		Name: "rows.csv", ContentType: "text/csv", Body: strings.NewReader(rows), Size: int64(len(rows)),
+		ChunkSize: 64 << 10, OnCreated: func(u string) { url = u },
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(f.Status, f.OriginalName, f.SizeBytes, strings.Contains(url, "/uploaded-file/tus/"+f.Id.String()))
+	// Output: ready rows.csv 150000 true
+}

@@ -48,7 +48,7 @@ func main() {
 		case "raw-baseline":
 			err = rawBaseline(*listen, *dsn, *dir, *files)
 		case "tusd-peer":
-			err = tusdPeer(*listen, *dir)
+			err = tusdPeer(*listen, *dir, *dsn)
 		default:
 			err = fileServer(*listen, *dir)
 		}
@@ -114,6 +114,7 @@ func (r *report) markdown(cmd string) string {
 type env struct {
 	uf, ufS3, raw, tus, files *proc
 	tusd                      *proc       // tusd v2 with its file store (the Go tus peer)
+	tusdFloor                 *proc       // the same, each chunk synced and a row committed (the resumable upload's same-work floor)
 	ufJWKS                    *proc       // the local server verifying tokens from a JWKS
 	jwks                      *jwksSigner // its key set and tokens
 	token                     string
@@ -322,6 +323,12 @@ func startPeers(e *env, tmp string, cleanups *[]func()) error {
 		return err
 	}
 	*cleanups = append(*cleanups, e.tusd.stop)
+	floorDir := filepath.Join(tmp, "tusd-floor")
+	_ = os.MkdirAll(floorDir, 0o750)
+	if e.tusdFloor, err = startSelf("tusd-peer", "-dir", floorDir, "-db", e.dsn); err != nil {
+		return err
+	}
+	*cleanups = append(*cleanups, e.tusdFloor.stop)
 	if e.files, err = startSelf("file-server", "-dir", e.localRoot); err != nil {
 		return err
 	}

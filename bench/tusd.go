@@ -2,14 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/tus/tusd/v2/pkg/filestore"
 	"github.com/tus/tusd/v2/pkg/handler"
 	"github.com/tus/tusd/v2/pkg/memorylocker"
@@ -18,10 +22,25 @@ import (
 
 // tusdPeer serves tusd v2's own handler with its file store and memory
 // locker under /files/ -- the Go peer of the resumable upload rows, beside
-// @tus/server.
-func tusdPeer(listen, dir string) error {
+// @tus/server. With a database (dsn), it is the resumable upload's
+// same-work floor instead: the same handler and file store, each chunk
+// synced to disk and a row committed per creation and per chunk (what
+// makes an acknowledged chunk durable), and nothing else.
+func tusdPeer(listen, dir, dsn string) error {
 	composer := handler.NewStoreComposer()
-	filestore.New(dir).UseIn(composer)
+	fs := filestore.New(dir)
+	if dsn == "" {
+		fs.UseIn(composer)
+	} else {
+		pool, err := pgxpool.New(context.Background(), dsn)
+		if err != nil {
+			return err
+		}
+		if _, err := pool.Exec(context.Background(), "CREATE TABLE IF NOT EXISTS tus_floor (id text PRIMARY KEY, size bigint NOT NULL, received bigint NOT NULL)"); err != nil {
+			return err
+		}
+		composer.UseCore(durableStore{DataStore: fs, dir: dir, pool: pool})
+	}
 	memorylocker.New().UseIn(composer)
 	h, err := handler.NewHandler(handler.Config{
 		BasePath: "/files/", StoreComposer: composer, DisableDownload: true,
@@ -37,6 +56,64 @@ func tusdPeer(listen, dir string) error {
 	slog.Info("tusd peer", "listen", listen)
 	srv := &http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	return srv.ListenAndServe()
+}
+
+// durableStore is tusd's file store with what makes an acknowledged chunk
+// durable: the file synced after each chunk, a row per upload and its
+// offset committed per chunk.
+type durableStore struct {
+	handler.DataStore
+	dir  string
+	pool *pgxpool.Pool
+}
+
+func (d durableStore) NewUpload(ctx context.Context, info handler.FileInfo) (handler.Upload, error) {
+	up, err := d.DataStore.NewUpload(ctx, info)
+	if err != nil {
+		return nil, err
+	}
+	got, err := up.GetInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := d.pool.Exec(ctx, "INSERT INTO tus_floor (id, size, received) VALUES ($1, $2, 0)", got.ID, got.Size); err != nil {
+		return nil, err
+	}
+	return durableUpload{Upload: up, d: d, id: got.ID}, nil
+}
+
+func (d durableStore) GetUpload(ctx context.Context, id string) (handler.Upload, error) {
+	up, err := d.DataStore.GetUpload(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return durableUpload{Upload: up, d: d, id: id}, nil
+}
+
+type durableUpload struct {
+	handler.Upload
+	d  durableStore
+	id string
+}
+
+func (u durableUpload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (int64, error) {
+	n, err := u.Upload.WriteChunk(ctx, offset, src)
+	if err != nil {
+		return n, err
+	}
+	f, err := os.Open(filepath.Join(u.d.dir, u.id))
+	if err != nil {
+		return n, err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return n, err
+	}
+	_, err = u.d.pool.Exec(ctx, "UPDATE tus_floor SET received = received + $2 WHERE id = $1", u.id, n)
+	return n, err
 }
 
 // tusChunked creates a tus upload at create (with token, when set) and
@@ -93,16 +170,20 @@ func benchTus(e *env, rep *report) error {
 			return load(clients, n, func(int) error { return tusChunked(e.tusd.url+"/files/", "", body, chunk) })
 		}, withSched(e.uf, func() stats {
 			return load(clients, n, func(int) error { return e.directUpload(in, body) })
-		}))
+		}), func() stats {
+			return load(clients, n, func(int) error { return tusChunked(e.tusdFloor.url+"/files/", "", body, chunk) })
+		})
 		if err != nil {
 			return err
 		}
-		ours, peer, direct := m[0], m[1], m[2]
+		ours, peer, direct, floor := m[0], m[1], m[2], m[3]
 		label := fmt.Sprintf("tus upload %s (5 MiB chunks), %d clients", human(size), clients)
 		vsPeer := ratioOf(rs, 0, 1)
 		rep.add(label+": vs tusd v2 (its file store)", fmt.Sprintf("%s (%.0f vs %.0f uploads/s; p50 %s vs %s)", vsPeer, ours.rps(), peer.rps(), ours.p50.Round(time.Millisecond), peer.p50.Round(time.Millisecond)),
 			"≥ 1.0×", vsPeer.median >= 1.0)
 		rep.add(label+": vs the direct upload of the same bytes", fmt.Sprintf("%s (%.0f vs %.0f uploads/s)", ratioOf(rs, 0, 2), ours.rps(), direct.rps()), "", true)
+		rep.add(label+": vs its same-work floor (tusd's file store, each chunk synced, a row committed per creation and chunk)",
+			fmt.Sprintf("%s (%.0f vs %.0f uploads/s; the floor %.2f× tusd)", ratioOf(rs, 0, 3), ours.rps(), floor.rps(), floor.rps()/peer.rps()), "", true)
 	}
 	return benchTusS3(e, rep)
 }

@@ -713,13 +713,7 @@ func benchS3Complete(ctx context.Context, e *env, rep *report, bin string, gw *s
 		if err != nil {
 			return err
 		}
-		put, _ := http.NewRequest(r.Upload.Method, r.Upload.URL, bytes.NewReader(body))
-		for k, v := range r.Upload.Headers {
-			if k != "Content-Length" {
-				put.Header.Set(k, v)
-			}
-		}
-		if _, err := do(put, http.StatusOK); err != nil {
+		if err := sendTarget(r, body); err != nil {
 			return err
 		}
 		ids[i] = r.ID

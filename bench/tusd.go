@@ -216,15 +216,22 @@ func (e *env) directS3Upload(in, body []byte) error {
 	if err != nil {
 		return err
 	}
+	if err := sendTarget(r, body); err != nil {
+		return err
+	}
+	_, err = do(e.authed(http.MethodPost, e.ufS3.url+"/uploaded-file/"+r.ID+"/complete", nil), http.StatusOK)
+	return err
+}
+
+// sendTarget sends body to an initiated upload's target with exactly its
+// method, URL and headers (a browser sets the length itself).
+func sendTarget(r initiated, body []byte) error {
 	put, _ := http.NewRequest(r.Upload.Method, r.Upload.URL, bytes.NewReader(body))
 	for k, v := range r.Upload.Headers {
 		if k != "Content-Length" {
 			put.Header.Set(k, v)
 		}
 	}
-	if _, err := do(put, http.StatusOK); err != nil {
-		return err
-	}
-	_, err = do(e.authed(http.MethodPost, e.ufS3.url+"/uploaded-file/"+r.ID+"/complete", nil), http.StatusOK)
+	_, err := do(put, http.StatusOK)
 	return err
 }

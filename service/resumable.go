@@ -20,15 +20,15 @@ import (
 
 // Resumable uploads carry a file's bytes in chunks that each survive the
 // connection that sent them: a client that loses its connection asks for
-// the offset and sends the rest (the tus protocol, served by
-// internal/adapter/tusapi). The upload is a pending direct-lifecycle row
-// like an initiated one -- the same declaration checks, quota, expiry
-// sweep and scope -- whose chunks are stored as objects of their own under
-// its staging key, each with a row (uploaded_file_chunk) from before its
-// object is written until after it is deleted. The chunk that ends the
-// file is assembled with the others into the staging object, and the
-// direct upload's completion (content checks, scan gate, promotion,
-// events) makes the file ready.
+// the offset and sends the rest (the tus protocol, served by the HTTP
+// adapter's tus.go over tusd's handler). The upload is a pending
+// direct-lifecycle row like an initiated one -- the same declaration
+// checks, quota, expiry sweep and scope -- whose chunks are stored as
+// objects of their own beside its staging key, each with a row
+// (uploaded_file_chunk) from before its object is written until after it
+// is deleted. The chunk that ends the file streams, after the stored
+// ones, into the staging object, and the direct upload's completion
+// (content checks, scan gate, promotion, events) makes the file ready.
 
 const (
 	// resumableLease is the write lease of one chunk's request, extended
@@ -180,10 +180,10 @@ func (s *Service) resumableState(ctx context.Context, row db.UploadedFile, dbNow
 // ErrUploadLocked. A chunk whose body ends early, or whose bytes miss its
 // declared digest, keeps nothing (ErrChunkIncomplete,
 // ErrChunkChecksumMismatch). The chunk that ends the file completes it:
-// the chunks are assembled into the staging object and the direct
-// completion runs; its refusal fails the upload durably, a scanner without
-// a verdict leaves it pending (send the last chunk again). The answer is
-// the upload after the chunk.
+// it streams, after the stored chunks, into the staging object and the
+// direct completion runs; its refusal fails the upload durably, a scanner
+// without a verdict leaves it pending (send the last chunk again). The
+// answer is the upload after the chunk.
 func (s *Service) WriteChunk(ctx context.Context, id string, c Chunk) (*ResumableUpload, error) {
 	row, dbNow, a, err := s.resumable(ctx, id)
 	if err != nil {

@@ -38,21 +38,7 @@ func TestFullDiskIsNamed(t *testing.T) {
 	d := startDevOn(t, dbURL, "localRoot: "+root+"\n")
 
 	upload := func(size int) (int, string) {
-		var form bytes.Buffer
-		w := multipart.NewWriter(&form)
-		part, err := w.CreateFormFile("file", "rows.txt")
-		require.NoError(t, err)
-		_, _ = part.Write(bytes.Repeat([]byte("a full disk says so\n"), size/20))
-		require.NoError(t, w.Close())
-		req, err := http.NewRequest(http.MethodPost, d.base+"/uploaded-file", &form)
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+d.token)
-		req.Header.Set("Content-Type", w.FormDataContentType())
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return d.bufferUpload(t, "rows.txt", bytes.Repeat([]byte("a full disk says so\n"), size/20))
 	}
 	status, body := upload(600 << 10) // takes most of the room
 	require.Equal(t, http.StatusCreated, status, body)
@@ -95,4 +81,76 @@ func TestFullDiskIsNamed(t *testing.T) {
 	var rows int
 	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM uploaded_file").Scan(&rows))
 	require.Equal(t, 1, rows, "the refused uploads left no row")
+}
+
+// TestReadOnlyDiskIsNamed: a local root remounted read-only refuses every
+// upload with 503 core.storage.unavailable, rule storage.read-only,
+// retryable, and nothing left behind; the operator reads "read-only" in
+// the readiness body and one log line for the episode; the replica stays
+// ready. (The tests run as root, as CI does.)
+func TestReadOnlyDiskIsNamed(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(t.TempDir(), "root")
+	out, err := exec.Command("mkdir", "-p", root).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	out, err = exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", root).CombinedOutput()
+	require.NoError(t, err, "mount a tmpfs (the disk tests need root): %s", out)
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", root).Run() })
+	dbURL := pgtest.NewDatabase(t)
+	d := startDevOn(t, dbURL, "localRoot: "+root+"\n")
+
+	upload := func() (int, string) {
+		return d.bufferUpload(t, "rows.txt", []byte("a read-only disk says so\n"))
+	}
+	status, body := upload()
+	require.Equal(t, http.StatusCreated, status, body)
+	out, err = exec.Command("mount", "-o", "remount,ro", root).CombinedOutput()
+	require.NoError(t, err, "remount read-only: %s", out)
+	for range 2 {
+		status, body = upload()
+		require.Equal(t, http.StatusServiceUnavailable, status, body)
+		require.Contains(t, body, `"code":"core.storage.unavailable"`)
+		require.Contains(t, body, `"rule":"storage.read-only"`)
+		require.Contains(t, body, `"retryable":true`)
+	}
+	var ready string
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(d.base + "/readyz")
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "a shared disk does not take the replica out: %s", b)
+		ready = string(b)
+		return strings.Contains(ready, "storage unavailable")
+	}, 5*time.Second, 100*time.Millisecond, "readiness names the store")
+	require.Contains(t, ready, "storage unavailable: read-only")
+	require.Equal(t, 1, strings.Count(d.log.String(), "storage: the store is read-only"), "one log line for the episode:\n%s", d.log.String())
+
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	require.NoError(t, err)
+	defer pool.Close()
+	var rows int
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM uploaded_file").Scan(&rows))
+	require.Equal(t, 1, rows, "the refused uploads left no row")
+}
+
+// bufferUpload sends content as name through the multipart route with the
+// development token and returns the answer's status and body.
+func (d *devServer) bufferUpload(t *testing.T, name string, content []byte) (int, string) {
+	t.Helper()
+	var form bytes.Buffer
+	w := multipart.NewWriter(&form)
+	part, err := w.CreateFormFile("file", name)
+	require.NoError(t, err)
+	_, _ = part.Write(content)
+	require.NoError(t, w.Close())
+	req, err := http.NewRequest(http.MethodPost, d.base+"/uploaded-file", &form)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	req.Header.Set("Content-Type", w.FormDataContentType())
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

@@ -18,7 +18,10 @@ package service
 // Uploads are Upload and UploadTemporary (buffer), UploadLegacy and
 // UploadTemporaryLegacy (returning storage references to a host),
 // InitiateUpload, InitiateTemporaryUpload, CompleteUpload, AbortUpload and
-// PutUploadContent (direct). Reads are Find, FindByID, ResolveURL,
+// PutUploadContent (direct), CreateResumableUpload,
+// CreateTemporaryResumableUpload, ResumableState and WriteChunk
+// (resumable: chunks that each survive their connection, as the tus
+// protocol sends them; AbortUpload ends one too). Reads are Find, FindByID, ResolveURL,
 // Download and DownloadAttached; attachment is MarkUsed, UseFiles and
 // ChangeFiles; deletion is DeleteByID and Delete. The sweeps' operations
 // (CleanupPendingUploads, CleanupExpiredTemporaryFiles and the

@@ -193,3 +193,61 @@ func TestBufferUploadKeyMeetsOtherRoutes(t *testing.T) {
 		require.Zero(t, files, "nothing written")
 	}
 }
+
+// TestResumableClaimsMeet: two requests claim a resumable upload's write
+// lease at the same offset at once; the second queues on the row, then
+// finds the lease held and gets zero rows (it waits the lease out or
+// answers 423) -- never two writers of one upload. An abort that meets a
+// writer's claim queues too, then claims the deletion: the writer's
+// advance then matches nothing (its chunk is given up with the upload).
+func TestResumableClaimsMeet(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p := b.pending(t, fileOpts{})
+	_, err := b.pool.Exec(b.ctx, "UPDATE uploaded_file SET resumable_offset = 0, checksum = NULL WHERE id = $1", p.ID)
+	require.NoError(t, err)
+	claim := func(s *interleave.Session) (interleave.Outcome, error) {
+		return s.Step(func(ctx context.Context) error {
+			_, err := b.q.FileClaimResumableWrite(ctx, s.Tx(), db.FileClaimResumableWriteParams{
+				ID: p.ID, TenantCode: p.TenantCode, AtOffset: 0, Lease: 3 * time.Second, Now: at(0),
+			})
+			return err
+		})
+	}
+	one, two := interleave.Open(t, b.pool, "first writer"), interleave.Open(t, b.pool, "second writer")
+	one.Begin()
+	two.Begin()
+	out, err := claim(one)
+	require.NoError(t, err)
+	require.Equal(t, interleave.Done, out)
+	out, err = claim(two)
+	require.NoError(t, err)
+	require.Equal(t, interleave.Blocked, out, "the second writer queues on the row")
+	require.NoError(t, one.Commit())
+	require.ErrorIs(t, two.Finish(), pgx.ErrNoRows, "the lease is held: zero rows")
+	two.Rollback()
+	lease := *b.get(t, p.ID).ResumableLeaseUntil
+
+	writer, abort := interleave.Open(t, b.pool, "writer"), interleave.Open(t, b.pool, "abort")
+	writer.Begin()
+	abort.Begin()
+	out, err = writer.Step(func(ctx context.Context) error {
+		_, err := b.q.FileExtendResumableWrite(ctx, writer.Tx(), db.FileExtendResumableWriteParams{ID: p.ID, Claim: lease, Lease: 3 * time.Second, Now: at(0)})
+		return err
+	})
+	require.NoError(t, err)
+	require.Equal(t, interleave.Done, out)
+	out, err = abort.Step(func(ctx context.Context) error {
+		_, err := b.q.FileClaimAbort(ctx, abort.Tx(), db.FileClaimAbortParams{ID: p.ID, TenantCode: p.TenantCode, DeletionLease: time.Minute, Now: at(0)})
+		return err
+	})
+	require.NoError(t, err)
+	require.Equal(t, interleave.Blocked, out, "the abort queues on the writer's row")
+	require.NoError(t, writer.Commit())
+	require.NoError(t, abort.Finish(), "then claims the deletion")
+	require.NoError(t, abort.Commit())
+	_, err = b.q.FileAdvanceResumable(b.ctx, b.pool, db.FileAdvanceResumableParams{
+		ID: p.ID, AtOffset: 0, NewOffset: 10, Size: 10, Claim: *b.get(t, p.ID).ResumableLeaseUntil, Now: at(0),
+	})
+	require.ErrorIs(t, err, pgx.ErrNoRows, "the writer's advance matches nothing: the upload is being deleted")
+}

@@ -336,7 +336,11 @@ func (w *chunkWrite) putChunk(ctx context.Context) error {
 		err = ErrChunkChecksumMismatch
 	}
 	if err != nil {
-		if terr := s.trimChunks(ctx, row.ID, c.Offset); terr != nil {
+		// Given up at once; its object is deleted now when the store
+		// answered, and left to the chunk sweep when it did not (waiting
+		// on a store that hangs again would double the answer's time).
+		deleteNow := !errors.Is(err, storage.ErrUnavailable)
+		if terr := s.giveUpChunks(ctx, row.ID, c.Offset, deleteNow); terr != nil {
 			s.log.WarnContext(ctx, "drop a failed chunk; the chunk sweep removes it", "file_id", row.ID, "error", terr.Error())
 		}
 		return w.storeError(ctx, "store chunk", err)
@@ -475,9 +479,18 @@ func (w *chunkWrite) lost(ctx context.Context, err error) error {
 // deletes their objects; their rows stay, owning the keys, until the
 // chunk sweep deletes each object once more and removes the row.
 func (s *Service) trimChunks(ctx context.Context, id uuid.UUID, from int64) error {
+	return s.giveUpChunks(ctx, id, from, true)
+}
+
+// giveUpChunks is trimChunks, the objects deleted only when deleteNow
+// (otherwise the chunk sweep deletes them with their rows).
+func (s *Service) giveUpChunks(ctx context.Context, id uuid.UUID, from int64, deleteNow bool) error {
 	chunks, err := s.q.ChunkTrim(ctx, s.db, db.ChunkTrimParams{FileID: id, AtOffset: from, Now: s.now()})
 	if err != nil {
 		return s.internalError(ctx, ErrUploadFailed, "give up chunks", err, "file_id", id)
+	}
+	if !deleteNow {
+		return nil
 	}
 	for _, ch := range chunks {
 		if err := s.store.Delete(ctx, ch.Key); err != nil {

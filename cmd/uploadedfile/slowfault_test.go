@@ -9,6 +9,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,8 +111,36 @@ func TestBlackHoledStoreIsAnsweredWithinTheBound(t *testing.T) {
 	}
 	status, _, body, _ := upload()
 	require.Equal(t, http.StatusCreated, status, body)
+	// A resumable upload begun before the store hangs: its chunk must be
+	// answered within the bound too.
+	tusCall := func(method, path string, h map[string]string, body []byte) (int, http.Header, string, time.Duration) {
+		req, err := http.NewRequest(method, d.base+path, bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+d.token)
+		req.Header.Set("Tus-Resumable", "1.0.0")
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		start := time.Now()
+		resp, err := (&http.Client{Timeout: 2 * time.Minute}).Do(req)
+		require.NoError(t, err, "answered, not hung")
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, string(b), time.Since(start)
+	}
+	status, h, body, _ := tusCall(http.MethodPost, "/uploaded-file/tus/", map[string]string{
+		"Upload-Length": "100", "Upload-Metadata": "filename c2xvdy5jc3Y=,filetype dGV4dC9jc3Y=", // slow.csv, text/csv
+	}, nil)
+	require.Equal(t, http.StatusCreated, status, body)
+	resumable := strings.TrimPrefix(h.Get("Location"), d.base)
 
 	proxy.Set(faultproxy.BlackHole)
+	status, h, body, took := tusCall(http.MethodPatch, resumable, map[string]string{
+		"Content-Type": "application/offset+octet-stream", "Upload-Offset": "0"}, []byte("id,n\n"))
+	require.Equal(t, http.StatusServiceUnavailable, status, body)
+	require.Less(t, took, 3*storageTimeout+3*time.Second, "a chunk is answered within the storage bound")
+	require.NotEmpty(t, h.Get("Retry-After"))
+	require.Contains(t, body, "core.storage.unavailable")
 	// The bound: each of the client's three attempts waits storageTimeout
 	// for an answer, with its backoff between them.
 	bound := 3*storageTimeout + 3*time.Second
@@ -122,7 +151,7 @@ func TestBlackHoledStoreIsAnsweredWithinTheBound(t *testing.T) {
 		require.NotEmpty(t, h.Get("Retry-After"))
 		require.Contains(t, body, "core.storage.unavailable")
 	}
-	status, _, body, took := call(http.MethodGet, "/uploaded-file?limit=1", nil, "")
+	status, _, body, took = call(http.MethodGet, "/uploaded-file?limit=1", nil, "")
 	require.Equal(t, http.StatusOK, status, "a list needs no bytes: %s", body)
 	require.Less(t, took, storageTimeout)
 	requireReadyNaming(t, d.base, "storage unavailable")

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,7 @@ type outageFiles struct {
 	signedPut                       string // the pending upload's signed local target
 	signedHeaders                   map[string]string
 	pendingBody                     []byte
+	resumable                       string // a resumable upload's URL path, one chunk in
 }
 
 // outageRequest is one request of an operation of the OpenAPI document.
@@ -184,6 +186,14 @@ func TestDatabaseOutageIsNeverNotFound(t *testing.T) {
 			}
 		}
 	}
+	for _, r := range tusOutageRequests(f) {
+		resp := do(t, s, r, user, host)
+		require.Equal(t, http.StatusServiceUnavailable, resp.status, "%s %s: %s", r.method, r.path, resp.body)
+		require.NotEmpty(t, resp.header.Get("Retry-After"), "%s %s", r.method, r.path)
+		if r.method != "HEAD" {
+			require.Contains(t, resp.body, `"code":"core.database.unavailable"`, "%s %s", r.method, r.path)
+		}
+	}
 	restore()
 
 	// Back: the file is there and the same requests answer as before. A
@@ -286,7 +296,35 @@ func outageSetup(t *testing.T, s *server, user, host string) outageFiles {
 	}
 	require.NoError(t, json.Unmarshal([]byte(init.body), &target))
 	f.pending, f.signedPut, f.signedHeaders = target.Id, target.Upload.Url, target.Upload.Headers
+
+	created := do(t, s, outageRequest{method: "POST", path: "/uploaded-file/tus/", headers: map[string]string{
+		"Tus-Resumable": "1.0.0", "Upload-Length": "100", "Upload-Metadata": tusMeta("filename", "r.csv", "filetype", "text/csv"),
+	}}, user, host)
+	require.Equal(t, http.StatusCreated, created.status, created.body)
+	f.resumable = strings.TrimPrefix(created.header.Get("Location"), s.url)
+	chunk := do(t, s, tusChunkRequest(f.resumable, 0, []byte("id,n\n")), user, host)
+	require.Equal(t, http.StatusNoContent, chunk.status, chunk.body)
 	return f
+}
+
+// tusChunkRequest is a PATCH of chunk at offset to the resumable upload at path.
+func tusChunkRequest(path string, offset int, chunk []byte) outageRequest {
+	return outageRequest{method: "PATCH", path: path, body: chunk, headers: map[string]string{
+		"Tus-Resumable": "1.0.0", "Content-Type": "application/offset+octet-stream", "Upload-Offset": strconv.Itoa(offset),
+	}}
+}
+
+// tusOutageRequests are the resumable route's requests, which the OpenAPI
+// document does not list (the tus protocol is its own contract).
+func tusOutageRequests(f outageFiles) []outageRequest {
+	tus := map[string]string{"Tus-Resumable": "1.0.0"}
+	return []outageRequest{
+		{method: "POST", path: "/uploaded-file/tus/", headers: map[string]string{
+			"Tus-Resumable": "1.0.0", "Upload-Length": "100", "Upload-Metadata": tusMeta("filename", "s.csv", "filetype", "text/csv")}},
+		{method: "HEAD", path: f.resumable, headers: tus},
+		tusChunkRequest(f.resumable, 5, []byte("1,2\n")),
+		{method: "DELETE", path: f.resumable, headers: tus},
+	}
 }
 
 // TestStorageOutageIsNeverNotFound: with the S3 server stopped (a real
@@ -319,6 +357,11 @@ func TestStorageOutageIsNeverNotFound(t *testing.T) {
 	require.Equal(t, http.StatusCreated, init.status, init.body)
 	var pending struct{ Id string }
 	require.NoError(t, json.Unmarshal([]byte(init.body), &pending))
+	created := do(t, s, outageRequest{method: "POST", path: "/uploaded-file/tus/", headers: map[string]string{
+		"Tus-Resumable": "1.0.0", "Upload-Length": "100", "Upload-Metadata": tusMeta("filename", "r.csv", "filetype", "text/csv"),
+	}}, user, "")
+	require.Equal(t, http.StatusCreated, created.status, created.body)
+	resumable := strings.TrimPrefix(created.header.Get("Location"), s.url)
 
 	srv.Stop()
 	time.Sleep(2100 * time.Millisecond) // past the service's last probe of the store
@@ -328,6 +371,9 @@ func TestStorageOutageIsNeverNotFound(t *testing.T) {
 		{method: "GET", path: "/uploaded-file/" + f.Id + "/download"},
 		{method: "POST", path: "/uploaded-file", contentType: ct, body: form.Bytes()},
 		{method: "POST", path: "/uploaded-file/" + pending.Id + "/complete"},
+		{method: "POST", path: "/uploaded-file/tus/", headers: map[string]string{ // no resumable upload begun either
+			"Tus-Resumable": "1.0.0", "Upload-Length": "100", "Upload-Metadata": tusMeta("filename", "s.csv", "filetype", "text/csv")}},
+		tusChunkRequest(resumable, 0, []byte("id,n\n")), // the chunk cannot be stored
 	} {
 		resp := do(t, s, r, user, "")
 		require.Equal(t, http.StatusServiceUnavailable, resp.status, "%s %s: %s", r.method, r.path, resp.body)

@@ -50,6 +50,28 @@ func TestBlackHoledDatabaseIsAnsweredWithinTheBound(t *testing.T) {
 	}
 	status, _, body, _ := list()
 	require.Equal(t, http.StatusOK, status, body)
+	// A resumable upload begun before the database hangs: its offset and a
+	// chunk are answered within the bound too.
+	tus := func(method, path string, h map[string]string, chunk []byte) (int, http.Header, string, time.Duration) {
+		req, err := http.NewRequest(method, d.base+path, bytes.NewReader(chunk))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+d.token)
+		req.Header.Set("Tus-Resumable", "1.0.0")
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		start := time.Now()
+		resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+		require.NoError(t, err, "answered, not hung")
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, string(b), time.Since(start)
+	}
+	status, h, body, _ := tus(http.MethodPost, "/uploaded-file/tus/", map[string]string{
+		"Upload-Length": "100", "Upload-Metadata": "filename c2xvdy5jc3Y=,filetype dGV4dC9jc3Y=", // slow.csv, text/csv
+	}, nil)
+	require.Equal(t, http.StatusCreated, status, body)
+	resumable := strings.TrimPrefix(h.Get("Location"), d.base)
 
 	proxy.Set(faultproxy.BlackHole)
 	for range 3 {
@@ -60,6 +82,19 @@ func TestBlackHoledDatabaseIsAnsweredWithinTheBound(t *testing.T) {
 		var p struct{ Code string }
 		require.NoError(t, json.Unmarshal([]byte(body), &p))
 		require.Equal(t, "core.database.unavailable", p.Code)
+	}
+	for _, r := range []struct {
+		method string
+		h      map[string]string
+		chunk  []byte
+	}{
+		{http.MethodHead, nil, nil},
+		{http.MethodPatch, map[string]string{"Content-Type": "application/offset+octet-stream", "Upload-Offset": "0"}, []byte("id,n\n")},
+	} {
+		status, h, body, took := tus(r.method, resumable, r.h, r.chunk)
+		require.Equal(t, http.StatusServiceUnavailable, status, "%s: %s", r.method, body)
+		require.Less(t, took, callTimeout+2*time.Second, "%s answered within the call timeout", r.method)
+		require.NotEmpty(t, h.Get("Retry-After"), r.method)
 	}
 	requireReadyNaming(t, d.base, "database unavailable: did not answer")
 

@@ -293,26 +293,20 @@ func (s *Service) completeRow(ctx context.Context, row db.UploadedFile, dbNow ti
 		if row.ResumableOffset != nil {
 			return nil, ErrNotFound // its last chunk completes it
 		}
-		return s.completePending(ctx, row, a)
+		staging, err := s.stagingVersion(ctx, row)
+		if err != nil {
+			return nil, err
+		}
+		claimed, err := s.q.FileClaimCompletion(ctx, s.db, db.FileClaimCompletionParams{
+			ID: row.ID, TenantCode: a.scope.TenantCode, ETag: staging, CompletionLease: completionLease, Now: s.now(),
+		})
+		if err != nil {
+			return nil, s.claimLost(ctx, err)
+		}
+		return s.completeClaimed(ctx, claimed)
 	default:
 		return nil, ErrNotFound
 	}
-}
-
-// completePending claims the completion of a pending upload whose staging
-// object holds its bytes and runs it (completeClaimed).
-func (s *Service) completePending(ctx context.Context, row db.UploadedFile, a access) (*Result, error) {
-	staging, err := s.stagingVersion(ctx, row)
-	if err != nil {
-		return nil, err
-	}
-	claimed, err := s.q.FileClaimCompletion(ctx, s.db, db.FileClaimCompletionParams{
-		ID: row.ID, TenantCode: a.scope.TenantCode, ETag: staging, CompletionLease: completionLease, Now: s.now(),
-	})
-	if err != nil {
-		return nil, s.claimLost(ctx, err)
-	}
-	return s.completeClaimed(ctx, claimed)
 }
 
 // stagingVersion returns the ETag of the staging object, or of the final

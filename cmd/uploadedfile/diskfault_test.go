@@ -50,19 +50,7 @@ func TestFullDiskIsNamed(t *testing.T) {
 		require.Contains(t, body, `"retryable":true`)
 	}
 
-	// A probe is reused for a quarter of a second: ask until a fresh one
-	// answers.
-	var ready string
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(d.base + "/readyz")
-		require.NoError(t, err)
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		require.Equal(t, http.StatusOK, resp.StatusCode, "a shared disk does not take the replica out: %s", b)
-		ready = string(b)
-		return strings.Contains(ready, "storage unavailable")
-	}, 5*time.Second, 100*time.Millisecond, "readiness names the store")
-	require.Contains(t, ready, "storage unavailable: no space left")
+	awaitReadyNaming(t, d.base, "storage unavailable: no space left")
 
 	var resp *http.Response
 	metricsURL := regexp.MustCompile(`metrics: +(http://127\.0\.0\.1:\d+/metrics)`).FindStringSubmatch(d.out.buf.String())
@@ -75,12 +63,7 @@ func TestFullDiskIsNamed(t *testing.T) {
 
 	require.Equal(t, 1, strings.Count(d.log.String(), "storage: no space left"), "one log line for the episode:\n%s", d.log.String())
 
-	pool, err := pgxpool.New(context.Background(), dbURL)
-	require.NoError(t, err)
-	defer pool.Close()
-	var rows int
-	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM uploaded_file").Scan(&rows))
-	require.Equal(t, 1, rows, "the refused uploads left no row")
+	require.Equal(t, 1, fileRows(t, dbURL), "the refused uploads left no row")
 }
 
 // TestReadOnlyDiskIsNamed: a local root remounted read-only refuses every
@@ -113,25 +96,10 @@ func TestReadOnlyDiskIsNamed(t *testing.T) {
 		require.Contains(t, body, `"rule":"storage.read-only"`)
 		require.Contains(t, body, `"retryable":true`)
 	}
-	var ready string
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(d.base + "/readyz")
-		require.NoError(t, err)
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		require.Equal(t, http.StatusOK, resp.StatusCode, "a shared disk does not take the replica out: %s", b)
-		ready = string(b)
-		return strings.Contains(ready, "storage unavailable")
-	}, 5*time.Second, 100*time.Millisecond, "readiness names the store")
-	require.Contains(t, ready, "storage unavailable: read-only")
+	awaitReadyNaming(t, d.base, "storage unavailable: read-only")
 	require.Equal(t, 1, strings.Count(d.log.String(), "storage: the store is read-only"), "one log line for the episode:\n%s", d.log.String())
 
-	pool, err := pgxpool.New(context.Background(), dbURL)
-	require.NoError(t, err)
-	defer pool.Close()
-	var rows int
-	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM uploaded_file").Scan(&rows))
-	require.Equal(t, 1, rows, "the refused uploads left no row")
+	require.Equal(t, 1, fileRows(t, dbURL), "the refused uploads left no row")
 }
 
 // bufferUpload sends content as name through the multipart route with the
@@ -153,4 +121,33 @@ func (d *devServer) bufferUpload(t *testing.T, name string, content []byte) (int
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// awaitReadyNaming: readiness stays 200 (a shared disk does not take the
+// replica out) and, once a fresh probe answers -- one is reused for a
+// quarter of a second -- its body says line.
+func awaitReadyNaming(t *testing.T, base, line string) {
+	t.Helper()
+	var ready string
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(base + "/readyz")
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "a shared disk does not take the replica out: %s", b)
+		ready = string(b)
+		return strings.Contains(ready, "storage unavailable")
+	}, 5*time.Second, 100*time.Millisecond, "readiness names the store")
+	require.Contains(t, ready, line)
+}
+
+// fileRows counts the file rows of the database at dbURL.
+func fileRows(t *testing.T, dbURL string) int {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	require.NoError(t, err)
+	defer pool.Close()
+	var rows int
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM uploaded_file").Scan(&rows))
+	return rows
 }

@@ -52,26 +52,7 @@ func TestBlackHoledDatabaseIsAnsweredWithinTheBound(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, body)
 	// A resumable upload begun before the database hangs: its offset and a
 	// chunk are answered within the bound too.
-	tus := func(method, path string, h map[string]string, chunk []byte) (int, http.Header, string, time.Duration) {
-		req, err := http.NewRequest(method, d.base+path, bytes.NewReader(chunk))
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+d.token)
-		req.Header.Set("Tus-Resumable", "1.0.0")
-		for k, v := range h {
-			req.Header.Set(k, v)
-		}
-		start := time.Now()
-		resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
-		require.NoError(t, err, "answered, not hung")
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header, string(b), time.Since(start)
-	}
-	status, h, body, _ := tus(http.MethodPost, "/uploaded-file/tus/", map[string]string{
-		"Upload-Length": "100", "Upload-Metadata": "filename c2xvdy5jc3Y=,filetype dGV4dC9jc3Y=", // slow.csv, text/csv
-	}, nil)
-	require.Equal(t, http.StatusCreated, status, body)
-	resumable := strings.TrimPrefix(h.Get("Location"), d.base)
+	resumable := d.tusCreate(t)
 
 	proxy.Set(faultproxy.BlackHole)
 	for range 3 {
@@ -91,7 +72,7 @@ func TestBlackHoledDatabaseIsAnsweredWithinTheBound(t *testing.T) {
 		{http.MethodHead, nil, nil},
 		{http.MethodPatch, map[string]string{"Content-Type": "application/offset+octet-stream", "Upload-Offset": "0"}, []byte("id,n\n")},
 	} {
-		status, h, body, took := tus(r.method, resumable, r.h, r.chunk)
+		status, h, body, took := d.tus(t, r.method, resumable, r.h, r.chunk)
 		require.Equal(t, http.StatusServiceUnavailable, status, "%s: %s", r.method, body)
 		require.Less(t, took, callTimeout+2*time.Second, "%s answered within the call timeout", r.method)
 		require.NotEmpty(t, h.Get("Retry-After"), r.method)
@@ -148,29 +129,10 @@ func TestBlackHoledStoreIsAnsweredWithinTheBound(t *testing.T) {
 	require.Equal(t, http.StatusCreated, status, body)
 	// A resumable upload begun before the store hangs: its chunk must be
 	// answered within the bound too.
-	tusCall := func(method, path string, h map[string]string, body []byte) (int, http.Header, string, time.Duration) {
-		req, err := http.NewRequest(method, d.base+path, bytes.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+d.token)
-		req.Header.Set("Tus-Resumable", "1.0.0")
-		for k, v := range h {
-			req.Header.Set(k, v)
-		}
-		start := time.Now()
-		resp, err := (&http.Client{Timeout: 2 * time.Minute}).Do(req)
-		require.NoError(t, err, "answered, not hung")
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header, string(b), time.Since(start)
-	}
-	status, h, body, _ := tusCall(http.MethodPost, "/uploaded-file/tus/", map[string]string{
-		"Upload-Length": "100", "Upload-Metadata": "filename c2xvdy5jc3Y=,filetype dGV4dC9jc3Y=", // slow.csv, text/csv
-	}, nil)
-	require.Equal(t, http.StatusCreated, status, body)
-	resumable := strings.TrimPrefix(h.Get("Location"), d.base)
+	resumable := d.tusCreate(t)
 
 	proxy.Set(faultproxy.BlackHole)
-	status, h, body, took := tusCall(http.MethodPatch, resumable, map[string]string{
+	status, h, body, took := d.tus(t, http.MethodPatch, resumable, map[string]string{
 		"Content-Type": "application/offset+octet-stream", "Upload-Offset": "0"}, []byte("id,n\n"))
 	require.Equal(t, http.StatusServiceUnavailable, status, body)
 	require.Less(t, took, 3*storageTimeout+3*time.Second, "a chunk is answered within the storage bound")
@@ -210,4 +172,35 @@ func requireReadyNaming(t *testing.T, base, line string) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, "a shared outage does not take the replica out: %s", ready)
 	require.Contains(t, string(ready), line)
+}
+
+// tus sends one request of the resumable protocol with the development
+// token and returns the answer and how long it took (a client that gives
+// up after two minutes: an answer, not a hang, is what is checked).
+func (d *devServer) tus(t *testing.T, method, path string, h map[string]string, chunk []byte) (int, http.Header, string, time.Duration) {
+	t.Helper()
+	req, err := http.NewRequest(method, d.base+path, bytes.NewReader(chunk))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	start := time.Now()
+	resp, err := (&http.Client{Timeout: 2 * time.Minute}).Do(req)
+	require.NoError(t, err, "answered, not hung")
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b), time.Since(start)
+}
+
+// tusCreate begins a resumable upload of a 100-byte CSV and returns its
+// URL path.
+func (d *devServer) tusCreate(t *testing.T) string {
+	t.Helper()
+	status, h, body, _ := d.tus(t, http.MethodPost, "/uploaded-file/tus/", map[string]string{
+		"Upload-Length": "100", "Upload-Metadata": "filename c2xvdy5jc3Y=,filetype dGV4dC9jc3Y=", // slow.csv, text/csv
+	}, nil)
+	require.Equal(t, http.StatusCreated, status, body)
+	return strings.TrimPrefix(h.Get("Location"), d.base)
 }

@@ -344,15 +344,21 @@ func newFingerprint(r *http.Request, k *service.IdempotencyKey) hash.Hash {
 		// refuse. Callers without one keep the fingerprints they had.
 		parts = append(parts, "department:"+k.Department)
 	}
-	for _, part := range parts {
-		h.Write([]byte(strconv.Itoa(len(part)) + ":" + part + "\n"))
-	}
+	hashParts(h, parts...)
 	if b := params["boundary"]; b != "" {
 		// A client builds the form again for a retry, with a boundary of
 		// its own: the fingerprint is the form's content, without it.
 		return &unbounded{Hash: h, boundary: []byte(b)}
 	}
 	return h
+}
+
+// hashParts writes each part to h with its length before it, so that no
+// two lists of parts hash alike.
+func hashParts(h hash.Hash, parts ...string) {
+	for _, part := range parts {
+		h.Write([]byte(strconv.Itoa(len(part)) + ":" + part + "\n"))
+	}
 }
 
 // fingerprintOf reads what is left of r's body into the fingerprint begun

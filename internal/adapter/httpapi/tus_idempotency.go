@@ -133,8 +133,6 @@ func (s *Server) tusCreated(w http.ResponseWriter, r *http.Request, id uuid.UUID
 // route, the declared length and metadata, the caller's department.
 func tusFingerprint(r *http.Request, k *service.IdempotencyKey) []byte {
 	h := sha256.New()
-	for _, part := range []string{tusCreateRoute, r.Header.Get("Upload-Length"), r.Header.Get("Upload-Defer-Length"), r.Header.Get("Upload-Metadata"), "department:" + k.Department} {
-		h.Write([]byte(strconv.Itoa(len(part)) + ":" + part + "\n"))
-	}
+	hashParts(h, tusCreateRoute, r.Header.Get("Upload-Length"), r.Header.Get("Upload-Defer-Length"), r.Header.Get("Upload-Metadata"), "department:"+k.Department)
 	return h.Sum(nil)
 }

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -39,7 +40,12 @@ func TestMain(m *testing.M) {
 		args := os.Args[slices.Index(os.Args, "--")+1:]
 		cmd := newRootCommand(os.Stdout, os.Stderr)
 		cmd.SetArgs(args)
-		if err := cmd.ExecuteContext(context.Background()); err != nil {
+		// As main: SIGTERM and SIGINT stop the command (a drain), not the
+		// process.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := cmd.ExecuteContext(ctx)
+		stop()
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "uploadedfile:", err)
 			os.Exit(1)
 		}

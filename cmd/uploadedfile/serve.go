@@ -86,7 +86,7 @@ token and curl lines to try the API are printed.`,
 	cmd.Flags().StringVar(&o.debug, "debug-listen", "", "serve net/http/pprof on this address (e.g. 127.0.0.1:6060; off by default)")
 	cmd.Flags().StringVar(&o.metrics, "metrics-listen", "", "serve /metrics on this operator address (e.g. 127.0.0.1:9090; config metricsListen; off by default)")
 	cmd.Flags().DurationVar(&o.drain, "shutdown-timeout", 30*time.Second, "how long in-flight requests may take to finish on shutdown")
-	cmd.Flags().DurationVar(&o.drainDelay, "shutdown-delay", 0, "on SIGTERM, how long to keep serving with /readyz failing (and keep-alives off) before no new connection is accepted: at least the balancer's health-check interval times its fall count")
+	cmd.Flags().DurationVar(&o.drainDelay, "shutdown-delay", 0, "on SIGTERM, how long to keep serving with /readyz failing (every answer closing its connection) before no new connection is accepted: at least the balancer's health-check interval times its fall count")
 	return cmd
 }
 
@@ -162,7 +162,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 	if err != nil {
 		return err
 	}
-	srv, inflight := httpServer(handler, cfg)
+	srv, inflight := httpServer(handler, cfg, draining)
 	g.logger.Info("listening", "addr", ln.Addr().String(), "driver", svc.Driver())
 	fmt.Fprintf(g.stdout, "uploadedfile listening on %s\n", base)
 	if o.dev {
@@ -311,9 +311,10 @@ func newServeHandler(ctx context.Context, g *globals, cfg fileConfig, pool *db.P
 }
 
 // httpServer is the API's server over handler: bodies under their idle
-// deadline, headers bounded in time and size, in-flight requests counted.
-func httpServer(handler http.Handler, cfg fileConfig) (*http.Server, *inflightRequests) {
-	inflight := &inflightRequests{}
+// deadline, headers bounded in time and size, in-flight requests counted,
+// and once draining is set every answer closes its connection.
+func httpServer(handler http.Handler, cfg fileConfig, draining *atomic.Bool) (*http.Server, *inflightRequests) {
+	inflight := &inflightRequests{draining: draining}
 	handler = httpapi.BodyDeadline(handler, cfg.BodyIdleTimeout)
 	return &http.Server{Handler: inflight.wrap(handler), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: maxHeaderBytes}, inflight
 }
@@ -380,15 +381,19 @@ func serveHTTP(ctx context.Context, log *slog.Logger, b background) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	// Not ready from now on, and every answer closes its connection: the
-	// balancer stops sending new requests and keeps no connection to this
-	// replica open, before the listener closes.
+	// Not ready from now on, and every answer closes its connection
+	// (Connection: close): the balancer stops sending new requests and
+	// keeps no connection to this replica open, before the listener
+	// closes. Idle keep-alive connections stay open through the delay: a
+	// balancer that still counts this replica in may be sending a request
+	// on one at the very moment it would be closed, and that request
+	// would fail with no answer (HAProxy's 502).
 	b.draining.Store(true)
-	b.srv.SetKeepAlivesEnabled(false)
 	if b.drainDelay > 0 {
 		log.Info("draining: not ready, still serving", "delay", b.drainDelay.String())
 		time.Sleep(b.drainDelay)
 	}
+	b.srv.SetKeepAlivesEnabled(false)
 	log.Info("shutting down", "drain", b.drain.String(), "in_flight", b.inflight.count())
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), b.drain)
 	defer cancel()
@@ -402,7 +407,11 @@ func serveHTTP(ctx context.Context, log *slog.Logger, b background) error {
 
 // inflightRequests counts the requests being served, for the shutdown's
 // log line.
-type inflightRequests struct{ n atomic.Int64 }
+type inflightRequests struct {
+	n atomic.Int64
+	// draining: answer with Connection: close (nil: never).
+	draining *atomic.Bool
+}
 
 func (i *inflightRequests) count() int64 { return i.n.Load() }
 
@@ -410,6 +419,9 @@ func (i *inflightRequests) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		i.n.Add(1)
 		defer i.n.Add(-1)
+		if i.draining != nil && i.draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
 		next.ServeHTTP(w, r)
 	})
 }

@@ -84,9 +84,16 @@ func (o fileOpts) owner() owner {
 // hidden inserts a buffer upload that has not been activated yet.
 func (b *bundle) hidden(t *testing.T, o fileOpts) db.UploadedFile {
 	t.Helper()
+	row, err := asFileCall(insertHidden, b.ctx, b.pool, newHiddenParams(o))
+	require.NoError(t, err)
+	return row
+}
+
+// newHiddenParams are a new buffer upload's, under an id of its own.
+func newHiddenParams(o fileOpts) db.FileInsertHiddenParams {
 	ow := o.owner()
 	id := uuid.New()
-	row, err := asFileCall(insertHidden, b.ctx, b.pool, db.FileInsertHiddenParams{
+	return db.FileInsertHiddenParams{
 		ID:              id,
 		TenantCode:      ow.Tenant,
 		DepartmentCode:  ow.Department,
@@ -102,9 +109,7 @@ func (b *bundle) hidden(t *testing.T, o fileOpts) db.UploadedFile {
 		ExtraData:       json.RawMessage(`{"a":1}`),
 		Now:             o.now(),
 		ActivationLease: activationLease,
-	})
-	require.NoError(t, err)
-	return row
+	}
 }
 
 // ready inserts a buffer upload and activates it.
@@ -121,9 +126,16 @@ func (b *bundle) ready(t *testing.T, o fileOpts) db.UploadedFile {
 // pending inserts an initiated direct upload.
 func (b *bundle) pending(t *testing.T, o fileOpts) db.UploadedFile {
 	t.Helper()
+	row, err := asFileCall(b.q.FileInsertPending, b.ctx, b.pool, newPendingParams(o))
+	require.NoError(t, err)
+	return row
+}
+
+// newPendingParams are a new direct upload's, under an id of its own.
+func newPendingParams(o fileOpts) db.FileInsertPendingParams {
 	ow := o.owner()
 	id := uuid.New()
-	row, err := asFileCall(b.q.FileInsertPending, b.ctx, b.pool, db.FileInsertPendingParams{
+	return db.FileInsertPendingParams{
 		ID:             id,
 		TenantCode:     ow.Tenant,
 		DepartmentCode: ow.Department,
@@ -140,9 +152,7 @@ func (b *bundle) pending(t *testing.T, o fileOpts) db.UploadedFile {
 		Now:            o.now(),
 		UploadTTL:      uploadTTL,
 		CleanupLease:   cleanupLease,
-	})
-	require.NoError(t, err)
-	return row
+	}
 }
 
 // completing inserts a direct upload and claims its completion at t0.

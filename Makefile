@@ -12,6 +12,7 @@
 #   make chaos      the chaos test for CHAOS_DURATION (default 2m)
 #   make fleet      three serve replicas behind HAProxy under kills and 10 s outages for FLEET_DURATION (default 2m), with its summary
 #   make hostile    the hostile-input suite against a real serve, with its summary (also run by make test)
+#   make faults     every dependency behind a fault proxy through every mode, with its summary (also run by make test)
 #   make upgrade    the previous release's replicas rolled to this one behind HAProxy under load (also run by make test)
 #   make bench      the quick benchmark set, side by side with its peers (< 10 min)
 #   make bench-full the whole benchmark matrix
@@ -34,7 +35,7 @@ FLEET_OUTAGE ?= 10s
 
 TS := clients/typescript
 
-.PHONY: check vet-go staticcheck-go lint-go verify-generated-go upgrade build build-vips libvips lint bench bench-full bench-peers chaos fleet hostile all generate verify verify-generated vet staticcheck fmt-check tidy-check test test-only s3-servers postgres tools fuzz ts web lint-openapi
+.PHONY: check vet-go staticcheck-go lint-go verify-generated-go upgrade faults build build-vips libvips lint bench bench-full bench-peers chaos fleet hostile all generate verify verify-generated vet staticcheck fmt-check tidy-check test test-only s3-servers postgres tools fuzz ts web lint-openapi
 
 all: verify
 
@@ -216,6 +217,13 @@ upgrade: postgres
 ## with the server's peak memory and open descriptors after each.
 hostile: postgres
 	$(GO) test -count=1 -run '^TestHostileSuite$$' -v ./cmd/uploadedfile/ | grep -v '^=== '
+
+## faults: one serve with PostgreSQL, the S3 server and clamd each behind a
+## fault proxy, every dependency through every mode (delay, throttle,
+## black hole, refused), with its summary: each answered within its bound,
+## recovered without a restart, leaks 0.
+faults: postgres s3-servers
+	$(GO) test -count=1 -run '^TestFaults$$' -v ./cmd/uploadedfile/ | grep -v '^=== '
 
 ## bench-peers: install the peers of the benchmarks: tus (@tus/server) and sharp (libvips).
 bench-peers:

@@ -1,8 +1,9 @@
 // Package faultproxy is a TCP proxy for the tests that stands between the
 // server and one dependency (PostgreSQL, an S3 server, clamd) on loopback
-// and can pass the traffic, black-hole it (accept and hold every byte, send
-// nothing back -- a paused relay, a dropped route) or reset every
-// connection, switched while connections are open.
+// and can pass the traffic, delay every chunk of it, throttle it to a few
+// bytes a second, black-hole it (accept and hold every byte, send nothing
+// back -- a paused relay, a dropped route) or reset every connection,
+// switched while connections are open.
 package faultproxy
 
 import (
@@ -11,6 +12,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Mode is what the proxy does with the traffic.
@@ -26,7 +28,18 @@ const (
 	// Refuse resets every open connection and each new one as soon as it
 	// is accepted: a stopped server, a dependency that is down.
 	Refuse
+	// Delay holds every chunk, each way, for the proxy's delay before
+	// passing it on (SetDelay): a slow or distant link.
+	Delay
+	// Throttle passes at most the proxy's rate of bytes a second each way
+	// (SetRate): a saturated link.
+	Throttle
 )
+
+// String names the mode.
+func (m Mode) String() string {
+	return [...]string{"pass", "black-hole", "refuse", "delay", "throttle"}[m]
+}
 
 // Proxy forwards connections to Addr's listener on to a target.
 type Proxy struct {
@@ -37,6 +50,8 @@ type Proxy struct {
 
 	mu    sync.Mutex
 	mode  Mode
+	delay time.Duration // Delay: how long each chunk is held
+	rate  int           // Throttle: bytes a second, each way
 	conns map[net.Conn]struct{}
 	// resume is closed when the mode leaves BlackHole.
 	resume chan struct{}
@@ -76,6 +91,22 @@ func (p *Proxy) Set(m Mode) {
 			abort(c)
 		}
 	}
+}
+
+// SetDelay switches to Delay, holding each chunk d.
+func (p *Proxy) SetDelay(d time.Duration) {
+	p.Set(Delay)
+	p.mu.Lock()
+	p.delay = d
+	p.mu.Unlock()
+}
+
+// SetRate switches to Throttle at bytesPerSecond (at least 10).
+func (p *Proxy) SetRate(bytesPerSecond int) {
+	p.Set(Throttle)
+	p.mu.Lock()
+	p.rate = max(bytesPerSecond, 10)
+	p.mu.Unlock()
 }
 
 // abort closes c with a reset rather than an orderly close.
@@ -148,14 +179,8 @@ func (p *Proxy) copy(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			resume := p.resume
-			p.mu.Unlock()
-			<-resume
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
+		if n > 0 && p.forward(dst, buf[:n]) != nil {
+			return
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
@@ -164,4 +189,28 @@ func (p *Proxy) copy(dst, src net.Conn) {
 			return
 		}
 	}
+}
+
+// forward writes chunk to dst as the mode says: held while the proxy
+// black-holes, after the delay, or a tenth of the rate every 100 ms.
+func (p *Proxy) forward(dst net.Conn, chunk []byte) error {
+	for len(chunk) > 0 {
+		p.mu.Lock()
+		mode, resume, delay, rate := p.mode, p.resume, p.delay, p.rate
+		p.mu.Unlock()
+		<-resume
+		part := chunk
+		switch mode {
+		case Delay:
+			time.Sleep(delay)
+		case Throttle:
+			part = chunk[:min(len(chunk), rate/10)]
+			time.Sleep(100 * time.Millisecond)
+		}
+		if _, err := dst.Write(part); err != nil {
+			return err
+		}
+		chunk = chunk[len(part):]
+	}
+	return nil
 }

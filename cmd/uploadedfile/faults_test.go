@@ -4,12 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"mime/multipart"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -17,9 +22,16 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/MicahParks/jwkset"
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/golang-jwt/jwt/v5"
+	natsgo "github.com/nats-io/nats.go"
+	js "github.com/nats-io/nats.go/jetstream"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/internal/testkit/clamdtest"
@@ -44,12 +56,20 @@ type faultDep struct {
 	name  string
 	proxy *faultproxy.Proxy
 	// probe calls the route that needs the dependency and returns its
-	// status and problem code ("" on success).
-	probe func(t *testing.T) (int, string)
+	// status, its problem code ("" on success) and the file it made.
+	probe func(t *testing.T) (int, string, string)
 	ok    int    // the probe's status when the dependency answers
 	code  string // its problem code when it does not (503, Retry-After)
 	bound time.Duration
-	ready string // what /readyz says of it while it fails
+	ready string // what /readyz says of it while it fails ("": nothing)
+	// unaffected: the probe succeeds in every mode -- the dependency is
+	// not on its path (an event sink; a key set already loaded).
+	unaffected bool
+	// faulted runs while the dependency fails (nil: nothing more), and
+	// delivered once it answers again, with the file the probe made
+	// while it failed (nil: nothing to deliver).
+	faulted   func(t *testing.T, label, file string)
+	delivered func(t *testing.T, label, file string)
 }
 
 // faultMode is one thing a dependency's link can do, and whether the
@@ -69,74 +89,140 @@ var faultModes = []faultMode{
 }
 
 // TestFaults (make faults) runs one serve with a fault proxy between it
-// and each dependency it uses -- PostgreSQL, the S3 server, clamd -- and
-// every dependency through every mode: a short delay the route absorbs;
-// a delay past the bound, a throttled link, a black hole and refused
-// connections it answers within its documented bound with the service's
-// 503 problem and Retry-After, while the routes that do not need the
-// dependency answer as before and /readyz stays 200 naming the one that
-// fails. After each, with the link passing again, the route answers with
-// no restart, and the server's file descriptors, sockets and goroutines
-// are back at their baseline.
+// and each dependency it uses -- PostgreSQL, the S3 server, clamd, the
+// JWKS endpoint, a webhook and NATS -- and every dependency through every
+// mode: a short delay the route absorbs; a delay past the bound, a
+// throttled link, a black hole and refused connections. A route that
+// needs the dependency answers within its documented bound with the
+// service's 503 problem and Retry-After, the routes that do not answer as
+// before, and /readyz stays 200 naming the one that fails. A loaded key
+// set is not on a request's path (a token of an unknown kid waits at most
+// the fetch's bound), nor is a sink (uploads go on; their events arrive
+// once it answers). After each, with the link passing again, the route
+// answers with no restart, and after each dependency's faults the
+// server's file descriptors, sockets and goroutines are back at their
+// baseline.
 func TestFaults(t *testing.T) {
 	t.Parallel()
 	s := startFaultServer(t)
 	deps := s.deps()
-	list := func(t *testing.T) (int, string) { return s.call(t, http.MethodGet, "/uploaded-file?limit=1", nil, "") }
 	for _, d := range deps { // warm every path once
-		require.Eventually(t, func() bool { status, _ := d.probe(t); return status == d.ok }, 30*time.Second, 200*time.Millisecond, "%s answers", d.name)
+		require.Eventually(t, func() bool { status, _, _ := d.probe(t); return status == d.ok }, 30*time.Second, 200*time.Millisecond, "%s answers", d.name)
 	}
 	base := s.stats(t)
 	var summary []string
 	for _, d := range deps {
 		for _, m := range faultModes {
-			m.set(d.proxy)
-			start := time.Now()
-			status, code := d.probe(t)
-			took := time.Since(start)
 			label := fmt.Sprintf("%s, %s", d.name, m.name)
-			require.Less(t, took, d.bound, "%s: answered within the bound", label)
-			if m.succeeds {
-				require.Equal(t, d.ok, status, "%s: the route absorbs it (%s)", label, code)
-			} else {
-				require.Equal(t, http.StatusServiceUnavailable, status, label)
-				require.Equal(t, d.code, code, label)
-				if d.name != "database" {
-					ls, lc := list(t)
-					require.Equal(t, http.StatusOK, ls, "%s: a list needs no %s (%s)", label, d.name, lc)
-				}
-				if m.name == "black-hole" || m.name == "refuse" {
-					requireReadyNaming(t, s.base, d.ready)
-				}
-			}
-			d.proxy.Set(faultproxy.Pass)
-			require.Eventually(t, func() bool { status, _ := d.probe(t); return status == d.ok }, 30*time.Second, 200*time.Millisecond, "%s: answers again without a restart", label)
-			summary = append(summary, fmt.Sprintf("%-34s %3d %-26s in %5.2fs (bound %s), recovered", label, status, code, took.Seconds(), d.bound))
+			summary = append(summary, s.fault(t, d, m, label))
 		}
 		s.requireBaseline(t, base, d.name)
 	}
 	t.Logf("fault matrix: %d dependencies x %d modes, each within its bound, leaks 0:\n%s", len(deps), len(faultModes), strings.Join(summary, "\n"))
 }
 
-// faultServer is serve --dev (built without -race) with each dependency
-// behind a proxy of its own.
+// fault runs d's probe with its link in mode m, then again once the link
+// passes, and returns the summary's line.
+func (s *faultServer) fault(t *testing.T, d faultDep, m faultMode, label string) string {
+	t.Helper()
+	m.set(d.proxy)
+	start := time.Now()
+	status, code, file := d.probe(t)
+	took := time.Since(start)
+	require.Less(t, took, d.bound, "%s: answered within the bound", label)
+	switch {
+	case m.succeeds || d.unaffected:
+		require.Equal(t, d.ok, status, "%s: the route does not wait on it (%s)", label, code)
+	default:
+		require.Equal(t, http.StatusServiceUnavailable, status, label)
+		require.Equal(t, d.code, code, label)
+		if d.name != "database" {
+			ls, lc, _ := s.list(t)
+			require.Equal(t, http.StatusOK, ls, "%s: a list needs no %s (%s)", label, d.name, lc)
+		}
+	}
+	if !m.succeeds && d.ready != "" && (m.name == "black-hole" || m.name == "refuse") {
+		requireReadyNaming(t, s.base, d.ready)
+	}
+	if !m.succeeds && d.faulted != nil {
+		d.faulted(t, label, file)
+	}
+	d.proxy.Set(faultproxy.Pass)
+	require.Eventually(t, func() bool { status, _, _ := d.probe(t); return status == d.ok }, 30*time.Second, 200*time.Millisecond, "%s: answers again without a restart", label)
+	if d.delivered != nil {
+		d.delivered(t, label, file)
+	}
+	return fmt.Sprintf("%-34s %3d %-26s in %5.2fs (bound %s), recovered", label, status, code, took.Seconds(), d.bound)
+}
+
+// faultServer is serve (built without -race) with each dependency behind
+// a proxy of its own, its tokens signed by a key of the JWKS it fetches,
+// its events relayed to a webhook and a NATS stream.
 type faultServer struct {
-	cmd                  *exec.Cmd
-	base, metrics, token string
-	db, store, scanner   *faultproxy.Proxy
+	cmd                   *exec.Cmd
+	base, metrics         string
+	key                   *ecdsa.PrivateKey // the JWKS's key, kid "k1"
+	token                 string
+	db, store, scanner    *faultproxy.Proxy
+	jwks, hook, bus       *faultproxy.Proxy
+	hookEvents, busEvents *faultEvents
+}
+
+// faultEvents are the files whose events a sink received.
+type faultEvents struct {
+	mu    sync.Mutex
+	files map[string]bool
+}
+
+func (e *faultEvents) add(file string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.files[file] = true
+}
+
+func (e *faultEvents) has(file string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.files[file]
 }
 
 func startFaultServer(t *testing.T) *faultServer {
 	t.Helper()
 	bin, err := buildOnce()
 	require.NoError(t, err)
-	s := &faultServer{}
+	s := &faultServer{hookEvents: &faultEvents{files: map[string]bool{}}, busEvents: &faultEvents{files: map[string]bool{}}}
+	s.key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	s.token = s.sign(t, "k1", s.key)
 	server, err := url.Parse(pgtest.ServerURL())
 	require.NoError(t, err)
 	s.db = faultproxy.Start(t, server.Host)
 	dbURL, err := url.Parse(pgtest.NewDatabase(t))
 	require.NoError(t, err)
 	dbURL.Host = s.db.Addr
+	cfg := s.config(t)
+	s.cmd = exec.Command(bin, "--database-url", dbURL.String(), "serve", "--listen", "127.0.0.1:0", "--config", cfg, "--no-maintenance")
+	stdout, err := s.cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr syncbuf.Buffer
+	s.cmd.Stderr = &stderr
+	require.NoError(t, s.cmd.Start())
+	t.Cleanup(func() { _ = s.cmd.Process.Kill(); _ = s.cmd.Wait() })
+	lines := bufio.NewScanner(stdout)
+	for s.base == "" && lines.Scan() {
+		if m := regexp.MustCompile(`listening on (http://[0-9.:]+)`).FindStringSubmatch(lines.Text()); m != nil {
+			s.base = m[1]
+		}
+	}
+	require.NotEmpty(t, s.base, "serve started: %s", stderr.String())
+	go io.Copy(io.Discard, stdout)
+	return s
+}
+
+// config starts the dependencies and their proxies and writes serve's
+// configuration.
+func (s *faultServer) config(t *testing.T) string {
+	t.Helper()
 	srv, err := s3test.StartKind(s3test.Selected())
 	require.NoError(t, err)
 	t.Cleanup(srv.Stop)
@@ -145,6 +231,11 @@ func startFaultServer(t *testing.T) *faultServer {
 	require.NoError(t, err)
 	s.store = faultproxy.Start(t, endpoint.Host)
 	s.scanner = faultproxy.Start(t, strings.TrimPrefix(clamdtest.Start(t, 30).Addr, "tcp://"))
+	s.jwks = faultproxy.Start(t, strings.TrimPrefix(s.jwksServer(t), "http://"))
+	hookURL, secret := s.webhook(t)
+	s.hook = faultproxy.Start(t, strings.TrimPrefix(hookURL, "http://"))
+	stream, prefix := s.natsStream(t)
+	s.bus = faultproxy.Start(t, strings.TrimPrefix(natsURL, "nats://"))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	s.metrics = ln.Addr().String()
@@ -159,6 +250,8 @@ accessId: %s
 accessKey: %s
 storageTimeout: %s
 metricsListen: %s
+auth:
+  jwksUrl: http://%s/jwks
 database:
   callTimeout: %s
   statementTimeout: 1s
@@ -166,60 +259,164 @@ scan:
   mode: gate
   clamd: tcp://%s
   timeout: %s
-`, c.Bucket, c.Region, s.store.Addr, c.AccessID, c.AccessKey, faultStorageTimeout, s.metrics, faultCallTimeout, s.scanner.Addr, faultScanTimeout), 0o600))
-	s.cmd = exec.Command(bin, "--database-url", dbURL.String(), "serve", "--dev", "--listen", "127.0.0.1:0", "--config", cfg, "--no-maintenance")
-	stdout, err := s.cmd.StdoutPipe()
+events:
+  interval: 50ms
+  lease: 2s
+  sinks:
+    hook:
+      maxAttempts: 1000
+      backoff: 50ms
+      maxBackoff: 500ms
+      webhook: {url: "http://%s/hook", secret: "%s", timeout: 2s}
+    bus:
+      maxAttempts: 1000
+      backoff: 50ms
+      maxBackoff: 500ms
+      nats: {url: "nats://%s", subjectPrefix: %s, stream: %s, timeout: 2s}
+`, c.Bucket, c.Region, s.store.Addr, c.AccessID, c.AccessKey, faultStorageTimeout, s.metrics, s.jwks.Addr,
+		faultCallTimeout, s.scanner.Addr, faultScanTimeout, s.hook.Addr, secret, s.bus.Addr, prefix, stream), 0o600))
+	return cfg
+}
+
+// jwksServer serves a key set of s.key under kid "k1".
+func (s *faultServer) jwksServer(t *testing.T) string {
+	t.Helper()
+	jwk, err := jwkset.NewJWKFromKey(s.key.Public(), jwkset.JWKOptions{Metadata: jwkset.JWKMetadataOptions{KID: "k1", ALG: jwkset.AlgES256}})
 	require.NoError(t, err)
-	var stderr syncbuf.Buffer
-	s.cmd.Stderr = &stderr
-	require.NoError(t, s.cmd.Start())
-	t.Cleanup(func() { _ = s.cmd.Process.Kill(); _ = s.cmd.Wait() })
-	lines := bufio.NewScanner(stdout)
-	for lines.Scan() && (s.base == "" || s.token == "") {
-		if m := regexp.MustCompile(`listening on (http://[0-9.:]+)`).FindStringSubmatch(lines.Text()); m != nil {
-			s.base = m[1]
+	set, err := json.Marshal(jwkset.JWKSMarshal{Keys: []jwkset.JWKMarshal{jwk.Marshal()}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(set)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// webhook is a receiver that checks each delivery's signature with the
+// Standard Webhooks library and records its file.
+func (s *faultServer) webhook(t *testing.T) (string, string) {
+	t.Helper()
+	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("fault-matrix-secret-0123456789ab"))
+	wh, err := standardwebhooks.NewWebhook(secret)
+	require.NoError(t, err)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
 		}
-		if m := regexp.MustCompile(`export TOKEN=(\S+)`).FindStringSubmatch(lines.Text()); m != nil {
-			s.token = m[1]
+		if err := wh.Verify(body, r.Header); err != nil {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
 		}
-	}
-	require.NotEmpty(t, s.token, "serve --dev printed its token: %s", stderr.String())
-	go io.Copy(io.Discard, stdout)
-	return s
+		var e cloudevents.Event
+		if json.Unmarshal(body, &e) == nil {
+			s.hookEvents.add(e.Subject())
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, secret
+}
+
+// natsStream names a stream of its own and records the files of the
+// events published to it (read on a connection that bypasses the proxy).
+func (s *faultServer) natsStream(t *testing.T) (stream, prefix string) {
+	t.Helper()
+	stream = fmt.Sprintf("UFFAULTS_%d", time.Now().UnixNano())
+	prefix = strings.ToLower(stream)
+	nc, err := natsgo.Connect(natsURL)
+	require.NoError(t, err, "the NATS server with JetStream on 127.0.0.1:4222")
+	t.Cleanup(nc.Close)
+	jsc, err := js.New(nc)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = jsc.DeleteStream(context.Background(), stream) })
+	sub, err := nc.Subscribe(prefix+".>", func(m *natsgo.Msg) {
+		var e cloudevents.Event
+		if json.Unmarshal(m.Data, &e) == nil {
+			s.busEvents.add(e.Subject())
+		}
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	return stream, prefix
+}
+
+// sign is a token of alice at acme signed by key under kid.
+func (s *faultServer) sign(t *testing.T, kid string, key *ecdsa.PrivateKey) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{"sub": "alice", "tenant": "acme", "exp": time.Now().Add(time.Hour).Unix()})
+	tok.Header["kid"] = kid
+	signed, err := tok.SignedString(key)
+	require.NoError(t, err)
+	return signed
+}
+
+func (s *faultServer) list(t *testing.T) (int, string, string) {
+	return s.call(t, s.token, http.MethodGet, "/uploaded-file?limit=1", nil, "")
+}
+
+func (s *faultServer) upload(t *testing.T) (int, string, string) {
+	var form bytes.Buffer
+	w := multipart.NewWriter(&form)
+	part, err := w.CreateFormFile("file", "fault.txt")
+	require.NoError(t, err)
+	_, _ = part.Write([]byte("a dependency that misbehaves"))
+	require.NoError(t, w.Close())
+	return s.call(t, s.token, http.MethodPost, "/uploaded-file", &form, w.FormDataContentType())
 }
 
 // deps are the dependencies, each with the route that needs it.
 func (s *faultServer) deps() []faultDep {
-	upload := func(t *testing.T) (int, string) {
-		var form bytes.Buffer
-		w := multipart.NewWriter(&form)
-		part, err := w.CreateFormFile("file", "fault.txt")
-		require.NoError(t, err)
-		_, _ = part.Write([]byte("a dependency that misbehaves"))
-		require.NoError(t, w.Close())
-		return s.call(t, http.MethodPost, "/uploaded-file", &form, w.FormDataContentType())
-	}
-	list := func(t *testing.T) (int, string) { return s.call(t, http.MethodGet, "/uploaded-file?limit=1", nil, "") }
 	grace := 2 * time.Second
+	// held: for a while the sink's link fails, the event does not arrive
+	// (the relay meets the fault: it is on the sink's path).
+	held := func(events *faultEvents) func(t *testing.T, label, file string) {
+		return func(t *testing.T, label, file string) {
+			time.Sleep(1500 * time.Millisecond)
+			require.False(t, events.has(file), "%s: not delivered while the link fails", label)
+		}
+	}
+	arrives := func(events *faultEvents) func(t *testing.T, label, file string) {
+		return func(t *testing.T, label, file string) {
+			require.Eventually(t, func() bool { return events.has(file) }, 30*time.Second, 100*time.Millisecond, "%s: the event of the upload made meanwhile arrives", label)
+		}
+	}
 	return []faultDep{
-		{name: "database", proxy: s.db, probe: list, ok: http.StatusOK, code: "core.database.unavailable",
+		{name: "database", proxy: s.db, probe: s.list, ok: http.StatusOK, code: "core.database.unavailable",
 			bound: faultCallTimeout + grace, ready: "database unavailable"},
 		// Three attempts of the S3 client, each waiting storageTimeout,
 		// with its backoff between them.
-		{name: "storage", proxy: s.store, probe: upload, ok: http.StatusCreated, code: "core.storage.unavailable",
+		{name: "storage", proxy: s.store, probe: s.upload, ok: http.StatusCreated, code: "core.storage.unavailable",
 			bound: 3*faultStorageTimeout + 3*time.Second, ready: "storage unavailable"},
-		{name: "scanner", proxy: s.scanner, probe: upload, ok: http.StatusCreated, code: "core.scanner.unavailable",
+		{name: "scanner", proxy: s.scanner, probe: s.upload, ok: http.StatusCreated, code: "core.scanner.unavailable",
 			bound: faultScanTimeout + grace, ready: "clamd did not answer"},
+		// The key set is loaded: a known key's token never waits on the
+		// JWKS; a token of an unknown kid waits at most the fetch's 5 s.
+		{name: "jwks", proxy: s.jwks, probe: s.list, ok: http.StatusOK, bound: grace, unaffected: true,
+			faulted: func(t *testing.T, label, _ string) {
+				other, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+				require.NoError(t, err)
+				start := time.Now()
+				status, code, _ := s.call(t, s.sign(t, "k2", other), http.MethodGet, "/uploaded-file?limit=1", nil, "")
+				require.Less(t, time.Since(start), 5*time.Second+grace, "%s: an unknown kid within the fetch's bound", label)
+				require.Equal(t, http.StatusUnauthorized, status, "%s: %s", label, code)
+			}},
+		// The sinks are not on any request's path: uploads go on, and
+		// their events arrive once the sink answers again.
+		{name: "webhook", proxy: s.hook, probe: s.upload, ok: http.StatusCreated, bound: grace, unaffected: true, faulted: held(s.hookEvents), delivered: arrives(s.hookEvents)},
+		{name: "nats", proxy: s.bus, probe: s.upload, ok: http.StatusCreated, bound: grace, unaffected: true, faulted: held(s.busEvents), delivered: arrives(s.busEvents)},
 	}
 }
 
-// call sends one request with the development token and returns its
-// status and problem code; a 503 without Retry-After fails the test.
-func (s *faultServer) call(t *testing.T, method, path string, body io.Reader, contentType string) (int, string) {
+// call sends one request with token and returns its status, its problem
+// code and the id of the file it answered with; a 503 without
+// Retry-After fails the test.
+func (s *faultServer) call(t *testing.T, token, method, path string, body io.Reader, contentType string) (int, string, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, s.base+path, body)
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+s.token)
+	req.Header.Set("Authorization", "Bearer "+token)
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
@@ -227,14 +424,12 @@ func (s *faultServer) call(t *testing.T, method, path string, body io.Reader, co
 	require.NoError(t, err, "answered, not hung")
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	var p struct{ Code string }
-	if resp.StatusCode >= 400 {
-		_ = json.Unmarshal(b, &p)
-	}
+	var p struct{ Code, ID string }
+	_ = json.Unmarshal(b, &p)
 	if resp.StatusCode == http.StatusServiceUnavailable {
 		require.NotEmpty(t, resp.Header.Get("Retry-After"), "a 503 says when to retry: %s", b)
 	}
-	return resp.StatusCode, p.Code
+	return resp.StatusCode, p.Code, p.ID
 }
 
 // faultStats is what the server holds: descriptors that are not sockets,

@@ -20,6 +20,7 @@ require (
 	github.com/golang-migrate/migrate/v4 v4.20.1
 	github.com/google/cel-go v0.26.1
 	github.com/google/uuid v1.6.0
+	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/knadh/koanf/parsers/yaml v1.1.1
 	github.com/knadh/koanf/providers/env/v2 v2.0.2

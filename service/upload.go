@@ -246,6 +246,10 @@ func (s *Service) writeAndActivate(ctx context.Context, a access, row db.Uploade
 			return db.UploadedFile(active), nil
 		}
 	}
+	// A store that failed for its own state (no space, read-only, an I/O
+	// error) starts an episode the operator reads in the log and on
+	// /readyz, as every other failed write does.
+	s.faults.failed(ctx, s.log, err)
 	s.log.WarnContext(ctx, "upload write or activation failed; cleaning up", "file_id", row.ID, "error", err.Error())
 	return s.settleFailedUpload(ctx, a, row.ID, marker, "", err)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/uploadedfile/uploadedfile/internal/testkit/eiofs"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 )
 
@@ -102,6 +104,63 @@ func TestReadOnlyDiskIsNamed(t *testing.T) {
 	require.Equal(t, 1, fileRows(t, dbURL), "the refused uploads left no row")
 }
 
+// TestIOErrorIsNamed: a local root whose disk answers writes with EIO (a
+// FUSE loopback switched to fail, internal/testkit/eiofs) refuses every
+// upload with 503 core.storage.unavailable, rule storage.io-error,
+// retryable, and nothing left behind; the operator reads "I/O error" in
+// the readiness body, one log line for the episode and the failures
+// counted under outcome io_error; reads of the files already stored go on;
+// once the disk writes again, so do uploads.
+func TestIOErrorIsNamed(t *testing.T) {
+	t.Parallel()
+	backing, root := t.TempDir(), t.TempDir()
+	disk := eiofs.Mount(t, backing, root)
+	dbURL := pgtest.NewDatabase(t)
+	d := startDevOn(t, dbURL, "localRoot: "+root+"\n")
+
+	upload := func() (int, string) {
+		return d.bufferUpload(t, "rows.txt", []byte("a failing disk says so\n"))
+	}
+	status, body := upload()
+	require.Equal(t, http.StatusCreated, status, "%s\n%s", body, d.log.String())
+	stored := regexp.MustCompile(`"id":"([0-9a-f-]{36})"`).FindStringSubmatch(body)
+	require.NotNil(t, stored, body)
+
+	disk.Fail(true)
+	for range 2 {
+		status, body = upload()
+		require.Equal(t, http.StatusServiceUnavailable, status, body)
+		require.Contains(t, body, `"code":"core.storage.unavailable"`)
+		require.Contains(t, body, `"rule":"storage.io-error"`)
+		require.Contains(t, body, `"retryable":true`)
+	}
+	awaitReadyNaming(t, d.base, "storage unavailable: I/O error")
+	metricsURL := regexp.MustCompile(`metrics: +(http://127\.0\.0\.1:\d+/metrics)`).FindStringSubmatch(d.out.buf.String())
+	require.NotNil(t, metricsURL, "the dev help names the metrics")
+	resp, err := http.Get(metricsURL[1])
+	require.NoError(t, err)
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Regexp(t, `uploadedfile_storage_requests_total\{op="[a-z_]+",outcome="io_error"\} [1-9]`, string(metrics))
+	require.Equal(t, 1, strings.Count(d.log.String(), "storage: the store reported an I/O error"), "one log line for the episode:\n%s", d.log.String())
+	// The refused uploads' rows are inserted before the write, so they
+	// stay as deletion claims (invisible) until the deletion sweep removes
+	// whatever the failing disk kept of them.
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	require.NoError(t, err)
+	defer pool.Close()
+	var visible, claimed int
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE deletion_pending_at IS NULL AND upload_pending_at IS NULL AND deleted_at IS NULL),
+		count(*) FILTER (WHERE deletion_pending_at IS NOT NULL) FROM uploaded_file`).Scan(&visible, &claimed))
+	require.Equal(t, 1, visible, "no refused upload is visible")
+	require.Equal(t, 2, claimed, "each refused upload is left to the deletion sweep")
+	content := d.download(t, stored[1])
+	require.Equal(t, "a failing disk says so\n", content, "reads go on")
+
+	disk.Fail(false)
+	require.Eventually(t, func() bool { s, _ := upload(); return s == http.StatusCreated }, 10*time.Second, 200*time.Millisecond, "uploads again once the disk writes")
+}
+
 // bufferUpload sends content as name through the multipart route with the
 // development token and returns the answer's status and body.
 func (d *devServer) bufferUpload(t *testing.T, name string, content []byte) (int, string) {
@@ -150,4 +209,28 @@ func fileRows(t *testing.T, dbURL string) int {
 	var rows int
 	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM uploaded_file").Scan(&rows))
 	return rows
+}
+
+// download reads file id's bytes through its detail's URL with the
+// development token.
+func (d *devServer) download(t *testing.T, id string) string {
+	t.Helper()
+	get := func(u string) []byte {
+		req, err := http.NewRequest(http.MethodGet, u, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+d.token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", u, b)
+		return b
+	}
+	var detail struct{ URL string }
+	require.NoError(t, json.Unmarshal(get(d.base+"/uploaded-file/"+id), &detail))
+	require.NotEmpty(t, detail.URL)
+	if strings.HasPrefix(detail.URL, "/") {
+		detail.URL = d.base + detail.URL
+	}
+	return string(get(detail.URL))
 }

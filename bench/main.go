@@ -171,6 +171,7 @@ func run(full bool, write string) error {
 		{"events", func() error { return benchEvents(ctx, e, rep, bin, tmp, secret) }},
 		{"list", func() error { return benchList(ctx, e, rep, secret) }},
 		{"quota", func() error { return benchQuota(ctx, e, rep, bin, tmp, secret) }},
+		{"tenantlock", func() error { return benchTenantLock(ctx, e, rep, bin, tmp, secret) }},
 		{"idempotency", func() error { return benchIdempotency(ctx, e, rep, bin, tmp, secret) }},
 		{"writepath", func() error { return benchWritePath(ctx, rep) }},
 		{"scan", func() error { return benchScan(ctx, e, rep, bin, tmp, secret) }},

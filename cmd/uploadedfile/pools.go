@@ -9,6 +9,7 @@ import (
 
 	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/internal/tracing"
+	"github.com/uploadedfile/uploadedfile/service"
 )
 
 // databaseConfig is the database section: the bounds of every wait on
@@ -20,7 +21,10 @@ type databaseConfig struct {
 	LockTimeout      time.Duration `koanf:"lockTimeout"`
 	CallTimeout      time.Duration `koanf:"callTimeout"`
 	MaxConnections   int32         `koanf:"maxConnections"`
-	Sweeps           struct {
+	// MaxConnectionsPerTenant: the requests' connections one tenant may
+	// hold at once (0: three quarters of the pool).
+	MaxConnectionsPerTenant int32 `koanf:"maxConnectionsPerTenant"`
+	Sweeps                  struct {
 		StatementTimeout time.Duration `koanf:"statementTimeout"`
 		LockTimeout      time.Duration `koanf:"lockTimeout"`
 		CallTimeout      time.Duration `koanf:"callTimeout"`
@@ -50,11 +54,16 @@ func (c databaseConfig) sweeps() db.Limits {
 type servePools struct {
 	requests, sweeps           *db.Pool
 	requestLimits, sweepLimits db.Limits
+	perTenant                  int
 }
 
 // openServePools opens both pools with their limits.
 func openServePools(ctx context.Context, databaseURL string, tp trace.TracerProvider, c databaseConfig) (servePools, error) {
 	p := servePools{requestLimits: c.requests(), sweepLimits: c.sweeps()}
+	p.perTenant = int(c.MaxConnectionsPerTenant)
+	if p.perTenant <= 0 {
+		p.perTenant = max(1, int(p.requestLimits.MaxConns)*3/4)
+	}
 	var err error
 	if p.requests, err = openPool(ctx, databaseURL, tp, p.requestLimits); err != nil {
 		return p, err
@@ -68,9 +77,23 @@ func openServePools(ctx context.Context, databaseURL string, tp trace.TracerProv
 
 // conn is what the service runs on: each call on the requests' pool, or
 // on the sweeps' when its context is the sweeps' (db.ForSweeps), bounded
-// from the client's side by that pool's call timeout.
+// from the client's side by that pool's call timeout. A request's calls
+// hold at most perTenant of the requests' connections per tenant
+// (db.Shared, keyed by the request's trusted tenant): one tenant waiting
+// on its own locks leaves the others their connections.
 func (p servePools) conn() db.Conn {
-	return db.Route(db.Bounded(p.requests, p.requestLimits.CallTimeout), db.Bounded(p.sweeps, p.sweepLimits.CallTimeout))
+	requests := db.Shared(p.requests, p.perTenant, requestTenant)
+	return db.Route(db.Bounded(requests, p.requestLimits.CallTimeout), db.Bounded(p.sweeps, p.sweepLimits.CallTimeout))
+}
+
+// requestTenant is the tenant of the request ctx serves ("" when none: an
+// operator's or a sweep's call).
+func requestTenant(ctx context.Context) string {
+	rc, ok := service.RequestContextFrom(ctx)
+	if !ok {
+		return ""
+	}
+	return rc.Tenant
 }
 
 // Close closes both pools.

@@ -2,15 +2,9 @@ package service
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/uploadedfile/uploadedfile/db"
-	"github.com/uploadedfile/uploadedfile/internal/storage"
 )
 
 // The scan modes (Config.ScanMode).
@@ -104,102 +98,6 @@ func (s *Service) scanStaging(ctx context.Context, row db.UploadedFile) error {
 	default:
 		return &scanUnavailable{err: err}
 	}
-}
-
-// RescanOptions select the files a rescan reads.
-type RescanOptions struct {
-	// Since: only files created at or after it (nil: every file).
-	Since *time.Time
-	// Tenant: only this tenant's files (empty: every tenant).
-	Tenant string
-	// Quarantine hides each detected file from every read.
-	Quarantine bool
-}
-
-// Detection is a ready file in which a rescan found malware.
-type Detection struct {
-	ID          uuid.UUID
-	Tenant      string
-	Signature   string
-	Quarantined bool
-}
-
-// RescanReport counts what a rescan did.
-type RescanReport struct {
-	Scanned, Detected, Quarantined int
-}
-
-// ErrNoScanner refuses a rescan without a scanner (scan.clamd).
-var ErrNoScanner = errors.New("uploadedfile: no scanner configured (scan.clamd)")
-
-// UnsafeSystemRescan scans every ready file that o selects again (after a
-// signature update), calls found for each detection, and with
-// o.Quarantine moves it to quarantine: hidden from every read exactly as a
-// missing file is, its bytes kept, a file.quarantined event emitted. A file
-// the scanner gives no verdict for stops the rescan with the error (run it
-// again: it is idempotent). Cross-tenant; trusted operators only.
-func (s *Service) UnsafeSystemRescan(ctx context.Context, o RescanOptions, found func(Detection)) (RescanReport, error) {
-	var rep RescanReport
-	if s.scanner == nil {
-		return rep, ErrNoScanner
-	}
-	after := uuid.Nil
-	for {
-		rows, err := s.q.FileRescanBatch(ctx, s.db, db.FileRescanBatchParams{AfterID: after, Since: o.Since, Tenant: optional(o.Tenant), Max: 100})
-		if err != nil {
-			return rep, s.internalError(ctx, ErrCleanupFailed, "list files to rescan", err)
-		}
-		for _, row := range rows {
-			d, err := s.rescanOne(ctx, row, o.Quarantine)
-			if err != nil {
-				return rep, err
-			}
-			rep.Scanned++
-			if d != nil {
-				rep.Detected++
-				if d.Quarantined {
-					rep.Quarantined++
-				}
-				found(*d)
-			}
-		}
-		if len(rows) < 100 {
-			return rep, nil
-		}
-		after = rows[len(rows)-1].ID
-	}
-}
-
-// rescanOne scans one stored file; a detection is returned, quarantined
-// when asked.
-func (s *Service) rescanOne(ctx context.Context, row db.UploadedFile, quarantine bool) (*Detection, error) {
-	body, err := s.store.Open(ctx, row.Key, nil)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil // deleted meanwhile (or lost: reconcile reports it)
-	}
-	if err != nil {
-		return nil, s.internalError(ctx, ErrCleanupFailed, "open file to rescan", err, "file_id", row.ID)
-	}
-	defer body.Close()
-	v, err := s.scanner(ctx, body)
-	if err != nil {
-		return nil, fmt.Errorf("rescan %s: %w", row.ID, err)
-	}
-	if !v.Infected && !v.Unscannable {
-		return nil, nil
-	}
-	s.log.WarnContext(ctx, "malware (or content the scanner cannot judge) found by a rescan", "file_id", row.ID, "tenant", row.TenantCode, "signature", v.Signature)
-	d := &Detection{ID: row.ID, Tenant: row.TenantCode, Signature: v.Signature}
-	if quarantine {
-		_, err := s.q.FileQuarantine(ctx, s.db, db.FileQuarantineParams{ID: row.ID, Now: s.now()})
-		switch {
-		case err == nil:
-			d.Quarantined = true
-		case !isNoRows(err):
-			return nil, s.internalError(ctx, ErrCleanupFailed, "quarantine file", err, "file_id", row.ID)
-		}
-	}
-	return d, nil
 }
 
 // UnsafeSystemUnquarantine brings a quarantined file back (a false

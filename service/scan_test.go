@@ -4,11 +4,14 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/internal/clamd"
@@ -262,6 +265,80 @@ func TestRescanAndQuarantine(t *testing.T) {
 	require.Zero(t, rep.Scanned, "nothing created since")
 
 	d.Kill()
-	_, err = b.svc.UnsafeSystemRescan(ctx, service.RescanOptions{}, func(service.Detection) {})
-	require.ErrorIs(t, err, clamd.ErrUnavailable, "no verdict stops the rescan")
+	var missed []service.NoVerdict
+	rep, err = b.svc.UnsafeSystemRescan(ctx, service.RescanOptions{NoVerdict: func(n service.NoVerdict) { missed = append(missed, n) }}, func(service.Detection) {})
+	require.NoError(t, err, "a file without a verdict is reported, not the end of the run")
+	require.Equal(t, service.RescanReport{Unscanned: 2}, rep)
+	require.Len(t, missed, 2)
+	require.ElementsMatch(t, []uuid.UUID{clean.ID, other.ID}, []uuid.UUID{missed[0].ID, missed[1].ID})
+	require.ErrorIs(t, missed[0].Err, clamd.ErrUnavailable)
+}
+
+// TestRescanGoesOnPastAFileWithoutVerdict: a rescan of 4 streams scans
+// files at once (two are seen in flight together), sends a file the
+// scanner failed on once again and counts it scanned, reports a file it
+// fails on every time and goes on with the rest; five files in a row
+// without a verdict (clamd down) stop it with clamd's error.
+func TestRescanGoesOnPastAFileWithoutVerdict(t *testing.T) {
+	t.Parallel()
+	d := clamdtest.Start(t, 30)
+	real := d.Scanner(10 * time.Second)
+	var mu sync.Mutex
+	var inFlight, most int
+	tried := map[string]int{}
+	both := make(chan struct{})
+	var bothOnce sync.Once
+	scanner := func(ctx context.Context, r io.Reader) (service.ScanVerdict, error) {
+		body, err := io.ReadAll(r)
+		if err != nil {
+			return service.ScanVerdict{}, err
+		}
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		if inFlight >= 2 {
+			bothOnce.Do(func() { close(both) })
+		}
+		tried[string(body)]++
+		n := tried[string(body)]
+		mu.Unlock()
+		defer func() { mu.Lock(); inFlight--; mu.Unlock() }()
+		select { // the first scans wait (a while at most) for a second one
+		case <-both:
+		case <-time.After(2 * time.Second):
+		}
+		switch {
+		case strings.HasPrefix(string(body), "never") || strings.HasPrefix(string(body), "flaky") && n == 1:
+			return service.ScanVerdict{}, fmt.Errorf("%w: the stream broke", clamd.ErrUnavailable)
+		}
+		return real(ctx, bytes.NewReader(body))
+	}
+	b := setupWith(t, service.DriverLocal, []service.Option{service.WithScanner(scanner)})
+	for i := range 20 {
+		_, err := b.svc.Upload(alice, strings.NewReader(fmt.Sprintf("id,n\n%d,1\n", i)), "rows.csv", nil)
+		require.NoError(t, err)
+	}
+	_, err := b.svc.Upload(alice, strings.NewReader(clamdtest.EICAR), "notes.txt", nil)
+	require.NoError(t, err)
+	_, err = b.svc.Upload(alice, strings.NewReader("flaky,n\n1,2\n"), "flaky.csv", nil)
+	require.NoError(t, err)
+	never, err := b.svc.Upload(alice, strings.NewReader("never,n\n1,2\n"), "never.csv", nil)
+	require.NoError(t, err)
+
+	var missed []service.NoVerdict
+	rep, err := b.svc.UnsafeSystemRescan(context.Background(), service.RescanOptions{Concurrency: 4, Retries: 2,
+		NoVerdict: func(n service.NoVerdict) { missed = append(missed, n) }}, func(service.Detection) {})
+	require.NoError(t, err)
+	require.Equal(t, service.RescanReport{Scanned: 22, Detected: 1, Unscanned: 1}, rep)
+	require.Len(t, missed, 1)
+	require.Equal(t, never.ID, missed[0].ID)
+	require.Equal(t, 3, tried["never,n\n1,2\n"], "sent once and retried twice")
+	require.Equal(t, 2, tried["flaky,n\n1,2\n"], "scanned on its retry")
+	require.GreaterOrEqual(t, most, 2, "files scanned at once")
+
+	d.Kill()
+	rep, err = b.svc.UnsafeSystemRescan(context.Background(), service.RescanOptions{Concurrency: 2}, func(service.Detection) {})
+	require.ErrorIs(t, err, clamd.ErrUnavailable, "clamd down: the rescan stops")
+	require.GreaterOrEqual(t, rep.Unscanned, 5)
+	require.Less(t, rep.Unscanned, 23, "it stopped before the end")
 }

@@ -199,44 +199,6 @@ func newRecountCommand(g *globals) *cobra.Command {
 	return recount
 }
 
-// newRescanCommand is rescan.
-func newRescanCommand(g *globals) *cobra.Command {
-	var rescanSince, rescanTenant string
-	var quarantine bool
-	rescan := &cobra.Command{
-		Use:   "rescan [--since 720h] [--tenant T] [--quarantine]",
-		Short: "Scan ready files again with clamd (after a signature update); --quarantine hides each detection",
-		Example: `  uploadedfile maintenance rescan --since 168h
-  uploadedfile maintenance rescan --tenant acme --quarantine`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			o := service.RescanOptions{Tenant: rescanTenant, Quarantine: quarantine}
-			if rescanSince != "" {
-				t, err := parseCutoff(rescanSince, time.Now())
-				if err != nil {
-					return err
-				}
-				o.Since = &t
-			}
-			return withConfiguredService(cmd.Context(), g, func(svc *service.Service, _ *db.Pool) error {
-				rep, err := svc.UnsafeSystemRescan(cmd.Context(), o, func(d service.Detection) {
-					_ = g.emit(fmt.Sprintf("detected %s tenant=%s signature=%s quarantined=%t\n", d.ID, d.Tenant, d.Signature, d.Quarantined),
-						map[string]any{"detected": d.ID, "tenant": d.Tenant, "signature": d.Signature, "quarantined": d.Quarantined})
-				})
-				if eerr := g.emit(fmt.Sprintf("rescan: %d scanned, %d detected, %d quarantined\n", rep.Scanned, rep.Detected, rep.Quarantined),
-					map[string]any{"command": "rescan", "scanned": rep.Scanned, "detected": rep.Detected, "quarantined": rep.Quarantined}); err == nil {
-					err = eerr
-				}
-				return err
-			})
-		},
-	}
-	rescan.Flags().StringVar(&rescanSince, "since", "", "only files created since (RFC 3339 or an age like 168h)")
-	rescan.Flags().StringVar(&rescanTenant, "tenant", "", "only this tenant")
-	rescan.Flags().BoolVar(&quarantine, "quarantine", false, "hide each detected file from every read (emits file.quarantined)")
-	return rescan
-}
-
 // newUnquarantineCommand is unquarantine.
 func newUnquarantineCommand(g *globals) *cobra.Command {
 	return &cobra.Command{

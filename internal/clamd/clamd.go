@@ -23,6 +23,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -141,6 +142,41 @@ func (c *Client) Ping(ctx context.Context) error {
 		return fmt.Errorf("%w: %q to PING", ErrProtocol, reply)
 	}
 	return nil
+}
+
+// MaxThreads is how many scans clamd runs at once (its MaxThreads, read
+// from the STATS command's THREADS line): how many streams a client that
+// scans many files should keep open.
+func (c *Client) MaxThreads(ctx context.Context) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	conn, err := c.dial(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = conn.Close() }()
+	if _, err := conn.Write([]byte("zSTATS\x00")); err != nil {
+		return 0, c.ioError(ctx, err)
+	}
+	reply, err := readReply(conn)
+	if err != nil {
+		return 0, c.ioError(ctx, err)
+	}
+	for _, line := range strings.Split(reply, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "THREADS:")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(rest)
+		for i := 0; i+1 < len(fields); i++ {
+			if fields[i] == "max" {
+				if n, err := strconv.Atoi(fields[i+1]); err == nil && n > 0 {
+					return n, nil
+				}
+			}
+		}
+	}
+	return 0, fmt.Errorf("%w: no THREADS max in STATS", ErrProtocol)
 }
 
 // CheckStreamLimit streams n bytes of zeros and reports ErrSizeLimit when

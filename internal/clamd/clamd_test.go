@@ -30,6 +30,10 @@ func TestScanOnTheRealDaemon(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, v.Infected)
 
+	threads, err := c.MaxThreads(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 8, threads, "the daemon's MaxThreads (clamdtest's configuration)")
+
 	v, err = c.Scan(ctx, strings.NewReader(clamdtest.EICAR))
 	require.NoError(t, err)
 	require.True(t, v.Infected)

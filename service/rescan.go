@@ -30,6 +30,9 @@ type RescanOptions struct {
 	// NoVerdict is told of each file the scanner gave no verdict for, after
 	// its retries (nil: counted only).
 	NoVerdict func(NoVerdict)
+	// Progress is told how many files are done (scanned or reported) each
+	// time one is (nil: nothing), from one goroutine at a time.
+	Progress func(done int)
 }
 
 // Detection is a ready file in which a rescan found malware.
@@ -94,6 +97,17 @@ func (s *Service) UnsafeSystemRescan(ctx context.Context, o RescanOptions, found
 		err = cause
 	}
 	return r.rep, err
+}
+
+// UnsafeSystemRescanEstimate is about how many files a rescan with o
+// reads: the planner's estimate (nothing is read), a progress display's
+// total.
+func (s *Service) UnsafeSystemRescanEstimate(ctx context.Context, o RescanOptions) (int64, error) {
+	n, err := db.EstimateRescan(ctx, s.db, db.FileRescanBatchParams{AfterID: uuid.Nil, Since: o.Since, Tenant: optional(o.Tenant)})
+	if err != nil {
+		return 0, s.internalError(ctx, ErrCleanupFailed, "estimate the rescan", err)
+	}
+	return n, nil
 }
 
 // rescan is one run's state: its report and its run of files without a
@@ -169,6 +183,9 @@ func (r *rescan) one(ctx context.Context, row db.UploadedFile) {
 			}
 			r.found(*d)
 		}
+	}
+	if r.o.Progress != nil && ctx.Err() == nil {
+		r.o.Progress(r.rep.Scanned + r.rep.Unscanned)
 	}
 }
 

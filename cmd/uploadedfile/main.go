@@ -29,6 +29,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -87,6 +88,8 @@ func binaryName() string {
 // emit writes a command's result: text, or with --output json the value
 // as one JSON object on a line of its own.
 func (g *globals) emit(text string, v any) error {
+	g.emitMu.Lock()
+	defer g.emitMu.Unlock()
 	if g.output == "json" {
 		return json.NewEncoder(g.stdout).Encode(v)
 	}
@@ -109,6 +112,12 @@ type globals struct {
 	logger                      *slog.Logger
 	// accessLines takes serve's access lines (useLogSink; nil: logger).
 	accessLines io.Writer
+	// progressEvery is how often a long command prints a progress object
+	// with --output json (--progress-every).
+	progressEvery time.Duration
+	// emitMu keeps the lines of concurrent emits (a progress ticker, a
+	// command's findings) whole.
+	emitMu sync.Mutex
 }
 
 // config is the configuration every command reads the same way: the file
@@ -163,6 +172,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVarP(&g.output, "output", "o", "text", "text, or json: one JSON object per line, for scripts")
+	root.PersistentFlags().DurationVar(&g.progressEvery, "progress-every", 5*time.Second, "with --output json, how often a long command prints a progress object")
 	root.PersistentFlags().StringVar(&g.configFile, "config", os.Getenv("UPLOADEDFILE_CONFIG"), "YAML configuration file (env UPLOADEDFILE_CONFIG); UPLOADEDFILE_* variables override its keys, flags override both")
 	root.PersistentFlags().StringVar(&g.dbFlag, "database-url", "",
 		"PostgreSQL URL; the database is "+databasePrecedence)

@@ -312,6 +312,35 @@ func TestRescanCommand(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, out, "detected "+bad.ID.String()+" tenant=acme signature="+clamdtest.Signature+" quarantined=false\n")
 	require.Contains(t, out, "rescan: 8 scanned, 1 detected, 0 quarantined, 0 without a verdict (8 streams)\n")
+	require.NotContains(t, out, "progress", "text output that is not a terminal shows no progress")
+	// With --output json, progress objects come before the summary: done
+	// of the estimated total, the rate and the time left.
+	out, err = run(t, ctx, url, "--output", "json", "--progress-every", "1ms", "maintenance", "--config", cfgFile, "rescan", "--concurrency", "1")
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var shown int
+	for i, line := range lines {
+		var o struct {
+			Progress *struct {
+				Command                         string
+				Done, Total                     int64
+				RatePerSecond, RemainingSeconds float64
+			}
+			Scanned *int
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &o), line)
+		if o.Progress != nil {
+			shown++
+			require.Equal(t, "rescan", o.Progress.Command)
+			require.Positive(t, o.Progress.Total, "the planner's estimate")
+			require.LessOrEqual(t, o.Progress.Done, int64(8))
+		}
+		if o.Scanned != nil {
+			require.Equal(t, len(lines)-1, i, "the summary comes last")
+			require.Equal(t, 8, *o.Scanned)
+		}
+	}
+	require.Positive(t, shown, "progress objects: %s", out)
 	out, err = run(t, ctx, url, "maintenance", "--config", cfgFile, "rescan", "--concurrency", "3", "--quarantine")
 	require.NoError(t, err)
 	require.Contains(t, out, "rescan: 8 scanned, 1 detected, 1 quarantined, 0 without a verdict (3 streams)\n")

@@ -62,16 +62,24 @@ func newRescanCommand(g *globals) *cobra.Command {
 }
 
 // runRescan runs the rescan, one line per detection and per file without
-// a verdict, and the summary.
+// a verdict, its progress (startProgress) over the planner's estimate of
+// the files it reads, and the summary.
 func runRescan(ctx context.Context, g *globals, svc *service.Service, o service.RescanOptions) error {
 	o.NoVerdict = func(n service.NoVerdict) {
 		_ = g.emit(fmt.Sprintf("no verdict %s tenant=%s error=%s\n", n.ID, n.Tenant, n.Err),
 			map[string]any{"noVerdict": n.ID, "tenant": n.Tenant, "error": n.Err.Error()})
 	}
+	total, err := svc.UnsafeSystemRescanEstimate(ctx, o)
+	if err != nil {
+		return err
+	}
+	shown := g.startProgress("rescan", total)
+	o.Progress = shown.set
 	rep, err := svc.UnsafeSystemRescan(ctx, o, func(d service.Detection) {
 		_ = g.emit(fmt.Sprintf("detected %s tenant=%s signature=%s quarantined=%t\n", d.ID, d.Tenant, d.Signature, d.Quarantined),
 			map[string]any{"detected": d.ID, "tenant": d.Tenant, "signature": d.Signature, "quarantined": d.Quarantined})
 	})
+	shown.finish()
 	if eerr := g.emit(fmt.Sprintf("rescan: %d scanned, %d detected, %d quarantined, %d without a verdict (%d streams)\n", rep.Scanned, rep.Detected, rep.Quarantined, rep.Unscanned, o.Concurrency),
 		map[string]any{"command": "rescan", "scanned": rep.Scanned, "detected": rep.Detected, "quarantined": rep.Quarantined, "unscanned": rep.Unscanned, "concurrency": o.Concurrency}); err == nil {
 		err = eerr
@@ -81,7 +89,7 @@ func runRescan(ctx context.Context, g *globals, svc *service.Service, o service.
 
 // rescanStreams is how many files a rescan scans at once by default:
 // clamd's MaxThreads (what it runs at once; more streams queue inside
-// clamd), or this machine's CPUs when clamd does not say.
+// clamd), or the CPUs the command runs on when clamd does not say.
 func rescanStreams(ctx context.Context, cfg fileConfig) int {
 	if c, err := clamd.New(cfg.Scan.Clamd, cfg.Scan.Timeout); err == nil {
 		if n, err := c.MaxThreads(ctx); err == nil {

@@ -635,6 +635,16 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			_, err := q.SweepBacklog(ctx, e, db.SweepBacklogParams{Cap: 100_000, Now: now})
 			return err
 		},
+		func() error {
+			return q.CheckpointSave(ctx, e, db.CheckpointSaveParams{Command: "rescan", Selection: "tenant=t", AfterID: id, DoneAbove: []uuid.UUID{}, Now: now})
+		},
+		func() error {
+			_, err := q.CheckpointGet(ctx, e, db.CheckpointGetParams{Command: "rescan", Selection: "tenant=t"})
+			return err
+		},
+		func() error {
+			return q.CheckpointClear(ctx, e, db.CheckpointClearParams{Command: "rescan", Selection: "tenant=t"})
+		},
 	}
 	for _, call := range calls {
 		if err := call(); err != nil {

@@ -107,6 +107,22 @@ type UploadedFileChunk struct {
 	TrimmedAt *time.Time
 }
 
+// Where an interrupted long operator command stopped (maintenance rescan), for --resume: one row per command and selection, removed when a run ends.
+type UploadedFileCommandCheckpoint struct {
+	// The command (rescan).
+	Command string
+	// The flags that chose what the command reads, as given (a resumed run must be given the same).
+	Selection string
+	// Every file of the selection at or before this id (in id order) is done.
+	AfterID uuid.UUID
+	// Files after after_id that are done too (concurrent workers finish out of order).
+	DoneAbove []uuid.UUID
+	// The selection's --since, resolved to a time when the run began (an age like 168h would move on a later run).
+	Since *time.Time
+	// When the checkpoint was last written.
+	UpdatedAt time.Time
+}
+
 // The lifecycle event outbox: one row per state change of uploaded_file, written by the transition's own statement; pruned after events.retention once every sink has it.
 type UploadedFileEvent struct {
 	// Insertion order. Within one file it follows the row lock, so it is the file's transition order.

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +34,14 @@ type RescanOptions struct {
 	// Progress is told how many files are done (scanned or reported) each
 	// time one is (nil: nothing), from one goroutine at a time.
 	Progress func(done int)
+	// After and DoneAbove resume an interrupted rescan: files at or before
+	// After in id order, and those of DoneAbove, are not read again.
+	After     uuid.UUID
+	DoneAbove []uuid.UUID
+	// Checkpoint is told where the rescan stands -- every file at or
+	// before after done, and doneAbove past it -- every checkpointEvery
+	// files and when it stops (nil: nothing), from one goroutine at a time.
+	Checkpoint func(after uuid.UUID, doneAbove []uuid.UUID)
 }
 
 // Detection is a ready file in which a rescan found malware.
@@ -54,7 +63,15 @@ type NoVerdict struct {
 // RescanReport counts what a rescan did.
 type RescanReport struct {
 	Scanned, Detected, Quarantined, Unscanned int
+	// Interrupted: the caller's context ended before the last file; the
+	// files in flight were finished and Checkpoint was told where it
+	// stopped.
+	Interrupted bool
 }
+
+// checkpointEvery is how many files a rescan does between two
+// checkpoints: a crash repeats at most that many.
+const checkpointEvery = 100
 
 // ErrNoScanner refuses a rescan without a scanner (scan.clamd).
 var ErrNoScanner = errors.New("uploadedfile: no scanner configured (scan.clamd)")
@@ -76,9 +93,14 @@ func (s *Service) UnsafeSystemRescan(ctx context.Context, o RescanOptions, found
 	if s.scanner == nil {
 		return RescanReport{}, ErrNoScanner
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
+	// The files in flight finish whatever ctx does (an interrupt stops
+	// only what is sent next); a worker's failure stops everything.
+	run, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancel(nil)
-	r := &rescan{svc: s, o: o, found: found, stop: cancel}
+	r := &rescan{svc: s, o: o, found: found, stop: cancel, skip: map[uuid.UUID]bool{}}
+	for _, id := range o.DoneAbove {
+		r.skip[id] = true
+	}
 	files := make(chan db.UploadedFile)
 	var wg sync.WaitGroup
 	for range max(o.Concurrency, 1) {
@@ -86,16 +108,18 @@ func (s *Service) UnsafeSystemRescan(ctx context.Context, o RescanOptions, found
 		go func() {
 			defer wg.Done()
 			for row := range files {
-				r.one(ctx, row)
+				r.one(run, row)
 			}
 		}()
 	}
-	err := r.feed(ctx, files)
+	err := r.feed(ctx, run, files)
 	close(files)
 	wg.Wait()
-	if cause := context.Cause(ctx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+	if cause := context.Cause(run); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		err = cause
 	}
+	r.rep.Interrupted = err == nil && ctx.Err() != nil
+	r.checkpoint(true)
 	return r.rep, err
 }
 
@@ -121,32 +145,111 @@ type rescan struct {
 	mu      sync.Mutex
 	rep     RescanReport
 	missing int // files without a verdict in a row
+	// skip are the files a resumed rescan does not read again; queue the
+	// files sent, in id order, and done those of them finished.
+	skip  map[uuid.UUID]bool
+	queue []uuid.UUID
+	done  map[uuid.UUID]bool
+	after uuid.UUID
+	since int // files done since the last checkpoint
 }
 
-// feed sends the selected files, in id order, until they are all sent or
-// ctx ends.
-func (r *rescan) feed(ctx context.Context, files chan<- db.UploadedFile) error {
-	after := uuid.Nil
+// feed sends the selected files, in id order from o.After, until they are
+// all sent, ctx ends (an interrupt) or run does (a worker's failure).
+func (r *rescan) feed(ctx, run context.Context, files chan<- db.UploadedFile) error {
+	r.after = r.o.After
+	next := r.o.After
 	for {
-		rows, err := r.svc.q.FileRescanBatch(ctx, r.svc.db, db.FileRescanBatchParams{AfterID: after, Since: r.o.Since, Tenant: optional(r.o.Tenant), Max: 100})
+		rows, err := r.svc.q.FileRescanBatch(run, r.svc.db, db.FileRescanBatchParams{AfterID: next, Since: r.o.Since, Tenant: optional(r.o.Tenant), Max: 100})
 		if err != nil {
-			if ctx.Err() != nil {
+			if run.Err() != nil {
 				return nil // stopped by a worker: its cause is the answer
 			}
-			return r.svc.internalError(ctx, ErrCleanupFailed, "list files to rescan", err)
+			return r.svc.internalError(run, ErrCleanupFailed, "list files to rescan", err)
 		}
 		for _, row := range rows {
+			if r.skip[row.ID] {
+				continue
+			}
+			if ctx.Err() != nil || run.Err() != nil {
+				return nil
+			}
+			r.sent(row.ID)
 			select {
 			case files <- row:
 			case <-ctx.Done():
+				r.unsent(row.ID)
+				return nil
+			case <-run.Done():
+				r.unsent(row.ID)
 				return nil
 			}
 		}
 		if len(rows) < 100 {
 			return nil
 		}
-		after = rows[len(rows)-1].ID
+		next = rows[len(rows)-1].ID
 	}
+}
+
+// sent records id as sent to a worker, in id order.
+func (r *rescan) sent(id uuid.UUID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.queue = append(r.queue, id)
+}
+
+// unsent takes back the last id sent: no worker took it.
+func (r *rescan) unsent(id uuid.UUID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := len(r.queue); n > 0 && r.queue[n-1] == id {
+		r.queue = r.queue[:n-1]
+	}
+}
+
+// finished records id as done and moves the checkpoint past every file
+// done in a row from its front (the caller holds mu).
+func (r *rescan) finished(id uuid.UUID) {
+	if r.done == nil {
+		r.done = map[uuid.UUID]bool{}
+	}
+	r.done[id] = true
+	for len(r.queue) > 0 && r.done[r.queue[0]] {
+		r.after = r.queue[0]
+		delete(r.done, r.queue[0])
+		r.queue = r.queue[1:]
+	}
+	if r.since++; r.since >= checkpointEvery {
+		r.since = 0
+		r.checkpointLocked()
+	}
+}
+
+// checkpoint tells o.Checkpoint where the rescan stands (at the end:
+// always, but after a failure other than an interrupt).
+func (r *rescan) checkpoint(end bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if end {
+		r.checkpointLocked()
+	}
+}
+
+func (r *rescan) checkpointLocked() {
+	if r.o.Checkpoint == nil {
+		return
+	}
+	above := make([]uuid.UUID, 0, len(r.done)+len(r.o.DoneAbove))
+	for id := range r.done {
+		above = append(above, id)
+	}
+	for _, id := range r.o.DoneAbove {
+		if bytes.Compare(id[:], r.after[:]) > 0 {
+			above = append(above, id) // done by the run before, not yet passed
+		}
+	}
+	r.o.Checkpoint(r.after, above)
 }
 
 // one scans row, with its retries, and records the outcome.
@@ -160,6 +263,9 @@ func (r *rescan) one(ctx context.Context, row db.UploadedFile) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if ctx.Err() == nil && (err == nil || errors.Is(err, errNoVerdict)) {
+		defer r.finished(row.ID)
+	}
 	switch {
 	case ctx.Err() != nil:
 	case errors.Is(err, errNoVerdict):

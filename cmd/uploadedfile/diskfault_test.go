@@ -44,24 +44,11 @@ func TestFullDiskIsNamed(t *testing.T) {
 	}
 	status, body := upload(600 << 10) // takes most of the room
 	require.Equal(t, http.StatusCreated, status, body)
-	for range 2 {
-		status, body = upload(600 << 10)
-		require.Equal(t, http.StatusServiceUnavailable, status, body)
-		require.Contains(t, body, `"code":"core.storage.unavailable"`)
-		require.Contains(t, body, `"rule":"storage.no-space"`)
-		require.Contains(t, body, `"retryable":true`)
-	}
+	requireRefusedFor(t, func() (int, string) { return upload(600 << 10) }, "storage.no-space")
 
 	awaitReadyNaming(t, d.base, "storage unavailable: no space left")
 
-	var resp *http.Response
-	metricsURL := regexp.MustCompile(`metrics: +(http://127\.0\.0\.1:\d+/metrics)`).FindStringSubmatch(d.out.buf.String())
-	require.NotNil(t, metricsURL, "the dev help names the metrics")
-	resp, err = http.Get(metricsURL[1])
-	require.NoError(t, err)
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Regexp(t, `uploadedfile_storage_requests_total\{op="[a-z_]+",outcome="no_space"\} [1-9]`, string(metrics))
+	requireStorageOutcome(t, d, "no_space")
 
 	require.Equal(t, 1, strings.Count(d.log.String(), "storage: no space left"), "one log line for the episode:\n%s", d.log.String())
 
@@ -91,13 +78,7 @@ func TestReadOnlyDiskIsNamed(t *testing.T) {
 	require.Equal(t, http.StatusCreated, status, body)
 	out, err = exec.Command("mount", "-o", "remount,ro", root).CombinedOutput()
 	require.NoError(t, err, "remount read-only: %s", out)
-	for range 2 {
-		status, body = upload()
-		require.Equal(t, http.StatusServiceUnavailable, status, body)
-		require.Contains(t, body, `"code":"core.storage.unavailable"`)
-		require.Contains(t, body, `"rule":"storage.read-only"`)
-		require.Contains(t, body, `"retryable":true`)
-	}
+	requireRefusedFor(t, upload, "storage.read-only")
 	awaitReadyNaming(t, d.base, "storage unavailable: read-only")
 	require.Equal(t, 1, strings.Count(d.log.String(), "storage: the store is read-only"), "one log line for the episode:\n%s", d.log.String())
 
@@ -127,21 +108,9 @@ func TestIOErrorIsNamed(t *testing.T) {
 	require.NotNil(t, stored, body)
 
 	disk.Fail(true)
-	for range 2 {
-		status, body = upload()
-		require.Equal(t, http.StatusServiceUnavailable, status, body)
-		require.Contains(t, body, `"code":"core.storage.unavailable"`)
-		require.Contains(t, body, `"rule":"storage.io-error"`)
-		require.Contains(t, body, `"retryable":true`)
-	}
+	requireRefusedFor(t, upload, "storage.io-error")
 	awaitReadyNaming(t, d.base, "storage unavailable: I/O error")
-	metricsURL := regexp.MustCompile(`metrics: +(http://127\.0\.0\.1:\d+/metrics)`).FindStringSubmatch(d.out.buf.String())
-	require.NotNil(t, metricsURL, "the dev help names the metrics")
-	resp, err := http.Get(metricsURL[1])
-	require.NoError(t, err)
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Regexp(t, `uploadedfile_storage_requests_total\{op="[a-z_]+",outcome="io_error"\} [1-9]`, string(metrics))
+	requireStorageOutcome(t, d, "io_error")
 	require.Equal(t, 1, strings.Count(d.log.String(), "storage: the store reported an I/O error"), "one log line for the episode:\n%s", d.log.String())
 	// The refused uploads' rows are inserted before the write, so they
 	// stay as deletion claims (invisible) until the deletion sweep removes
@@ -159,6 +128,32 @@ func TestIOErrorIsNamed(t *testing.T) {
 
 	disk.Fail(false)
 	require.Eventually(t, func() bool { s, _ := upload(); return s == http.StatusCreated }, 10*time.Second, 200*time.Millisecond, "uploads again once the disk writes")
+}
+
+// requireRefusedFor: upload, twice, is refused 503
+// core.storage.unavailable with rule, retryable.
+func requireRefusedFor(t *testing.T, upload func() (int, string), rule string) {
+	t.Helper()
+	for range 2 {
+		status, body := upload()
+		require.Equal(t, http.StatusServiceUnavailable, status, body)
+		require.Contains(t, body, `"code":"core.storage.unavailable"`)
+		require.Contains(t, body, `"rule":"`+rule+`"`)
+		require.Contains(t, body, `"retryable":true`)
+	}
+}
+
+// requireStorageOutcome: the dev server's metrics count failed storage
+// calls under outcome.
+func requireStorageOutcome(t *testing.T, d *devServer, outcome string) {
+	t.Helper()
+	metricsURL := regexp.MustCompile(`metrics: +(http://127\.0\.0\.1:\d+/metrics)`).FindStringSubmatch(d.out.buf.String())
+	require.NotNil(t, metricsURL, "the dev help names the metrics")
+	resp, err := http.Get(metricsURL[1])
+	require.NoError(t, err)
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Regexp(t, `uploadedfile_storage_requests_total\{op="[a-z_]+",outcome="`+outcome+`"\} [1-9]`, string(metrics))
 }
 
 // bufferUpload sends content as name through the multipart route with the

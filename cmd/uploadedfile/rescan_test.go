@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/uploadedfile/uploadedfile/internal/clamd"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/clamdtest"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 	"github.com/uploadedfile/uploadedfile/service"
@@ -30,18 +31,8 @@ func TestRescanResumesAfterInterrupt(t *testing.T) {
 	t.Parallel()
 	bin, err := buildOnce()
 	require.NoError(t, err)
-	d := clamdtest.Start(t, 30)
-	url := pgtest.NewDatabase(t)
-	root := t.TempDir()
-	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
-	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+root+"\nscan:\n  clamd: "+d.Addr+"\n"), 0o600))
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	svc, err := service.New(ctx, service.Config{Driver: service.DriverLocal, LocalRoot: root}, pool)
-	require.NoError(t, err)
-	rc := service.WithRequestContext(ctx, service.RequestContext{Tenant: "acme", UserID: "alice"})
+	r := newRescanFixture(t)
+	url, cfgFile, svc, rc, pool, ctx := r.url, r.cfgFile, r.svc, r.rc, r.pool, context.Background()
 	const files = 1000
 	for i := range files {
 		body := fmt.Sprintf("id,n\n%d,1\n", i)
@@ -114,4 +105,92 @@ func TestRescanResumesAfterInterrupt(t *testing.T) {
 
 	_, err = rescan(0, "--resume")
 	require.ErrorContains(t, err, "no interrupted rescan of this selection", "nothing to resume")
+}
+
+// rescanFixture is what the rescan tests share: the real clamd, a migrated
+// database, a configuration naming both, and a service to store files as
+// alice of acme.
+type rescanFixture struct {
+	clamd        *clamdtest.Daemon
+	url, cfgFile string
+	pool         *pgxpool.Pool
+	svc          *service.Service
+	rc           context.Context
+}
+
+func newRescanFixture(t *testing.T) rescanFixture {
+	t.Helper()
+	r := rescanFixture{clamd: clamdtest.Start(t, 30), url: pgtest.NewDatabase(t)}
+	root := t.TempDir()
+	r.cfgFile = filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(r.cfgFile, []byte("localRoot: "+root+"\nscan:\n  clamd: "+r.clamd.Addr+"\n"), 0o600))
+	ctx := context.Background()
+	var err error
+	r.pool, err = pgxpool.New(ctx, r.url)
+	require.NoError(t, err)
+	t.Cleanup(r.pool.Close)
+	r.svc, err = service.New(ctx, service.Config{Driver: service.DriverLocal, LocalRoot: root}, r.pool)
+	require.NoError(t, err)
+	r.rc = service.WithRequestContext(ctx, service.RequestContext{Tenant: "acme", UserID: "alice"})
+	return r
+}
+
+// TestRescanCommand: `maintenance rescan` against the real clamd opens as
+// many streams as clamd runs scans at once (its MaxThreads, 8 here) unless
+// told otherwise, and reports each detection and the summary; with clamd
+// down, files are reported without a verdict and the run exits non-zero
+// once five in a row had none.
+func TestRescanCommand(t *testing.T) {
+	t.Parallel()
+	r := newRescanFixture(t)
+	d, url, cfgFile, svc, rc, ctx := r.clamd, r.url, r.cfgFile, r.svc, r.rc, context.Background()
+	for i := range 7 {
+		_, err := svc.Upload(rc, strings.NewReader(fmt.Sprintf("id,n\n%d,1\n", i)), "rows.csv", nil)
+		require.NoError(t, err)
+	}
+	bad, err := svc.Upload(rc, strings.NewReader(clamdtest.EICAR), "notes.txt", nil)
+	require.NoError(t, err)
+
+	out, err := run(t, ctx, url, "maintenance", "--config", cfgFile, "rescan")
+	require.NoError(t, err)
+	require.Contains(t, out, "detected "+bad.ID.String()+" tenant=acme signature="+clamdtest.Signature+" quarantined=false\n")
+	require.Contains(t, out, "rescan: 8 scanned, 1 detected, 0 quarantined, 0 without a verdict (8 streams)\n")
+	require.NotContains(t, out, "progress", "text output that is not a terminal shows no progress")
+	// With --output json, progress objects come before the summary: done
+	// of the estimated total, the rate and the time left.
+	out, err = run(t, ctx, url, "--output", "json", "--progress-every", "1ms", "maintenance", "--config", cfgFile, "rescan", "--concurrency", "1")
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var shown int
+	for i, line := range lines {
+		var o struct {
+			Progress *struct {
+				Command                         string
+				Done, Total                     int64
+				RatePerSecond, RemainingSeconds float64
+			}
+			Scanned *int
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &o), line)
+		if o.Progress != nil {
+			shown++
+			require.Equal(t, "rescan", o.Progress.Command)
+			require.Positive(t, o.Progress.Total, "the planner's estimate")
+			require.LessOrEqual(t, o.Progress.Done, int64(8))
+		}
+		if o.Scanned != nil {
+			require.Equal(t, len(lines)-1, i, "the summary comes last")
+			require.Equal(t, 8, *o.Scanned)
+		}
+	}
+	require.Positive(t, shown, "progress objects: %s", out)
+	out, err = run(t, ctx, url, "maintenance", "--config", cfgFile, "rescan", "--concurrency", "3", "--quarantine")
+	require.NoError(t, err)
+	require.Contains(t, out, "rescan: 8 scanned, 1 detected, 1 quarantined, 0 without a verdict (3 streams)\n")
+
+	d.Kill()
+	out, err = run(t, ctx, url, "maintenance", "--config", cfgFile, "rescan", "--concurrency", "1", "--retries", "0")
+	require.ErrorIs(t, err, clamd.ErrUnavailable, "clamd down: the run stops, non-zero")
+	require.Equal(t, 5, strings.Count(out, "no verdict "), "each file without a verdict is reported: %s", out)
+	require.Contains(t, out, "0 scanned, 0 detected, 0 quarantined, 5 without a verdict (1 streams)")
 }

@@ -29,16 +29,21 @@ import (
 	"github.com/MicahParks/jwkset"
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	natsgo "github.com/nats-io/nats.go"
 	js "github.com/nats-io/nats.go/jetstream"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/uploadedfile/uploadedfile/internal/storage"
+	s3store "github.com/uploadedfile/uploadedfile/internal/storage/s3"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/clamdtest"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/faultproxy"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/invariant"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/s3test"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/syncbuf"
+	"github.com/uploadedfile/uploadedfile/service"
 )
 
 // The bounds the fault matrix runs serve with (docs/configuration.md has
@@ -118,7 +123,29 @@ func TestFaults(t *testing.T) {
 		}
 		s.requireBaseline(t, base, d.name)
 	}
-	t.Logf("fault matrix: %d dependencies x %d modes, each within its bound, leaks 0:\n%s", len(deps), len(faultModes), strings.Join(summary, "\n"))
+	report := s.settled(t)
+	t.Logf("fault matrix: %d dependencies x %d modes, each within its bound, leaks 0; settled: %s:\n%s", len(deps), len(faultModes), report.Summary(), strings.Join(summary, "\n"))
+	require.Empty(t, report.Violations, "nothing lost, nothing left behind")
+}
+
+// settled runs the sweeps to their end over what the faults left (the
+// uploads refused half way, each a deletion claim) and checks the
+// invariants: no object without its row, usage equal to the rows, every
+// lifecycle complete.
+func (s *faultServer) settled(t *testing.T) *invariant.Report {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), s.dbURL)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	st, err := s3store.New(context.Background(), s.bucket)
+	require.NoError(t, err)
+	f := &fleet{t: t, store: st, svcCfg: service.Config{Driver: service.DriverS3, Bucket: s.bucket.Bucket}}
+	f.settle(pool)
+	var keys []string
+	require.NoError(t, st.List(context.Background(), "", func(oi storage.ObjectInfo) error { keys = append(keys, oi.Key); return nil }))
+	report, err := invariant.Check(context.Background(), pool, st, keys)
+	require.NoError(t, err)
+	return report
 }
 
 // fault runs d's probe with its link in mode m, then again once the link
@@ -159,6 +186,8 @@ func (s *faultServer) fault(t *testing.T, d faultDep, m faultMode, label string)
 // a proxy of its own, its tokens signed by a key of the JWKS it fetches,
 // its events relayed to a webhook and a NATS stream.
 type faultServer struct {
+	dbURL                 string         // the database, not through its proxy
+	bucket                s3store.Config // the S3 server, not through its proxy
 	cmd                   *exec.Cmd
 	base, metrics         string
 	key                   *ecdsa.PrivateKey // the JWKS's key, kid "k1"
@@ -197,7 +226,8 @@ func startFaultServer(t *testing.T) *faultServer {
 	server, err := url.Parse(pgtest.ServerURL())
 	require.NoError(t, err)
 	s.db = faultproxy.Start(t, server.Host)
-	dbURL, err := url.Parse(pgtest.NewDatabase(t))
+	s.dbURL = pgtest.NewDatabase(t)
+	dbURL, err := url.Parse(s.dbURL)
 	require.NoError(t, err)
 	dbURL.Host = s.db.Addr
 	cfg := s.config(t)
@@ -227,6 +257,7 @@ func (s *faultServer) config(t *testing.T) string {
 	require.NoError(t, err)
 	t.Cleanup(srv.Stop)
 	c := srv.NewBucket(t)
+	s.bucket = c
 	endpoint, err := url.Parse(c.Endpoint)
 	require.NoError(t, err)
 	s.store = faultproxy.Start(t, endpoint.Host)

@@ -100,7 +100,8 @@ var faultModes = []faultMode{
 // throttled link, a black hole and refused connections. A route that
 // needs the dependency answers within its documented bound with the
 // service's 503 problem and Retry-After, the routes that do not answer as
-// before, and /readyz stays 200 naming the one that fails. A loaded key
+// before, and /readyz stays 200 and the log says "not answering" naming
+// the one that fails. A loaded key
 // set is not on a request's path (a token of an unknown kid waits at most
 // the fetch's bound), nor is a sink (uploads go on; their events arrive
 // once it answers). After each, with the link passing again, the route
@@ -170,6 +171,9 @@ func (s *faultServer) fault(t *testing.T, d faultDep, m faultMode, label string)
 	}
 	if !m.succeeds && d.ready != "" && (m.name == "black-hole" || m.name == "refuse") {
 		requireReadyNaming(t, s.base, d.ready)
+		require.Eventually(t, func() bool {
+			return strings.Contains(s.log.String(), `"msg":"not answering","check":"`+d.name+`"`)
+		}, 5*time.Second, 50*time.Millisecond, "%s: the log names the dependency", label)
 	}
 	if !m.succeeds && d.faulted != nil {
 		d.faulted(t, label, file)
@@ -195,6 +199,7 @@ type faultServer struct {
 	db, store, scanner    *faultproxy.Proxy
 	jwks, hook, bus       *faultproxy.Proxy
 	hookEvents, busEvents *faultEvents
+	log                   *syncbuf.Buffer // what serve logged
 }
 
 // faultEvents are the files whose events a sink received.
@@ -234,8 +239,8 @@ func startFaultServer(t *testing.T) *faultServer {
 	s.cmd = exec.Command(bin, "--database-url", dbURL.String(), "serve", "--listen", "127.0.0.1:0", "--config", cfg, "--no-maintenance")
 	stdout, err := s.cmd.StdoutPipe()
 	require.NoError(t, err)
-	var stderr syncbuf.Buffer
-	s.cmd.Stderr = &stderr
+	s.log = &syncbuf.Buffer{}
+	s.cmd.Stderr = s.log
 	require.NoError(t, s.cmd.Start())
 	t.Cleanup(func() { _ = s.cmd.Process.Kill(); _ = s.cmd.Wait() })
 	lines := bufio.NewScanner(stdout)
@@ -244,7 +249,7 @@ func startFaultServer(t *testing.T) *faultServer {
 			s.base = m[1]
 		}
 	}
-	require.NotEmpty(t, s.base, "serve started: %s", stderr.String())
+	require.NotEmpty(t, s.base, "serve started: %s", s.log.String())
 	go io.Copy(io.Discard, stdout)
 	return s
 }

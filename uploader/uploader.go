@@ -57,7 +57,10 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.http = 
 
 // WithRetries sets how many times a retryable answer is retried (default
 // 4), and the first backoff (default 500 ms, doubled per retry up to 10 s,
-// with full jitter; a Retry-After of the server wins).
+// with full jitter; a Retry-After of the server wins). A 409 saying the
+// key's earlier attempt still holds the claim (in flight, completing) is
+// waited out besides, for up to 75 s: that attempt finishes, or, if its
+// server died, its lease runs out.
 func WithRetries(n int, first time.Duration) Option {
 	return func(c *Client) { c.retries, c.backoff = n, first }
 }
@@ -273,8 +276,12 @@ func (c *Client) Delete(ctx context.Context, id string) error {
 // upstream died or timed out: every write carries its Idempotency-Key, so
 // sending it again is safe) is retried up to c.retries times, after the
 // answer's Retry-After or a jittered, doubling backoff; any other answer
-// is an *Error.
+// is an *Error. A 409 that says the key's earlier attempt still holds the
+// claim (heldClaim) is waited out for up to heldBudget without counting
+// against the retries.
 func (c *Client) retry(ctx context.Context, call func() (status int, body []byte, h http.Header, err error)) error {
+	var held time.Time // when the first answer naming a held claim came
+	waited := 0        // attempts spent waiting out a held claim
 	for attempt := 0; ; attempt++ {
 		status, body, h, err := call()
 		if err == nil && status >= 200 && status < 300 {
@@ -285,13 +292,24 @@ func (c *Client) retry(ctx context.Context, call func() (status int, body []byte
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if !retryable || attempt >= c.retries {
+		if err == nil && heldClaim(status, body) {
+			// The same key's earlier attempt holds the claim: it finishes,
+			// or, if its server died, its lease runs out. Waiting for it is
+			// part of this call, not a retry of a failure.
+			if held.IsZero() {
+				held = time.Now()
+			}
+			if time.Since(held) < heldBudget {
+				waited++
+			}
+		}
+		if !retryable || attempt-waited >= c.retries {
 			if err != nil {
 				return fmt.Errorf("uploader: %w", err)
 			}
 			return problem(status, body)
 		}
-		wait := c.backoff << attempt
+		wait := c.backoff << min(attempt, 16)
 		wait = min(wait, 10*time.Second)
 		wait = time.Duration(mathrand.Int64N(int64(wait) + 1))
 		if s, perr := strconv.Atoi(h.Get("Retry-After")); perr == nil && s > 0 {
@@ -303,6 +321,26 @@ func (c *Client) retry(ctx context.Context, call func() (status int, body []byte
 		case <-time.After(wait):
 		}
 	}
+}
+
+// heldBudget is how long a call waits out a claim its key's earlier
+// attempt holds: longer than the server's leases of a key in flight and
+// of a completion (30 s each), so the claim of an attempt whose server
+// died has run out by then.
+const heldBudget = 75 * time.Second
+
+// heldClaim reports whether an answer says the key's earlier attempt
+// holds the request (409 core.idempotency.in-flight) or the completion
+// (409 core.file.upload-completing).
+func heldClaim(status int, body []byte) bool {
+	if status != http.StatusConflict {
+		return false
+	}
+	var p struct {
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(body, &p)
+	return p.Code == "core.idempotency.in-flight" || p.Code == "core.file.upload-completing"
 }
 
 // problem is the *Error of an answer's problem body.

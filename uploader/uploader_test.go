@@ -253,3 +253,26 @@ func (e *earlyFirst) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return e.next.RoundTrip(r)
 }
+
+// TestUploadWaitsOutItsKeysHeldClaim: the server of an upload's earlier
+// attempt died while it held the key (a running claim whose lease has 3 s
+// left). Sent again under the same key, the upload is answered 409
+// core.idempotency.in-flight with Retry-After until the lease runs out;
+// the uploader waits it out without spending its retries -- none here --
+// and then makes the file once.
+func TestUploadWaitsOutItsKeysHeldClaim(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	ctx := context.Background()
+	_, err := s.pool.Exec(ctx, `INSERT INTO uploaded_file_idempotency (tenant_code, caller, key, route, state, lease_until, created_at, expires_at)
+		VALUES ('acme', 'alice', 'held.initiate', 'POST /uploaded-file/initiate', 'running', now() + interval '3 seconds', now(), now() + interval '1 day')`)
+	require.NoError(t, err)
+	c, err := uploader.New(s.url, s.token, uploader.WithRetries(0, time.Millisecond))
+	require.NoError(t, err)
+	f, err := c.Upload(ctx, uploader.File{Name: "report.pdf", ContentType: "application/pdf", Body: bytes.NewReader([]byte(pdf)), Size: int64(len(pdf)), Key: "held"})
+	require.NoError(t, err, "the held claim is waited out, not counted as a failure")
+	require.EqualValues(t, "ready", f.Status)
+	var n int
+	require.NoError(t, s.pool.QueryRow(ctx, "SELECT count(*) FROM uploaded_file").Scan(&n))
+	require.Equal(t, 1, n)
+}

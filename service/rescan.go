@@ -119,7 +119,7 @@ func (s *Service) UnsafeSystemRescan(ctx context.Context, o RescanOptions, found
 		err = cause
 	}
 	r.rep.Interrupted = err == nil && ctx.Err() != nil
-	r.checkpoint(true)
+	r.checkpoint()
 	return r.rep, err
 }
 
@@ -226,14 +226,11 @@ func (r *rescan) finished(id uuid.UUID) {
 	}
 }
 
-// checkpoint tells o.Checkpoint where the rescan stands (at the end:
-// always, but after a failure other than an interrupt).
-func (r *rescan) checkpoint(end bool) {
+// checkpoint tells o.Checkpoint where the rescan stands.
+func (r *rescan) checkpoint() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if end {
-		r.checkpointLocked()
-	}
+	r.checkpointLocked()
 }
 
 func (r *rescan) checkpointLocked() {

@@ -30,12 +30,7 @@ import (
 // (the tests run as root, as CI does).
 func TestFullDiskIsNamed(t *testing.T) {
 	t.Parallel()
-	root := filepath.Join(t.TempDir(), "root")
-	out, err := exec.Command("mkdir", "-p", root).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	out, err = exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", root).CombinedOutput()
-	require.NoError(t, err, "mount a 1 MiB tmpfs (the disk tests need root): %s", out)
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", root).Run() })
+	root := mountTmpfs(t, "1m")
 	dbURL := pgtest.NewDatabase(t)
 	d := startDevOn(t, dbURL, "localRoot: "+root+"\n")
 
@@ -62,12 +57,7 @@ func TestFullDiskIsNamed(t *testing.T) {
 // ready. (The tests run as root, as CI does.)
 func TestReadOnlyDiskIsNamed(t *testing.T) {
 	t.Parallel()
-	root := filepath.Join(t.TempDir(), "root")
-	out, err := exec.Command("mkdir", "-p", root).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	out, err = exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", root).CombinedOutput()
-	require.NoError(t, err, "mount a tmpfs (the disk tests need root): %s", out)
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", root).Run() })
+	root := mountTmpfs(t, "4m")
 	dbURL := pgtest.NewDatabase(t)
 	d := startDevOn(t, dbURL, "localRoot: "+root+"\n")
 
@@ -76,7 +66,7 @@ func TestReadOnlyDiskIsNamed(t *testing.T) {
 	}
 	status, body := upload()
 	require.Equal(t, http.StatusCreated, status, body)
-	out, err = exec.Command("mount", "-o", "remount,ro", root).CombinedOutput()
+	out, err := exec.Command("mount", "-o", "remount,ro", root).CombinedOutput()
 	require.NoError(t, err, "remount read-only: %s", out)
 	requireRefusedFor(t, upload, "storage.read-only")
 	awaitReadyNaming(t, d.base, "storage unavailable: read-only")
@@ -128,6 +118,19 @@ func TestIOErrorIsNamed(t *testing.T) {
 
 	disk.Fail(false)
 	require.Eventually(t, func() bool { s, _ := upload(); return s == http.StatusCreated }, 10*time.Second, 200*time.Millisecond, "uploads again once the disk writes")
+}
+
+// mountTmpfs mounts a tmpfs of size (mount's size=) for the test and
+// returns its directory (the disk tests need root, as CI has).
+func mountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "root")
+	out, err := exec.Command("mkdir", "-p", root).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	out, err = exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", root).CombinedOutput()
+	require.NoError(t, err, "mount a %s tmpfs (the disk tests need root): %s", size, out)
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", root).Run() })
+	return root
 }
 
 // requireRefusedFor: upload, twice, is refused 503

@@ -5,15 +5,25 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"time"
+
+	"github.com/google/uuid"
 )
 
-// EstimateRescan is the planner's estimate of how many files a rescan of
-// p's selection reads (EXPLAIN of FileRescanBatch with no limit to speak
-// of: nothing is run, nothing is read): the total of a progress display,
-// in the time a plan takes rather than a count of millions of rows.
-func EstimateRescan(ctx context.Context, conn DBTX, p FileRescanBatchParams) (int64, error) {
+// EstimateRescan is the planner's estimate of how many files a rescan
+// reads -- every tenant's files created at or after since (nil: any time),
+// or tenant's when it is not nil -- from EXPLAIN of its batch statement
+// with no limit to speak of (nothing is run, nothing is read): the total
+// of a progress display, in the time a plan takes rather than a count of
+// millions of rows.
+func EstimateRescan(ctx context.Context, conn DBTX, since *time.Time, tenant *string) (int64, error) {
 	var plan []byte
-	err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+fileRescanBatch, p.AfterID, p.Since, p.Tenant, int32(math.MaxInt32)).Scan(&plan)
+	var err error
+	if tenant != nil {
+		err = conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+fileRescanTenantBatch, *tenant, uuid.Nil, since, int32(math.MaxInt32)).Scan(&plan)
+	} else {
+		err = conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+fileRescanBatch, uuid.Nil, since, int32(math.MaxInt32)).Scan(&plan)
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -171,7 +171,7 @@ func (q *Queries) EventPark(ctx context.Context, db DBTX, arg EventParkParams) (
 
 const eventPrune = `-- name: EventPrune :execrows
 DELETE FROM uploaded_file_event
-WHERE seq IN (
+WHERE seq = any(ARRAY(
     SELECT candidate.seq
     FROM uploaded_file_event AS candidate
     WHERE candidate.occurred_at < $1::timestamptz
@@ -184,7 +184,7 @@ WHERE seq IN (
         AND NOT EXISTS (SELECT 1 FROM uploaded_file_event_replay WHERE uploaded_file_event_replay.event_seq = candidate.seq)
     ORDER BY candidate.occurred_at
     LIMIT $3::integer
-)
+))
 `
 
 type EventPruneParams struct {
@@ -198,6 +198,9 @@ type EventPruneParams struct {
 // queued for a replay -- each condition applied to the candidates before
 // the LIMIT, so events that must stay (parked, not yet passed) never fill
 // a batch and stop the prune behind them. Returns how many it deleted.
+// The batch is an array the delete looks up by primary key (= any(ARRAY(
+// ...))): as an IN (subquery), a plan made without the arguments joined
+// it against a sequential scan of the whole outbox.
 func (q *Queries) EventPrune(ctx context.Context, db DBTX, arg EventPruneParams) (int64, error) {
 	result, err := db.Exec(ctx, eventPrune, arg.Cutoff, arg.Names, arg.Max)
 	if err != nil {

@@ -1,83 +1,17 @@
 package db_test
 
 import (
-	"context"
 	"encoding/json"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/db"
 )
-
-// explainRows is the size of the table the plans are checked on.
-const explainRows = 100_000
-
-// explainer is a db.DBTX that runs EXPLAIN of every statement it is given,
-// with the real arguments, instead of the statement itself.
-type explainer struct {
-	t     *testing.T
-	conn  *pgx.Conn
-	mu    sync.Mutex
-	plans map[string]string // query name -> JSON plan
-	unrun []string          // queries explained without running them
-}
-
-var queryName = regexp.MustCompile(`^-- name: (\w+) :`)
-
-func (e *explainer) explain(ctx context.Context, sql string, args []any) {
-	e.t.Helper()
-	m := queryName.FindStringSubmatch(sql)
-	require.NotNil(e.t, m, "statement without a sqlc name: %s", sql)
-	// Run for real (EXPLAIN ANALYZE, rolled back) for the row counts of
-	// every node; a statement that fails with these arguments (a sample
-	// that breaks a constraint or raises) is explained without running.
-	var plan string
-	tx, err := e.conn.Begin(ctx)
-	require.NoError(e.t, err)
-	err = tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+sql, args...).Scan(&plan)
-	require.NoError(e.t, tx.Rollback(ctx))
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err != nil {
-		require.NoError(e.t, e.conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+sql, args...).Scan(&plan), m[1])
-		e.unrun = append(e.unrun, m[1])
-	}
-	e.plans[m[1]] = plan
-}
-
-func (e *explainer) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	e.explain(ctx, sql, args)
-	return pgconn.CommandTag{}, nil
-}
-
-func (e *explainer) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	e.explain(ctx, sql, args)
-	return e.conn.Query(ctx, "SELECT 1 WHERE false")
-}
-
-func (e *explainer) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	e.explain(ctx, sql, args)
-	return e.conn.QueryRow(ctx, "SELECT 1 WHERE false")
-}
-
-// SendBatch explains each statement of b (the :batchone queries) and
-// answers each with no row.
-func (e *explainer) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	empty := &pgx.Batch{}
-	for _, q := range b.QueuedQueries {
-		e.explain(ctx, q.SQL, q.Arguments)
-		empty.Queue("SELECT 1 WHERE false")
-	}
-	return e.conn.SendBatch(ctx, empty)
-}
 
 // populate fills uploaded_file with explainRows rows in a realistic mix of
 // states: mostly active files over many tenants and owners, and a few of
@@ -446,7 +380,23 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 		func() error { _, err := listCall(ctx, q, e, "TenantByName", listFilters{}, ten, ""); return err },
 		func() error { _, err := listCall(ctx, q, e, "TenantBySize", listFilters{}, ten, ""); return err },
 		func() error {
-			_, err := q.FileRescanBatch(ctx, e, db.FileRescanBatchParams{AfterID: id, Tenant: &ten, Max: 100})
+			_, err := recordCall(ctx, q, e, "RecordByCreated", listFilters{entity: sample.Entity, entityID: sample.EntityID}, ten, sample.UserID)
+			return err
+		},
+		func() error {
+			_, err := recordCall(ctx, q, e, "RecordByName", listFilters{entity: sample.Entity, entityID: sample.EntityID}, ten, "")
+			return err
+		},
+		func() error {
+			_, err := recordCall(ctx, q, e, "RecordBySize", listFilters{entity: sample.Entity, entityID: sample.EntityID}, ten, sample.UserID)
+			return err
+		},
+		func() error {
+			_, err := q.FileRescanBatch(ctx, e, db.FileRescanBatchParams{AfterID: id, Max: 100})
+			return err
+		},
+		func() error {
+			_, err := q.FileRescanTenantBatch(ctx, e, db.FileRescanTenantBatchParams{Tenant: ten, AfterID: id, Max: 100})
 			return err
 		},
 		func() error {
@@ -657,9 +607,7 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 	// statement, and after five executions PostgreSQL may switch to a plan
 	// made without the arguments' values. No query may scan or sort far
 	// more rows than it returns under either plan.
-	_, err = conn.Exec(b.ctx, "SET plan_cache_mode = force_generic_plan")
-	require.NoError(t, err)
-	e = &explainer{t: t, conn: conn.Conn(), plans: map[string]string{}}
+	e = &explainer{t: t, conn: conn.Conn(), plans: map[string]string{}, generic: true}
 	for _, call := range calls {
 		if err := call(); err != nil {
 			require.ErrorIs(t, err, pgx.ErrNoRows)

@@ -67,6 +67,9 @@ type FileListOwnerByCreatedParams struct {
 //
 //	FileListOwnerBy*   the caller's own files (the owner decision)
 //	FileListTenantBy*  the tenant's files (the tenant decision)
+//	FileListRecordBy*  the files attached to one record (entity and entity
+//	                   id both given), the owner's (@user_id) or the
+//	                   tenant's (@user_id NULL)
 //
 // The cursor is the last row's sort key and id: the next page is the rows
 // strictly after it in the index order (a row comparison, an index
@@ -337,6 +340,385 @@ func (q *Queries) FileListOwnerBySize(ctx context.Context, db DBTX, arg FileList
 		arg.Module,
 		arg.Entity,
 		arg.EntityID,
+		arg.ContentType,
+		arg.ContentTypePrefix,
+		arg.Visibility,
+		arg.IsTemporary,
+		arg.CreatedFrom,
+		arg.CreatedBefore,
+		arg.NamePrefix,
+		arg.AfterSize,
+		arg.AfterID,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []UploadedFile{}
+	for rows.Next() {
+		var i UploadedFile
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantCode,
+			&i.DepartmentCode,
+			&i.UserID,
+			&i.Key,
+			&i.CDN,
+			&i.OriginalName,
+			&i.SizeBytes,
+			&i.ContentType,
+			&i.Visibility,
+			&i.IsTemporary,
+			&i.UploadPendingAt,
+			&i.DeletionPendingAt,
+			&i.ExpiredAt,
+			&i.ExtraData,
+			&i.Module,
+			&i.Entity,
+			&i.EntityID,
+			&i.Type,
+			&i.UsedAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.DeletedAt,
+			&i.Status,
+			&i.PendingKey,
+			&i.Checksum,
+			&i.ETag,
+			&i.Disposition,
+			&i.CompletedAt,
+			&i.UploadExpiresAt,
+			&i.CompletionLeaseUntil,
+			&i.StagingCleanupAt,
+			&i.Width,
+			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
+			&i.ResumableOffset,
+			&i.ResumableLeaseUntil,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const fileListRecordByCreated = `-- name: FileListRecordByCreated :many
+
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
+FROM uploaded_file
+WHERE tenant_code = $1
+    AND entity = $2::text
+    AND entity_id = $3::text
+    AND ($4::text IS NULL OR user_id = $4::text)
+    AND ($5::text IS NULL OR department_code = $5::text)
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+    AND (NOT is_temporary OR expired_at > coalesce($6::timestamptz, now()))
+    AND ($7::text IS NULL OR module = $7::text)
+    AND ($8::text IS NULL OR content_type = $8::text)
+    AND ($9::text IS NULL OR content_type LIKE $9::text || '%')
+    AND ($10::text IS NULL OR visibility = $10::text)
+    AND ($11::boolean IS NULL OR is_temporary = $11::boolean)
+    AND ($12::timestamptz IS NULL OR created_at >= $12::timestamptz)
+    AND ($13::timestamptz IS NULL OR created_at < $13::timestamptz)
+    AND ($14::text IS NULL OR lower(original_name) COLLATE "C" LIKE lower($14::text) || '%')
+    AND (created_at, id) < ($15::timestamptz, $16::uuid)
+ORDER BY created_at DESC, id DESC
+LIMIT $17::integer
+`
+
+type FileListRecordByCreatedParams struct {
+	TenantCode        string
+	Entity            string
+	EntityID          string
+	UserID            *string
+	DepartmentCode    *string
+	Now               *time.Time
+	Module            *string
+	ContentType       *string
+	ContentTypePrefix *string
+	Visibility        *string
+	IsTemporary       *bool
+	CreatedFrom       *time.Time
+	CreatedBefore     *time.Time
+	NamePrefix        *string
+	AfterCreated      time.Time
+	AfterID           uuid.UUID
+	Max               int32
+}
+
+// The files of one record. Their own index (uploaded_file_list_record_idx:
+// tenant, entity, entity id, newest first; visible rows only) finds them
+// whatever else the tenant or the owner holds: the tenant and owner lists
+// above, given an entity filter, walk the whole scope's list index and
+// filter it. A record holds a handful of files, so the name and size orders
+// sort what the index found.
+// One page of the files attached to the record (@entity, @entity_id), the owner's when @user_id is given, newest first, after the cursor (@after_created, @after_id); at most @max rows.
+func (q *Queries) FileListRecordByCreated(ctx context.Context, db DBTX, arg FileListRecordByCreatedParams) ([]UploadedFile, error) {
+	rows, err := db.Query(ctx, fileListRecordByCreated,
+		arg.TenantCode,
+		arg.Entity,
+		arg.EntityID,
+		arg.UserID,
+		arg.DepartmentCode,
+		arg.Now,
+		arg.Module,
+		arg.ContentType,
+		arg.ContentTypePrefix,
+		arg.Visibility,
+		arg.IsTemporary,
+		arg.CreatedFrom,
+		arg.CreatedBefore,
+		arg.NamePrefix,
+		arg.AfterCreated,
+		arg.AfterID,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []UploadedFile{}
+	for rows.Next() {
+		var i UploadedFile
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantCode,
+			&i.DepartmentCode,
+			&i.UserID,
+			&i.Key,
+			&i.CDN,
+			&i.OriginalName,
+			&i.SizeBytes,
+			&i.ContentType,
+			&i.Visibility,
+			&i.IsTemporary,
+			&i.UploadPendingAt,
+			&i.DeletionPendingAt,
+			&i.ExpiredAt,
+			&i.ExtraData,
+			&i.Module,
+			&i.Entity,
+			&i.EntityID,
+			&i.Type,
+			&i.UsedAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.DeletedAt,
+			&i.Status,
+			&i.PendingKey,
+			&i.Checksum,
+			&i.ETag,
+			&i.Disposition,
+			&i.CompletedAt,
+			&i.UploadExpiresAt,
+			&i.CompletionLeaseUntil,
+			&i.StagingCleanupAt,
+			&i.Width,
+			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
+			&i.ResumableOffset,
+			&i.ResumableLeaseUntil,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const fileListRecordByName = `-- name: FileListRecordByName :many
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
+FROM uploaded_file
+WHERE tenant_code = $1
+    AND entity = $2::text
+    AND entity_id = $3::text
+    AND ($4::text IS NULL OR user_id = $4::text)
+    AND ($5::text IS NULL OR department_code = $5::text)
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+    AND (NOT is_temporary OR expired_at > coalesce($6::timestamptz, now()))
+    AND ($7::text IS NULL OR module = $7::text)
+    AND ($8::text IS NULL OR content_type = $8::text)
+    AND ($9::text IS NULL OR content_type LIKE $9::text || '%')
+    AND ($10::text IS NULL OR visibility = $10::text)
+    AND ($11::boolean IS NULL OR is_temporary = $11::boolean)
+    AND ($12::timestamptz IS NULL OR created_at >= $12::timestamptz)
+    AND ($13::timestamptz IS NULL OR created_at < $13::timestamptz)
+    AND ($14::text IS NULL OR lower(original_name) COLLATE "C" LIKE lower($14::text) || '%')
+    AND (lower(original_name) COLLATE "C", id) > (lower($15::text) COLLATE "C", $16::uuid)
+ORDER BY lower(original_name) COLLATE "C", id
+LIMIT $17::integer
+`
+
+type FileListRecordByNameParams struct {
+	TenantCode        string
+	Entity            string
+	EntityID          string
+	UserID            *string
+	DepartmentCode    *string
+	Now               *time.Time
+	Module            *string
+	ContentType       *string
+	ContentTypePrefix *string
+	Visibility        *string
+	IsTemporary       *bool
+	CreatedFrom       *time.Time
+	CreatedBefore     *time.Time
+	NamePrefix        *string
+	AfterName         string
+	AfterID           uuid.UUID
+	Max               int32
+}
+
+// One page of the files attached to the record (@entity, @entity_id), the owner's when @user_id is given, by lower-cased name, A to Z (byte order), after the cursor (@after_name, @after_id); at most @max rows.
+func (q *Queries) FileListRecordByName(ctx context.Context, db DBTX, arg FileListRecordByNameParams) ([]UploadedFile, error) {
+	rows, err := db.Query(ctx, fileListRecordByName,
+		arg.TenantCode,
+		arg.Entity,
+		arg.EntityID,
+		arg.UserID,
+		arg.DepartmentCode,
+		arg.Now,
+		arg.Module,
+		arg.ContentType,
+		arg.ContentTypePrefix,
+		arg.Visibility,
+		arg.IsTemporary,
+		arg.CreatedFrom,
+		arg.CreatedBefore,
+		arg.NamePrefix,
+		arg.AfterName,
+		arg.AfterID,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []UploadedFile{}
+	for rows.Next() {
+		var i UploadedFile
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantCode,
+			&i.DepartmentCode,
+			&i.UserID,
+			&i.Key,
+			&i.CDN,
+			&i.OriginalName,
+			&i.SizeBytes,
+			&i.ContentType,
+			&i.Visibility,
+			&i.IsTemporary,
+			&i.UploadPendingAt,
+			&i.DeletionPendingAt,
+			&i.ExpiredAt,
+			&i.ExtraData,
+			&i.Module,
+			&i.Entity,
+			&i.EntityID,
+			&i.Type,
+			&i.UsedAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.DeletedAt,
+			&i.Status,
+			&i.PendingKey,
+			&i.Checksum,
+			&i.ETag,
+			&i.Disposition,
+			&i.CompletedAt,
+			&i.UploadExpiresAt,
+			&i.CompletionLeaseUntil,
+			&i.StagingCleanupAt,
+			&i.Width,
+			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
+			&i.ResumableOffset,
+			&i.ResumableLeaseUntil,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const fileListRecordBySize = `-- name: FileListRecordBySize :many
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
+FROM uploaded_file
+WHERE tenant_code = $1
+    AND entity = $2::text
+    AND entity_id = $3::text
+    AND ($4::text IS NULL OR user_id = $4::text)
+    AND ($5::text IS NULL OR department_code = $5::text)
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+    AND (NOT is_temporary OR expired_at > coalesce($6::timestamptz, now()))
+    AND ($7::text IS NULL OR module = $7::text)
+    AND ($8::text IS NULL OR content_type = $8::text)
+    AND ($9::text IS NULL OR content_type LIKE $9::text || '%')
+    AND ($10::text IS NULL OR visibility = $10::text)
+    AND ($11::boolean IS NULL OR is_temporary = $11::boolean)
+    AND ($12::timestamptz IS NULL OR created_at >= $12::timestamptz)
+    AND ($13::timestamptz IS NULL OR created_at < $13::timestamptz)
+    AND ($14::text IS NULL OR lower(original_name) COLLATE "C" LIKE lower($14::text) || '%')
+    AND (size_bytes, id) < ($15::bigint, $16::uuid)
+ORDER BY size_bytes DESC, id DESC
+LIMIT $17::integer
+`
+
+type FileListRecordBySizeParams struct {
+	TenantCode        string
+	Entity            string
+	EntityID          string
+	UserID            *string
+	DepartmentCode    *string
+	Now               *time.Time
+	Module            *string
+	ContentType       *string
+	ContentTypePrefix *string
+	Visibility        *string
+	IsTemporary       *bool
+	CreatedFrom       *time.Time
+	CreatedBefore     *time.Time
+	NamePrefix        *string
+	AfterSize         int64
+	AfterID           uuid.UUID
+	Max               int32
+}
+
+// One page of the files attached to the record (@entity, @entity_id), the owner's when @user_id is given, largest first, after the cursor (@after_size, @after_id); at most @max rows.
+func (q *Queries) FileListRecordBySize(ctx context.Context, db DBTX, arg FileListRecordBySizeParams) ([]UploadedFile, error) {
+	rows, err := db.Query(ctx, fileListRecordBySize,
+		arg.TenantCode,
+		arg.Entity,
+		arg.EntityID,
+		arg.UserID,
+		arg.DepartmentCode,
+		arg.Now,
+		arg.Module,
 		arg.ContentType,
 		arg.ContentTypePrefix,
 		arg.Visibility,

@@ -137,34 +137,118 @@ WHERE id > $1::uuid
     AND deletion_pending_at IS NULL
     AND deleted_at IS NULL
     AND ($2::timestamptz IS NULL OR created_at >= $2::timestamptz)
-    AND ($3::text IS NULL OR tenant_code = $3::text)
 ORDER BY id
-LIMIT $4::integer
+LIMIT $3::integer
 `
 
 type FileRescanBatchParams struct {
 	AfterID uuid.UUID
 	Since   *time.Time
-	Tenant  *string
 	Max     int32
 }
 
 // Rescans and quarantine (cross-tenant, trusted maintenance only).
 //
-//	FileRescanBatch   ready files, in id order, for a rescan
+//	FileRescanBatch        ready files, in id order, for a rescan
+//	FileRescanTenantBatch  the same, of one tenant
 //	FileQuarantine    ready       -> quarantined (hidden from every read)
 //	FileUnquarantine  quarantined -> ready
 //
 // Every read of a file requires status = 'ready', so a quarantined file
 // answers as a missing one does, everywhere. Each transition writes its
 // lifecycle event in the same statement.
-// The next @max ready, visible files after @after_id in id order, created
-// at or after @since (NULL: any time), of @tenant (NULL: every tenant).
+// The next @max ready, visible files of every tenant after @after_id in id
+// order (the primary key's), created at or after @since (NULL: any time).
+// A @since filters the walk: over a whole run the table is read once.
 func (q *Queries) FileRescanBatch(ctx context.Context, db DBTX, arg FileRescanBatchParams) ([]UploadedFile, error) {
-	rows, err := db.Query(ctx, fileRescanBatch,
+	rows, err := db.Query(ctx, fileRescanBatch, arg.AfterID, arg.Since, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []UploadedFile{}
+	for rows.Next() {
+		var i UploadedFile
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantCode,
+			&i.DepartmentCode,
+			&i.UserID,
+			&i.Key,
+			&i.CDN,
+			&i.OriginalName,
+			&i.SizeBytes,
+			&i.ContentType,
+			&i.Visibility,
+			&i.IsTemporary,
+			&i.UploadPendingAt,
+			&i.DeletionPendingAt,
+			&i.ExpiredAt,
+			&i.ExtraData,
+			&i.Module,
+			&i.Entity,
+			&i.EntityID,
+			&i.Type,
+			&i.UsedAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.DeletedAt,
+			&i.Status,
+			&i.PendingKey,
+			&i.Checksum,
+			&i.ETag,
+			&i.Disposition,
+			&i.CompletedAt,
+			&i.UploadExpiresAt,
+			&i.CompletionLeaseUntil,
+			&i.StagingCleanupAt,
+			&i.Width,
+			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
+			&i.ResumableOffset,
+			&i.ResumableLeaseUntil,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const fileRescanTenantBatch = `-- name: FileRescanTenantBatch :many
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
+FROM uploaded_file
+WHERE tenant_code = $1::text
+    AND id > $2::uuid
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+    AND ($3::timestamptz IS NULL OR created_at >= $3::timestamptz)
+ORDER BY tenant_code, id
+LIMIT $4::integer
+`
+
+type FileRescanTenantBatchParams struct {
+	Tenant  string
+	AfterID uuid.UUID
+	Since   *time.Time
+	Max     int32
+}
+
+// The next @max ready, visible files of @tenant after @after_id in id
+// order, created at or after @since (NULL: any time): its own statement
+// and index (uploaded_file_rescan_tenant_idx), so that a plan made without
+// the arguments reads the tenant's rows only, and never sorts them.
+func (q *Queries) FileRescanTenantBatch(ctx context.Context, db DBTX, arg FileRescanTenantBatchParams) ([]UploadedFile, error) {
+	rows, err := db.Query(ctx, fileRescanTenantBatch,
+		arg.Tenant,
 		arg.AfterID,
 		arg.Since,
-		arg.Tenant,
 		arg.Max,
 	)
 	if err != nil {

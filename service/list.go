@@ -320,6 +320,9 @@ func openCursor(key []byte, c string, sort ListSort, bind string) (position, err
 func (s *Service) listRows(ctx context.Context, a access, f filter, at position) ([]db.UploadedFile, error) {
 	o := f.opts
 	max := int32(f.limit + 1)
+	if o.Entity != "" && o.EntityID != "" {
+		return s.listRecordRows(ctx, a, f, at)
+	}
 	if a.owner {
 		p := db.FileListOwnerByCreatedParams{
 			TenantCode: a.scope.TenantCode, UserID: a.scope.UserID, DepartmentCode: a.scope.DepartmentCode, Now: s.now(),
@@ -371,5 +374,38 @@ func (s *Service) listRows(ctx context.Context, a access, f filter, at position)
 		})
 	default:
 		return s.q.FileListTenantByCreated(ctx, s.db, p)
+	}
+}
+
+// listRecordRows runs the record list of the sort: the files attached to
+// one record, found through their own index whatever else the scope holds.
+func (s *Service) listRecordRows(ctx context.Context, a access, f filter, at position) ([]db.UploadedFile, error) {
+	o := f.opts
+	p := db.FileListRecordByCreatedParams{
+		TenantCode: a.scope.TenantCode, Entity: o.Entity, EntityID: o.EntityID, DepartmentCode: a.scope.DepartmentCode, Now: s.now(),
+		Module: optional(o.Module), ContentType: f.contentType, ContentTypePrefix: f.contentPrefix, Visibility: f.visibility,
+		IsTemporary: o.Temporary, CreatedFrom: o.CreatedFrom, CreatedBefore: o.CreatedBefore, NamePrefix: f.namePrefix,
+		AfterCreated: at.Created, AfterID: at.ID, Max: int32(f.limit + 1),
+	}
+	if a.owner {
+		p.UserID = &a.scope.UserID
+	}
+	switch f.sort {
+	case SortName:
+		return s.q.FileListRecordByName(ctx, s.db, db.FileListRecordByNameParams{
+			TenantCode: p.TenantCode, Entity: p.Entity, EntityID: p.EntityID, UserID: p.UserID, DepartmentCode: p.DepartmentCode, Now: p.Now,
+			Module: p.Module, ContentType: p.ContentType, ContentTypePrefix: p.ContentTypePrefix, Visibility: p.Visibility,
+			IsTemporary: p.IsTemporary, CreatedFrom: p.CreatedFrom, CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix,
+			AfterName: at.Name, AfterID: at.ID, Max: p.Max,
+		})
+	case SortSize:
+		return s.q.FileListRecordBySize(ctx, s.db, db.FileListRecordBySizeParams{
+			TenantCode: p.TenantCode, Entity: p.Entity, EntityID: p.EntityID, UserID: p.UserID, DepartmentCode: p.DepartmentCode, Now: p.Now,
+			Module: p.Module, ContentType: p.ContentType, ContentTypePrefix: p.ContentTypePrefix, Visibility: p.Visibility,
+			IsTemporary: p.IsTemporary, CreatedFrom: p.CreatedFrom, CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix,
+			AfterSize: at.Size, AfterID: at.ID, Max: p.Max,
+		})
+	default:
+		return s.q.FileListRecordByCreated(ctx, s.db, p)
 	}
 }

@@ -145,6 +145,18 @@ func TestListFiltersAndSorts(t *testing.T) {
 
 	require.ElementsMatch(t, []uuid.UUID{pdfA.ID, txt.ID}, ids(service.ListOptions{Module: "crm", Entity: "invoice", EntityID: "123"}))
 	require.Empty(t, ids(service.ListOptions{Entity: "invoice", EntityID: "124"}))
+	record := service.ListOptions{Entity: "invoice", EntityID: "123"}
+	require.Greater(t, pdfA.SizeBytes, txt.SizeBytes)
+	for sort, want := range map[service.ListSort][]uuid.UUID{
+		service.SortCreatedAt: {txt.ID, pdfA.ID}, service.SortName: {pdfA.ID, txt.ID}, service.SortSize: {pdfA.ID, txt.ID},
+	} {
+		o := record
+		o.Sort = sort
+		require.Equal(t, want, ids(o), "a record's files in order (%s)", sort)
+		o.Limit = 1
+		require.Equal(t, want, ids(o), "a record's files in pages of one (%s)", sort)
+	}
+	require.Equal(t, []uuid.UUID{txt.ID}, ids(service.ListOptions{Entity: "invoice", EntityID: "123", Visibility: service.Public}), "a record's files, filtered")
 	require.ElementsMatch(t, []uuid.UUID{pdfA.ID, pdfB.ID}, ids(service.ListOptions{ContentType: "application/pdf"}))
 	require.ElementsMatch(t, []uuid.UUID{txt.ID, tmp.ID, csv.ID}, ids(service.ListOptions{ContentType: "text/*"}))
 	require.Equal(t, []uuid.UUID{txt.ID}, ids(service.ListOptions{Visibility: service.Public}))

@@ -127,7 +127,7 @@ func (s *Service) UnsafeSystemRescan(ctx context.Context, o RescanOptions, found
 // reads: the planner's estimate (nothing is read), a progress display's
 // total.
 func (s *Service) UnsafeSystemRescanEstimate(ctx context.Context, o RescanOptions) (int64, error) {
-	n, err := db.EstimateRescan(ctx, s.db, db.FileRescanBatchParams{AfterID: uuid.Nil, Since: o.Since, Tenant: optional(o.Tenant)})
+	n, err := db.EstimateRescan(ctx, s.db, o.Since, optional(o.Tenant))
 	if err != nil {
 		return 0, s.internalError(ctx, ErrCleanupFailed, "estimate the rescan", err)
 	}
@@ -160,7 +160,7 @@ func (r *rescan) feed(ctx, run context.Context, files chan<- db.UploadedFile) er
 	r.after = r.o.After
 	next := r.o.After
 	for {
-		rows, err := r.svc.q.FileRescanBatch(run, r.svc.db, db.FileRescanBatchParams{AfterID: next, Since: r.o.Since, Tenant: optional(r.o.Tenant), Max: 100})
+		rows, err := r.batch(run, next)
 		if err != nil {
 			if run.Err() != nil {
 				return nil // stopped by a worker: its cause is the answer
@@ -331,4 +331,13 @@ func (s *Service) rescanOne(ctx context.Context, row db.UploadedFile, quarantine
 		}
 	}
 	return d, nil
+}
+
+// batch is the next 100 selected files after the id: one tenant's through
+// its own statement and index, or every tenant's.
+func (r *rescan) batch(ctx context.Context, after uuid.UUID) ([]db.UploadedFile, error) {
+	if r.o.Tenant != "" {
+		return r.svc.q.FileRescanTenantBatch(ctx, r.svc.db, db.FileRescanTenantBatchParams{Tenant: r.o.Tenant, AfterID: after, Since: r.o.Since, Max: 100})
+	}
+	return r.svc.q.FileRescanBatch(ctx, r.svc.db, db.FileRescanBatchParams{AfterID: after, Since: r.o.Since, Max: 100})
 }

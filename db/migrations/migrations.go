@@ -270,9 +270,23 @@ var (
 
 // declaredOldest is the oldest binary version v's migration declares it
 // runs with (its row in uploaded_file_schema_compat), 0 when it declares
-// none (migrations from before the window).
+// none (migrations from before the window). The row is in v's own
+// migration, or -- for an index built CONCURRENTLY, which stands alone in
+// its migration -- in the nearest one before it that declares it.
 func declaredOldest(v uint) uint {
-	body, err := upFile(v)
+	all := versions()
+	for i := slices.Index(all, v); i >= 0; i-- {
+		if oldest := declaredIn(all[i], v); oldest != 0 {
+			return oldest
+		}
+	}
+	return 0
+}
+
+// declaredIn is the oldest binary migration file's compatibility insert
+// declares for version v, 0 when it declares none.
+func declaredIn(file, v uint) uint {
+	body, err := upFile(file)
 	if err != nil {
 		return 0
 	}

@@ -241,8 +241,11 @@ ORDER BY uploaded_file_event_sink.name;
 -- queued for a replay -- each condition applied to the candidates before
 -- the LIMIT, so events that must stay (parked, not yet passed) never fill
 -- a batch and stop the prune behind them. Returns how many it deleted.
+-- The batch is an array the delete looks up by primary key (= any(ARRAY(
+-- ...))): as an IN (subquery), a plan made without the arguments joined
+-- it against a sequential scan of the whole outbox.
 DELETE FROM uploaded_file_event
-WHERE seq IN (
+WHERE seq = any(ARRAY(
     SELECT candidate.seq
     FROM uploaded_file_event AS candidate
     WHERE candidate.occurred_at < @cutoff::timestamptz
@@ -255,4 +258,4 @@ WHERE seq IN (
         AND NOT EXISTS (SELECT 1 FROM uploaded_file_event_replay WHERE uploaded_file_event_replay.event_seq = candidate.seq)
     ORDER BY candidate.occurred_at
     LIMIT @max::integer
-);
+));

@@ -6,6 +6,9 @@
 --
 --   FileListOwnerBy*   the caller's own files (the owner decision)
 --   FileListTenantBy*  the tenant's files (the tenant decision)
+--   FileListRecordBy*  the files attached to one record (entity and entity
+--                      id both given), the owner's (@user_id) or the
+--                      tenant's (@user_id NULL)
 --
 -- The cursor is the last row's sort key and id: the next page is the rows
 -- strictly after it in the index order (a row comparison, an index
@@ -161,6 +164,91 @@ WHERE tenant_code = @tenant_code
     AND (sqlc.narg('module')::text IS NULL OR module = sqlc.narg('module')::text)
     AND (sqlc.narg('entity')::text IS NULL OR entity = sqlc.narg('entity')::text)
     AND (sqlc.narg('entity_id')::text IS NULL OR entity_id = sqlc.narg('entity_id')::text)
+    AND (sqlc.narg('content_type')::text IS NULL OR content_type = sqlc.narg('content_type')::text)
+    AND (sqlc.narg('content_type_prefix')::text IS NULL OR content_type LIKE sqlc.narg('content_type_prefix')::text || '%')
+    AND (sqlc.narg('visibility')::text IS NULL OR visibility = sqlc.narg('visibility')::text)
+    AND (sqlc.narg('is_temporary')::boolean IS NULL OR is_temporary = sqlc.narg('is_temporary')::boolean)
+    AND (sqlc.narg('created_from')::timestamptz IS NULL OR created_at >= sqlc.narg('created_from')::timestamptz)
+    AND (sqlc.narg('created_before')::timestamptz IS NULL OR created_at < sqlc.narg('created_before')::timestamptz)
+    AND (sqlc.narg('name_prefix')::text IS NULL OR lower(original_name) COLLATE "C" LIKE lower(sqlc.narg('name_prefix')::text) || '%')
+    AND (size_bytes, id) < (@after_size::bigint, @after_id::uuid)
+ORDER BY size_bytes DESC, id DESC
+LIMIT @max::integer;
+
+-- The files of one record. Their own index (uploaded_file_list_record_idx:
+-- tenant, entity, entity id, newest first; visible rows only) finds them
+-- whatever else the tenant or the owner holds: the tenant and owner lists
+-- above, given an entity filter, walk the whole scope's list index and
+-- filter it. A record holds a handful of files, so the name and size orders
+-- sort what the index found.
+
+-- name: FileListRecordByCreated :many
+-- One page of the files attached to the record (@entity, @entity_id), the owner's when @user_id is given, newest first, after the cursor (@after_created, @after_id); at most @max rows.
+SELECT *
+FROM uploaded_file
+WHERE tenant_code = @tenant_code
+    AND entity = @entity::text
+    AND entity_id = @entity_id::text
+    AND (sqlc.narg('user_id')::text IS NULL OR user_id = sqlc.narg('user_id')::text)
+    AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+    AND (NOT is_temporary OR expired_at > coalesce(sqlc.narg('now')::timestamptz, now()))
+    AND (sqlc.narg('module')::text IS NULL OR module = sqlc.narg('module')::text)
+    AND (sqlc.narg('content_type')::text IS NULL OR content_type = sqlc.narg('content_type')::text)
+    AND (sqlc.narg('content_type_prefix')::text IS NULL OR content_type LIKE sqlc.narg('content_type_prefix')::text || '%')
+    AND (sqlc.narg('visibility')::text IS NULL OR visibility = sqlc.narg('visibility')::text)
+    AND (sqlc.narg('is_temporary')::boolean IS NULL OR is_temporary = sqlc.narg('is_temporary')::boolean)
+    AND (sqlc.narg('created_from')::timestamptz IS NULL OR created_at >= sqlc.narg('created_from')::timestamptz)
+    AND (sqlc.narg('created_before')::timestamptz IS NULL OR created_at < sqlc.narg('created_before')::timestamptz)
+    AND (sqlc.narg('name_prefix')::text IS NULL OR lower(original_name) COLLATE "C" LIKE lower(sqlc.narg('name_prefix')::text) || '%')
+    AND (created_at, id) < (@after_created::timestamptz, @after_id::uuid)
+ORDER BY created_at DESC, id DESC
+LIMIT @max::integer;
+
+-- name: FileListRecordByName :many
+-- One page of the files attached to the record (@entity, @entity_id), the owner's when @user_id is given, by lower-cased name, A to Z (byte order), after the cursor (@after_name, @after_id); at most @max rows.
+SELECT *
+FROM uploaded_file
+WHERE tenant_code = @tenant_code
+    AND entity = @entity::text
+    AND entity_id = @entity_id::text
+    AND (sqlc.narg('user_id')::text IS NULL OR user_id = sqlc.narg('user_id')::text)
+    AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+    AND (NOT is_temporary OR expired_at > coalesce(sqlc.narg('now')::timestamptz, now()))
+    AND (sqlc.narg('module')::text IS NULL OR module = sqlc.narg('module')::text)
+    AND (sqlc.narg('content_type')::text IS NULL OR content_type = sqlc.narg('content_type')::text)
+    AND (sqlc.narg('content_type_prefix')::text IS NULL OR content_type LIKE sqlc.narg('content_type_prefix')::text || '%')
+    AND (sqlc.narg('visibility')::text IS NULL OR visibility = sqlc.narg('visibility')::text)
+    AND (sqlc.narg('is_temporary')::boolean IS NULL OR is_temporary = sqlc.narg('is_temporary')::boolean)
+    AND (sqlc.narg('created_from')::timestamptz IS NULL OR created_at >= sqlc.narg('created_from')::timestamptz)
+    AND (sqlc.narg('created_before')::timestamptz IS NULL OR created_at < sqlc.narg('created_before')::timestamptz)
+    AND (sqlc.narg('name_prefix')::text IS NULL OR lower(original_name) COLLATE "C" LIKE lower(sqlc.narg('name_prefix')::text) || '%')
+    AND (lower(original_name) COLLATE "C", id) > (lower(@after_name::text) COLLATE "C", @after_id::uuid)
+ORDER BY lower(original_name) COLLATE "C", id
+LIMIT @max::integer;
+
+-- name: FileListRecordBySize :many
+-- One page of the files attached to the record (@entity, @entity_id), the owner's when @user_id is given, largest first, after the cursor (@after_size, @after_id); at most @max rows.
+SELECT *
+FROM uploaded_file
+WHERE tenant_code = @tenant_code
+    AND entity = @entity::text
+    AND entity_id = @entity_id::text
+    AND (sqlc.narg('user_id')::text IS NULL OR user_id = sqlc.narg('user_id')::text)
+    AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+    AND (NOT is_temporary OR expired_at > coalesce(sqlc.narg('now')::timestamptz, now()))
+    AND (sqlc.narg('module')::text IS NULL OR module = sqlc.narg('module')::text)
     AND (sqlc.narg('content_type')::text IS NULL OR content_type = sqlc.narg('content_type')::text)
     AND (sqlc.narg('content_type_prefix')::text IS NULL OR content_type LIKE sqlc.narg('content_type_prefix')::text || '%')
     AND (sqlc.narg('visibility')::text IS NULL OR visibility = sqlc.narg('visibility')::text)

@@ -209,7 +209,12 @@ SELECT changed.* FROM changed CROSS JOIN released;
 -- files are left to their own 24-hour expiry. The candidates are exactly
 -- the rows the update accepts (status ready included: a quarantined file
 -- is not purged), before the LIMIT: rows the update would refuse never
--- fill a batch and stall the purge behind them.
+-- fill a batch and stall the purge behind them. Oldest first in the order
+-- of uploaded_file_unused_idx alone (no id to break ties): a plan made
+-- without the arguments then walks the index and stops at @max, where a
+-- second sort key made it sort every candidate of the table; and the
+-- update looks the batch up by primary key (= any(ARRAY(...))), where a
+-- join to it hashed a sequential scan of the table.
 -- Writes file.expired.
 WITH candidate AS (
     SELECT id
@@ -221,7 +226,7 @@ WITH candidate AS (
         AND deletion_pending_at IS NULL
         AND upload_pending_at IS NULL
         AND NOT is_temporary
-    ORDER BY created_at, id
+    ORDER BY created_at
     LIMIT @max::integer
     FOR UPDATE SKIP LOCKED
 ), changed AS (
@@ -229,8 +234,7 @@ WITH candidate AS (
     SET
         deletion_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @deletion_lease::interval,
         updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-    FROM candidate
-    WHERE uploaded_file.id = candidate.id
+    WHERE uploaded_file.id = any(ARRAY(SELECT candidate.id FROM candidate))
         AND uploaded_file.used_at IS NULL
         AND uploaded_file.status = 'ready'
         AND uploaded_file.deletion_pending_at IS NULL
@@ -374,6 +378,7 @@ SELECT
     (SELECT count(*) FROM (
         SELECT 1 FROM uploaded_file_variant
         WHERE lease_until <= coalesce(sqlc.narg('now')::timestamptz, now())
+        ORDER BY lease_until
         LIMIT @cap::integer) AS v)::bigint AS variants,
     (SELECT count(*) FROM (
         SELECT 1 FROM uploaded_file_idempotency

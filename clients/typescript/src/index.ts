@@ -144,7 +144,10 @@ export interface UploadOptions {
    * pending file and, while it is valid, the same upload target.
    */
   idempotencyKey?: string;
-  /** How many times a retryable answer (503, 409, a proxy's 502 or 504, a network error) is retried; default 4. */
+  /**
+   * How many times a retryable answer (503, 409, a proxy's 502 or 504, a network error) is retried; default 4.
+   * A 409 saying the key's earlier attempt still runs is waited out (up to 75 s) without counting.
+   */
   retries?: number;
 }
 
@@ -203,31 +206,51 @@ async function pause(options: UploadOptions, attempt: number, retryAfter?: strin
 }
 
 /**
+ * heldBudget is how long (ms) a call waits out a claim its key's earlier
+ * attempt holds: longer than the server's leases of a key in flight and of
+ * a completion (30 s each), so the claim of an attempt whose server died
+ * has run out by then.
+ */
+const heldBudget = 75_000;
+
+/** heldCodes say the key's earlier attempt holds the request or the completion. */
+const heldCodes = new Set(["core.idempotency.in-flight", "core.file.upload-completing"]);
+
+/**
  * retrying runs call until its answer is not retryable -- a 503 or a 409
  * (a dependency that did not answer, a request with the same key still
  * running), a 502 or 504 (a proxy whose upstream died or timed out: every
  * write carries its Idempotency-Key, so sending it again is safe) or a
- * network error are -- at most options.retries more times. A request that
- * never got an answer is an UploadError naming the host.
+ * network error are -- at most options.retries more times. A 409 saying
+ * the key's earlier attempt still holds the claim is waited out for up to
+ * heldBudget without counting against the retries: that attempt finishes,
+ * or its lease runs out. A request that never got an answer is an
+ * UploadError naming the host.
  */
 async function retrying<R extends { response: Response; error?: unknown }>(options: UploadOptions, where: string, call: () => Promise<R>): Promise<R> {
   const retries = options.retries ?? 4;
+  let heldSince: number | undefined;
+  let waited = 0;
   for (let attempt = 0; ; attempt++) {
     let result: R | undefined;
     try {
       result = await call();
     } catch (err) {
       if (options.signal?.aborted) throw err;
-      if (attempt >= retries) throw err instanceof TypeError ? unreachable(where, "The service") : err;
+      if (attempt - waited >= retries) throw err instanceof TypeError ? unreachable(where, "The service") : err;
     }
     if (result) {
       const status = result.response.status;
+      const problem = result.error as Partial<Problem> | undefined;
+      if (status === 409 && heldCodes.has(problem?.code ?? "")) {
+        heldSince ??= Date.now();
+        if (Date.now() - heldSince < heldBudget) waited++;
+      }
       const retryable =
-        status === 503 || status === 409 || status === 502 || status === 504 ||
-        (status >= 500 && (result.error as Partial<Problem> | undefined)?.retryable === true);
-      if (!retryable || attempt >= retries) return result;
+        status === 503 || status === 409 || status === 502 || status === 504 || (status >= 500 && problem?.retryable === true);
+      if (!retryable || attempt - waited >= retries) return result;
     }
-    await pause(options, attempt, result?.response.headers.get("Retry-After"));
+    await pause(options, attempt - waited, result?.response.headers.get("Retry-After"));
   }
 }
 

@@ -216,3 +216,13 @@ test("resumableUpload() goes on from the server's offset; a refusal carries its 
     return true;
   });
 });
+
+test("upload() waits out a claim its key's earlier attempt holds, without spending retries", async () => {
+  const held = process.env.UPLOADEDFILE_HELD_KEY;
+  assert.ok(baseUrl && token && held, "UPLOADEDFILE_HELD_KEY names a key whose initiate is held for a few seconds");
+  const client = createClient({ baseUrl, token: () => token });
+  const file = new File([new TextEncoder().encode("a,b\n1,2\n")], "held.csv", { type: "text/csv" });
+  const ready = await upload(client, file, { idempotencyKey: held, retries: 0 });
+  assert.equal(ready.status, "ready");
+  assert.equal(ready.originalName, "held.csv");
+});

@@ -452,12 +452,17 @@ func TestTypeScriptClient(t *testing.T) {
 	require.NoError(t, err, "build the TypeScript client first: make ts")
 
 	s := start(t, service.DriverLocal, variantPresets)
+	// A key whose initiate an earlier attempt still holds for a few
+	// seconds (its server died mid-request): upload() waits it out.
+	_, err = s.pool.Exec(context.Background(), `INSERT INTO uploaded_file_idempotency (tenant_code, caller, key, route, state, lease_until, created_at, expires_at)
+		VALUES ('acme', 'alice', 'held-ts.initiate', 'POST /uploaded-file/initiate', 'running', now() + interval '3 seconds', now(), now() + interval '1 day')`)
+	require.NoError(t, err)
 	cmd := exec.Command("node", "--test", compiled)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "UPLOADEDFILE_URL="+s.url, "UPLOADEDFILE_TOKEN="+s.token("acme", "alice", nil))
+	cmd.Env = append(os.Environ(), "UPLOADEDFILE_URL="+s.url, "UPLOADEDFILE_TOKEN="+s.token("acme", "alice", nil), "UPLOADEDFILE_HELD_KEY=held-ts")
 	output, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", output)
-	require.Contains(t, string(output), "# pass 7")
+	require.Contains(t, string(output), "# pass 8")
 	require.Contains(t, string(output), "# fail 0")
 }
 

@@ -127,7 +127,7 @@ func newEventsListCommand(g *globals) *cobra.Command {
 				return errors.New("events list: only --parked is listed (the outbox itself is in uploaded_file_event)")
 			}
 			return withConfiguredPool(cmd.Context(), g, func(_ fileConfig, pool *db.Pool) error {
-				rows, err := db.New().EventListParked(cmd.Context(), pool, int32(limit))
+				rows, err := db.New().EventListParked(cmd.Context(), db.Wrap(pool), int32(limit))
 				if err != nil {
 					return err
 				}
@@ -196,7 +196,7 @@ replays before new events; a receiver sees the same event ids again.`,
 				if err := r.Ensure(cmd.Context()); err != nil {
 					return err
 				}
-				n, err := db.New().EventReplayRequest(cmd.Context(), pool, p)
+				n, err := db.New().EventReplayRequest(cmd.Context(), db.Wrap(pool), p)
 				if err != nil {
 					return err
 				}

@@ -155,15 +155,15 @@ const replicaHeartbeat = 15 * time.Second
 // heartbeat the database refuses is logged once per episode and tried
 // again.
 func heartbeat(ctx context.Context, log *slog.Logger, pool *db.Pool) error {
-	q := db.New()
+	q, conn := db.New(), db.Wrap(pool)
 	id := uuid.New()
 	failing := false
 	beat := func() {
 		bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		err := q.ReplicaHeartbeat(bctx, pool, db.ReplicaHeartbeatParams{ID: id, BinaryVersion: int64(migrations.Latest())})
+		err := q.ReplicaHeartbeat(bctx, conn, db.ReplicaHeartbeatParams{ID: id, BinaryVersion: int64(migrations.Latest())})
 		if err == nil {
-			_, err = q.ReplicaPrune(bctx, pool, 10*migrations.ReplicaAlive)
+			_, err = q.ReplicaPrune(bctx, conn, 10*migrations.ReplicaAlive)
 		}
 		switch {
 		case err != nil && !failing && ctx.Err() == nil:
@@ -181,7 +181,7 @@ func heartbeat(ctx context.Context, log *slog.Logger, pool *db.Pool) error {
 		case <-ctx.Done():
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			defer cancel()
-			_ = q.ReplicaForget(fctx, pool, id)
+			_ = q.ReplicaForget(fctx, conn, id)
 			return nil
 		case <-t.C:
 			beat()

@@ -73,7 +73,7 @@ func newRescanCommand(g *globals) *cobra.Command {
 func (f rescanFlags) options(ctx context.Context, pool *db.Pool) (service.RescanOptions, error) {
 	o := service.RescanOptions{Tenant: f.tenant, Quarantine: f.quarantine, Retries: f.retries}
 	if f.resume {
-		cp, err := db.New().CheckpointGet(ctx, pool, db.CheckpointGetParams{Command: "rescan", Selection: f.selection()})
+		cp, err := db.New().CheckpointGet(ctx, db.Wrap(pool), db.CheckpointGetParams{Command: "rescan", Selection: f.selection()})
 		if errors.Is(err, db.ErrNoRows) {
 			return o, fmt.Errorf("rescan --resume: no interrupted rescan of this selection (%s) to resume", f.selection())
 		}
@@ -109,7 +109,7 @@ func runRescan(ctx context.Context, g *globals, svc *service.Service, pool *db.P
 		// this is what the interrupt must leave behind.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		if err := q.CheckpointSave(cctx, pool, db.CheckpointSaveParams{Command: "rescan", Selection: f.selection(), AfterID: after, DoneAbove: doneAbove, Since: o.Since}); err != nil {
+		if err := q.CheckpointSave(cctx, db.Wrap(pool), db.CheckpointSaveParams{Command: "rescan", Selection: f.selection(), AfterID: after, DoneAbove: doneAbove, Since: o.Since}); err != nil {
 			g.logger.Warn("rescan: checkpoint not written", "error", err.Error())
 		}
 	}

@@ -143,3 +143,29 @@ func TestOnePersistencePackage(t *testing.T) {
 	_, err = os.Stat("../../gen/db")
 	require.True(t, os.IsNotExist(err), "gen/db is gone: sqlc writes into db/")
 }
+
+// rawPoolQuery is a generated query method given a pool as it is:
+// q.X(ctx, pool, ...) or db.New().X(ctx, pool, ...).
+var rawPoolQuery = regexp.MustCompile(`(\bq|db\.New\(\))\.[A-Z]\w*\(\s*\w+(\.\w+\(\))?,\s*pool\b`)
+
+// TestQueriesRunClassified: outside db, no query is run on a raw pool --
+// each goes through db.Wrap (or a service, which wraps its own), so every
+// error it returns is classified in the one place db does it.
+func TestQueriesRunClassified(t *testing.T) {
+	cmd := exec.Command("git", "ls-files", "*.go")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	for _, f := range strings.Fields(string(out)) {
+		if strings.HasSuffix(f, "_test.go") || strings.HasPrefix(f, "db/") || strings.HasPrefix(f, "bench/") || strings.HasPrefix(f, "internal/testkit/") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("../..", f))
+		require.NoError(t, err)
+		for i, line := range strings.Split(string(b), "\n") {
+			if rawPoolQuery.MatchString(line) {
+				t.Errorf("%s:%d runs a query on a raw pool (wrap it: db.Wrap(pool)): %s", f, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
+}

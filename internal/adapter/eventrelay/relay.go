@@ -104,7 +104,10 @@ type DB interface {
 // ErrConfig reports an invalid relay configuration.
 var ErrConfig = errors.New("eventrelay: invalid configuration")
 
-// New checks cfg and returns a relay over pool.
+// New checks cfg and returns a relay over pool. Its statements run
+// through db.Wrap, as the service's do: a database that does not answer is
+// an outage of the database (errors.Is outage.ErrUnavailable), a conflict
+// a db.ErrConflict.
 func New(pool DB, cfg Config) (*Relay, error) {
 	if cfg.Source == "" {
 		cfg.Source = "/uploadedfile"
@@ -130,7 +133,7 @@ func New(pool DB, cfg Config) (*Relay, error) {
 	if cfg.Now == nil {
 		cfg.Now = func() *time.Time { return nil }
 	}
-	r := &Relay{pool: pool, q: db.New(), cfg: cfg, sinks: map[string]SinkConfig{}}
+	r := &Relay{pool: db.Wrap(pool), q: db.New(), cfg: cfg, sinks: map[string]SinkConfig{}}
 	for _, s := range cfg.Sinks {
 		if !validSinkName(s.Name) {
 			return nil, fmt.Errorf("%w: sink name %q (want [A-Za-z0-9][A-Za-z0-9_-]{0,62})", ErrConfig, s.Name)

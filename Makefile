@@ -76,6 +76,7 @@ ts:
 	cd clients && npm ci --no-audit --no-fund --loglevel=error && npm run build --workspaces --silent
 	cd clients/pack-test/esbuild-uppy6 && npm ci --no-audit --no-fund --loglevel=error
 	cd clients/pack-test/vite-uppy5 && npm ci --no-audit --no-fund --loglevel=error
+	cd clients/codegen && npm ci --no-audit --no-fund --loglevel=error
 	cd web && npm ci --no-audit --no-fund --loglevel=error
 
 ## web: bundle the development upload page into internal/adapter/webui/dist (embedded

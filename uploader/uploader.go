@@ -130,7 +130,7 @@ func (c *Client) Upload(ctx context.Context, f File) (*client.UploadedFile, erro
 		return nil, err
 	}
 	input := client.InitiateUploadInput{OriginalName: f.Name, ContentType: f.ContentType, SizeBytes: f.Size, Checksum: sum}
-	var init *client.InitiateUploadResult
+	var init *client.InitiatedUpload
 	err = c.retry(ctx, func() (int, []byte, http.Header, error) {
 		if f.Temporary {
 			r, err := c.api.InitiateTemporaryUploadWithResponse(ctx, &client.InitiateTemporaryUploadParams{IdempotencyKey: ptr(key + ".initiate")}, client.InitiateTemporaryUploadJSONRequestBody(input))

@@ -474,8 +474,8 @@ type InitiateUploadInput struct {
 	SizeBytes    int64        `json:"sizeBytes"`
 }
 
-// InitiateUploadResult defines model for InitiateUploadResult.
-type InitiateUploadResult struct {
+// InitiatedUpload defines model for InitiatedUpload.
+type InitiatedUpload struct {
 	// File UploadedFileHttpResult -- never a storage key or the persisted cdn.
 	File   UploadedFile       `json:"file"`
 	Id     openapi_types.UUID `json:"id"`
@@ -4594,7 +4594,7 @@ type HostInitiateUploadResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
-	JSON201 *InitiateUploadResult
+	JSON201 *InitiatedUpload
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -4620,7 +4620,7 @@ type HostInitiateUploadResponse struct {
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
-func (r HostInitiateUploadResponse) GetJSON201() *InitiateUploadResult {
+func (r HostInitiateUploadResponse) GetJSON201() *InitiatedUpload {
 	return r.JSON201
 }
 
@@ -5661,7 +5661,7 @@ type InitiateUploadResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
-	JSON201 *InitiateUploadResult
+	JSON201 *InitiatedUpload
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -5687,7 +5687,7 @@ type InitiateUploadResponse struct {
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
-func (r InitiateUploadResponse) GetJSON201() *InitiateUploadResult {
+func (r InitiateUploadResponse) GetJSON201() *InitiatedUpload {
 	return r.JSON201
 }
 
@@ -5779,7 +5779,7 @@ type InitiateTemporaryUploadResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
-	JSON201 *InitiateUploadResult
+	JSON201 *InitiatedUpload
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -5803,7 +5803,7 @@ type InitiateTemporaryUploadResponse struct {
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
-func (r InitiateTemporaryUploadResponse) GetJSON201() *InitiateUploadResult {
+func (r InitiateTemporaryUploadResponse) GetJSON201() *InitiatedUpload {
 	return r.JSON201
 }
 
@@ -7548,7 +7548,7 @@ func ParseHostInitiateUploadResponse(rsp *http.Response) (*HostInitiateUploadRes
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
-		var dest InitiateUploadResult
+		var dest InitiatedUpload
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -8537,7 +8537,7 @@ func ParseInitiateUploadResponse(rsp *http.Response) (*InitiateUploadResponse, e
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
-		var dest InitiateUploadResult
+		var dest InitiatedUpload
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -8652,7 +8652,7 @@ func ParseInitiateTemporaryUploadResponse(rsp *http.Response) (*InitiateTemporar
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
-		var dest InitiateUploadResult
+		var dest InitiatedUpload
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -10,7 +10,9 @@ import type { paths, components } from "./schema.js";
 
 export type { paths, components };
 export type UploadedFile = components["schemas"]["UploadedFile"];
-export type InitiateUploadResult = components["schemas"]["InitiateUploadResult"];
+export type InitiatedUpload = components["schemas"]["InitiatedUpload"];
+/** @deprecated The same type, by its earlier name: use InitiatedUpload. */
+export type InitiateUploadResult = InitiatedUpload;
 export type UploadTarget = components["schemas"]["UploadTarget"];
 export type Problem = components["schemas"]["Problem"];
 

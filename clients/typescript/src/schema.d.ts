@@ -731,7 +731,7 @@ export interface components {
             /** Format: date-time */
             expiresAt: string;
         };
-        InitiateUploadResult: {
+        InitiatedUpload: {
             /** Format: uuid */
             id: string;
             upload: components["schemas"]["UploadTarget"];
@@ -977,7 +977,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["InitiateUploadResult"];
+                    "application/json": components["schemas"]["InitiatedUpload"];
                 };
             };
             400: components["responses"]["Problem"];
@@ -1025,7 +1025,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["InitiateUploadResult"];
+                    "application/json": components["schemas"]["InitiatedUpload"];
                 };
             };
             400: components["responses"]["Problem"];
@@ -1448,7 +1448,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["InitiateUploadResult"];
+                    "application/json": components["schemas"]["InitiatedUpload"];
                 };
             };
             400: components["responses"]["Problem"];

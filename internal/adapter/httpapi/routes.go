@@ -53,7 +53,7 @@ func (s *Server) HostInitiateUpload(ctx context.Context, req api.HostInitiateUpl
 
 // initiate starts a direct upload with the optional visibility and
 // disposition (nil: the configured defaults).
-func (s *Server) initiate(ctx context.Context, in service.InitiateInput, vis *api.Visibility, disp *api.Disposition) (api.InitiateUploadResult, error) {
+func (s *Server) initiate(ctx context.Context, in service.InitiateInput, vis *api.Visibility, disp *api.Disposition) (api.InitiatedUpload, error) {
 	opts := &service.UploadOptions{}
 	if vis != nil {
 		opts.Visibility = service.Visibility(*vis)
@@ -63,7 +63,7 @@ func (s *Server) initiate(ctx context.Context, in service.InitiateInput, vis *ap
 	}
 	r, err := s.svc.InitiateUpload(ctx, in, opts)
 	if err != nil {
-		return api.InitiateUploadResult{}, err
+		return api.InitiatedUpload{}, err
 	}
 	return initiateResult(r), nil
 }

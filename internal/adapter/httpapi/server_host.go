@@ -225,8 +225,8 @@ func hostFile(r *service.Result) api.HostFile {
 	}
 }
 
-func initiateResult(r *service.InitiateResult) api.InitiateUploadResult {
-	return api.InitiateUploadResult{
+func initiateResult(r *service.InitiateResult) api.InitiatedUpload {
+	return api.InitiatedUpload{
 		Id:     r.ID,
 		Upload: api.UploadTarget{Method: r.Upload.Method, Url: r.Upload.URL, Headers: r.Upload.Headers, ExpiresAt: r.Upload.ExpiresAt},
 		File:   httpResult(r.File),

@@ -2,10 +2,12 @@ package webui_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,9 +20,12 @@ import (
 var packedApps = []struct {
 	dir, uppy string
 	build     []string // run in the app's folder
+	// typecheck: the app and the READMEs' TypeScript snippets are
+	// compiled with its strict tsconfig.json before it is bundled.
+	typecheck bool
 }{
-	{dir: "esbuild-uppy6", uppy: "6.", build: []string{"node_modules/.bin/esbuild", "main.js", "--bundle", "--format=esm", "--minify", "--outfile=dist/app.js", "--log-level=warning"}},
-	{dir: "vite-uppy5", uppy: "5.", build: []string{"node_modules/.bin/vite", "build", "--logLevel", "warn"}},
+	{dir: "esbuild-uppy6", uppy: "6.", build: []string{"node_modules/.bin/esbuild", "main.ts", "--bundle", "--format=esm", "--minify", "--outfile=dist/app.js", "--log-level=warning"}},
+	{dir: "vite-uppy5", uppy: "5.", build: []string{"node_modules/.bin/vite", "build", "--logLevel", "warn"}, typecheck: true},
 }
 
 // TestPackedPackagesInChromium: @uploadedfile/client and @uploadedfile/uppy
@@ -69,12 +74,16 @@ func TestPackedPackagesInChromium(t *testing.T) {
 		require.Contains(t, string(tree), "@uploadedfile/uppy@", "%s", tree)
 		require.Contains(t, string(tree), "deduped", "the plugin's peer is the app's own @uppy/core: %s", tree)
 		require.NotContains(t, string(tree), "invalid", "%s", tree)
+		if app.typecheck {
+			writeSnippets(t, root, filepath.Join(dir, "snippets"))
+			run("node_modules/.bin/tsc", "-p", ".")
+		}
 		run(app.build[0], app.build[1:]...)
 		dist := filepath.Join(dir, "dist")
 		if app.dir == "esbuild-uppy6" {
 			html, err := os.ReadFile(filepath.Join(dir, "index.html"))
 			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(filepath.Join(dist, "index.html"), bytes.ReplaceAll(html, []byte("./main.js"), []byte("./app.js")), 0o600))
+			require.NoError(t, os.WriteFile(filepath.Join(dist, "index.html"), bytes.ReplaceAll(html, []byte("./main.ts"), []byte("./app.js")), 0o600))
 		}
 		// One copy of Uppy's core: its locale's string appears once.
 		var bundle []byte
@@ -109,6 +118,35 @@ func TestPackedPackagesInChromium(t *testing.T) {
 			})
 		}
 	}
+}
+
+// writeSnippets writes every TypeScript block of the client's and the
+// plugin's READMEs into dir, one module each, for the strict app to
+// compile: what a reader pastes into a fresh Vite vanilla-ts app.
+func writeSnippets(t *testing.T, root, dir string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(dir, 0o750))
+	n := 0
+	for _, readme := range []string{"clients/typescript/README.md", "clients/uppy/README.md"} {
+		b, err := os.ReadFile(filepath.Join(root, readme))
+		require.NoError(t, err)
+		var block []string
+		in := false
+		for _, line := range strings.Split(string(b), "\n") {
+			switch {
+			case !in && line == "```ts":
+				in, block = true, nil
+			case in && line == "```":
+				in = false
+				n++
+				name := fmt.Sprintf("%s-%d.ts", filepath.Base(filepath.Dir(readme)), n)
+				require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(strings.Join(block, "\n")+"\n"), 0o600))
+			case in:
+				block = append(block, line)
+			}
+		}
+	}
+	require.GreaterOrEqual(t, n, 4, "the READMEs' TypeScript snippets were found")
 }
 
 // clientsCopy copies the clients workspace's sources (not their builds)

@@ -31,14 +31,19 @@ func newMigrateUpCommand(g *globals) *cobra.Command {
 wait for the first). Index builds run CONCURRENTLY and constraints are
 validated apart, so writers go on; a migration that times out waiting for
 its table lock is tried again; one that died half way is run again when
-that is safe (see docs/operations.md, "Upgrading").`,
+that is safe (see docs/operations.md, "Upgrading"). A running index build
+is shown on a terminal, and with --output json as progress objects
+(pg_stat_progress_create_index).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := g.config(); err != nil {
 				return err
 			}
 			logf := func(format string, args ...any) { fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", args...) }
-			if err := migrations.Apply(cmd.Context(), g.databaseURL, logf); err != nil {
+			stop := g.watchIndexBuilds(cmd.Context())
+			err := migrations.Apply(cmd.Context(), g.databaseURL, logf)
+			stop()
+			if err != nil {
 				return g.databaseError(err)
 			}
 			return withMigrator(g, func(m *migrate.Migrate) error { return printVersion(g, m) })

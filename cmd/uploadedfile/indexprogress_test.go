@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/db/migrations"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
+)
+
+// TestMigrateUpShowsIndexBuilds: while migrate up builds an index, --output
+// json prints progress objects that name it and its phase (read from
+// pg_stat_progress_create_index). A writer's open transaction holds the
+// build in its first wait, so the test sees it however fast the build is.
+func TestMigrateUpShowsIndexBuilds(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewEmptyDatabase(t)
+	ctx := context.Background()
+	m, err := migrations.Open(url)
+	require.NoError(t, err)
+	require.NoError(t, m.Migrate(20261128400000)) // the version before the record list index
+	_, _ = m.Close()
+
+	writer, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer func() { _ = writer.Close(ctx) }()
+	tx, err := writer.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "UPDATE uploaded_file SET updated_at = updated_at WHERE false") // a writer's lock: the build waits for it
+	require.NoError(t, err)
+
+	var out, errOut lockedBuffer
+	cmd := newRootCommand(&out, &errOut)
+	cmd.SetArgs([]string{"--database-url", url, "--output", "json", "--progress-every", "100ms", "migrate", "up"})
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+
+	var seen map[string]any
+	require.Eventually(t, func() bool {
+		for _, line := range strings.Split(out.String(), "\n") {
+			var obj struct{ Progress map[string]any }
+			if json.Unmarshal([]byte(line), &obj) == nil && obj.Progress != nil && obj.Progress["index"] == "uploaded_file_list_record_idx" {
+				seen = obj.Progress
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second, 50*time.Millisecond, "a progress object names the index being built: %s", out.String())
+	require.Equal(t, "migrate up", seen["command"])
+	require.Equal(t, "uploaded_file", seen["table"])
+	require.Contains(t, seen["phase"], "waiting for writers", "held by the writer's transaction")
+	require.Equal(t, "lockers", seen["unit"])
+
+	require.NoError(t, tx.Commit(ctx)) // the writer ends: the build goes on
+	select {
+	case err := <-done:
+		require.NoError(t, err, errOut.String())
+	case <-time.After(60 * time.Second):
+		t.Fatal("migrate up did not end after the writer did")
+	}
+	last := lastLine(out.String())
+	require.JSONEq(t, `{"version":20261128400002,"binaryVersion":20261128400002}`, last, "the summary comes last")
+}
+
+// lockedBuffer is a buffer a command writes while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	sc := bufio.NewScanner(strings.NewReader(s))
+	last := ""
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) != "" {
+			last = sc.Text()
+		}
+	}
+	return last
+}

@@ -139,7 +139,7 @@ func runRescan(ctx context.Context, g *globals, svc *service.Service, pool *db.P
 	case rep.Interrupted:
 		return errInterrupted
 	}
-	return q.CheckpointClear(context.WithoutCancel(ctx), pool, db.CheckpointClearParams{Command: "rescan", Selection: f.selection()})
+	return q.CheckpointClear(context.WithoutCancel(ctx), db.Wrap(pool), db.CheckpointClearParams{Command: "rescan", Selection: f.selection()})
 }
 
 // rescanStreams is how many files a rescan scans at once by default:

@@ -146,7 +146,7 @@ func TestOnePersistencePackage(t *testing.T) {
 
 // rawPoolQuery is a generated query method given a pool as it is:
 // q.X(ctx, pool, ...) or db.New().X(ctx, pool, ...).
-var rawPoolQuery = regexp.MustCompile(`(\bq|db\.New\(\))\.[A-Z]\w*\(\s*\w+(\.\w+\(\))?,\s*pool\b`)
+var rawPoolQuery = regexp.MustCompile(`(\bq|db\.New\(\))\.[A-Z]\w*\((?:[^,()]|\([^()]*\))*,\s*pool\b`)
 
 // TestQueriesRunClassified: outside db, no query is run on a raw pool --
 // each goes through db.Wrap (or a service, which wraps its own), so every

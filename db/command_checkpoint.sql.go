@@ -30,7 +30,7 @@ func (q *Queries) CheckpointClear(ctx context.Context, db DBTX, arg CheckpointCl
 
 const checkpointGet = `-- name: CheckpointGet :one
 
-SELECT command, selection, after_id, done_above, since, updated_at
+SELECT command, selection, after_id, done_above, since, updated_at, after_key
 FROM uploaded_file_command_checkpoint
 WHERE command = $1 AND selection = $2
 `
@@ -41,7 +41,8 @@ type CheckpointGetParams struct {
 }
 
 // Checkpoints of long operator commands (uploaded_file_command_checkpoint):
-// where an interrupted `maintenance rescan` stopped, for --resume.
+// where an interrupted `maintenance rescan` or `recount-usage` stopped, for
+// --resume.
 // The checkpoint of @command over @selection. Zero rows: none (the last
 // run ended, or none was interrupted).
 func (q *Queries) CheckpointGet(ctx context.Context, db DBTX, arg CheckpointGetParams) (UploadedFileCommandCheckpoint, error) {
@@ -54,17 +55,20 @@ func (q *Queries) CheckpointGet(ctx context.Context, db DBTX, arg CheckpointGetP
 		&i.DoneAbove,
 		&i.Since,
 		&i.UpdatedAt,
+		&i.AfterKey,
 	)
 	return i, err
 }
 
 const checkpointSave = `-- name: CheckpointSave :exec
-INSERT INTO uploaded_file_command_checkpoint (command, selection, after_id, done_above, since, updated_at)
-VALUES ($1, $2, $3, $4::uuid[], $5::timestamptz, coalesce($6::timestamptz, now()))
+INSERT INTO uploaded_file_command_checkpoint (command, selection, after_id, done_above, since, after_key, updated_at)
+VALUES ($1, $2, $3, $4::uuid[], $5::timestamptz, $6::text,
+    coalesce($7::timestamptz, now()))
 ON CONFLICT (command, selection) DO UPDATE
 SET after_id = excluded.after_id,
     done_above = excluded.done_above,
     since = excluded.since,
+    after_key = excluded.after_key,
     updated_at = excluded.updated_at
 `
 
@@ -74,11 +78,13 @@ type CheckpointSaveParams struct {
 	AfterID   uuid.UUID
 	DoneAbove []uuid.UUID
 	Since     *time.Time
+	AfterKey  *string
 	Now       *time.Time
 }
 
 // Writes where the run stands: every file at or before @after_id done, and
-// @done_above after it. Idempotent; the run's last write wins.
+// @done_above after it; or, for a walk by text key, every key at or before
+// @after_key (in byte order) done. Idempotent; the run's last write wins.
 func (q *Queries) CheckpointSave(ctx context.Context, db DBTX, arg CheckpointSaveParams) error {
 	_, err := db.Exec(ctx, checkpointSave,
 		arg.Command,
@@ -86,6 +92,7 @@ func (q *Queries) CheckpointSave(ctx context.Context, db DBTX, arg CheckpointSav
 		arg.AfterID,
 		arg.DoneAbove,
 		arg.Since,
+		arg.AfterKey,
 		arg.Now,
 	)
 	return err

@@ -121,6 +121,8 @@ type UploadedFileCommandCheckpoint struct {
 	Since *time.Time
 	// When the checkpoint was last written.
 	UpdatedAt time.Time
+	// For a command that walks by a text key (recount-usage: tenants in byte order), the last key done; NULL for one that walks by file id (after_id).
+	AfterKey *string
 }
 
 // The lifecycle event outbox: one row per state change of uploaded_file, written by the transition's own statement; pruned after events.retention once every sink has it.

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"slices"
 
 	"github.com/uploadedfile/uploadedfile/db"
 )
@@ -164,30 +165,87 @@ func (s *Service) UnsafeSystemQuotas(ctx context.Context, tenant string, limit i
 // the recounted usage after it) or committed before it (and are counted),
 // so no upload is lost to the recount. Trusted operators only.
 func (s *Service) UnsafeSystemRecountUsage(ctx context.Context, tenant string) (int64, error) {
-	tenants := []string{tenant}
-	if tenant == "" {
+	rep, err := s.UnsafeSystemRecount(ctx, RecountOptions{Tenant: tenant})
+	return rep.Written, err
+}
+
+// RecountOptions choose and follow a recount (UnsafeSystemRecount).
+type RecountOptions struct {
+	// Tenant recounts one tenant; empty: every tenant with a usage row, in
+	// byte order.
+	Tenant string
+	// After skips the tenants at or before it in byte order: where an
+	// interrupted recount stopped (its report's Last).
+	After string
+	// Progress, when set, is told before the first tenant (0 done) and
+	// after each how many are done of how many the run walks, and the last
+	// one done (its checkpoint).
+	Progress func(done, total int, last string)
+}
+
+// RecountReport is what a recount did.
+type RecountReport struct {
+	Tenants int    // tenants recounted
+	Written int64  // usage rows written
+	Last    string // the last tenant done ("" when none)
+	// Interrupted: the caller's context ended before the last tenant; the
+	// tenant in flight was finished, and a run with After: Last goes on.
+	Interrupted bool
+}
+
+// UnsafeSystemRecount is UnsafeSystemRecountUsage with its progress and a
+// resumable walk: the tenants after o.After, each in a transaction of its
+// own (as above), until they are done or ctx ends -- the tenant in flight
+// then finishes, and the report says where the run stopped. Trusted
+// operators only.
+func (s *Service) UnsafeSystemRecount(ctx context.Context, o RecountOptions) (RecountReport, error) {
+	var rep RecountReport
+	tenants := []string{o.Tenant}
+	if o.Tenant == "" {
 		var err error
 		if tenants, err = s.q.UsageTenants(ctx, s.db); err != nil {
-			return 0, s.internalError(ctx, ErrCleanupFailed, "list tenants to recount", err)
+			return rep, s.internalError(ctx, ErrCleanupFailed, "list tenants to recount", err)
 		}
 	}
-	var written int64
+	if o.After != "" {
+		tenants = slices.DeleteFunc(tenants, func(t string) bool { return t <= o.After })
+	}
+	if o.Progress != nil {
+		o.Progress(0, len(tenants), o.After)
+	}
+	work := context.WithoutCancel(ctx) // a tenant begun is finished: its transaction is short
 	for _, t := range tenants {
-		var n int64
-		err := s.inTx(ctx, nil, func(tx db.Tx) error {
-			if _, err := s.q.UsageLockTenant(ctx, tx, t); err != nil {
-				return s.internalError(ctx, ErrCleanupFailed, "lock usage", err, "tenant", t)
-			}
-			var err error
-			if n, err = s.q.UsageRecount(ctx, tx, &t); err != nil {
-				return s.internalError(ctx, ErrCleanupFailed, "recount usage", err, "tenant", t)
-			}
-			return nil
-		})
-		if err != nil {
-			return written, err
+		if ctx.Err() != nil {
+			rep.Interrupted = true
+			return rep, nil
 		}
-		written += n
+		n, err := s.recountTenant(work, t)
+		if err != nil {
+			return rep, err
+		}
+		rep.Tenants++
+		rep.Written += n
+		rep.Last = t
+		if o.Progress != nil {
+			o.Progress(rep.Tenants, len(tenants), t)
+		}
 	}
-	return written, nil
+	return rep, nil
+}
+
+// recountTenant recounts one tenant under its usage lock and returns the
+// usage rows it wrote.
+func (s *Service) recountTenant(ctx context.Context, t string) (int64, error) {
+	var n int64
+	err := s.inTx(ctx, nil, func(tx db.Tx) error {
+		if _, err := s.q.UsageLockTenant(ctx, tx, t); err != nil {
+			return s.internalError(ctx, ErrCleanupFailed, "lock usage", err, "tenant", t)
+		}
+		var err error
+		if n, err = s.q.UsageRecount(ctx, tx, &t); err != nil {
+			return s.internalError(ctx, ErrCleanupFailed, "recount usage", err, "tenant", t)
+		}
+		return nil
+	})
+	return n, err
 }

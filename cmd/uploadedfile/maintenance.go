@@ -176,29 +176,6 @@ func newRunTrackCommand(g *globals) *cobra.Command {
 	}
 }
 
-// newRecountCommand is recount-usage.
-func newRecountCommand(g *globals) *cobra.Command {
-	var recountTenant string
-	recount := &cobra.Command{
-		Use:   "recount-usage [--tenant T]",
-		Short: "Recompute the quota usage from the rows (after rows were changed by hand)",
-		Example: `  uploadedfile maintenance recount-usage --tenant acme
-  uploadedfile maintenance recount-usage`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withConfiguredService(cmd.Context(), g, func(svc *service.Service, _ *db.Pool) error {
-				n, err := svc.UnsafeSystemRecountUsage(cmd.Context(), recountTenant)
-				if eerr := g.emit(fmt.Sprintf("recount-usage: %d usage rows written\n", n), map[string]any{"command": "recount-usage", "written": n}); err == nil {
-					err = eerr
-				}
-				return err
-			})
-		},
-	}
-	recount.Flags().StringVar(&recountTenant, "tenant", "", "only this tenant (default: every tenant)")
-	return recount
-}
-
 // newUnquarantineCommand is unquarantine.
 func newUnquarantineCommand(g *globals) *cobra.Command {
 	return &cobra.Command{

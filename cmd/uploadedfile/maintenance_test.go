@@ -272,8 +272,25 @@ func TestQuotaCommands(t *testing.T) {
 
 	out, err = run(t, ctx, url, "maintenance", "--config", cfg, "recount-usage", "--tenant", "acme")
 	require.NoError(t, err)
-	require.Equal(t, "recount-usage: 0 usage rows written\n", out, "acme holds no file")
+	require.Equal(t, "recount-usage: 1 tenants recounted, 0 usage rows written\n", out, "acme holds no file")
 	out, err = run(t, ctx, url, "maintenance", "--config", cfg, "recount-usage", "--tenant", "acme", "-o", "json")
 	require.NoError(t, err)
-	require.JSONEq(t, `{"command":"recount-usage","written":0}`, out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.JSONEq(t, `{"progress":{"command":"recount-usage","done":1,"total":1}}`, dropRates(t, lines[0]), "one progress object before the summary")
+	require.JSONEq(t, `{"command":"recount-usage","tenants":1,"written":0,"last":"acme","interrupted":false}`, lines[len(lines)-1])
+}
+
+// dropRates is a progress object without its timing fields (rate, time
+// left), which vary run to run.
+func dropRates(t *testing.T, line string) string {
+	t.Helper()
+	var obj struct {
+		Progress map[string]any `json:"progress"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(line), &obj), line)
+	delete(obj.Progress, "ratePerSecond")
+	delete(obj.Progress, "remainingSeconds")
+	b, err := json.Marshal(obj)
+	require.NoError(t, err)
+	return string(b)
 }

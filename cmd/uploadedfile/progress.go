@@ -29,8 +29,8 @@ type progress struct {
 }
 
 // startProgress starts the display of command's progress over an
-// estimated total of items.
-func (g *globals) startProgress(command string, total int64) *progress {
+// estimated total of items, counted in unit (files, tenants).
+func (g *globals) startProgress(command, unit string, total int64) *progress {
 	p := &progress{g: g, command: command, total: total, start: time.Now(), stop: make(chan struct{})}
 	switch {
 	case g.output == "json":
@@ -39,7 +39,7 @@ func (g *globals) startProgress(command string, total int64) *progress {
 	case isTerminal(g.stderr):
 		p.bar = progressbar.NewOptions64(max(total, 1),
 			progressbar.OptionSetWriter(g.stderr), progressbar.OptionSetDescription(command),
-			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("files"),
+			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString(unit),
 			progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(200*time.Millisecond),
 			progressbar.OptionClearOnFinish())
 	}

@@ -121,7 +121,7 @@ func runRescan(ctx context.Context, g *globals, svc *service.Service, pool *db.P
 	if err != nil {
 		return err
 	}
-	shown := g.startProgress("rescan", total)
+	shown := g.startProgress("rescan", "files", total)
 	o.Progress = shown.set
 	rep, err := svc.UnsafeSystemRescan(ctx, o, func(d service.Detection) {
 		_ = g.emit(fmt.Sprintf("detected %s tenant=%s signature=%s quarantined=%t\n", d.ID, d.Tenant, d.Signature, d.Quarantined),

@@ -55,7 +55,14 @@ type ReconcileOptions struct {
 	Grace time.Duration
 	// Repair deletes orphans and staging leftovers through durable claims.
 	Repair bool
+	// Progress, when set, is told how many objects the walk has listed,
+	// every reconcileProgressEvery objects.
+	Progress func(objects int64)
 }
+
+// reconcileProgressEvery is how many objects a reconcile lists between two
+// calls of its Progress.
+const reconcileProgressEvery = 1000
 
 // ReconcileCounts is what a reconcile saw and did.
 type ReconcileCounts struct {
@@ -162,6 +169,9 @@ func (m *merge) peek(ctx context.Context) (db.ReconcileReferencesFromRow, bool, 
 func (m *merge) object(oi storage.ObjectInfo) error {
 	ctx := m.ctx
 	m.counts.Objects++
+	if m.opts.Progress != nil && m.counts.Objects%reconcileProgressEvery == 0 {
+		m.opts.Progress(m.counts.Objects)
+	}
 	for {
 		ref, ok, err := m.peek(ctx)
 		if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -272,38 +271,11 @@ Exit status: 0 when the walk completed (findings or not), 3 with
   uploadedfile maintenance reconcile --repair --grace 48h`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			output := g.output
 			if opts.Grace < 0 {
 				return errors.New("reconcile: --grace must not be negative")
 			}
-			return withService(cmd.Context(), func(svc *service.Service, _ *db.Pool) error {
-				enc := json.NewEncoder(g.stdout)
-				var failed []string // the first keys whose repair failed
-				counts, err := svc.UnsafeSystemReconcile(cmd.Context(), opts, func(f service.Finding) error {
-					if opts.Repair && !f.Repaired && (f.Kind == service.FindingOrphan || f.Kind == service.FindingStagingLeftover) && len(failed) < 10 {
-						failed = append(failed, f.Key)
-					}
-					if output == "json" {
-						return enc.Encode(f)
-					}
-					_, err := fmt.Fprintln(g.stdout, findingLine(f))
-					return err
-				})
-				if output == "json" {
-					if eerr := enc.Encode(map[string]any{"counts": counts}); err == nil {
-						err = eerr
-					}
-				} else {
-					fmt.Fprintf(g.stdout, "reconcile: %d objects, %d references; %d orphans, %d staging leftovers, %d missing, %d mismatches, %d younger than the grace; %d repaired, %d repairs failed\n",
-						counts.Objects, counts.References, counts.Orphans, counts.StagingLeftovers, counts.Missing, counts.Mismatches, counts.Young, counts.Repaired, counts.RepairFailed)
-				}
-				if err == nil && counts.RepairFailed > 0 {
-					err = fmt.Errorf("reconcile: %d repairs failed (their claims are retried by the pending sweep): %s", counts.RepairFailed, strings.Join(failed, ", "))
-				}
-				if left := counts.Orphans + counts.StagingLeftovers + counts.Missing + counts.Mismatches - counts.Repaired; err == nil && failOnFindings && left > 0 {
-					err = &exitError{code: exitFindings, err: fmt.Errorf("reconcile: %d findings", left)}
-				}
-				return err
+			return withService(cmd.Context(), func(svc *service.Service, pool *db.Pool) error {
+				return runReconcile(cmd.Context(), g, svc, db.Wrap(pool), opts, failOnFindings)
 			})
 		},
 	}
@@ -312,6 +284,39 @@ Exit status: 0 when the walk completed (findings or not), 3 with
 	cmd.Flags().StringVar(&opts.Prefix, "prefix", "", "only keys starting with this")
 	cmd.Flags().BoolVar(&failOnFindings, "fail-on-findings", false, "exit 3 when a finding remains (for a scheduled check)")
 	return cmd
+}
+
+// runReconcile runs the reconcile: one finding per line (a JSON object
+// per line with --output json), its progress (objects listed of about as
+// many as the rows name, when no --prefix narrows it), then the counts.
+func runReconcile(ctx context.Context, g *globals, svc *service.Service, conn db.Conn, opts service.ReconcileOptions, failOnFindings bool) error {
+	var total int64
+	if opts.Prefix == "" {
+		total, _ = db.EstimateObjects(ctx, conn) // an estimate: none is no total
+	}
+	shown := g.startProgress("reconcile", "objects", total)
+	opts.Progress = func(objects int64) { shown.set(int(objects)) }
+	var failed []string // the first keys whose repair failed
+	counts, err := svc.UnsafeSystemReconcile(ctx, opts, func(f service.Finding) error {
+		if opts.Repair && !f.Repaired && (f.Kind == service.FindingOrphan || f.Kind == service.FindingStagingLeftover) && len(failed) < 10 {
+			failed = append(failed, f.Key)
+		}
+		return g.emit(findingLine(f)+"\n", f)
+	})
+	shown.set(int(counts.Objects))
+	shown.finish()
+	if eerr := g.emit(fmt.Sprintf("reconcile: %d objects, %d references; %d orphans, %d staging leftovers, %d missing, %d mismatches, %d younger than the grace; %d repaired, %d repairs failed\n",
+		counts.Objects, counts.References, counts.Orphans, counts.StagingLeftovers, counts.Missing, counts.Mismatches, counts.Young, counts.Repaired, counts.RepairFailed),
+		map[string]any{"counts": counts}); err == nil {
+		err = eerr
+	}
+	if err == nil && counts.RepairFailed > 0 {
+		err = fmt.Errorf("reconcile: %d repairs failed (their claims are retried by the pending sweep): %s", counts.RepairFailed, strings.Join(failed, ", "))
+	}
+	if left := counts.Orphans + counts.StagingLeftovers + counts.Missing + counts.Mismatches - counts.Repaired; err == nil && failOnFindings && left > 0 {
+		err = &exitError{code: exitFindings, err: fmt.Errorf("reconcile: %d findings", left)}
+	}
+	return err
 }
 
 // findingLine is a finding as one line of text.

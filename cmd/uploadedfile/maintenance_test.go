@@ -206,13 +206,14 @@ func TestReconcileCommand(t *testing.T) {
 	out, err = run(t, ctx, url, "maintenance", "--config", cfgFile, "reconcile", "--grace", "0s", "--output", "json")
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 2, out)
+	require.Len(t, lines, 3, out)
 	var f map[string]any
 	require.NoError(t, json.Unmarshal([]byte(lines[0]), &f))
 	require.Equal(t, "orphan", f["kind"])
 	require.Equal(t, filepath.ToSlash(rel), f["key"])
+	require.JSONEq(t, `{"progress":{"command":"reconcile","done":1,"total":0}}`, dropRates(t, lines[1]), "the last progress object before the counts")
 	var counts struct{ Counts map[string]float64 }
-	require.NoError(t, json.Unmarshal([]byte(lines[1]), &counts))
+	require.NoError(t, json.Unmarshal([]byte(lines[2]), &counts))
 	require.EqualValues(t, 1, counts.Counts["orphans"])
 
 	_, err = run(t, ctx, url, "maintenance", "--config", cfgFile, "reconcile", "--grace", "0s", "--fail-on-findings")
@@ -227,6 +228,26 @@ func TestReconcileCommand(t *testing.T) {
 
 	_, err = run(t, ctx, url, "maintenance", "--config", cfgFile, "reconcile", "--output", "yaml")
 	require.ErrorContains(t, err, "--output")
+
+	// A longer walk reports how far it is as it goes: objects listed,
+	// counted every 1,000.
+	for i := range 2500 {
+		p := filepath.Join(root, "core", "t-many", fmt.Sprintf("%05d.pdf", i))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o750))
+		require.NoError(t, os.WriteFile(p, []byte("%PDF-1.4\n"), 0o600))
+	}
+	out, err = run(t, ctx, url, "--output", "json", "--progress-every", "1ms", "maintenance", "--config", cfgFile, "reconcile")
+	require.NoError(t, err)
+	seen := map[int]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var p struct{ Progress *struct{ Done int } }
+		require.NoError(t, json.Unmarshal([]byte(line), &p), line)
+		if p.Progress != nil {
+			seen[p.Progress.Done] = true
+		}
+	}
+	require.True(t, seen[2500], "the last progress object counts every object: %v", seen)
+	require.True(t, seen[1000] || seen[2000], "objects counted as the walk goes: %v", seen)
 }
 
 // TestQuotaCommands: set, get and list per-tenant limits; recount-usage.

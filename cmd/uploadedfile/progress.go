@@ -37,7 +37,11 @@ func (g *globals) startProgress(command, unit string, total int64) *progress {
 		p.wg.Add(1)
 		go p.tick()
 	case isTerminal(g.stderr):
-		p.bar = progressbar.NewOptions64(max(total, 1),
+		barMax := total
+		if barMax <= 0 {
+			barMax = -1 // no estimate: a spinner with the count and the rate
+		}
+		p.bar = progressbar.NewOptions64(barMax,
 			progressbar.OptionSetWriter(g.stderr), progressbar.OptionSetDescription(command),
 			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString(unit),
 			progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(200*time.Millisecond),
@@ -101,8 +105,8 @@ func (p *progress) snapshot() map[string]any {
 	defer p.mu.Unlock()
 	elapsed := time.Since(p.start).Seconds()
 	rate := float64(p.done) / max(elapsed, 1e-9)
-	left := -1.0 // unknown until something is done
-	if rate > 0 {
+	left := -1.0 // unknown until something is done, or without a total
+	if rate > 0 && p.total > 0 {
 		left = float64(max(p.total-p.done, 0)) / rate
 	}
 	return map[string]any{"command": p.command, "done": p.done, "total": p.total, "ratePerSecond": rate, "remainingSeconds": left}

@@ -16,6 +16,7 @@
 #   make upgrade    the previous release's replicas rolled to this one behind HAProxy under load (also run by make test)
 #   make bench      the quick benchmark set, side by side with its peers (< 10 min)
 #   make bench-full the whole benchmark matrix
+#   make bench-scale the service's calls at 10 million files against 100k
 #
 # Tools are pinned in tools/go.mod and run with `go tool -modfile=tools/go.mod`.
 
@@ -35,7 +36,7 @@ FLEET_OUTAGE ?= 10s
 
 TS := clients/typescript
 
-.PHONY: check vet-go staticcheck-go lint-go verify-generated-go upgrade faults build build-vips libvips lint bench bench-full bench-peers chaos fleet hostile all generate verify verify-generated vet staticcheck fmt-check tidy-check test test-only s3-servers postgres tools fuzz ts web lint-openapi
+.PHONY: check vet-go staticcheck-go lint-go verify-generated-go upgrade faults build build-vips libvips lint bench bench-scale bench-full bench-peers chaos fleet hostile all generate verify verify-generated vet staticcheck fmt-check tidy-check test test-only s3-servers postgres tools fuzz ts web lint-openapi
 
 all: verify
 
@@ -234,6 +235,13 @@ bench-peers:
 ## bench: the quick set; prints the table and records it in docs/performance.md.
 bench: postgres bench-peers libvips
 	$(GO) run -tags vips ./bench -write docs/performance.md
+
+## bench-scale: the service's calls on a table of SCALE_ROWS files (10
+## million) against the same at 100k, and the sizes per million files
+## (no peers; writes its section of docs/performance.md).
+SCALE_ROWS ?= 10000000
+bench-scale: postgres
+	$(GO) run ./bench -scale $(SCALE_ROWS) -write docs/performance.md
 
 ## bench-full: every size and concurrency.
 bench-full: postgres bench-peers libvips

@@ -165,10 +165,14 @@ func benchSweeps(ctx context.Context, rep *report, _ bool) error {
 	return nil
 }
 
-// writeReport writes the Markdown report into path between the markers
-// (or as the whole file when it has none).
-func writeReport(path, table string) error {
-	const begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
+// writeReport writes the Markdown report into path between the bench
+// markers (or as the whole file when it has none).
+func writeReport(path, table string) error { return writeReportAt(path, "bench", table) }
+
+// writeReportAt writes table into path between the markers
+// <!-- name:begin --> and <!-- name:end --> (appended when path has none).
+func writeReportAt(path, name, table string) error {
+	begin, end := "<!-- "+name+":begin -->", "<!-- "+name+":end -->"
 	old, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
 		return err
@@ -176,7 +180,7 @@ func writeReport(path, table string) error {
 	s := string(old)
 	i, j := strings.Index(s, begin), strings.Index(s, end)
 	if i < 0 || j < i {
-		return os.WriteFile(path, []byte(begin+"\n"+table+end+"\n"), 0o644)
+		return os.WriteFile(path, []byte(s+begin+"\n"+table+end+"\n"), 0o644)
 	}
 	return os.WriteFile(path, []byte(s[:i]+begin+"\n"+table+s[j:]), 0o644)
 }

@@ -51,3 +51,22 @@ func EstimateObjects(ctx context.Context, conn DBTX) (int64, error) {
     + greatest((SELECT reltuples FROM pg_class WHERE oid = 'uploaded_file_variant'::regclass), 0))::bigint`).Scan(&n)
 	return n, err
 }
+
+// EstimateEventsSince is the planner's estimate of how many events of the
+// outbox occurred at or after since (EXPLAIN: nothing is read), the total
+// of a replay's progress display.
+func EstimateEventsSince(ctx context.Context, conn DBTX, since time.Time) (int64, error) {
+	var plan []byte
+	if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) SELECT 1 FROM uploaded_file_event WHERE occurred_at >= $1", since).Scan(&plan); err != nil {
+		return 0, err
+	}
+	var out []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		}
+	}
+	if err := json.Unmarshal(plan, &out); err != nil || len(out) == 0 {
+		return 0, fmt.Errorf("db: the replay's plan: %w (%s)", err, plan)
+	}
+	return int64(out[0].Plan.Rows), nil
+}

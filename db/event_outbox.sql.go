@@ -340,9 +340,8 @@ WITH wanted AS (
     SELECT uploaded_file_event.seq, uploaded_file_event_sink.name AS sink
     FROM uploaded_file_event
     CROSS JOIN uploaded_file_event_sink
-    WHERE (uploaded_file_event.id = $2::uuid
-            OR ($2::uuid IS NULL AND uploaded_file_event.occurred_at >= $3::timestamptz))
-        AND ($4::text IS NULL OR uploaded_file_event_sink.name = $4::text)
+    WHERE uploaded_file_event.id = $2::uuid
+        AND ($3::text IS NULL OR uploaded_file_event_sink.name = $3::text)
 ), unparked AS (
     DELETE FROM uploaded_file_event_parked
     USING wanted
@@ -356,27 +355,106 @@ ON CONFLICT (sink, event_seq) DO NOTHING
 `
 
 type EventReplayRequestParams struct {
-	Now   *time.Time
-	ID    *uuid.UUID
-	Since *time.Time
-	Sink  *string
+	Now  *time.Time
+	ID   uuid.UUID
+	Sink *string
 }
 
-// Queues events for delivery again (events replay): the event @id, or
-// every event that occurred at or after @since, for the sink @sink or every
-// sink that has a progress row. A parked mark for the same sink and event
-// is cleared in the same statement. Returns how many deliveries it queued.
+// Queues the event @id for delivery again (events replay <id>), for the
+// sink @sink or every sink that has a progress row (a replay --since goes a
+// batch at a time: EventReplayRequestBatch). A parked mark for the same
+// sink and event is cleared in the same statement. Returns how many
+// deliveries it queued.
 func (q *Queries) EventReplayRequest(ctx context.Context, db DBTX, arg EventReplayRequestParams) (int64, error) {
-	result, err := db.Exec(ctx, eventReplayRequest,
-		arg.Now,
-		arg.ID,
-		arg.Since,
-		arg.Sink,
-	)
+	result, err := db.Exec(ctx, eventReplayRequest, arg.Now, arg.ID, arg.Sink)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const eventReplayRequestBatch = `-- name: EventReplayRequestBatch :one
+WITH batch AS (
+    SELECT uploaded_file_event.seq, uploaded_file_event.occurred_at
+    FROM uploaded_file_event
+    WHERE uploaded_file_event.occurred_at >= $3::timestamptz
+        AND (uploaded_file_event.occurred_at, uploaded_file_event.seq) > ($1::timestamptz, $2::bigint)
+    ORDER BY uploaded_file_event.occurred_at, uploaded_file_event.seq
+    LIMIT $4::integer
+), wanted AS (
+    SELECT batch.seq, uploaded_file_event_sink.name AS sink
+    FROM batch
+    CROSS JOIN uploaded_file_event_sink
+    WHERE $5::text IS NULL OR uploaded_file_event_sink.name = $5::text
+), unparked AS (
+    DELETE FROM uploaded_file_event_parked
+    USING wanted
+    WHERE uploaded_file_event_parked.sink = wanted.sink
+        AND uploaded_file_event_parked.event_seq = wanted.seq
+), queued AS (
+    INSERT INTO uploaded_file_event_replay (sink, event_seq, requested_at)
+    SELECT wanted.sink, wanted.seq, coalesce($6::timestamptz, now())
+    FROM wanted
+    ON CONFLICT (sink, event_seq) DO NOTHING
+    RETURNING 1
+), last_at AS (
+    -- The batch's last row is its greatest (occurred_at, seq): the latest
+    -- time, and the greatest seq at that time (two aggregates, no sort).
+    SELECT max(batch.occurred_at) AS occurred_at FROM batch
+), last AS (
+    SELECT last_at.occurred_at, max(batch.seq) AS seq
+    FROM batch
+    JOIN last_at ON batch.occurred_at = last_at.occurred_at
+    GROUP BY last_at.occurred_at
+)
+SELECT
+    (SELECT count(*) FROM batch)::bigint AS events,
+    (SELECT count(*) FROM queued)::bigint AS queued,
+    coalesce((SELECT last.occurred_at FROM last), $1::timestamptz)::timestamptz AS last_at,
+    coalesce((SELECT last.seq FROM last), $2::bigint)::bigint AS last_seq
+`
+
+type EventReplayRequestBatchParams struct {
+	AfterAt  time.Time
+	AfterSeq int64
+	Since    time.Time
+	Max      int32
+	Sink     *string
+	Now      *time.Time
+}
+
+type EventReplayRequestBatchRow struct {
+	Events  int64
+	Queued  int64
+	LastAt  time.Time
+	LastSeq int64
+}
+
+// Queues for delivery again the next @max events that occurred at or after
+// @since, after (@after_at, @after_seq) in (occurred_at, seq) order (events
+// replay --since, a batch at a time: it shows its progress and resumes),
+// for the sink @sink or every sink that has a progress row; a parked mark
+// for the same sink and event is cleared in the same statement. Returns
+// how many events the batch held (0: none left), how many deliveries it
+// queued, and the batch's last (occurred_at, seq) -- the cursor given
+// back when the batch is empty.
+func (q *Queries) EventReplayRequestBatch(ctx context.Context, db DBTX, arg EventReplayRequestBatchParams) (EventReplayRequestBatchRow, error) {
+	row := db.QueryRow(ctx, eventReplayRequestBatch,
+		arg.AfterAt,
+		arg.AfterSeq,
+		arg.Since,
+		arg.Max,
+		arg.Sink,
+		arg.Now,
+	)
+	var i EventReplayRequestBatchRow
+	err := row.Scan(
+		&i.Events,
+		&i.Queued,
+		&i.LastAt,
+		&i.LastSeq,
+	)
+	return i, err
 }
 
 const eventSinkAdvance = `-- name: EventSinkAdvance :one

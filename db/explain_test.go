@@ -353,7 +353,11 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			return err
 		},
 		func() error {
-			_, err := q.EventReplayRequest(ctx, e, db.EventReplayRequestParams{ID: ptr(uuid.New()), Now: now})
+			_, err := q.EventReplayRequest(ctx, e, db.EventReplayRequestParams{ID: uuid.New(), Now: now})
+			return err
+		},
+		func() error {
+			_, err := q.EventReplayRequestBatch(ctx, e, db.EventReplayRequestBatchParams{Since: t0.Add(-time.Hour), AfterAt: t0.Add(-30 * time.Minute), AfterSeq: 7, Max: 1000, Now: now})
 			return err
 		},
 		func() error {

@@ -161,59 +161,73 @@ func newEventsListCommand(g *globals) *cobra.Command {
 // newEventsReplayCommand is events replay.
 func newEventsReplayCommand(g *globals) *cobra.Command {
 	var since, sink string
+	var resume bool
 	replay := &cobra.Command{
-		Use:   "replay <event id> | --since <time>",
+		Use:   "replay <event id> | --since <time> [--resume]",
 		Short: "Queue events for delivery again (a parked event, or everything since a time)",
 		Example: `  uploadedfile events replay 0192f0c4-6a1e-7c3d-9b2a-5e8f7a6b4c3d
-  uploadedfile events replay --since 24h --sink billing`,
+  uploadedfile events replay --since 24h --sink billing
+  uploadedfile events replay --since 24h --sink billing --resume`,
 		Long: `Queue events for delivery again, to --sink or to every sink: the event with
 the given id, or every event that occurred at or after --since (an RFC 3339
 time, or an age like 24h). A parked event is unparked. The relay delivers
-replays before new events; a receiver sees the same event ids again.`,
+replays before new events; a receiver sees the same event ids again.
+
+With --since the events are queued a batch at a time, in the order they
+occurred, with the progress shown as for the maintenance commands. An
+interrupt (SIGINT, SIGTERM) finishes the batch in flight, writes where the
+replay stopped and exits non-zero; --resume with the same --since and
+--sink goes on after it.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p := db.EventReplayRequestParams{}
 			switch {
-			case len(args) == 1 && since == "":
+			case len(args) == 1 && since == "" && !resume:
 				id, err := uuid.Parse(args[0])
 				if err != nil {
 					return fmt.Errorf("events replay: %q is not an event id", args[0])
 				}
-				p.ID = &id
+				return replayOne(cmd.Context(), g, id, sink)
 			case len(args) == 0 && since != "":
-				t, err := parseCutoff(since, time.Now())
-				if err != nil {
-					return err
-				}
-				p.Since = &t
+				return withConfiguredRelay(cmd.Context(), g, nil, func(r *eventrelay.Relay, pool *db.Pool) error {
+					if err := r.Ensure(cmd.Context()); err != nil {
+						return err
+					}
+					return runReplay(cmd.Context(), g, db.Wrap(pool), replayFlags{since: since, sink: sink, resume: resume})
+				})
 			default:
-				return errors.New("events replay: give an event id or --since, not both")
+				return errors.New("events replay: give an event id or --since, not both (--resume goes with --since)")
 			}
-			if sink != "" {
-				p.Sink = &sink
-			}
-			return withConfiguredRelay(cmd.Context(), g, nil, func(r *eventrelay.Relay, pool *db.Pool) error {
-				if err := r.Ensure(cmd.Context()); err != nil {
-					return err
-				}
-				n, err := db.New().EventReplayRequest(cmd.Context(), db.Wrap(pool), p)
-				if err != nil {
-					return err
-				}
-				if err := g.emit(fmt.Sprintf("events replay: %d deliveries queued\n", n), map[string]any{"command": "events replay", "queued": n}); err != nil {
-					return err
-				}
-				if n == 0 {
-					return errors.New("events replay: nothing matched (no such event, or no sink of that name)")
-				}
-				return nil
-			})
 		},
 	}
 	replay.Flags().StringVar(&since, "since", "", "replay every event since this time (RFC 3339 or an age like 24h)")
 	replay.Flags().StringVar(&sink, "sink", "", "only to this sink")
+	replay.Flags().BoolVar(&resume, "resume", false, "go on from where an interrupted replay of the same --since and --sink stopped")
 
 	return replay
+}
+
+// replayOne queues the event id for delivery again.
+func replayOne(ctx context.Context, g *globals, id uuid.UUID, sink string) error {
+	p := db.EventReplayRequestParams{ID: id}
+	if sink != "" {
+		p.Sink = &sink
+	}
+	return withConfiguredRelay(ctx, g, nil, func(r *eventrelay.Relay, pool *db.Pool) error {
+		if err := r.Ensure(ctx); err != nil {
+			return err
+		}
+		n, err := db.New().EventReplayRequest(ctx, db.Wrap(pool), p)
+		if err != nil {
+			return err
+		}
+		if err := g.emit(fmt.Sprintf("events replay: %d deliveries queued\n", n), map[string]any{"command": "events replay", "queued": n}); err != nil {
+			return err
+		}
+		if n == 0 {
+			return errors.New("events replay: nothing matched (no such event, or no sink of that name)")
+		}
+		return nil
+	})
 }
 
 func deref(s *string) string {

@@ -173,16 +173,16 @@ WITH failed AS (
 SELECT attempts FROM failed;
 
 -- name: EventReplayRequest :execrows
--- Queues events for delivery again (events replay): the event @id, or
--- every event that occurred at or after @since, for the sink @sink or every
--- sink that has a progress row. A parked mark for the same sink and event
--- is cleared in the same statement. Returns how many deliveries it queued.
+-- Queues the event @id for delivery again (events replay <id>), for the
+-- sink @sink or every sink that has a progress row (a replay --since goes a
+-- batch at a time: EventReplayRequestBatch). A parked mark for the same
+-- sink and event is cleared in the same statement. Returns how many
+-- deliveries it queued.
 WITH wanted AS (
     SELECT uploaded_file_event.seq, uploaded_file_event_sink.name AS sink
     FROM uploaded_file_event
     CROSS JOIN uploaded_file_event_sink
-    WHERE (uploaded_file_event.id = sqlc.narg('id')::uuid
-            OR (sqlc.narg('id')::uuid IS NULL AND uploaded_file_event.occurred_at >= sqlc.narg('since')::timestamptz))
+    WHERE uploaded_file_event.id = @id::uuid
         AND (sqlc.narg('sink')::text IS NULL OR uploaded_file_event_sink.name = sqlc.narg('sink')::text)
 ), unparked AS (
     DELETE FROM uploaded_file_event_parked
@@ -194,6 +194,54 @@ INSERT INTO uploaded_file_event_replay (sink, event_seq, requested_at)
 SELECT wanted.sink, wanted.seq, coalesce(sqlc.narg('now')::timestamptz, now())
 FROM wanted
 ON CONFLICT (sink, event_seq) DO NOTHING;
+
+-- name: EventReplayRequestBatch :one
+-- Queues for delivery again the next @max events that occurred at or after
+-- @since, after (@after_at, @after_seq) in (occurred_at, seq) order (events
+-- replay --since, a batch at a time: it shows its progress and resumes),
+-- for the sink @sink or every sink that has a progress row; a parked mark
+-- for the same sink and event is cleared in the same statement. Returns
+-- how many events the batch held (0: none left), how many deliveries it
+-- queued, and the batch's last (occurred_at, seq) -- the cursor given
+-- back when the batch is empty.
+WITH batch AS (
+    SELECT uploaded_file_event.seq, uploaded_file_event.occurred_at
+    FROM uploaded_file_event
+    WHERE uploaded_file_event.occurred_at >= @since::timestamptz
+        AND (uploaded_file_event.occurred_at, uploaded_file_event.seq) > (@after_at::timestamptz, @after_seq::bigint)
+    ORDER BY uploaded_file_event.occurred_at, uploaded_file_event.seq
+    LIMIT @max::integer
+), wanted AS (
+    SELECT batch.seq, uploaded_file_event_sink.name AS sink
+    FROM batch
+    CROSS JOIN uploaded_file_event_sink
+    WHERE sqlc.narg('sink')::text IS NULL OR uploaded_file_event_sink.name = sqlc.narg('sink')::text
+), unparked AS (
+    DELETE FROM uploaded_file_event_parked
+    USING wanted
+    WHERE uploaded_file_event_parked.sink = wanted.sink
+        AND uploaded_file_event_parked.event_seq = wanted.seq
+), queued AS (
+    INSERT INTO uploaded_file_event_replay (sink, event_seq, requested_at)
+    SELECT wanted.sink, wanted.seq, coalesce(sqlc.narg('now')::timestamptz, now())
+    FROM wanted
+    ON CONFLICT (sink, event_seq) DO NOTHING
+    RETURNING 1
+), last_at AS (
+    -- The batch's last row is its greatest (occurred_at, seq): the latest
+    -- time, and the greatest seq at that time (two aggregates, no sort).
+    SELECT max(batch.occurred_at) AS occurred_at FROM batch
+), last AS (
+    SELECT last_at.occurred_at, max(batch.seq) AS seq
+    FROM batch
+    JOIN last_at ON batch.occurred_at = last_at.occurred_at
+    GROUP BY last_at.occurred_at
+)
+SELECT
+    (SELECT count(*) FROM batch)::bigint AS events,
+    (SELECT count(*) FROM queued)::bigint AS queued,
+    coalesce((SELECT last.occurred_at FROM last), @after_at::timestamptz)::timestamptz AS last_at,
+    coalesce((SELECT last.seq FROM last), @after_seq::bigint)::bigint AS last_seq;
 
 -- name: EventListParked :many
 -- Parked events, oldest parking first, for the operator (events list

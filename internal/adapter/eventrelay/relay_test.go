@@ -308,7 +308,7 @@ func TestWebhookFailureBackoffParkAndReplay(t *testing.T) {
 	require.Equal(t, "status 503", *parked[0].LastError)
 
 	refuse = false
-	n, err := q.EventReplayRequest(context.Background(), w.pool, db.EventReplayRequestParams{ID: &parked[0].UploadedFileEvent.ID})
+	n, err := q.EventReplayRequest(context.Background(), w.pool, db.EventReplayRequestParams{ID: parked[0].UploadedFileEvent.ID})
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
 	_, err = r.Pass(context.Background())

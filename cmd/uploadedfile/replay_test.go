@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
+)
+
+// TestEventsReplayResumesAfterInterrupt: `events replay --since` over
+// 20,000 events, interrupted with a real SIGINT a tenth of the way, then
+// `--resume`d: between them the two runs queue every event since the
+// time exactly once, and none before it; the checkpoint is gone once a run
+// ends.
+func TestEventsReplayResumesAfterInterrupt(t *testing.T) {
+	t.Parallel()
+	bin, err := buildOnce()
+	require.NoError(t, err)
+	url, ctx := pgtest.NewDatabase(t), context.Background()
+	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+`
+events:
+  sinks:
+    hook:
+      webhook: { url: "http://127.0.0.1:9/hook", secret: "whsec_`+base64.StdEncoding.EncodeToString(make([]byte, 32))+`" }
+`), 0o600))
+	pool, err := pgxpool.New(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	const recent = 20_000
+	_, err = pool.Exec(ctx, `INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, data)
+SELECT 'file.ready', 'acme', gen_random_uuid(), now() - interval '1 hour' + (i % 997) * interval '1 ms', '{}'
+FROM generate_series(1, $1) AS i`, recent)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, data)
+SELECT 'file.ready', 'acme', gen_random_uuid(), now() - interval '2 days', '{}' FROM generate_series(1, 500)`)
+	require.NoError(t, err)
+	count := func(sql string) int {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, sql).Scan(&n))
+		return n
+	}
+
+	type summary struct {
+		Events      *int
+		Interrupted bool
+		Progress    *struct{ Done, Total int }
+	}
+	replay := func(interruptAt int, extra ...string) (summary, error) {
+		args := append([]string{"--database-url", url, "--config", cfgFile, "--output", "json", "--progress-every", "5ms",
+			"events", "replay", "--since", "3h"}, extra...)
+		cmd := exec.Command(bin, args...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		var last summary
+		signalled := false
+		for lines := bufio.NewScanner(out); lines.Scan(); {
+			var s summary
+			require.NoError(t, json.Unmarshal(lines.Bytes(), &s), lines.Text())
+			if s.Progress != nil && interruptAt > 0 && s.Progress.Done >= interruptAt && !signalled {
+				require.NoError(t, cmd.Process.Signal(os.Interrupt))
+				signalled = true
+			}
+			if s.Events != nil {
+				last = s
+			}
+		}
+		err = cmd.Wait()
+		require.True(t, interruptAt == 0 || signalled, "the replay was still running at %d events: %v %s", interruptAt, err, stderr.String())
+		if err != nil {
+			err = fmt.Errorf("%w: %s", err, stderr.String())
+		}
+		return last, err
+	}
+
+	first, err := replay(recent / 10)
+	require.ErrorContains(t, err, "events replay interrupted", "an interrupted replay exits non-zero")
+	require.True(t, first.Interrupted)
+	require.Greater(t, *first.Events, 0)
+	require.Less(t, *first.Events, recent, "stopped before the end")
+	require.Equal(t, *first.Events, count("SELECT count(*) FROM uploaded_file_event_replay"), "each event it counted is queued")
+	require.Equal(t, 1, count("SELECT count(*) FROM uploaded_file_command_checkpoint WHERE command = 'events replay'"), "where it stopped is kept")
+
+	second, err := replay(0, "--resume")
+	require.NoError(t, err)
+	require.False(t, second.Interrupted)
+	require.Equal(t, recent, *first.Events+*second.Events, "the rest exactly: none twice, none skipped")
+	require.Equal(t, recent, count("SELECT count(DISTINCT event_seq) FROM uploaded_file_event_replay"))
+	require.Zero(t, count(`SELECT count(*) FROM uploaded_file_event_replay JOIN uploaded_file_event ON seq = event_seq
+WHERE occurred_at < now() - interval '1 day'`), "nothing before --since")
+	require.Zero(t, count("SELECT count(*) FROM uploaded_file_command_checkpoint"), "a run that ends removes it")
+
+	_, err = replay(0, "--resume")
+	require.ErrorContains(t, err, "no interrupted replay of this selection", "nothing to resume")
+}

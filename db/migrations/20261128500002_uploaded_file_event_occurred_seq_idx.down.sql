@@ -1,0 +1,1 @@
+DROP INDEX CONCURRENTLY IF EXISTS uploaded_file_event_occurred_seq_idx;

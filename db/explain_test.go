@@ -428,7 +428,7 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			return err
 		},
 		func() error {
-			_, err := q.UsageRecount(ctx, e, &ten)
+			_, err := q.UsageRecount(ctx, e, []string{ten})
 			return err
 		},
 		func() error {
@@ -454,7 +454,7 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			return err
 		},
 		func() error {
-			_, err := q.UsageLockTenant(ctx, e, ten)
+			_, err := q.UsageLockTenants(ctx, e, []string{ten})
 			return err
 		},
 		func() error {

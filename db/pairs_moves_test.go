@@ -181,16 +181,16 @@ var (
 		_, err := insertHidden(ctx, c, newHiddenParams(fileOpts{Now: t0.Add(time.Second)}))
 		return one(err)
 	}}
-	// recount is the service's: UsageLockTenant, then UsageRecount in
+	// recount is the service's: UsageLockTenants, then UsageRecount in
 	// the same transaction (UsageRecount alone sums from a snapshot taken
 	// before it waited on the usage rows).
 	// It counts the usage rows it rewrote (those it zeroes included).
 	recount = move{name: "UsageRecount", run: func(ctx context.Context, q *db.Queries, c db.DBTX, f db.UploadedFile) (int, error) {
-		locked, err := q.UsageLockTenant(ctx, c, f.TenantCode)
+		locked, err := q.UsageLockTenants(ctx, c, []string{f.TenantCode})
 		if err != nil {
 			return 0, err
 		}
-		_, err = q.UsageRecount(ctx, c, &f.TenantCode)
+		_, err = q.UsageRecount(ctx, c, []string{f.TenantCode})
 		return len(locked), err
 	}}
 	takeOverCompletion = move{name: "FileTakeOverCompletion", run: func(ctx context.Context, q *db.Queries, c db.DBTX, f db.UploadedFile) (int, error) {

@@ -123,23 +123,24 @@ func (q *Queries) QuotaSet(ctx context.Context, db DBTX, arg QuotaSetParams) (Up
 	return i, err
 }
 
-const usageLockTenant = `-- name: UsageLockTenant :many
+const usageLockTenants = `-- name: UsageLockTenants :many
 SELECT user_id
 FROM uploaded_file_usage
-WHERE tenant_code = $1
+WHERE tenant_code = any($1::text[])
 ORDER BY tenant_code COLLATE "C", user_id COLLATE "C"
 FOR UPDATE
 `
 
-// Locks the usage rows of @tenant_code -- its total (”) first, then its
-// owners -- in the one lock order of usage rows: (tenant_code, user_id)
-// under COLLATE "C", whatever the database's collation. UsageRecount runs
-// after it in the same transaction: every transition that changes this
-// tenant's usage either committed before (and the recount's snapshot,
-// taken after the locks, counts its rows) or waits for the recount to
-// commit (and changes the recounted usage after it). No lost update.
-func (q *Queries) UsageLockTenant(ctx context.Context, db DBTX, tenantCode string) ([]string, error) {
-	rows, err := db.Query(ctx, usageLockTenant, tenantCode)
+// Locks the usage rows of the tenants @tenant_codes -- each tenant's total
+// (”) before its owners -- in the one lock order of usage rows:
+// (tenant_code, user_id) under COLLATE "C", whatever the database's
+// collation. UsageRecount runs after it in the same transaction: every
+// transition that changes these tenants' usage either committed before
+// (and the recount's snapshot, taken after the locks, counts its rows) or
+// waits for the recount to commit (and changes the recounted usage after
+// it). No lost update.
+func (q *Queries) UsageLockTenants(ctx context.Context, db DBTX, tenantCodes []string) ([]string, error) {
+	rows, err := db.Query(ctx, usageLockTenants, tenantCodes)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +241,7 @@ WITH files AS (
     FROM uploaded_file
     WHERE uploaded_file.deletion_pending_at IS NULL
         AND uploaded_file.deleted_at IS NULL
-        AND ($1::text IS NULL OR uploaded_file.tenant_code = $1::text)
+        AND ($1::text[] IS NULL OR uploaded_file.tenant_code = any($1::text[]))
     GROUP BY GROUPING SETS ((uploaded_file.tenant_code, uploaded_file.user_id), (uploaded_file.tenant_code))
 ), variants AS (
     -- Variant bytes count to the file's owner from their finish until
@@ -250,7 +251,7 @@ WITH files AS (
     FROM uploaded_file_variant
     JOIN uploaded_file ON uploaded_file.id = uploaded_file_variant.file_id
     WHERE uploaded_file_variant.size_bytes IS NOT NULL
-        AND ($1::text IS NULL OR uploaded_file.tenant_code = $1::text)
+        AND ($1::text[] IS NULL OR uploaded_file.tenant_code = any($1::text[]))
     GROUP BY GROUPING SETS ((uploaded_file.tenant_code, uploaded_file.user_id), (uploaded_file.tenant_code))
 ), held AS (
     SELECT all_rows.tenant_code, all_rows.user_id, sum(all_rows.bytes)::bigint AS bytes, sum(all_rows.files)::bigint AS files
@@ -263,7 +264,7 @@ WITH files AS (
 ), zeroed AS (
     UPDATE uploaded_file_usage
     SET bytes = 0, files = 0
-    WHERE ($1::text IS NULL OR uploaded_file_usage.tenant_code = $1::text)
+    WHERE ($1::text[] IS NULL OR uploaded_file_usage.tenant_code = any($1::text[]))
         AND NOT EXISTS (
             SELECT 1 FROM held
             WHERE held.tenant_code = uploaded_file_usage.tenant_code AND held.user_id = uploaded_file_usage.user_id)
@@ -274,14 +275,16 @@ FROM held
 ON CONFLICT (tenant_code, user_id) DO UPDATE SET bytes = excluded.bytes, files = excluded.files
 `
 
-// Recomputes the usage of @tenant (NULL: every tenant) from the rows that
-// hold space (no deletion claim, not deleted), for repair after manual
-// changes: usage rows are set to the sums, and those no row holds any
-// more to zero. The service runs it for one tenant at a time, after
-// UsageLockTenant in the same transaction, so no transition of the
-// tenant commits between the sums and the write.
-func (q *Queries) UsageRecount(ctx context.Context, db DBTX, tenant *string) (int64, error) {
-	result, err := db.Exec(ctx, usageRecount, tenant)
+// Recomputes the usage of the tenants @tenants (NULL: every tenant) from
+// the rows that hold space (no deletion claim, not deleted), for repair
+// after manual changes: usage rows are set to the sums, and those no row
+// holds any more to zero. The service runs it for up to 100 tenants at a
+// time, after UsageLockTenants over them in the same transaction, so no
+// transition of those tenants commits between the sums and the write. It
+// reads the table (no index holds every row that holds space by tenant):
+// a hundred tenants a pass, not one.
+func (q *Queries) UsageRecount(ctx context.Context, db DBTX, tenants []string) (int64, error) {
+	result, err := db.Exec(ctx, usageRecount, tenants)
 	if err != nil {
 		return 0, err
 	}

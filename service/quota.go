@@ -158,12 +158,13 @@ func (s *Service) UnsafeSystemQuotas(ctx context.Context, tenant string, limit i
 }
 
 // UnsafeSystemRecountUsage recomputes the usage of tenant (every tenant
-// with a usage row when empty, one after the other) from the rows, after
-// manual changes, and returns how many usage rows it wrote. Each tenant is
-// recounted in a transaction of its own that first locks its usage rows:
-// uploads and deletions of that tenant wait for its recount (they change
-// the recounted usage after it) or committed before it (and are counted),
-// so no upload is lost to the recount. Trusted operators only.
+// with a usage row when empty, a hundred at a time in byte order) from
+// the rows, after manual changes, and returns how many usage rows it
+// wrote. Each batch of tenants is recounted in a transaction of its own
+// that first locks their usage rows: uploads and deletions of those
+// tenants wait for the recount (they change the recounted usage after it)
+// or committed before it (and are counted), so no upload is lost to the
+// recount. Trusted operators only.
 func (s *Service) UnsafeSystemRecountUsage(ctx context.Context, tenant string) (int64, error) {
 	rep, err := s.UnsafeSystemRecount(ctx, RecountOptions{Tenant: tenant})
 	return rep.Written, err
@@ -178,8 +179,8 @@ type RecountOptions struct {
 	// interrupted recount stopped (its report's Last).
 	After string
 	// Progress, when set, is told before the first tenant (0 done) and
-	// after each how many are done of how many the run walks, and the last
-	// one done (its checkpoint).
+	// after each batch how many are done of how many the run walks, and
+	// the last one done (its checkpoint).
 	Progress func(done, total int, last string)
 }
 
@@ -189,15 +190,15 @@ type RecountReport struct {
 	Written int64  // usage rows written
 	Last    string // the last tenant done ("" when none)
 	// Interrupted: the caller's context ended before the last tenant; the
-	// tenant in flight was finished, and a run with After: Last goes on.
+	// batch in flight was finished, and a run with After: Last goes on.
 	Interrupted bool
 }
 
 // UnsafeSystemRecount is UnsafeSystemRecountUsage with its progress and a
-// resumable walk: the tenants after o.After, each in a transaction of its
-// own (as above), until they are done or ctx ends -- the tenant in flight
-// then finishes, and the report says where the run stopped. Trusted
-// operators only.
+// resumable walk: the tenants after o.After, a batch per transaction (as
+// above), until they are done or ctx ends -- the batch in flight then
+// finishes, and the report says where the run stopped. Trusted operators
+// only.
 func (s *Service) UnsafeSystemRecount(ctx context.Context, o RecountOptions) (RecountReport, error) {
 	var rep RecountReport
 	tenants := []string{o.Tenant}
@@ -213,37 +214,45 @@ func (s *Service) UnsafeSystemRecount(ctx context.Context, o RecountOptions) (Re
 	if o.Progress != nil {
 		o.Progress(0, len(tenants), o.After)
 	}
-	work := context.WithoutCancel(ctx) // a tenant begun is finished: its transaction is short
-	for _, t := range tenants {
+	work := context.WithoutCancel(ctx) // a batch begun is finished: its transaction is one pass of the table
+	for len(tenants) > 0 {
 		if ctx.Err() != nil {
 			rep.Interrupted = true
 			return rep, nil
 		}
-		n, err := s.recountTenant(work, t)
+		batch := tenants[:min(len(tenants), recountBatch)]
+		tenants = tenants[len(batch):]
+		n, err := s.recountTenants(work, batch)
 		if err != nil {
 			return rep, err
 		}
-		rep.Tenants++
+		rep.Tenants += len(batch)
 		rep.Written += n
-		rep.Last = t
+		rep.Last = batch[len(batch)-1]
 		if o.Progress != nil {
-			o.Progress(rep.Tenants, len(tenants), t)
+			o.Progress(rep.Tenants, rep.Tenants+len(tenants), rep.Last)
 		}
 	}
 	return rep, nil
 }
 
-// recountTenant recounts one tenant under its usage lock and returns the
-// usage rows it wrote.
-func (s *Service) recountTenant(ctx context.Context, t string) (int64, error) {
+// recountBatch is how many tenants one recount transaction takes: the
+// recount reads the table once per transaction (no index holds every row
+// that holds space by tenant), and holds those tenants' usage rows -- their
+// uploads and deletions wait -- for that one pass.
+const recountBatch = 100
+
+// recountTenants recounts tenants under their usage locks, in one
+// transaction, and returns the usage rows it wrote.
+func (s *Service) recountTenants(ctx context.Context, tenants []string) (int64, error) {
 	var n int64
 	err := s.inTx(ctx, nil, func(tx db.Tx) error {
-		if _, err := s.q.UsageLockTenant(ctx, tx, t); err != nil {
-			return s.internalError(ctx, ErrCleanupFailed, "lock usage", err, "tenant", t)
+		if _, err := s.q.UsageLockTenants(ctx, tx, tenants); err != nil {
+			return s.internalError(ctx, ErrCleanupFailed, "lock usage", err, "tenants", len(tenants))
 		}
 		var err error
-		if n, err = s.q.UsageRecount(ctx, tx, &t); err != nil {
-			return s.internalError(ctx, ErrCleanupFailed, "recount usage", err, "tenant", t)
+		if n, err = s.q.UsageRecount(ctx, tx, tenants); err != nil {
+			return s.internalError(ctx, ErrCleanupFailed, "recount usage", err, "tenants", len(tenants))
 		}
 		return nil
 	})

@@ -71,34 +71,37 @@ FROM uploaded_file_usage
 WHERE user_id = ''
 ORDER BY tenant_code COLLATE "C";
 
--- name: UsageLockTenant :many
--- Locks the usage rows of @tenant_code -- its total ('') first, then its
--- owners -- in the one lock order of usage rows: (tenant_code, user_id)
--- under COLLATE "C", whatever the database's collation. UsageRecount runs
--- after it in the same transaction: every transition that changes this
--- tenant's usage either committed before (and the recount's snapshot,
--- taken after the locks, counts its rows) or waits for the recount to
--- commit (and changes the recounted usage after it). No lost update.
+-- name: UsageLockTenants :many
+-- Locks the usage rows of the tenants @tenant_codes -- each tenant's total
+-- ('') before its owners -- in the one lock order of usage rows:
+-- (tenant_code, user_id) under COLLATE "C", whatever the database's
+-- collation. UsageRecount runs after it in the same transaction: every
+-- transition that changes these tenants' usage either committed before
+-- (and the recount's snapshot, taken after the locks, counts its rows) or
+-- waits for the recount to commit (and changes the recounted usage after
+-- it). No lost update.
 SELECT user_id
 FROM uploaded_file_usage
-WHERE tenant_code = @tenant_code
+WHERE tenant_code = any(@tenant_codes::text[])
 ORDER BY tenant_code COLLATE "C", user_id COLLATE "C"
 FOR UPDATE;
 
 -- name: UsageRecount :execrows
--- Recomputes the usage of @tenant (NULL: every tenant) from the rows that
--- hold space (no deletion claim, not deleted), for repair after manual
--- changes: usage rows are set to the sums, and those no row holds any
--- more to zero. The service runs it for one tenant at a time, after
--- UsageLockTenant in the same transaction, so no transition of the
--- tenant commits between the sums and the write.
+-- Recomputes the usage of the tenants @tenants (NULL: every tenant) from
+-- the rows that hold space (no deletion claim, not deleted), for repair
+-- after manual changes: usage rows are set to the sums, and those no row
+-- holds any more to zero. The service runs it for up to 100 tenants at a
+-- time, after UsageLockTenants over them in the same transaction, so no
+-- transition of those tenants commits between the sums and the write. It
+-- reads the table (no index holds every row that holds space by tenant):
+-- a hundred tenants a pass, not one.
 WITH files AS (
     SELECT uploaded_file.tenant_code, coalesce(uploaded_file.user_id, '') AS user_id,
         sum(uploaded_file.size_bytes)::bigint AS bytes, count(*)::bigint AS files
     FROM uploaded_file
     WHERE uploaded_file.deletion_pending_at IS NULL
         AND uploaded_file.deleted_at IS NULL
-        AND (sqlc.narg('tenant')::text IS NULL OR uploaded_file.tenant_code = sqlc.narg('tenant')::text)
+        AND (sqlc.narg('tenants')::text[] IS NULL OR uploaded_file.tenant_code = any(sqlc.narg('tenants')::text[]))
     GROUP BY GROUPING SETS ((uploaded_file.tenant_code, uploaded_file.user_id), (uploaded_file.tenant_code))
 ), variants AS (
     -- Variant bytes count to the file's owner from their finish until
@@ -108,7 +111,7 @@ WITH files AS (
     FROM uploaded_file_variant
     JOIN uploaded_file ON uploaded_file.id = uploaded_file_variant.file_id
     WHERE uploaded_file_variant.size_bytes IS NOT NULL
-        AND (sqlc.narg('tenant')::text IS NULL OR uploaded_file.tenant_code = sqlc.narg('tenant')::text)
+        AND (sqlc.narg('tenants')::text[] IS NULL OR uploaded_file.tenant_code = any(sqlc.narg('tenants')::text[]))
     GROUP BY GROUPING SETS ((uploaded_file.tenant_code, uploaded_file.user_id), (uploaded_file.tenant_code))
 ), held AS (
     SELECT all_rows.tenant_code, all_rows.user_id, sum(all_rows.bytes)::bigint AS bytes, sum(all_rows.files)::bigint AS files
@@ -121,7 +124,7 @@ WITH files AS (
 ), zeroed AS (
     UPDATE uploaded_file_usage
     SET bytes = 0, files = 0
-    WHERE (sqlc.narg('tenant')::text IS NULL OR uploaded_file_usage.tenant_code = sqlc.narg('tenant')::text)
+    WHERE (sqlc.narg('tenants')::text[] IS NULL OR uploaded_file_usage.tenant_code = any(sqlc.narg('tenants')::text[]))
         AND NOT EXISTS (
             SELECT 1 FROM held
             WHERE held.tenant_code = uploaded_file_usage.tenant_code AND held.user_id = uploaded_file_usage.user_id)

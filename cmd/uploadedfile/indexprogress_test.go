@@ -2,12 +2,10 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 
 	"github.com/uploadedfile/uploadedfile/db/migrations"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
+	"github.com/uploadedfile/uploadedfile/internal/testkit/syncbuf"
 )
 
 // TestMigrateUpShowsIndexBuilds: while migrate up builds an index, --output
@@ -39,7 +38,7 @@ func TestMigrateUpShowsIndexBuilds(t *testing.T) {
 	_, err = tx.Exec(ctx, "UPDATE uploaded_file SET updated_at = updated_at WHERE false") // a writer's lock: the build waits for it
 	require.NoError(t, err)
 
-	var out, errOut lockedBuffer
+	var out, errOut syncbuf.Buffer
 	cmd := newRootCommand(&out, &errOut)
 	cmd.SetArgs([]string{"--database-url", url, "--output", "json", "--progress-every", "100ms", "migrate", "up"})
 	done := make(chan error, 1)
@@ -70,24 +69,6 @@ func TestMigrateUpShowsIndexBuilds(t *testing.T) {
 	}
 	last := lastLine(out.String())
 	require.JSONEq(t, fmt.Sprintf(`{"version":%d,"binaryVersion":%d}`, migrations.Latest(), migrations.Latest()), last, "the summary comes last")
-}
-
-// lockedBuffer is a buffer a command writes while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // lastLine is the last non-empty line of s.

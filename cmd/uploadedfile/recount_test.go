@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -44,56 +40,26 @@ SELECT 'tenant-' || lpad(i::text, 5, '0'), u, 1000 + i, 3 FROM generate_series(1
 		return n
 	}
 
-	type summary struct {
-		Tenants     *int
-		Last        string
-		Interrupted bool
-		Progress    *struct{ Done, Total int }
-	}
-	recount := func(interruptAt int, extra ...string) (summary, error) {
+	recount := func(interruptAt int, extra ...string) (longRun, error) {
 		args := append([]string{"--database-url", url, "--output", "json", "--progress-every", "10ms", "maintenance", "--config", cfgFile,
 			"recount-usage"}, extra...)
-		cmd := exec.Command(bin, args...)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		var last summary
-		signalled := false
-		for lines := bufio.NewScanner(out); lines.Scan(); {
-			var s summary
-			require.NoError(t, json.Unmarshal(lines.Bytes(), &s), lines.Text())
-			if s.Progress != nil && interruptAt > 0 && s.Progress.Done >= interruptAt && !signalled {
-				require.NoError(t, cmd.Process.Signal(os.Interrupt))
-				signalled = true
-			}
-			if s.Tenants != nil {
-				last = s
-			}
-		}
-		require.True(t, interruptAt == 0 || signalled, "the recount was still running at %d tenants", interruptAt)
-		err = cmd.Wait()
-		if err != nil {
-			err = fmt.Errorf("%w: %s", err, stderr.String())
-		}
-		return last, err
+		return runLong(t, bin, args, interruptAt, "tenants", "")
 	}
 
 	first, err := recount(tenants / 10)
 	require.ErrorContains(t, err, "recount-usage interrupted", "an interrupted recount exits non-zero")
 	require.True(t, first.Interrupted)
-	require.Greater(t, *first.Tenants, 0)
-	require.Less(t, *first.Tenants, tenants, "stopped before the end")
-	require.Equal(t, fmt.Sprintf("tenant-%05d", *first.Tenants), first.Last, "in byte order, none skipped")
-	require.Equal(t, *first.Tenants, count("SELECT count(*) FROM uploaded_file_usage WHERE user_id = '' AND bytes = 0"), "the tenants done are recounted")
+	require.Greater(t, *first.Count, 0)
+	require.Less(t, *first.Count, tenants, "stopped before the end")
+	require.Equal(t, fmt.Sprintf("tenant-%05d", *first.Count), first.String(t, "last"), "in byte order, none skipped")
+	require.Equal(t, *first.Count, count("SELECT count(*) FROM uploaded_file_usage WHERE user_id = '' AND bytes = 0"), "the tenants done are recounted")
 	require.Equal(t, 1, count("SELECT count(*) FROM uploaded_file_command_checkpoint WHERE command = 'recount-usage'"), "where it stopped is kept")
 
 	second, err := recount(0, "--resume")
 	require.NoError(t, err)
 	require.False(t, second.Interrupted)
-	require.Equal(t, tenants, *first.Tenants+*second.Tenants, "the rest exactly: none twice, none skipped")
-	require.Equal(t, fmt.Sprintf("tenant-%05d", tenants), second.Last)
+	require.Equal(t, tenants, *first.Count+*second.Count, "the rest exactly: none twice, none skipped")
+	require.Equal(t, fmt.Sprintf("tenant-%05d", tenants), second.String(t, "last"))
 	require.Zero(t, count("SELECT count(*) FROM uploaded_file_usage WHERE bytes <> 0 OR files <> 0"), "every usage row equals its rows' sums")
 	require.Zero(t, count("SELECT count(*) FROM uploaded_file_command_checkpoint"), "a run that ends removes it")
 

@@ -1,15 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/base64"
-	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -52,53 +47,24 @@ SELECT 'file.ready', 'acme', gen_random_uuid(), now() - interval '2 days', '{}' 
 		return n
 	}
 
-	type summary struct {
-		Events      *int
-		Interrupted bool
-		Progress    *struct{ Done, Total int }
-	}
-	replay := func(interruptAt int, extra ...string) (summary, error) {
+	replay := func(interruptAt int, extra ...string) (longRun, error) {
 		args := append([]string{"--database-url", url, "--config", cfgFile, "--output", "json", "--progress-every", "5ms",
 			"events", "replay", "--since", "3h"}, extra...)
-		cmd := exec.Command(bin, args...)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		var last summary
-		signalled := false
-		for lines := bufio.NewScanner(out); lines.Scan(); {
-			var s summary
-			require.NoError(t, json.Unmarshal(lines.Bytes(), &s), lines.Text())
-			if s.Progress != nil && interruptAt > 0 && s.Progress.Done >= interruptAt && !signalled {
-				require.NoError(t, cmd.Process.Signal(os.Interrupt))
-				signalled = true
-			}
-			if s.Events != nil {
-				last = s
-			}
-		}
-		err = cmd.Wait()
-		require.True(t, interruptAt == 0 || signalled, "the replay was still running at %d events: %v %s", interruptAt, err, stderr.String())
-		if err != nil {
-			err = fmt.Errorf("%w: %s", err, stderr.String())
-		}
-		return last, err
+		return runLong(t, bin, args, interruptAt, "events", "")
 	}
 
 	first, err := replay(recent / 10)
 	require.ErrorContains(t, err, "events replay interrupted", "an interrupted replay exits non-zero")
 	require.True(t, first.Interrupted)
-	require.Greater(t, *first.Events, 0)
-	require.Less(t, *first.Events, recent, "stopped before the end")
-	require.Equal(t, *first.Events, count("SELECT count(*) FROM uploaded_file_event_replay"), "each event it counted is queued")
+	require.Greater(t, *first.Count, 0)
+	require.Less(t, *first.Count, recent, "stopped before the end")
+	require.Equal(t, *first.Count, count("SELECT count(*) FROM uploaded_file_event_replay"), "each event it counted is queued")
 	require.Equal(t, 1, count("SELECT count(*) FROM uploaded_file_command_checkpoint WHERE command = 'events replay'"), "where it stopped is kept")
 
 	second, err := replay(0, "--resume")
 	require.NoError(t, err)
 	require.False(t, second.Interrupted)
-	require.Equal(t, recent, *first.Events+*second.Events, "the rest exactly: none twice, none skipped")
+	require.Equal(t, recent, *first.Count+*second.Count, "the rest exactly: none twice, none skipped")
 	require.Equal(t, recent, count("SELECT count(DISTINCT event_seq) FROM uploaded_file_event_replay"))
 	require.Zero(t, count(`SELECT count(*) FROM uploaded_file_event_replay JOIN uploaded_file_event ON seq = event_seq
 WHERE occurred_at < now() - interval '1 day'`), "nothing before --since")

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,58 +45,25 @@ func TestRescanResumesAfterInterrupt(t *testing.T) {
 		require.NoError(t, pool.QueryRow(ctx, sql).Scan(&n))
 		return n
 	}
-	type summary struct {
-		Scanned, Quarantined *int
-		Interrupted          bool
-		Progress             *struct{ Done int }
-	}
-	rescan := func(interruptAt int, extra ...string) (summary, error) {
+	rescan := func(interruptAt int, extra ...string) (longRun, error) {
 		args := append([]string{"--database-url", url, "--output", "json", "--progress-every", "20ms", "maintenance", "--config", cfgFile,
 			"rescan", "--concurrency", "2", "--quarantine"}, extra...)
-		cmd := exec.Command(bin, args...)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		var last summary
-		lines := bufio.NewScanner(out)
-		signalled := false
-		for lines.Scan() {
-			var s summary
-			if strings.Contains(lines.Text(), `"signature"`) {
-				continue // a detection
-			}
-			require.NoError(t, json.Unmarshal(lines.Bytes(), &s), lines.Text())
-			if s.Progress != nil && interruptAt > 0 && s.Progress.Done >= interruptAt && !signalled {
-				require.NoError(t, cmd.Process.Signal(os.Interrupt))
-				signalled = true
-			}
-			if s.Scanned != nil {
-				last = s
-			}
-		}
-		require.True(t, interruptAt == 0 || signalled, "the rescan was still running at %d files", interruptAt)
-		err = cmd.Wait()
-		if err != nil {
-			err = fmt.Errorf("%w: %s", err, stderr.String())
-		}
-		return last, err
+		return runLong(t, bin, args, interruptAt, "scanned", `"signature"`)
 	}
 
 	first, err := rescan(files / 10)
 	require.Error(t, err, "an interrupted rescan exits non-zero")
 	require.True(t, first.Interrupted)
-	require.NotNil(t, first.Scanned)
-	require.Greater(t, *first.Scanned, 0)
-	require.Less(t, *first.Scanned, files, "stopped before the end")
+	require.NotNil(t, first.Count)
+	require.Greater(t, *first.Count, 0)
+	require.Less(t, *first.Count, files, "stopped before the end")
 	require.Equal(t, 1, count("SELECT count(*) FROM uploaded_file_command_checkpoint"), "where it stopped is kept")
 
 	second, err := rescan(0, "--resume")
 	require.NoError(t, err)
 	require.False(t, second.Interrupted)
-	require.Equal(t, files, *first.Scanned+*second.Scanned, "the rest exactly: none twice, none skipped")
-	require.Equal(t, files/100, *first.Quarantined+*second.Quarantined)
+	require.Equal(t, files, *first.Count+*second.Count, "the rest exactly: none twice, none skipped")
+	require.Equal(t, files/100, first.Int(t, "quarantined")+second.Int(t, "quarantined"))
 	require.Equal(t, files/100, count("SELECT count(*) FROM uploaded_file WHERE status = 'quarantined'"))
 	require.Equal(t, files/100, count("SELECT count(*) FROM uploaded_file_event WHERE type = 'file.quarantined'"), "each once")
 	require.Zero(t, count("SELECT count(*) FROM uploaded_file_command_checkpoint"), "a run that ends removes it")

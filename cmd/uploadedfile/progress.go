@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"os"
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
+
+	"github.com/uploadedfile/uploadedfile/db"
 )
 
 // progress shows how far a long command is: on a terminal (stderr), one
@@ -116,4 +120,19 @@ func (p *progress) snapshot() map[string]any {
 func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// saveCheckpoint writes where a long command stands (p), on a context of
+// its own: an interrupt has ended ctx, and this is what the interrupt must
+// leave behind. A failure is logged, not returned: the run goes on, and at
+// worst a --resume starts from an earlier checkpoint.
+func (g *globals) saveCheckpoint(ctx context.Context, conn db.DBTX, p db.CheckpointSaveParams) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if p.DoneAbove == nil {
+		p.DoneAbove = []uuid.UUID{}
+	}
+	if err := db.New().CheckpointSave(cctx, conn, p); err != nil {
+		g.logger.Warn(p.Command+": checkpoint not written", "error", err.Error())
+	}
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
-	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/uploadedfile/uploadedfile/db"
@@ -64,14 +62,7 @@ func runRecount(ctx context.Context, g *globals, svc *service.Service, conn db.C
 		}
 	}
 	save := func(last string) {
-		// On a context of its own: the interrupt ended ctx, and this is
-		// what the interrupt must leave behind.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if err := q.CheckpointSave(cctx, conn, db.CheckpointSaveParams{Command: key.Command, Selection: key.Selection,
-			AfterID: uuid.Nil, DoneAbove: []uuid.UUID{}, AfterKey: &last}); err != nil {
-			g.logger.Warn("recount-usage: checkpoint not written", "error", err.Error())
-		}
+		g.saveCheckpoint(ctx, conn, db.CheckpointSaveParams{Command: key.Command, Selection: key.Selection, AfterKey: &last})
 	}
 	var shown *progress
 	o.Progress = func(done, total int, last string) {

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/uploadedfile/uploadedfile/db"
 )
 
@@ -87,13 +85,8 @@ func runReplay(ctx context.Context, g *globals, conn db.Conn, f replayFlags) err
 		return err
 	}
 	save := func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
 		k := c.key()
-		if err := q.CheckpointSave(cctx, conn, db.CheckpointSaveParams{Command: key.Command, Selection: key.Selection,
-			AfterID: uuid.Nil, DoneAbove: []uuid.UUID{}, Since: &c.since, AfterKey: &k}); err != nil {
-			g.logger.Warn("events replay: checkpoint not written", "error", err.Error())
-		}
+		g.saveCheckpoint(ctx, conn, db.CheckpointSaveParams{Command: key.Command, Selection: key.Selection, Since: &c.since, AfterKey: &k})
 	}
 	total, _ := db.EstimateEventsSince(ctx, conn, c.at) // an estimate: none is no total
 	shown := g.startProgress("events replay", "events", total)

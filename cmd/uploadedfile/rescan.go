@@ -105,13 +105,7 @@ var errInterrupted = errors.New("rescan interrupted: go on with --resume (and th
 func runRescan(ctx context.Context, g *globals, svc *service.Service, pool *db.Pool, f rescanFlags, o service.RescanOptions) error {
 	q := db.New()
 	o.Checkpoint = func(after uuid.UUID, doneAbove []uuid.UUID) {
-		// Written on a context of its own: the interrupt ended ctx, and
-		// this is what the interrupt must leave behind.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if err := q.CheckpointSave(cctx, db.Wrap(pool), db.CheckpointSaveParams{Command: "rescan", Selection: f.selection(), AfterID: after, DoneAbove: doneAbove, Since: o.Since}); err != nil {
-			g.logger.Warn("rescan: checkpoint not written", "error", err.Error())
-		}
+		g.saveCheckpoint(ctx, db.Wrap(pool), db.CheckpointSaveParams{Command: "rescan", Selection: f.selection(), AfterID: after, DoneAbove: doneAbove, Since: o.Since})
 	}
 	o.NoVerdict = func(n service.NoVerdict) {
 		_ = g.emit(fmt.Sprintf("no verdict %s tenant=%s error=%s\n", n.ID, n.Tenant, n.Err),

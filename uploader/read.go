@@ -23,7 +23,7 @@ func (c *Client) API() *client.ClientWithResponses { return c.api }
 func (c *Client) Get(ctx context.Context, id openapi_types.UUID) (*client.UploadedFile, error) {
 	var got *client.UploadedFile
 	err := c.retry(ctx, func() (int, []byte, http.Header, error) {
-		r, err := c.api.GetFileWithResponse(ctx, id.String())
+		r, err := c.api.GetFileWithResponse(ctx, id)
 		if err != nil {
 			return 0, nil, nil, err
 		}

@@ -35,6 +35,8 @@ import (
 	"sync"
 	"time"
 
+	openapi_types "github.com/oapi-codegen/runtime/types"
+
 	"github.com/uploadedfile/uploadedfile/gen/client"
 )
 
@@ -155,7 +157,7 @@ func (c *Client) Upload(ctx context.Context, f File) (*client.UploadedFile, erro
 	}
 	var done *client.UploadedFile
 	err = c.retry(ctx, func() (int, []byte, http.Header, error) {
-		r, err := c.api.CompleteUploadWithResponse(ctx, init.Id.String(), &client.CompleteUploadParams{IdempotencyKey: ptr(key + ".complete")})
+		r, err := c.api.CompleteUploadWithResponse(ctx, init.Id, &client.CompleteUploadParams{IdempotencyKey: ptr(key + ".complete")})
 		if err != nil {
 			return 0, nil, nil, err
 		}
@@ -260,7 +262,7 @@ func (c *Client) BufferUpload(ctx context.Context, name string, body io.Reader) 
 // Idempotency-Key for all its retries: a retry after a lost answer is
 // answered as the first try was, never 404. Deleting a file that does not
 // exist (or is another tenant's) is an *Error with status 404.
-func (c *Client) Delete(ctx context.Context, id string) error {
+func (c *Client) Delete(ctx context.Context, id openapi_types.UUID) error {
 	key := newKey()
 	return c.retry(ctx, func() (int, []byte, http.Header, error) {
 		r, err := c.api.DeleteFileWithResponse(ctx, id, &client.DeleteFileParams{IdempotencyKey: &key})

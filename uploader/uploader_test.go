@@ -195,13 +195,13 @@ func TestDeleteThroughAProxyThatLosesTheAnswer(t *testing.T) {
 	f, err := c.BufferUpload(ctx, "notes.txt", strings.NewReader("hello\n"))
 	require.NoError(t, err)
 
-	require.NoError(t, c.Delete(ctx, f.Id.String()))
+	require.NoError(t, c.Delete(ctx, f.Id))
 	require.EqualValues(t, 2, lost.Load(), "the first answer was lost, the retry answered")
 	var visible int
 	require.NoError(t, s.pool.QueryRow(ctx, "SELECT count(*) FROM uploaded_file WHERE deleted_at IS NULL AND deletion_pending_at IS NULL").Scan(&visible))
 	require.Zero(t, visible)
 
-	err = c.Delete(ctx, f.Id.String())
+	err = c.Delete(ctx, f.Id)
 	var ue *uploader.Error
 	require.ErrorAs(t, err, &ue)
 	require.Equal(t, http.StatusNotFound, ue.Status)

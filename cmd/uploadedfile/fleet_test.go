@@ -510,7 +510,7 @@ func (f *fleet) work(ctx context.Context, w int, l *fleetLedger) {
 			i := rnd.IntN(len(mine))
 			id := mine[i]
 			mine = append(mine[:i], mine[i+1:]...)
-			err := up.Delete(call, id.String())
+			err := up.Delete(call, id)
 			l.mu.Lock()
 			u := l.uploads[id]
 			switch {
@@ -583,7 +583,7 @@ func (f *fleet) read(ctx context.Context, api *client.ClientWithResponses, hc *h
 		if attempt > 0 {
 			time.Sleep(time.Duration(100<<min(attempt, 5)) * time.Millisecond)
 		}
-		d, err := api.GetFileWithResponse(ctx, id.String())
+		d, err := api.GetFileWithResponse(ctx, id)
 		if err != nil {
 			last = err
 			continue

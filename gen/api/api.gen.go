@@ -620,7 +620,7 @@ type UseFilesInput struct {
 type Visibility string
 
 // FileID defines model for FileID.
-type FileID = string
+type FileID = openapi_types.UUID
 
 // Grant defines model for Grant.
 type Grant = string
@@ -1662,7 +1662,7 @@ func (siw *ServerInterfaceWrapper) HostGetFile(w http.ResponseWriter, r *http.Re
 	// ------------- Path parameter "id" -------------
 	var id FileID
 
-	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
 	if err != nil {
 		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
 		return
@@ -1688,7 +1688,7 @@ func (siw *ServerInterfaceWrapper) HostDownloadAttached(w http.ResponseWriter, r
 	// ------------- Path parameter "id" -------------
 	var id FileID
 
-	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
 	if err != nil {
 		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
 		return
@@ -1756,7 +1756,7 @@ func (siw *ServerInterfaceWrapper) HostSetExtraData(w http.ResponseWriter, r *ht
 	// ------------- Path parameter "id" -------------
 	var id FileID
 
-	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
 	if err != nil {
 		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
 		return
@@ -1782,7 +1782,7 @@ func (siw *ServerInterfaceWrapper) HostResolveUrl(w http.ResponseWriter, r *http
 	// ------------- Path parameter "id" -------------
 	var id FileID
 
-	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
 	if err != nil {
 		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
 		return
@@ -1808,7 +1808,7 @@ func (siw *ServerInterfaceWrapper) HostGetFileVariant(w http.ResponseWriter, r *
 	// ------------- Path parameter "id" -------------
 	var id FileID
 
-	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
 	if err != nil {
 		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
 		return
@@ -2183,7 +2183,7 @@ func (siw *ServerInterfaceWrapper) DeleteFile(w http.ResponseWriter, r *http.Req
 	// ------------- Path parameter "id" -------------
 	var id FileID
 
-	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
 	if err != nil {
 		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
 		return
@@ -2233,7 +2233,7 @@ func (siw *ServerInterfaceWrapper) GetFile(w http.ResponseWriter, r *http.Reques
 	// ------------- Path parameter "id" -------------
 	var id FileID
 
-	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
 	if err != nil {
 		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
 		return
@@ -2259,7 +2259,7 @@ func (siw *ServerInterfaceWrapper) CompleteUpload(w http.ResponseWriter, r *http
 	// ------------- Path parameter "id" -------------
 	var id FileID
 
-	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
 	if err != nil {
 		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
 		return
@@ -2309,7 +2309,7 @@ func (siw *ServerInterfaceWrapper) PutUploadContent(w http.ResponseWriter, r *ht
 	// ------------- Path parameter "id" -------------
 	var id FileID
 
-	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
 	if err != nil {
 		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
 		return
@@ -2364,7 +2364,7 @@ func (siw *ServerInterfaceWrapper) DownloadFile(w http.ResponseWriter, r *http.R
 	// ------------- Path parameter "id" -------------
 	var id FileID
 
-	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
 	if err != nil {
 		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
 		return
@@ -2419,7 +2419,7 @@ func (siw *ServerInterfaceWrapper) GetFileVariant(w http.ResponseWriter, r *http
 	// ------------- Path parameter "id" -------------
 	var id FileID
 
-	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
 	if err != nil {
 		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
 		return
@@ -2454,7 +2454,7 @@ func (siw *ServerInterfaceWrapper) DownloadFileVariant(w http.ResponseWriter, r 
 	// ------------- Path parameter "id" -------------
 	var id FileID
 
-	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true})
 	if err != nil {
 		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
 		return
@@ -6672,138 +6672,139 @@ var swaggerSpec = []string{
 	"7H1tcxs30uBf6eJdlcm7IUXbcp5d6ZOS2LH2cWKfJcVbF6ZuoJkmidUQmAAYSYxL//0KDWBeyBm+yLZW",
 	"3viLSyYwQANo9Hs3PvYSucilQGF07+hjb44sRUV/vpEJM1wK+3eKOlE8d//tnc8REoXMYApTnuETDSka",
 	"xjPoc6Php5fnoGRhcBCBwowZfo1gJJg5gkZ1jWrUi3o6meOC2cHNMsfeUU8bxcWsd3d3F/VyptgCjYfk",
-	"Fc/w9Md2OPz8FxenP9pRuf09Z2bei3qCLey4PO1FPYV/FFxh2jsyqsD67At2+wbFzMx7R98dRmvARL2f",
-	"FBOmfXKNLMMUZrYHyCkwSOWNyCRL4eL9mwiYpkV7GONCZTEkTCmOGrg5BpmzPwos4f6jQLWsAKdhex2w",
-	"Ho7//l0ntC9vc65QrwNNDUsHKg2PaQNk6F8IfgsaEylSPdi2gi7I0c/fAfuzcRvkpykucmlQJMv/xuU6",
-	"7G8FwhUuIUcFmZzxhGVwo7hB6J++PH8Fc2NylnNIFZsamNAB1cYc/jcuJ+L1+fk7eE1IDq84ZumkN4hA",
-	"ozDAZowLkALwGtUSFBq3U9wcwQ03cy7g2SHMZaH0RBAus4WDaKrkAspfEpZlqOiT6keLf6gNKMwztqRN",
-	"nYgpV9oAE/oGFfTpg7iE2AzfU19Mj8DibDwALrRBllqgVCEEF7OJ4AHw4RCYB5pNDSpgkMlqeGFXBQt2",
-	"hRqYP2A61tFEnNcXQ2AwIc0cVQk213D47BnEiVQ44tWmjq5wOVRYaEzj44m4mfMMPcIoWq37XBueZRZm",
-	"HcHh+O8t43AxnGZ8NjfxRLiNeG+XMjyxS4lHcAIvbm/DWrgGIe3oiVQp7c8c/dLtHG5D/LoWRWZ4zpSB",
-	"Iicsv0LMLe5qWq0UJX4DN56q6SPbPhHusOx0Zs5MuAQeiAVL0W99n8FUoZ67+2FvjUjdIThEcaNbIpmh",
-	"vXH2Nzt5OA2BNyCFPYlwnxwZri7UCh53XqwXL6Legovw/6dt9+wN1+YHKSyKnVPj6kU7EYC3LDFgv4V+",
-	"zBdshge5mMUDkBavpmzBs2XZ8r/iQRchSGrzbIK5A0rHY77HqVQtcPpmuKR2MHN7UHzRSU+TxnB1cKZS",
-	"LZjpHfVSZnBox+htgemVkotuiJihjaJruCtYNOJ9gSqUlqqdR8UCb32H2FIOi3y5wmsuCw05m3XD5Qbt",
-	"OLan42eHXeC8FIabFgp+YgxL5vYCSLctSB2hT+jWiUSu1z3wx8Fxmu4OCU93A+Y0vQc4b/iCtwgSVrrR",
-	"xNXsaUA/xSkrMgMvxpFFpIUl4s/G406IMhq2Do4foXf0YhxZ2PiiWFiuOybi4P5XkQYuDM5QlWD+LNMi",
-	"ww175jkb17Cgrtu2zPW6x4b9whb4TuGU365DY9s0aMOU4WJWwRQBnwlph4GEaYS+kHDDszRhKtWdIIpq",
-	"pv3BPJOq5Vj9tT4x0Bd4Y7kg8cSILqA/oUEEdmbon1hE/L8rsBO11fxPhH7G1KwconMV2gJSh/9/Kpz2",
-	"jnr/46AS8g9cqz6wkL9Vae3gzy2PUUy1yl7ZEkxoh74VSAg8aRtyVAtmR4f+lGUWcMvxdBeY5ThtWsCl",
-	"lBkyUQL1K9f8kmeenrQNd1312HXttUHDPB+4mV+orEVmfo9aZtcIyJJ5qW5YUTlXqPlMYEqXl5i8FHD2",
-	"vPN8bsIcrZeVti5q24dfmeJMmHcKNbZg2gkkUkz5rFAWFOrk0erafahH7lc9OAYmluBkOyvTjcfAxTXL",
-	"eDpcoGEdGpT7+lO0qDv7rc6l0E4r+X5p3B9eQLB/sjzPuFM5D2Ri0Ay1UciIzbZwxUsuHAq1zNWpJl7a",
-	"ee0qa3qul4WGP3KdS82Dytutn0a9l+dstq3PP4dhYCv9DN8SNHrzV/a7H+Qiz9AStQ37kyt5meHif/9L",
-	"rwK7Ce3fua/a9ujEC/xWxWAiIXE1KSFx1N4J0Mde0s6YcYp8bStrMnvrQitWQwqfeEUi/4Ous9RJmvrZ",
-	"ioBtl18qLVbRgr4V6HbepMFxQxWr7csn7VhY2IMiBqBSUpEp4P2rH+Dvhy/+C/w03uyjR727qHchWGHm",
-	"UvE/MX1ICH/mWtvtlyrQMrhEpqzoLa9QrGz4hw8fhieFmVs5LmEGt13Iu0DlHK2YMzFDkthORV64xaUp",
-	"EQ2WvVMyR2W4JW2emue1nz4GSXZ9oqiSK9saBd7Q99zgQu8iiJPYd+p6Px1X5hamFFvaZpmln3XEuzpz",
-	"+M0N7+H+vewrL/+FibFj/ZBJgQ+5g3hrFPuRGdY9n2Npa6BazvEL8cGdNqkUnteajFe21xoKla0ZyA7/",
-	"1iZt1rfYftW2tT+SkeE+e6twigpFgp+IGQsuwn+3oEltxtalNDkyCqu4/NbjIuPC6hOMNJKFJTK/t4Bl",
-	"r+nLaxStIlPGp5gskwwBr8n6p4HBD5ksUvoEno7G0NdGFYkhuWohUxyMILazxMD1RHA5csQeU2dHK8bj",
-	"54kVmegvPIZYF7SWuGZjSo8hNiiYqP36RE+E+82qUgaF5lIAM0bxy8Lg4BhiVWQYQ99NOJoynmE6cHav",
-	"wpncJsIbuC6VvPK2pOb5ph79N9HZcs/orlhaywzzlDwgcDiHOlUnat52CLxF+764OP3x+r+OK+5bGl1T",
-	"zDj94Q0VdDaWgpdiX1GQPX9tHtWqszb266ixX1DfLuj7NY4WXC+YSeYRaV61/45GIys+X5Kt+GaOovRn",
-	"8ATBzWC1OG2kQm8bX4NSy0IlLXDSOvXINVcmgIM6gg3aR8wxuUalV+7I09G49Tg8Rnb7UoCnO+23w9d2",
-	"QscXLUv8ELbMKCbcpbbC04IbgynZY7Vhxi6eGXZpVfckk8nVoAHNBlNYRWB3wm8ySa7So/pmRs5x5E/M",
-	"j15toF9muRHrN8X90krYmres+yyYWd2x4ZB+eX1+/m6o2RRBIWlnwtA9dFKt3Ux5I1Ade7M/I6xkM2d2",
-	"lsoZAe1Ctd38JCUpqUktkjkmV7pYtB6xl3oxPTG7miqjhjG4ddBgMdl9yBRzpozlAD/ItH3UtMlENiFH",
-	"nd+UAsV9ZI3cItQ+63BUcuul47pho1k1FWwUP6TiMy5YFmSZddLA/8RSLy9B4cJ8d9hbNxZGPXtdC71t",
-	"T89cr43yj0bVsZXegLF+RYjj+tahQpYunSnK3w/f4vw2l5g4F5zt1Xc3wvt/Bi14vwVL5xh01vUtyUsL",
-	"zSfv7g1PrcT1sc1KWydZpW1mxdVSTheGKiFvI0jXDSvbHqazOiiEs/4wV/CtCVAT1Kb9zqFLE9Wbl7hO",
-	"KDYS1/MVeWVVYKN/CCvsfG2N3mHX1ZwXatbd6slAVzPz5vTuuTvbG1JNdzu7ZCKVonuKPwqmmDB8Q5dC",
-	"7NCpcQ87RfE3XNPVaF63Us0o/9iEfRd+bjteRVMqtbbydXVErVBbkC5tb3K6lHKddwdnTBvyyPa2aWEO",
-	"6i40/LWLfJ0IIN9pSagoIoN4/nDYxrS30qkSyckl+68cZ/a0gue2/PsGL/PyP+yaT1uP6x6c2MJ+uhsX",
-	"eyAK6tXqNnX75VYOLYosY5eWlTbMAtUou9Jnvy/RPQh1/RyiTn3/tdSGroNV9rPs7bR39Ntel2j1Riap",
-	"+MwmlCtcttvI6xtlO62v7/cuYz5MKRRhLrWBS5ZcoUijSvolWMHK3xSLkeGMJcvyPlVmh1F9Bz8HgSpP",
-	"43ETJwvmqeCGM4MOHXYzGDWBbhkB8qxwIWMVW185JliwJSRzKTVCPy8uM56AQEw1sCyTN+/oFzekHmzW",
-	"S5rgTHp6zp69+O5o0oOptGNhCpdLgsYqlN8dwtnrk+GzF9+FPS7dQQ0b13i77rLFMfwpWseqnL7d/LaZ",
-	"MG7y+H8mwW9F1OsmcOXZteFkwKZS7tsHMbtx5C96tF/0iD7PyXy7vY/4iFN3xuv8cOpljX3E9B3NG0U5",
-	"5fbBz5maoenQQd04TihtXWUV/FKPwGjIW0Ggrv8mKl22VW7+mamrC43pQ3q2+Ioj7xO8M/dxX63tf7vA",
-	"UfNcr6oxKXYE1xsrgDvvM9huo/qpSOWVTyHNcCoLkRLOh19DVEuJCutNCzSs0aBwIQ0OU67txGlb2xRN",
-	"Mh+WinfV7uYZVjr/WlMVKNDWeo2KT70zpW18Jyf55bSDuGHulgGdaaOtJcmQiSLfsEpDd2/oN7I5rE8m",
-	"GBYqa+3wRyENG+JtgpiujF6ZEaaF7mhrAYpk/aGV9YdGyiGFyoUOwZcwSqSYZjwxoYEVZj4q6hEL9YaA",
-	"IknG+EKHJkt4lWBZ69V3kRDtmEwuJy7gRior5ZLlXQoySOqoCkShQE7gxrukbuaokALIFUWaSIHQn9Qc",
-	"NRporQrMnInaCHIKT8fwM/9+NOkNRhPxzjkIyGlFlgXvTeTaeQnXfWkuRKYtcNbOztPAgX3HMk3kn8P3",
-	"7pfhaQou6AIU5siMtutiIvWZE5QF9ERDJmeQcYGakkqWtlPfD/r/eDo4ghm/psB8crgtZUFB+VLZsRxl",
-	"GMGpgZRPp6i0FRdKkNxS6Rfnw+lcrFFLp+q3uKwo3qeR2gEJE6CLxCKwC4Jy+Rngkh98jNBElEFCwVei",
-	"a17HyC2IQYo5ihRFsvQuxAikosaJiMOXMRCBAyGdzANLNNDXVpcyc1xQSKko53FJCYPjiSA+U/kqvcPT",
-	"uyq9F4hQ6YZp8LduBCdB25yIkraSFp0oTC0rYlmI/2kiUM0P0e6N/TBndHAhTEeqAEzdFxt51f7ilNyp",
-	"c3kD/cw5qriYiFQm+mBuTD5aWARxVrMhyTTuoukimVuEJFc9sQfmpMk4mojYsvARLnKzjCOIycdbUg37",
-	"S/ADaz4TzBQK6as/eT5Ckahlbuw4Lg3Cd12ZteZI1lzM6PNV53J9IpaR2XR4o7gxKOIRULCtMwFeysI4",
-	"577LKnpCjj2/XR0IXfll1tU9w80W9r4aJ3Hx/hQEW7j4NiwDv2hvtxogvB/UzVoz7hPTbxMTfKxteuFs",
-	"d01R4Usa9HYMrjkr97a5TzUjObA8R6a080dxsRppoqHPoN4/EHNHsBSaQgmn+jBiEYO63GOpRRAhavJE",
-	"8GKU7LFutW9jVw0hem2nff7ePvbfWohdu9DbiXO17V2gmct0U5DU5mPz37veFUxRbUFtp9pQV9ajVWqt",
-	"r43J36MuMtNhp/+Pcq5/DZ7zypnQ7mF5osF1sVcx57eYaUumLVsR0HfhudxoePnP01cgFQ+RFFWsj+VG",
-	"Lu7XTq5Hrc6Gv7YD/4t6Wu5noqx5aDoRg3rsixcREWWX82s7eDGXmTI+fne8aTNe/Nv85heazXCdF1Ag",
-	"0VabjP327bQZGLbTB6tGLJqtHKUTzrfTdUgvA+43D5x2D+aYNQPbuu8FjdORrHfu7Y5e1eqPj6AQ9Dem",
-	"gx3Hp+SorjzAPeCkcTbASYLFveFcOZhLj4MO+MYmNSBpP7GHD5l/dMHMzUS2Up4juw7JB/yamTazoqXU",
-	"mBSKm+WZvT0e2SnFofrrVTjPf3w4D/llxFtcv3JUqzm5LAoupnIdcc6MVBjSWLx0qo9ggYaRO5ULeCe1",
-	"mSk8+z9vIq+PSkHVBhKWQcr1lUvFmAgm4Ow5Gb6Y4ZcZgtsNFyI7moiJeEnBvoSoVDHEOwLjE2+XIZJ7",
-	"BN+7fA4XYf2PD+cuwDoegc/9iGDBMovRmEYTq05zDCqr1HroY6uDIYAcjSGNv9TtD8eHQbuJQEtgExFS",
-	"1rygZzDLtFWniahruUApEDDTlpfQGvCWa6NH8FKkw0Jbad4uSk9EPy5DeYe2ZzxoiPt1CVK3ipAWGI9e",
-	"x86b6oaGfnwQ7FJrUzDV5iafCJZQvpJrIjjtXtmtp4njxjhH9tsYdCJzf2ZKSaVp8DIfKO7K8Il9PYlg",
-	"zY2t6hc7zTXjCQpNLMcnGlpqoDgax7xIrCCE1UcHB3jLrFgcbHMH4etKq+3VI5Msgwxh0b2no/FoTDJU",
-	"joLlvHfUez4aj57be8fMnC7UwRxZZuZ/2r+9UmTpEC3J0pjea9++ksr4bDxeyXYyeGsO8ozxLXmE67lW",
-	"Gb/GUePG945++z3q6WKxIJGR6HquZII6FKKwxNiwmbbUxC2h97sdoQMtastbmVxD/NPLc1jBoqgFg6CG",
-	"QFYEsihkecrKfklt3nAXDqF7zZo+HREqVZeDKmH+Ltqps4+s2LE35Wzv2NcnxO/Y2xc/2Kv3abrzKmsi",
-	"4I6fNKTinb6oJMhdoaqVsNjvE1+MY8ePagUBdvyiTOu++33rvV3LZ9k5O7ERQdRysd8K9KU27qLeoZu4",
-	"bbwSwCrf0fZ/ur1/I/mSPjrcY5K7Oomxi3Bsv3RNcLUaUbUeShUBcwUsmAEGQV0PhElqs5EsHSSUWTks",
-	"ZeNc6jYaLLWp5WDuTVVWakw5pCCHwfcyXX42fFhLE71rCotW071bw8fDloIyNFD6WPHG9v/79v5lorf9",
-	"4NmzvSZ4MX5+X0Sm+lkJkhk1kSr1UpqGvsxSkAKrikxpodhlthzsh7KZFFjH1XUV7OL9G+AayG0cKqec",
-	"nb1/ZXm4wYRKApRBcCxNFWqNznQcuZQ4K/ilXFmxWSFJPpZsRnApC2Hlc6oPYm+kvXGD4AqaY3LlRWAS",
-	"ttOJyPgVUvWHuvOg5XbZRVlCfkEm1Md5vars4Z0u1tPPTui7yky4zXZ11Zp55/Vqim0z+K4HZT+a4YHu",
-	"/PM9J/nSNOLpngDtTVMejAaROk2+wtyXXXSRJE5f7JNv1v9iyYmVqqkaFYV37EeOHC3bzDtdcvhjvdf1",
-	"1PX7ckw3xjeOeS9sdZvnueTl0pcBLGU86LMsA6lASIH7ISf3YYXd7PKN5U+8EWDaqntSSp8LH18NND+a",
-	"iNjx0jgYktZDymPok1X+hmsk1/zmEKt4MIJzV17S+WVd8JO9pXNGHNhIF9SSZBxDyqFGkepakGoHs23G",
-	"0z7Wa9mVLPDAvHc1MrWDBXsPuU+gFi613MeXuLP7xpkfMWf+BE7LlNU8vbAcgp28MdVbrAqNKgIvb0sF",
-	"weq+DylbMHU1pADFjaw2xAI/1lvdjFW+L7u1o3zjtvfDWLt3ntdadHIRP6lcMC68xvoJDNf9b4sp5SH4",
-	"TlmA+WAq1WIYitBUSPoFCjytBrH94+ztL9755GJV8ba9PkuwkG+tMhj1XE5hW7lI8uhQOK5LOwxVbqWi",
-	"CCHyS6XCyzZVUc3VGi+7RYWYzfEknTEbnyXxqyO/4tHq5LUM0bZc0G9iwX+eWPAzE2xmiWsxnaLaIBbs",
-	"R11DrEy7p1Bq8xMaF1DzBd0OboIOtCcQR/8OBwKFeVPAufYOdlLgWGK03XhXHt95FZxnPoK5zFIXt67d",
-	"p5Qmovc8k53cByEY5bHKZc1gmW9y2b9dLos+ryXkI0/vtlGOVy6AYT/89K/kPIijc1OZ5dHDIdHT8X3P",
-	"+MQnvnQUjFiXDvY+44OywM+mw/7R58udVNWA7nfq0cfNtfe7S3evhZt93PwKw2ca6TTda6wOrN589i5w",
-	"9itAxxBWqmuFgAL+ONqTLcHIVf1wf6SskiWJSzKTzNsR8wzNy1Kl+iRSdD8WuUeBmfuySFSP2LXe5EgW",
-	"VBccyIV/Sc1XtK8I1/7I4OP2O4mTz8a6jyf4IZhRPVmsgx9dvH/zlbCji/dv7AWn3IJwvFFpv6bEmOX+",
-	"JxwegDj46MpP7SR5hKpln8CKtvRsPmjxRZGkvqAOJPGb9IiF5ad7AvV41fHuwndRiBSu3wTKLmjBecp3",
-	"/LMzlvXF+LlLv5xSMjUjd13OlOFJkTFVvvqkkNDKPVvpMAZuuEjlTTQRvkSojhr2Io3GcDHTEaSKccHF",
-	"bBBRan7GBcVsQ8IKjSM4mYhacnd4U9DNp+dMoYY+PQXkSxS4h4HIWBVBkrFFOpgIFyQ+ZTzT9A4hp5VY",
-	"OSr1Qfd2Vnqk0GUG9yc9D+lEFIJdM07JVUcwGo0mvQFUL/R5xuzftqPgb16+Fvhi/LzNZ/nebfuXi4Cm",
-	"CUY1HPscg57XjzphQkjjKhBAv3w/ShZG8xRhHREc23UH4ehr5PLUxSac2BbF3YTIgdMVyL1b/DZVkKsn",
-	"iZde/FBNnNDNWVye6KosQC4zniwttiY8RV2Vp7eXJ864NvEglFMon2mMytA5qcCnbU6sMqxt1+q5KyhE",
-	"hlpDrKUyMWi21FC630fwjtm2+gt1TE9EnPj/BDNdvRZeKJPHfYa1KyXQeM0lZMtHdg8sw3E6nVQG+kws",
-	"zdyeOGYawxtIcb0mTDxoQ/1vkezfItn/ApHs/1lR7EGQdqE4/mHeBVuCRtwYr+7syL/fRbVgpVxhYg86",
-	"aKGrryO6lxqtKOBl9/B24wv4mX/vqG94LsLCgGIqFYUnZ9LyXMrOHKzn0Tgn7b1Mgl/SUbuzq/Qx+gyb",
-	"Beq+xfL+JV2DDgnKGwvcCtTVe9EWsaEfslddJVv3rP06oYh6t8OKQgwVMu1qh2gnbDeDkvohzDFqBqZF",
-	"ZQ0nLz/uHUT5q08Q0P6V0SRjFoetwhC555xJEuJ/YhTyS7VPNq2i5ibCdnIBjxqY3aChz9xtxtHBGYqa",
-	"ebIWJTkR/g64R358zKSvwmIpo88xHZWFWWLKmiWXoQaW3bClngjtY7p8mFZVYSGEcDX3leuVYNEneiL6",
-	"87XwxcEITmCBi8uQ/+sE/lSie1jcyryuxpMXFicivOWMzVgSriFurywYtwmRX0e857dYz2+U+yuM9WwR",
-	"39ZJaBkudb+I9GOov+cfyBIjKuho27NDmMvC0jCiGKFKlxQj+EXWi6JLRZXBrOBJJoBLpGKHYtRJNVYK",
-	"Yz928tFax/sbHfn6IzG+thhwMjE34yx3ohWrQV5tZYUsskzLwj3hgUZtZUlnKAMukqxIMR2EsCen6Hm7",
-	"q0XtJfTHlpzUCvTAL9JZqVwFyOrRbl/KRKqOogvfws5KPX81ymw9yCzYb9eCzbpxIkTvVMl2zf13GVSf",
-	"FL8T3Y+Q75gYB32f63wMChfOWl1uxI1UV0CmaaM41Vv15feTq5mShUgHo8dFl2qPpT+wH+tSOs3Ec45A",
-	"apS3i/vanZ3UJmr3wj7m2K9dbCZfWfzXE+1fMN/qe9xMEQ6C3t4deuox9b6q3+ckDg+LEtU1eNy0Y18f",
-	"+8PRml9R8ekyglxJShR3ModgGZV+uIcS5FG2RABflW/97HxJN8VdtfYV68+JblQrroxapqx8MRGaz2x7",
-	"P/YKkqu6HWprD8rKYxqEdA/2H1H2bDArTUQwFXmZOoZ+7H1Hw3N6jNsOEf9z+IOvqTs8o3dk4ggupZkH",
-	"CAaVi9Cl5MIJlHA4WYxruFFSzHx5b1/Y0zZNRKgwT2U/SXZw65ICI+dFfB5sWivPI8THwMREeB8pWRsP",
-	"n45H8IGbOcl2DTBCHTzDrhpeiyd6IlwpP7dJYIUYZKlLTvZe+4Qpxf1nzkL1REP88pzNYkp7snCcPYd3",
-	"F+dk62qzUL0rfFKY3+JPIVRNfKJKsL4Ggt88bxbsXwh+CxoTKfyLX61Row5/elsCTleqGZZbuz5v10Tl",
-	"cfS2xqPuojzLxKAZaqOQLZqUdbvnZAdd+WGJeV1RdnExLmrVF69f0ZIt5rUTFl+aL7wj4a3LtVE2hHd8",
-	"1Qa2x850qoCVqsTob7/fRR/vGgEsHxQ3WBFTd7tWnBx15kGhGoPdmVN4RqahfW92wJ7REychnp/qPvhX",
-	"I8I7DRaTIuIUNfYxfEsD6IkQUgs+ncalnh4kxKqG8gjOijyXymh4z8TMsWJLtnyo8kSEqKoRvPU5oPVd",
-	"qDwZfuy4UFls+YcLR7OkfyJmigmzyjPpx3gQgavjBLlCT83OnsNPL88pNiww0okgJnEMDOi7Vf62kNdU",
-	"uCK8VuIMX1Ukj+doExG3vecT15lXGH9XxtXGdEISxBdWm3+yoL70bGTX/r1PzDx4Nv5uj97P2zT3X6SB",
-	"hUz5lJfh6o+R/O2tjO1Ia86rq+iITZtP9njtsj3Rgd1fvH9zD5dtobLAnhqqYqtndmuwdWfUsSOd5BfI",
-	"0MfGTsPzMlM+K+x1dONB31LRiVhr0K7w8CCCGQp7sVx0qANdaRNiPd0DTBRr6AvYB8NPcG8y4wRKqohM",
-	"JX8jHx/ovhVSDFEUC397w7tPjQ06KqlKGWtIy4qAuQHcIi3pZOBfyQGethVkbiMW34LUvwWpP+Ig9S2C",
-	"zRqNaBd12gUbU+FBuFSbhRoIMo0L6WDCJ5Ut7JA1uQb6sautblUgV1x96H5wULqfRu4nvPX/jwfHDYIz",
-	"EU1qQ5JKE2ZPQlvEKCJrQY6qgtPluhRFFEphTZgqx5+IFoEKNstTtLPB9hBR/PG09jaaBdqfkBtumwDz",
-	"4ITpLyX4/CcEYnz1hHJHwW2VjFYCHKkHDSGueceeaMA/Cn7NMhSmVW3cAIaFgd6XdNeuekXg6ODg6bP/",
-	"Go1H49HTo7+N/zYmFPdDr5mrmk84jCr7kINh3db0ul6lMLzOQDJU64sKg9qQlNm0PuK7stB/Wn8o0iWH",
-	"1D932SJ3JNPe4OVcyqsyRvfldbDytga51NlG8xmHJJNF6p6sc085jOC1s+1A7CcZ8jSeCDpO6gg8HURV",
-	"q+EL1IYt8rhp43NyNdeWG+EiNwPHnsrvKvsw9OPrp5HjO/4R8Nc/n/wwPHt94h4Cn4hJzzXztMGlyrkb",
-	"v17KdOl+8J9hDIVIg9jJxZVVGzBRaAYj+BEzTnlbBOpEZMgowjvBCLgAqeyHuVefj8nll4ZP5l40JlGW",
-	"pNt0Iuz0Izhxgu6z21tiPt7JagGWhTmGtQwV741tYzwKE+TX5G9257yrVXL1cPeTVd1c9028PkkSzFdq",
-	"tK6mgdFbpMc+pjRjS78J2he4zpm6cvtLa9icbVX6+lZeYoQ+pQYy8HhH5w9+S/WAbI3/PwAA//8=",
+	"Fc/w9Md2OPz8FxenP47gRABPwcyZAa5BSAOMWoAJfYNKA9PAYMG15mJGn0IqUUP/cHxouw+nshDpwILH",
+	"7QQ5M/Ne1BNsYQHkaS/qKfyj4ArT3pFRBdaXMZVqwUzvqFcU1HN1WVHvJ8WEaV+GRpZhCjPbA+QUGKTy",
+	"RmSSpXDx/k1kATfVauNCZTEkTCmOGrg5BpmzPwosAf+jQLWsIKdhG3u+YLdvUMzMvHd0OP77d53QvrzN",
+	"uUK9DjQ1LB2oNDymDZChfyH4LWhMpEj1YNsKuiBHP38H7M/GbZCfprjIpUGRLP8bl+uwvxUIV7iEHBVk",
+	"csYTlsGN4gahf/ry/BXMjclZziFVbGpgQgdUG3P437iciNfn5+/gNV0XeMUxSye9QQQahQE2Y1yAFIDX",
+	"qJag0Lid4uYIbriZcwHPDmEuC6Ungm4FWziIpkouoPwlYVmGij6pfrQIiNqAwjxjS9rUiZhypY3HcujT",
+	"B3EJsRm+p76YHoFF2ngAXGiDLLVAqUIILmYTwQPgwyEwDzSbGlTAIJPV8MKuChbsCu1lcgdMxzqaiPP6",
+	"YggMJqSZoyrB5hoOnz2DOJEKR7za1NEVLocKC41pfDwRN3N7OR3CKFqt+1wbnmUWZh3B4fjvLeNwMZxm",
+	"fDY38US4jXhvlzI8sUuJR3ACL25vw1o8lVCYSJXS/szRL93O4TbEr2tRZIbnTBkocsLyK8Tc4q6m1UpR",
+	"4jdw4+mjPrLtE+EOy05HxMlfAg/EgqXot77PYKpQz939sLdGpO4QHKK40S25zdDeOPubnTychsAbkMKe",
+	"RLhPjqBXF2oFjzsv1osXUW/BRfj/07Z79oZr84MUFsXOqXH1op0IwFuWGLDfQj/mCzbDg1zM4gFIi1dT",
+	"tuDZsmz5X/GgixAktXk2wdwBpeNW3+NUqhY4fTNcUjuYuT0ovuikp0ljuFYmkDKDQztGbwtMr5RcdEPE",
+	"DG0UXcNdwaIR7wtUobRU7TwqFnjrO8SWcljkyxVec1loyNmsGy43aMexPR0/O+wC56Uw3LRQ8BNjWDK3",
+	"F0C6bUHqCH1Ct04kcr3ugT8OjtN0d0h4uhswp+k9wHnDF7xFkLBykiauZk8D+ilOWZEZeDGOLCItLBF/",
+	"Nh53QpTRsHVw/Ai9oxfjyMLGF8XCct0xEQf3v4o0cGFwhqoE82eZFhlu2DPP2biGBXXdtmWu1z027Be2",
+	"wHcKp/x2HRrbpkEbpoyVCkuYIuAzIe0wkDCN0BcSbniWJkyluhNEUc20P5hnUrUcq7/WJwb6Am8sFySe",
+	"GNEF9Cc0iMDODP0Ti4j/dwV2oraa/4nQz5ialUN0rkJbQOrw/0+F095R738cVOrCgWvVBxbytyqtHfy5",
+	"5TGKqVbZK1uCCe3QtwIJgSdtQ45qwezo0J+yzAJuOZ7uArMcp02fuJQyQyZKoH7lml/yzNOTtuGuqx67",
+	"rr02aJjnAzfzC5W1yMzvUcvsGgFZMi8VFysq5wo1nwlM6fISk5cCzp53ns9NmKP1stLWRW378CtTnAnz",
+	"TqHGFkw7gUSKKZ8VyoJCnTxaXbsP9cj9qgfHwMQSnGxnZbrxGLi4ZhlPhws0rEOFcl9vVKNqN+W7Fr5w",
+	"Z7/VuRTaaSXfL437wwsI9k+W5xl3yuuBTAyaoTYKGbHZFq54yYVDoZa5OhXOSzuvXWVNY/ay0PBHrnOp",
+	"eVCeuzXdqPfynM229fnnMAxspZ/hW4JGb/7KfveDXOQZWqK2YX9yJS8zXPzvf+lVYDeh/Tv3VdsenXiB",
+	"36oYTCQkriYlJI7aOwH62EvaGTPOJFDbyprM3rrQitWQwidekcj/oOssdZKmfrYiYNvll0qLVbSgbwW6",
+	"nTdpcNxQxWr78kk7Fhb2oIgBqJRUZAp4/+oH+Pvhi/8CP403IOlR7y7qXQhWmLlU/E9MHxLCn71hSKpA",
+	"y+ASmbKit7xCsbLhHz58GJ4UZm7luIQZ3HYh7wKVc7RizsQMSWI7FXnhFpemRDRY9k7JHJXhlrR5ap7X",
+	"fvoYJNn1iaJKrmxrFHhD33ODC72LIE5i36nr/XRcmVuYUmxpm2WWftYR7+rM4Tc3vIf797KvvPwXJsaO",
+	"9UMmBT7kDuKtUexHZlj3fI6lrYFqOccvxAd32qRSeF5rMl7ZXmsoVLZmIDv8W5u0Wd9i+1Xb1v5IRob7",
+	"7K3CKSoUCX4iZiy4CP/dgia1GVuX0uTIKKzi8luPi4wLq08w0kgWlsj83gKWvaYvr1G0ikwZn2KyTDIE",
+	"vCbrnwYGP2SySOkTeDoaQ18bVSSG5KqFTHEwgtjOEgPXE8HlyBF7TJ0drRiPnydWZKK/8BhiXdBa4pqN",
+	"KT2G2KBgovbrEz0R7jerShkUmksBzBjFLwuDg2OIVZFhDH034WjKeIbpwNm9Cmdymwhv4LpU8srbkprn",
+	"m3r030Rnyz2ju2JpLTPMU/KAwOEc6lSdqHnbIfAW7fvi4vTH6/86rrhvaXRNMeP0hzdU0NlYCr7FTB/1",
+	"VKvO2tivo8Z+QX27oO/XOFpwvWAmmUekedX+OxqNrPh8SbbimzmK0jPCEwQ3g9XitJEKvW18DUotC5W0",
+	"wEnr1CPXXJkADuoINmgfMcfkGpVeuSNPR+PW4/AY2e2VAZ7utN8OX9sJHV+0LPFD2DKjmHCX2gpPC24M",
+	"pmSP1YYZu3hm2KVV3ZNMJleDBjQbTGEVgd0Jv8kkuUqP6psZOc+RPzE/erWBfpnlRqzfFPdLK2Fr3rLu",
+	"s2BmdceGQ/rl9fn5u6FmUwSFpJ0JQ/fQSbV2M+WNQHXszf6MsJLNnNlZKmcEtAvVdvOTlKSkJrVI5phc",
+	"6WLResRe6sX0xOxqqowaxuDWQYPFZPchU8yZMpYD/CDT9lHTJhPZhBx1flMKFPeRNXKLUPusw1HJrZeO",
+	"64aNZtVUsFH8kIrPuGBZkGXWSQP/E0u9vASFC/PdYW/dWBj17HUt9LY9PXO9Nso/GlXHVnoDxvoVIY7r",
+	"W4cKWbp0pih/P3yL89tcYuJccLZX390I7/8ZtOD9FiydY9BZ17ckLy00n7y7Nzy1EtfHNittnWSVtpkV",
+	"V0s5XRiqhLyNIF03rGx7mM7qoBDO+sNcwbcmQE1Qm/Y7hy5NVG9e4jqh2Ehcz1fklVWBjf4hrLDztTV6",
+	"h11Xc16oWXerJwNdzcyb07vn7mxvSDXd7eySiVSK7in+KJhiwvANXQqxQ6fGPewUxd9wTVejed1KNaP8",
+	"YxP2Xfi57XgVTanU2srX1RH/Qm1BurS9yelSynXeHZwxbcgj29umhTmou9Dw1y7ydSKAfKcloaKIDOL5",
+	"w2Eb095Kp0okJ5fsv3Kc2dMKntvy7xu8zMv/sGs+bT2ue3BiC/vpblzsgSioV6vb1O2XWzm0KLKMXVpW",
+	"2jALVKPsSp/9vkT3INT1c4g69f3XUhu6DlbZz7K3097Rb3tdotUbmaTiM5tQrnDZbiOvb5TttL6+37uM",
+	"+TClUIS51AYuWXKFIo0q6ZdgBSt/UyxGhjOWLMv7VJkdRvUd/BwEqjyNx02cLJinghvODDp02M1g1AS6",
+	"ZQTIs8KFjFVsfeWYYMGWkMyl1Aj9vLjMeAICMdXAskzevKNf3JB6sFkvaYIz6ek5e/biu6NJD6bSjoUp",
+	"XC4JGqtQfncIZ69Phs9efBf2uHQHNWxc4+26yxbH8KdoHaty+nbz22bCuMnj/5kEvxVRr5vAlWfXhpMB",
+	"m0q5bx/E7MaRv+jRftEj+jwn8+32PuIjTt0Zr/PDqZc19hHTdzRvFOWU2wc/Z2qGpkMHdeM4obR1lVXw",
+	"Sz0CoyFvBYG6/puodNlWuflnpq4uNKYP6dniK468T/DO3Md9tbb/7QJHzXO9qsak2BFcb6wA7rzPYLuN",
+	"6qcilVc+ywQAwvnwa4hqKVFhvWmBhjUaFC6kwWHKtZ04bWuboknmw1LxrtrdPMNK519rqgIF2lqvUfGp",
+	"d6a0je/kJL+cdhA3zN0yoDNttLUkGTJR5BtWaejuDf1GNof1yQTDQmWtHf4opGFDvE0Q05XRKzPCtNAd",
+	"bS1Akaw/tLL+0Eg5pFC50CH4EkaJFNOMJyY0sMLMR0U9YqHeEFAkyRhf6NBkCa8SLGu9+i4Soh2TyeXE",
+	"BdxIZaVcsrxLQQZJHVWBKBTICdx4l9TNHBVSALmiSBMpEPqTmqNGA61VgZkzURtBTuHpGH7m348mvcFo",
+	"It45BwE5rciy4L2JXDsv4bovzYXItAXO2tl5Gjiw71imifxz+N79MjxNwQVdgMIcmdF2XUykPnOC8ome",
+	"aMjkDDIuUFNSydJ26vtB/x9PB0cw49cUmE8Ot6UsKChfKjuWowwjODWQ8ukUlbbiQgmSWyr94nw4nYs1",
+	"aulU/RaXFcX7NFI7IGECdJFYBHZBUC4/A1zyg48RmogySCj4SnTN6xi5BTFIMUeRokiW3oUYgVTUOBFx",
+	"+DIGInAgpJN5YIkG+trqUmaOCwopFeU8LilhcDwRxGcqX6V3eHpXpfcCESrdMA3+1o3gJGibE1HSVtKi",
+	"E4WpZUUsC/E/TQSq+SHavbEf5owOLoTpSBWAqftiI6/aX5ySO3Uub6CfOUcVFxORykQfzI3JRwuLIM5q",
+	"NiSZxl00XSRzi5Dkqif2wJw0GUcTEVsWPsJFbpZxBDH5eEuqYX8JfmDNZ4KZQiF99SfPRygStcyNHcel",
+	"QfiuK7PWHMmaixl9vupcrk/EMjKbDm8UNwZFPAIKtnUmwEtZGOfcd1lFT8ix57erA6Erv8y6ume42cLe",
+	"V+MkLt6fgmALF9+GZeAX7e1WA4T3g7pZa8Z9YvptYoKPtU0vnO2uKSp8SYPejsE1Z+XeNvepZiQHlufI",
+	"lHb+KC5WI0009BnU+wdi7giWQlMo4VQfRixiUJd7LLUIIkRNnghejJI91q32beyqIUSv7bTP39vH/lsL",
+	"sWsXejtxrra9CzRzmW4Kktp8bP5717uCKaotqO1UG+rKerRKrfW1Mfl71EVmOuz0/1HO9a/Bc145E9o9",
+	"LE80uC72Kub8FjPKJ7ZsRUDfhedyo+HlP09fgVQ8RFJUsT6WG7m4Xzu5HrU6G/7aDvwv6mm5n4my5qHp",
+	"RAzqsS9eRESUXc6v7eDFXGbK+Pjd8abNePFv85tfaDbDdV5AgURbbTL227fTZmDYTh+sGrFotnKUTjjf",
+	"TtchvQy43zxw2j2YY9YMbOu+FzROR7Leubc7elWrPz6CQtDfmA52HJ+So7ryAPeAk8bZACcJFveGc+Vg",
+	"Lj0OOuAbm9SApP3EHj5k/tEFMzcT2Up5juw6JB/wa2bazIqWUmNSKG6WZ/b2eGSnFIfqr1fhPP/x4Tzk",
+	"lxFvcf3KUa3m5LIouJjKdcQ5M1JhSGPx0qk+ggUaRu5ULuCd1Gam8Oz/vIm8PioFVRtIWAYp11cuFWMi",
+	"mICz52T4YoZfZghuN1yI7GgiJuIlBfsSolLtEe8IjE+8XYZI7hF87/I5XIT1Pz6cuwDreAQ+9yOCBcss",
+	"RmMaTaw6zTGorFLroY+tDoYAcjSGNP5Stz8cHwbtJgItgU1ESFnzgp7BLNNWnSairuUCpUDATFteQmvA",
+	"W66NHsFLkQ4LbaV5uyg9Ef24DOUd2p7xoCHu1yVI3SpCWmA8eh07b6obGvrxQbBLrU3BVJubfCJYQvlK",
+	"rongtHtlt54mjhvjHNlvY9CJzP2ZKSWVpsHLfKC4K8Mn9vUkgjU3tqpf7DTXjCcoNLEcn2hoqYHiaBzz",
+	"IrGCEFYfHRzgLbNicbDNHYSvK622V49MsgwyhEX3no7GozHJUDkKlvPeUe/5aDx6bu8dM3O6UAdzZJmZ",
+	"/2n/9kqRpUO0JEtjeq99+0oq47PxeCXbyeCtOcgzxrfkEa7nWmX8GkeNG987+u33qKeLxYJERqLruZIJ",
+	"6lCIwhJjw2baUhO3hN7vdoQOtKgtb2VyDfFPL89hBYuiFgyCGgJZEciikOUpK/sltXnDXTiE7jWrA3VE",
+	"qFRdDqqE+btop84+smLH3pSzvWNfnxC/Y29f/GCv3qfpzqusiYA7ftKQinf6opIgd4WqVsJiv098MY4d",
+	"P6oVBNjxizKt++73rfd2LZ9l5+zERgRRy8V+K9CX2riLeodu4rbxSgCrfEfb/+n2/o3kS/rocI9J7uok",
+	"xi7Csf3SNcHVakTVeihVBMwVsGAGGAR1PRAmqc1GsnSQUGblsJSNc6nbaLDUppaDuTdVWakx5ZCCHAbf",
+	"y3T52fBhLU30riksWk33bg0fD1sKytBA6WPFG9v/79v7l4ne9oNnz/aa4MX4+X0RmepnJUhm1ESq1Etp",
+	"GvoyS0EKrCoypYVil9lysB/KZlJgHVfXVbCL92+AayC3caiccnb2/pXl4QYTKglQBsGxNFWoNTrTceRS",
+	"4qzgl3JlxWaFJPlYshnBpSyElc+pPoi9kfbGDYIraI7JlReBSdhOJyLjV0jVH+rOg5bbZRdlCfkFmVAf",
+	"5/Wqsod3ulhPPzuh7yoz4Tbb1VVr5p3X6zK2zeC7HpT9aIYHuvPP95zkS9OIp3sCtDdNeTAaROo0+Qpz",
+	"X3bRRZI4fbFPvln/iyUnVqqmalQU3rEfOXK0bDPvdMnhj/Ve11PX78sx3RjfOOa9sNVtnueSl0tfBrCU",
+	"8aDPsgykAiEF7oec3IcVdrPLN5Y/8UaAaavuSSl9Lnx8NdD8aCJix0vjYEhaDymPoU9W+RuukVzzm0Os",
+	"4sEIzl15SeeXdcFP9pbOGXFgI11QS5JxDCmHGkWqa0GqHcy2GU/7WK9lV7LAA/Pe1cjUDhbsPeQ+gVq4",
+	"1HIfX+LO7htnfsSc+RM4LVNW8/TCcgh28sZUb7EqNKoIvLwtFQSr+z6kbMHU1ZACFDey2hAL/FhvdTNW",
+	"+b7s1o7yjdveD2Pt3nlea9HJRfykcsG48BrrJzBc978tppSH4DtlAeaDqVSLYShCUyHpFyjwtBrE9o+z",
+	"t79455OLVcXb9voswUK+tcpg1HM5hW3lIsmjQ+G4Lu0wVLmViiKEyC+VCi/bVEU1V2u87BYVYjbHk3TG",
+	"bHyWxK+O/IpHq5PXMkTbckG/iQX/eWLBz0ywmSWuxXSKaoNYsB91DbEy7Z5Cqc1PaFxAzRd0O7gJOtCe",
+	"QBz9OxwIFOZNAefaO9hJgWOJ0XbjXXl851VwnvkI5jJLXdy6dp9Smoje80x2ch+EYJTHKpc1g2W+yWX/",
+	"drks+ryWkI88vdtGOV65AIb98NO/t/Mgjs5NZZZHD4dET8f3PeMTn/jSUTBiXTrY+4wPygI/mw77R58v",
+	"d1JVA7rfqUcfN9fe7y7dvRZu9nHzKwyfaaTTdK+xOrB689m7wNmvAB1DWKmuFQIK+ONoT7YEI1f1w/2R",
+	"skqWJC7JTDJvR8wzNC9LleqTSNH9WOQeBWbuyyJRPWLXepMjWVBdcCAX/k02X9G+Ilz7I4OP2+8kTj4b",
+	"6z6e4IdgRvVksQ5+dPH+zVfCji7ev7EXnHILwvFGpf2aEmOW+59weADi4KMrP7WT5BGqln0CK9rSs/mg",
+	"xRdFkvqCOpDEb9IjFpaf7gnU41XHuwvfRSFSuH4TKLugBecp3/HPzljWF+PnLv1ySsnU7mHJnCnDkyJj",
+	"qnz1SSGhlXsA02EM3HCRyptoInyJUB017EUajeFipiNIFeOCi9kgotT8jAuK2YaEFRpHcDIRteTu8Kag",
+	"m0/PmUINfXoKyJcocA8DkbEqgiRji3QwES5IfMp4pukdQu6eyGQLTH3QvZ2VHil0mcH9Sc9DOhGFYNeM",
+	"U3LVEYxGo0lvANULfZ4x+7ftKPibl68Fvhg/b/NZvnfb/uUioGmCUQ3HPseg5/WjTpgQ0rgKBNAv34+S",
+	"hdE8RVhHBMd23UE4+hq5PHWxCSe2RXE3IXLgdAVy7xa/TRXk6knipRc/VBMndHMWlye6KguQy4wnS4ut",
+	"CU9RV+Xp7eWJM65NPAjlFMpnGqMydE4q8GmbE6sMa9u1eu4KCpGh1hBrqUwMmi01lO73Ebxjtq3+Qh3T",
+	"ExEn/j/BTFevhRfK5HGfYe1KCTRecwnZ8pHdA0MvyFqdTioDfSaWZm5PHDON4Q2kuF4TJh60of63SPZv",
+	"kex/gUj2/6wo9iBIu1Ac/zDvgi1BI26MV3d25N/volqwUq4wsQcdtNDV1xHdS41WFPCye3i78QX8zL93",
+	"1Dc8F2FhQDGVisKTM2l5LmVnDtbzaJyT9l4mwS/pqN3ZVfoYfYbNAnXfYnn/kq5BhwTljQVuBerqvWiL",
+	"2NAP2auukq17IH+dUES922FFIYYKmXa1Q7QTtptBSf0Q5hg1A9OisoaTlx/3DqL81ScIaP/KaJIxi8NW",
+	"YYjcc84kCfE/MQr5pdonm1ZRcxNhO7mARw3MbtDQZ+424+jgDEXNPFmLkpwIfwfcIz8+ZtJXYbGU0eeY",
+	"jsrCLDFlzZLLUAPLbthST4T2MV0+TKuqsBBCuJr7yvVKsOgTPRH9+Vr44mAEJ7DAxWXI/3UCfyrRPSxu",
+	"ZV5X48kLixMR3nLGZiwJ1xC3VxaM24TIryPe81us5zfK/RXGeraIb+sktAyXul9E+jHU3/MPZIkRFXS0",
+	"7dkhzGVhaRhRjFClS4oR/CLrRdGlospgVvAkE8AlUrFDMeqkGiuFsR87+Wit4/2Njnz9kRhfWww4mZib",
+	"cZY70YrVIK+2skIWWaZl4Z7wQKO2sqQzlAEXSVakmA5C2JNT9Lzd1aL2EvpjS05qBXrgF+msVK4CZPVo",
+	"ty9lIlVH0YVvYWelnr8aZbYeZBbst2vBZt04EaJ3qmS75v67DKpPit+J7kfId0yMg77PdT4GhQtnrS43",
+	"4kaqKyDTtFGc6q368vvJ1UzJQqSD0eOiS7XH0h/Yj3UpnWbiOUcgNcrbxX3tzk5qE7V7YR9z7NcuNpOv",
+	"LP7rifYvmG/1PW6mCAdBb+8OPfWYel/V73MSh4dFieoaPG7asa+P/eFoza+o+HQZQa4kJYo7mUOwjEo/",
+	"3EMJ8ihbIoCvyrd+dr6km+KuWvuK9edEN6oVV0YtU1a+mAjNZ7a9H3sFyVXdDrW1B2XlMQ1Cugf7jyh7",
+	"NpiVJiKYirxMHUM/9r6j4Tk9xm2HiP85/MHX1B2e0TsycQSX0swDBIPKRehScuEESjicLMY13CgpZr68",
+	"ty/saZsmIlSYp7KfJDu4dUmBkfMiPg82rZXnEeJjYGIivI+UrI2HT8cj+MDNnGS7BhihDp5hVw2vxRM9",
+	"Ea6Un9sksEIMstQlJ3uvfcKU4v4zZ6F6oiF+ec5mMaU9WTjOnsO7i3OydbVZqN4VPinMb/GnEKomPlEl",
+	"WF8DwW+eNwv2LwS/BY2JFP7Fr9aoUYc/vS0BpyvVDMutXZ+3a6LyOHpb41F3UZ5lYtAMtVHIFk3Kut1z",
+	"soOu/LDEvK4ou7gYF7Xqi9evaMkW89oJiy/NF96R8Nbl2igbwju+agPbY2c6VcBKVWL0t9/voo93jQCW",
+	"D4obrIipu10rTo4686BQjcHuzCk8I9PQvjc7YM/oiZMQz091H/yrEeGdBotJEXGKGvsYvqUB9EQIqQWf",
+	"TuNSTw8SYlVDeQRnRZ5LZTS8Z2LmWLElWz5UeSJCVNUI3voc0PouVJ4MP3ZcqCy2/MOFo1nSPxEzxYRZ",
+	"5Zn0YzyIwNVxglyhp2Znz+Gnl+cUGxYY6UQQkzgGBvTdKn9byGsqXBFeK3GGryqSx3O0iYjb3vOJ68wr",
+	"jL8r42pjOiEJ4gurzT9ZUF96NrJr/94nZh48G3+3R+/nbZr7L9LAQqZ8ystw9cdI/vZWxnakNefVVXTE",
+	"ps0ne7x22Z7owO4v3r+5h8u2UFlgTw1VsdUzuzXYujPq2JFO8gtk6GNjp+F5mSmfFfY6uvGgb6noRKw1",
+	"aFd4eBDBDIW9WC461IGutAmxnu4BJoo19AXsg+EnuDeZcQIlVUSmkr+Rjw903wophiiKhb+94d2nxgYd",
+	"lVSljDWkZUXA3ABukZZ0MvCv5ABP2woytxGLb0Hq34LUH3GQ+hbBZo1GtIs67YKNqfAgXKrNQg0EmcaF",
+	"dDDhk8oWdsiaXAP92NVWtyqQK64+dD84KN1PI/cT3vr/x4PjBsGZiCa1IUmlCbMnoS1iFJG1IEdVwely",
+	"XYoiCqWwJkyV409Ei0AFm+Up2tlge4go/nhaexvNAu1PyA23TYB5cML0lxJ8/hMCMb56Qrmj4LZKRisB",
+	"jtSDhhDXvGNPNOAfBb9mGQrTqjZuAMPCQO9LumtXvSJwdHDw9Nl/jcaj8ejp0d/GfxsTivuh18xVzScc",
+	"RpV9yMGwbmt6Xa9SGF5nIBmq9UWFQW1IymxaH/FdWeg/rT8U6ZJD6p+7bJE7kmlv8HIu5VUZo/vyOlh5",
+	"W4Nc6myj+YxDkskidU/WuaccRvDa2XYg9pMMeRpPBB0ndQSeDqKq1fAFasMWedy08Tm5mmvLjXCRm4Fj",
+	"T+V3lX0Y+vH108jxHf8I+OufT34Ynr0+cQ+BT8Sk55p52uBS5dyNXy9lunQ/+M8whkKkQezk4sqqDZgo",
+	"NIMR/IgZp7wtAnUiMmQU4Z1gBFyAVPbD3KvPx+TyS8Mncy8akyhL0m06EXb6EZw4QffZ7S0xH+9ktQDL",
+	"whzDWoaK98a2MR6FCfJr8je7c97VKrl6uPvJqm6u+yZenyQJ5is1WlfTwOgt0mMfU5qxpd8E7Qtc50xd",
+	"uf2lNWzOtip9fSsvMUKfUgMZeLyj8we/pXpAtsb/HwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"github.com/google/uuid"
 	"context"
 	"fmt"
 	"net/http"
@@ -21,7 +22,7 @@ func Example_token() {
 	if err != nil {
 		panic(err)
 	}
-	res, err := c.GetFileWithResponse(context.Background(), "0192f0c4-6a1e-7c3d-9b2a-5e8f7a6b4c3d")
+	res, err := c.GetFileWithResponse(context.Background(), uuid.MustParse("0192f0c4-6a1e-7c3d-9b2a-5e8f7a6b4c3d"))
 	if err != nil {
 		panic(err)
 	}

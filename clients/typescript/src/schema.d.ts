@@ -930,7 +930,7 @@ export interface components {
          *     the file is deleted the key makes a new one.
          */
         IdempotencyKey: string;
-        /** @description The file's UUID. */
+        /** @description The file's UUID. An id that is not a UUID answers as a missing file does (404 not-found). */
         FileID: string;
     };
     requestBodies: never;
@@ -1057,7 +1057,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
-                /** @description The file's UUID. */
+                /** @description The file's UUID. An id that is not a UUID answers as a missing file does (404 not-found). */
                 id: components["parameters"]["FileID"];
             };
             cookie?: never;
@@ -1091,7 +1091,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The file's UUID. */
+                /** @description The file's UUID. An id that is not a UUID answers as a missing file does (404 not-found). */
                 id: components["parameters"]["FileID"];
             };
             cookie?: never;
@@ -1149,7 +1149,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The file's UUID. */
+                /** @description The file's UUID. An id that is not a UUID answers as a missing file does (404 not-found). */
                 id: components["parameters"]["FileID"];
             };
             cookie?: never;
@@ -1190,7 +1190,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
-                /** @description The file's UUID. */
+                /** @description The file's UUID. An id that is not a UUID answers as a missing file does (404 not-found). */
                 id: components["parameters"]["FileID"];
             };
             cookie?: never;
@@ -1321,7 +1321,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The file's UUID. */
+                /** @description The file's UUID. An id that is not a UUID answers as a missing file does (404 not-found). */
                 id: components["parameters"]["FileID"];
             };
             cookie?: never;
@@ -1348,7 +1348,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The file's UUID. */
+                /** @description The file's UUID. An id that is not a UUID answers as a missing file does (404 not-found). */
                 id: components["parameters"]["FileID"];
                 /** @description A configured preset name (variants.presets); any other is 400 invalid-meta. */
                 preset: components["parameters"]["VariantPreset"];
@@ -1385,7 +1385,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The file's UUID. */
+                /** @description The file's UUID. An id that is not a UUID answers as a missing file does (404 not-found). */
                 id: components["parameters"]["FileID"];
                 /** @description A configured preset name (variants.presets); any other is 400 invalid-meta. */
                 preset: components["parameters"]["VariantPreset"];
@@ -1647,7 +1647,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The file's UUID. */
+                /** @description The file's UUID. An id that is not a UUID answers as a missing file does (404 not-found). */
                 id: components["parameters"]["FileID"];
             };
             cookie?: never;
@@ -1673,7 +1673,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The file's UUID. */
+                /** @description The file's UUID. An id that is not a UUID answers as a missing file does (404 not-found). */
                 id: components["parameters"]["FileID"];
                 /** @description A configured preset name (variants.presets); any other is 400 invalid-meta. */
                 preset: components["parameters"]["VariantPreset"];
@@ -1705,7 +1705,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The file's UUID. */
+                /** @description The file's UUID. An id that is not a UUID answers as a missing file does (404 not-found). */
                 id: components["parameters"]["FileID"];
             };
             cookie?: never;
@@ -1731,7 +1731,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The file's UUID. */
+                /** @description The file's UUID. An id that is not a UUID answers as a missing file does (404 not-found). */
                 id: components["parameters"]["FileID"];
             };
             cookie?: never;
@@ -1765,7 +1765,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The file's UUID. */
+                /** @description The file's UUID. An id that is not a UUID answers as a missing file does (404 not-found). */
                 id: components["parameters"]["FileID"];
             };
             cookie?: never;

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/gen/client"
@@ -92,7 +93,7 @@ func TestProblemRules(t *testing.T) {
 	body := docx(t)
 	init, err := c.InitiateUploadWithResponse(ctx, nil, initiateBody(body))
 	require.NoError(t, err)
-	id := init.JSON201.Id.String()
+	id := init.JSON201.Id
 	early, err := c.CompleteUploadWithResponse(ctx, id, nil)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusUnprocessableEntity, early.StatusCode())
@@ -103,10 +104,10 @@ func TestProblemRules(t *testing.T) {
 	wrong := bytes.Repeat([]byte("x"), len(body))
 	spoofed, err := c.InitiateUploadWithResponse(ctx, nil, client.InitiateUploadJSONRequestBody{OriginalName: "Plan.docx", ContentType: docxType, SizeBytes: int64(len(wrong)), Checksum: checksum(wrong)})
 	require.NoError(t, err)
-	put, err := c.PutUploadContentWithBodyWithResponse(ctx, spoofed.JSON201.Id.String(), nil, "application/octet-stream", bytes.NewReader(wrong))
+	put, err := c.PutUploadContentWithBodyWithResponse(ctx, spoofed.JSON201.Id, nil, "application/octet-stream", bytes.NewReader(wrong))
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, put.StatusCode())
-	failed, err := c.CompleteUploadWithResponse(ctx, spoofed.JSON201.Id.String(), nil)
+	failed, err := c.CompleteUploadWithResponse(ctx, spoofed.JSON201.Id, nil)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusUnprocessableEntity, failed.StatusCode())
 	p = problemOf(t, failed.Body)
@@ -129,7 +130,7 @@ func TestProblemRules(t *testing.T) {
 	require.Equal(t, "content.other-type", p["rule"], "PNG bytes named .jpg")
 	require.Equal(t, false, p["retryable"])
 
-	missing, err := c.GetFileWithResponse(ctx, "00000000-0000-4000-8000-000000000000")
+	missing, err := c.GetFileWithResponse(ctx, uuid.MustParse("00000000-0000-4000-8000-000000000000"))
 	require.NoError(t, err)
 	p = problemOf(t, missing.Body)
 	require.NotContains(t, p, "rule")
@@ -197,7 +198,7 @@ func TestSignedLocalTarget(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "written once")
 	require.Equal(t, "content.already-written", p["rule"])
 
-	done, err := c.CompleteUploadWithResponse(ctx, init.JSON201.Id.String(), nil)
+	done, err := c.CompleteUploadWithResponse(ctx, init.JSON201.Id, nil)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, done.StatusCode())
 

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
@@ -158,7 +159,7 @@ const docxType = "application/vnd.openxmlformats-officedocument.wordprocessingml
 // file's storage key nor its persisted cdn reference anywhere but inside a
 // URL the client is meant to follow: an S3 presigned URL names its object
 // in its path by construction.
-func noStorageRefs(t *testing.T, s *server, body []byte, id string) {
+func noStorageRefs(t *testing.T, s *server, body []byte, id uuid.UUID) {
 	t.Helper()
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(body, &doc))
@@ -168,7 +169,7 @@ func noStorageRefs(t *testing.T, s *server, body []byte, id string) {
 	require.NotContains(t, string(rest), `"key"`)
 	require.NotContains(t, string(rest), `"cdn"`)
 	var key, cdn string
-	require.NoError(t, s.pool.QueryRow(context.Background(), "SELECT key, coalesce(cdn, '') FROM uploaded_file WHERE id = $1", id).Scan(&key, &cdn))
+	require.NoError(t, s.pool.QueryRow(context.Background(), "SELECT key, coalesce(cdn, '') FROM uploaded_file WHERE id = $1", id.String()).Scan(&key, &cdn))
 	require.NotEmpty(t, key)
 	require.NotEmpty(t, cdn)
 	require.NotContains(t, string(rest), key)
@@ -201,7 +202,7 @@ func TestDirectLifecycleOverHTTP(t *testing.T) {
 			})
 			require.NoError(t, err)
 			require.Equal(t, http.StatusCreated, init.StatusCode(), "%s", init.Body)
-			id := init.JSON201.Id.String()
+			id := init.JSON201.Id
 			noStorageRefs(t, s, init.Body, id)
 
 			switch driver {
@@ -282,7 +283,7 @@ func TestMultipartAndDownloadHeaders(t *testing.T) {
 	up, err := c.UploadFileWithBodyWithResponse(ctx, nil, ct, body)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, up.StatusCode(), "%s", up.Body)
-	id := up.JSON201.Id.String()
+	id := up.JSON201.Id
 	noStorageRefs(t, s, up.Body, id)
 
 	dl, err := c.DownloadFileWithResponse(ctx, id, nil)
@@ -328,8 +329,9 @@ func TestMultipartAndDownloadHeaders(t *testing.T) {
 	require.Equal(t, http.StatusRequestEntityTooLarge, overConfig.StatusCode(), "over the configured 10 MiB")
 }
 
-// TestCrossTenantLooksMissing: a cross-tenant id and a missing id give
-// byte-identical 404 responses (status, body, headers but Date).
+// TestCrossTenantLooksMissing: a cross-tenant id, a missing id and an id
+// that is not a UUID give byte-identical 404 responses (status, body,
+// headers but Date and the request id).
 func TestCrossTenantLooksMissing(t *testing.T) {
 	t.Parallel()
 	s := start(t, service.DriverLocal)
@@ -341,47 +343,64 @@ func TestCrossTenantLooksMissing(t *testing.T) {
 	require.Equal(t, http.StatusCreated, up.StatusCode())
 
 	mallory := s.client(s.token("globex", "mallory", nil))
-	for name, call := range map[string]func(id string) (*http.Response, []byte){
-		"get": func(id string) (*http.Response, []byte) {
-			r, err := mallory.GetFileWithResponse(ctx, id)
+	type call = func(id uuid.UUID, eds ...client.RequestEditorFn) (*http.Response, []byte)
+	for name, call := range map[string]call{
+		"get": func(id uuid.UUID, eds ...client.RequestEditorFn) (*http.Response, []byte) {
+			r, err := mallory.GetFileWithResponse(ctx, id, eds...)
 			require.NoError(t, err)
 			return r.HTTPResponse, r.Body
 		},
-		"download": func(id string) (*http.Response, []byte) {
-			r, err := mallory.DownloadFileWithResponse(ctx, id, nil)
+		"download": func(id uuid.UUID, eds ...client.RequestEditorFn) (*http.Response, []byte) {
+			r, err := mallory.DownloadFileWithResponse(ctx, id, nil, eds...)
 			require.NoError(t, err)
 			return r.HTTPResponse, r.Body
 		},
-		"delete": func(id string) (*http.Response, []byte) {
-			r, err := mallory.DeleteFileWithResponse(ctx, id, nil)
+		"delete": func(id uuid.UUID, eds ...client.RequestEditorFn) (*http.Response, []byte) {
+			r, err := mallory.DeleteFileWithResponse(ctx, id, nil, eds...)
 			require.NoError(t, err)
 			return r.HTTPResponse, r.Body
 		},
-		"complete": func(id string) (*http.Response, []byte) {
-			r, err := mallory.CompleteUploadWithResponse(ctx, id, nil)
+		"complete": func(id uuid.UUID, eds ...client.RequestEditorFn) (*http.Response, []byte) {
+			r, err := mallory.CompleteUploadWithResponse(ctx, id, nil, eds...)
 			require.NoError(t, err)
 			return r.HTTPResponse, r.Body
 		},
 	} {
-		cross, crossBody := call(up.JSON201.Id.String())
-		missing, missingBody := call("6f1c2b9e-3d4a-4b5c-8d7e-9f0a1b2c3d4e")
-		malformed, malformedBody := call("not-a-uuid")
-		for _, r := range []*http.Response{cross, missing, malformed} {
+		cross, crossBody := call(up.JSON201.Id)
+		missing, missingBody := call(uuid.MustParse("6f1c2b9e-3d4a-4b5c-8d7e-9f0a1b2c3d4e"))
+		// An id that is not a UUID: the contract types the path's id as
+		// one, and a malformed id answers as a missing file does.
+		for _, bad := range []string{"not-a-uuid", strings.Repeat("a", 65), "6f1c2b9e-3d4a-4b5c-8d7e-9f0a1b2c3d4"} {
+			malformed, malformedBody := call(uuid.Nil, pathID(bad))
+			require.Equal(t, http.StatusNotFound, malformed.StatusCode, "%s %q", name, bad)
+			missingH, missingB := anonymized(t, missing.Header, missingBody)
+			malformedH, malformedB := anonymized(t, malformed.Header, malformedBody)
+			require.Equal(t, missingB, malformedB, "%s %q", name, bad)
+			require.Equal(t, missingH, malformedH, "%s %q", name, bad)
+		}
+		for _, r := range []*http.Response{cross, missing} {
 			require.Equal(t, http.StatusNotFound, r.StatusCode, name)
 		}
 		missingH, missingB := anonymized(t, missing.Header, missingBody)
 		crossH, crossB := anonymized(t, cross.Header, crossBody)
-		malformedH, malformedB := anonymized(t, malformed.Header, malformedBody)
 		require.Equal(t, missingB, crossB, name)
-		require.Equal(t, missingB, malformedB, name)
 		require.Equal(t, missingH, crossH, name)
-		require.Equal(t, missingH, malformedH, name)
 		require.Contains(t, string(crossBody), `"code":"core.file.not-found"`)
 	}
 	// The file is intact for its owner.
-	got, err := alice.GetFileWithResponse(ctx, up.JSON201.Id.String())
+	got, err := alice.GetFileWithResponse(ctx, up.JSON201.Id)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, got.StatusCode())
+}
+
+// pathID replaces the nil UUID in a request's path with id: the generated
+// client types the path's id as a UUID, and a caller by hand can send any.
+func pathID(id string) client.RequestEditorFn {
+	return func(_ context.Context, r *http.Request) error {
+		r.URL.Path = strings.Replace(r.URL.Path, uuid.Nil.String(), id, 1)
+		r.URL.RawPath = ""
+		return nil
+	}
 }
 
 func TestGuard(t *testing.T) {
@@ -401,7 +420,7 @@ func TestGuard(t *testing.T) {
 		"wrong audience": s.token("acme", "alice", jwt.MapClaims{"aud": "another-service"}),
 		"no tenant":      s.token("", "alice", nil),
 	} {
-		r, err := s.client(tok).GetFileWithResponse(ctx, "6f1c2b9e-3d4a-4b5c-8d7e-9f0a1b2c3d4e")
+		r, err := s.client(tok).GetFileWithResponse(ctx, uuid.MustParse("6f1c2b9e-3d4a-4b5c-8d7e-9f0a1b2c3d4e"))
 		require.NoError(t, err)
 		require.Equal(t, http.StatusUnauthorized, r.StatusCode(), name)
 		require.Contains(t, r.HTTPResponse.Header.Get("WWW-Authenticate"), "Bearer", name)
@@ -414,7 +433,7 @@ func TestGuard(t *testing.T) {
 	ct, body := multipartBody(t, map[string][]byte{"r.pdf": []byte(pdf)})
 	up, err := user.UploadFileWithBodyWithResponse(ctx, nil, ct, body)
 	require.NoError(t, err)
-	id := up.JSON201.Id.String()
+	id := up.JSON201.Id
 	denied, err := user.HostGetFileWithResponse(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusNotFound, denied.StatusCode(), "no host scope: the host routes do not exist for this token")
@@ -423,7 +442,7 @@ func TestGuard(t *testing.T) {
 	require.Equal(t, http.StatusOK, allowed.StatusCode(), "%s", allowed.Body)
 	require.NotEmpty(t, allowed.JSON200.Key, "host routes do carry the storage references")
 
-	mark, err := host.HostMarkUsedWithResponse(ctx, nil, client.HostMarkUsedJSONRequestBody{Ids: []string{id}, Entity: ptr("invoice"), EntityId: ptr("42")})
+	mark, err := host.HostMarkUsedWithResponse(ctx, nil, client.HostMarkUsedJSONRequestBody{Ids: []string{id.String()}, Entity: ptr("invoice"), EntityId: ptr("42")})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusNoContent, mark.StatusCode(), "%s", mark.Body)
 	bad, err := host.HostMarkUsedWithBodyWithResponse(ctx, nil, "application/json", strings.NewReader(`{"ids": "not a list"}`))
@@ -532,7 +551,7 @@ func TestListOverHTTP(t *testing.T) {
 	}
 	var doc struct{ Items []json.RawMessage }
 	require.NoError(t, json.Unmarshal(first.Body, &doc))
-	noStorageRefs(t, s, doc.Items[0], ids[0])
+	noStorageRefs(t, s, doc.Items[0], uuid.MustParse(ids[0]))
 
 	next, err := c.ListFilesWithResponse(ctx, &client.ListFilesParams{Limit: ptr(2), Cursor: first.JSON200.NextCursor, WithUrls: ptr(true)})
 	require.NoError(t, err)
@@ -668,7 +687,7 @@ func TestConcurrentUploadsKeepTheirOwnBytes(t *testing.T) {
 			if got := *up.JSON201.Checksum; got != checksum(u.body) {
 				return fmt.Errorf("upload %d (%d B): checksum %s, sent %s", i, len(u.body), got, checksum(u.body))
 			}
-			dl, err := c.DownloadFileWithResponse(ctx, up.JSON201.Id.String(), nil)
+			dl, err := c.DownloadFileWithResponse(ctx, up.JSON201.Id, nil)
 			if err != nil {
 				return err
 			}
@@ -697,7 +716,7 @@ func TestImageSizeOverHTTP(t *testing.T) {
 	require.Equal(t, http.StatusCreated, up.StatusCode(), "%s", up.Body)
 	require.Equal(t, [2]int{64, 48}, [2]int{deref(up.JSON201.Width), deref(up.JSON201.Height)})
 
-	detail, err := c.GetFileWithResponse(ctx, up.JSON201.Id.String())
+	detail, err := c.GetFileWithResponse(ctx, up.JSON201.Id)
 	require.NoError(t, err)
 	require.Equal(t, [2]int{64, 48}, [2]int{deref(detail.JSON200.Width), deref(detail.JSON200.Height)})
 	require.Contains(t, string(detail.Body), `"height":48`)

@@ -60,12 +60,12 @@ func TestGrantedDownloadURL(t *testing.T) {
 	up, err := c.UploadFileWithBodyWithResponse(ctx, nil, ct, body)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, up.StatusCode(), "%s", up.Body)
-	id := up.JSON201.Id.String()
+	id := up.JSON201.Id
 	noStorageRefs(t, s, up.Body, id)
 	detail, err := c.GetFileWithResponse(ctx, id)
 	require.NoError(t, err)
 	u := *detail.JSON200.Url
-	require.True(t, strings.HasPrefix(u, s.url+"/uploaded-file/"+id+"/download?"), u)
+	require.True(t, strings.HasPrefix(u, s.url+"/uploaded-file/"+id.String()+"/download?"), u)
 	require.NotNil(t, detail.JSON200.UrlExpiredAt)
 	require.WithinDuration(t, time.Now().Add(time.Minute), *detail.JSON200.UrlExpiredAt, 5*time.Second, "privateDownloadUrlTtlSeconds")
 	p, err := url.Parse(u)
@@ -111,8 +111,8 @@ func TestGrantedDownloadURL(t *testing.T) {
 		"tampered grant":       withQuery(t, u, "grant", string(flipped)),
 		"other expiry":         withQuery(t, u, "expires", strconv.FormatInt(detail.JSON200.UrlExpiredAt.Unix()+3600, 10)),
 		"no expiry":            strings.Replace(u, "expires=", "x=", 1),
-		"moved to other file":  strings.Replace(u, id, otherID, 1),
-		"moved to a missing":   strings.Replace(u, id, "6f1c2b9e-3d4a-4b5c-8d7e-9f0a1b2c3d4e", 1),
+		"moved to other file":  strings.Replace(u, id.String(), otherID, 1),
+		"moved to a missing":   strings.Replace(u, id.String(), "6f1c2b9e-3d4a-4b5c-8d7e-9f0a1b2c3d4e", 1),
 		"moved to a variant":   strings.Replace(u, "/download?", "/variants/thumb/download?", 1),
 		"not base64":           withQuery(t, u, "grant", "!!!"),
 		"empty grant":          withQuery(t, u, "grant", ""),
@@ -134,7 +134,7 @@ func TestGrantedDownloadURL(t *testing.T) {
 			require.Equal(t, first, same, "another tenant's file and a missing one answer alike")
 		}
 	}
-	status, _, _ = getNoToken(t, "http://"+strings.TrimPrefix(s.url, "http://")+"/uploaded-file/"+id+"/download")
+	status, _, _ = getNoToken(t, "http://"+strings.TrimPrefix(s.url, "http://")+"/uploaded-file/"+id.String()+"/download")
 	require.Equal(t, http.StatusUnauthorized, status, "without a grant the route takes a token")
 
 	// Expired: the same URL once its expiry has passed.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/gen/client"
@@ -146,7 +147,7 @@ func TestOversizedClaimsAreRefused(t *testing.T) {
 	require.Contains(t, string(body0), `"code":"core.auth.token-too-large"`)
 
 	ok := s.token("acme", "alice", jwt.MapClaims{"tenant": strings.Repeat("t", 255), "department": "sales"})
-	resp, err := s.client(ok).GetFileWithResponse(context.Background(), "00000000-0000-4000-8000-000000000000")
+	resp, err := s.client(ok).GetFileWithResponse(context.Background(), uuid.MustParse("00000000-0000-4000-8000-000000000000"))
 	require.NoError(t, err)
 	require.Equal(t, http.StatusNotFound, resp.StatusCode(), "255 characters is still a tenant")
 }
@@ -287,7 +288,7 @@ func TestContentPutAnswersAreFinal(t *testing.T) {
 		return resp
 	}
 	require.Equal(t, http.StatusOK, put().StatusCode)
-	done, err := c.CompleteUploadWithResponse(ctx, init.JSON201.Id.String(), nil)
+	done, err := c.CompleteUploadWithResponse(ctx, init.JSON201.Id, nil)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, done.StatusCode())
 	again := put()

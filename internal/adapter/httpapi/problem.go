@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/uploadedfile/uploadedfile/gen/api"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
@@ -180,8 +181,14 @@ func (e errorWriter) response(w http.ResponseWriter, r *http.Request, err error)
 }
 
 // request answers a request the generated code could not decode (bad JSON,
-// bad parameters): invalid meta, without echoing the parser's message.
+// bad parameters): invalid meta, without echoing the parser's message. A
+// path id that is not a UUID names no file: it answers as a missing file
+// does, byte for byte.
 func (e errorWriter) request(w http.ResponseWriter, r *http.Request, err error) {
+	if pe := (*api.InvalidParamFormatError)(nil); errors.As(err, &pe) && pe.ParamName == "id" {
+		writeProblem(w, r, http.StatusNotFound, service.ErrNotFound.Code)
+		return
+	}
 	e.log.InfoContext(r.Context(), "bad request", "route", r.Pattern, "error", err.Error())
 	writeProblem(w, r, http.StatusBadRequest, service.ErrInvalidMeta.Code)
 }

@@ -87,7 +87,7 @@ func (s *Server) InitiateTemporaryUpload(ctx context.Context, req api.InitiateTe
 
 // CompleteUpload implements api.StrictServerInterface.
 func (s *Server) CompleteUpload(ctx context.Context, req api.CompleteUploadRequestObject) (api.CompleteUploadResponseObject, error) {
-	r, err := s.svc.CompleteUpload(ctx, req.Id)
+	r, err := s.svc.CompleteUpload(ctx, req.Id.String())
 	if err != nil {
 		return nil, err
 	}
@@ -102,12 +102,12 @@ func (s *Server) PutUploadContent(ctx context.Context, req api.PutUploadContentR
 	var err error
 	r, _ := ctx.Value(requestKey{}).(*http.Request)
 	if q := queryOf(r); service.IsSigned(q) {
-		rc, err = s.svc.WriteSignedContent(ctx, req.Id, service.SignedContent{
+		rc, err = s.svc.WriteSignedContent(ctx, req.Id.String(), service.SignedContent{
 			Query: q, ContentType: r.Header.Get("Content-Type"), ContentLength: r.ContentLength,
 			Checksum: r.Header.Get(service.ChecksumHeader),
 		}, req.Body)
 	} else {
-		rc, err = s.svc.WriteUploadContent(ctx, req.Id, req.Body)
+		rc, err = s.svc.WriteUploadContent(ctx, req.Id.String(), req.Body)
 	}
 	if err != nil {
 		return nil, err
@@ -117,7 +117,7 @@ func (s *Server) PutUploadContent(ctx context.Context, req api.PutUploadContentR
 
 // GetFile implements api.StrictServerInterface.
 func (s *Server) GetFile(ctx context.Context, req api.GetFileRequestObject) (api.GetFileResponseObject, error) {
-	r, err := s.svc.Find(ctx, req.Id)
+	r, err := s.svc.Find(ctx, req.Id.String())
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func usageOf(u *service.Usage) api.Usage {
 
 // DeleteFile implements api.StrictServerInterface.
 func (s *Server) DeleteFile(ctx context.Context, req api.DeleteFileRequestObject) (api.DeleteFileResponseObject, error) {
-	if err := s.svc.DeleteByID(ctx, req.Id); err != nil {
+	if err := s.svc.DeleteByID(ctx, req.Id.String()); err != nil {
 		return nil, err
 	}
 	return api.DeleteFile204Response{}, nil
@@ -212,7 +212,7 @@ func (s *Server) UploadFile(ctx context.Context, req api.UploadFileRequestObject
 // GetFileVariant implements api.StrictServerInterface: an image variant for
 // a configured preset, generated on first request.
 func (s *Server) GetFileVariant(ctx context.Context, req api.GetFileVariantRequestObject) (api.GetFileVariantResponseObject, error) {
-	v, err := s.svc.FindVariant(ctx, req.Id, req.Preset)
+	v, err := s.svc.FindVariant(ctx, req.Id.String(), req.Preset)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +221,7 @@ func (s *Server) GetFileVariant(ctx context.Context, req api.GetFileVariantReque
 
 // HostGetFileVariant implements api.StrictServerInterface.
 func (s *Server) HostGetFileVariant(ctx context.Context, req api.HostGetFileVariantRequestObject) (api.HostGetFileVariantResponseObject, error) {
-	v, err := s.svc.FindVariant(ctx, req.Id, req.Preset)
+	v, err := s.svc.FindVariant(ctx, req.Id.String(), req.Preset)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +230,7 @@ func (s *Server) HostGetFileVariant(ctx context.Context, req api.HostGetFileVari
 
 // DownloadFileVariant implements api.StrictServerInterface.
 func (s *Server) DownloadFileVariant(ctx context.Context, req api.DownloadFileVariantRequestObject) (api.DownloadFileVariantResponseObject, error) {
-	d, err := s.svc.DownloadVariant(ctx, req.Id, req.Preset)
+	d, err := s.svc.DownloadVariant(ctx, req.Id.String(), req.Preset)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +246,7 @@ func httpVariant(v *service.Variant) api.FileVariant {
 
 // DownloadFile implements api.StrictServerInterface.
 func (s *Server) DownloadFile(ctx context.Context, req api.DownloadFileRequestObject) (api.DownloadFileResponseObject, error) {
-	d, err := s.svc.Download(ctx, req.Id)
+	d, err := s.svc.Download(ctx, req.Id.String())
 	if err != nil {
 		return nil, err
 	}

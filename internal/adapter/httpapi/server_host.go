@@ -120,7 +120,7 @@ func (s *Server) HostListFiles(ctx context.Context, req api.HostListFilesRequest
 
 // HostGetFile implements api.StrictServerInterface.
 func (s *Server) HostGetFile(ctx context.Context, req api.HostGetFileRequestObject) (api.HostGetFileResponseObject, error) {
-	r, err := s.svc.Find(ctx, req.Id)
+	r, err := s.svc.Find(ctx, req.Id.String())
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func (s *Server) HostGetFile(ctx context.Context, req api.HostGetFileRequestObje
 
 // HostResolveUrl implements api.StrictServerInterface.
 func (s *Server) HostResolveUrl(ctx context.Context, req api.HostResolveUrlRequestObject) (api.HostResolveUrlResponseObject, error) {
-	u, err := s.svc.ResolveURL(ctx, req.Id)
+	u, err := s.svc.ResolveURL(ctx, req.Id.String())
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func (s *Server) HostResolveUrl(ctx context.Context, req api.HostResolveUrlReque
 
 // HostSetExtraData implements api.StrictServerInterface.
 func (s *Server) HostSetExtraData(ctx context.Context, req api.HostSetExtraDataRequestObject) (api.HostSetExtraDataResponseObject, error) {
-	if err := service.SetExtraData(ctx, s.svc, req.Id, map[string]any(*req.Body)); err != nil {
+	if err := service.SetExtraData(ctx, s.svc, req.Id.String(), map[string]any(*req.Body)); err != nil {
 		return nil, err
 	}
 	return api.HostSetExtraData204Response{}, nil
@@ -147,7 +147,7 @@ func (s *Server) HostSetExtraData(ctx context.Context, req api.HostSetExtraDataR
 // HostDownloadAttached implements api.StrictServerInterface.
 func (s *Server) HostDownloadAttached(ctx context.Context, req api.HostDownloadAttachedRequestObject) (api.HostDownloadAttachedResponseObject, error) {
 	p := req.Params
-	d, err := s.svc.DownloadAttached(ctx, req.Id, service.Attachment{Module: p.Module, Entity: p.Entity, EntityID: p.EntityId})
+	d, err := s.svc.DownloadAttached(ctx, req.Id.String(), service.Attachment{Module: p.Module, Entity: p.Entity, EntityID: p.EntityId})
 	if err != nil {
 		return nil, err
 	}

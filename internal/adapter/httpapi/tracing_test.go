@@ -170,7 +170,7 @@ func TestTracesCoverGuardSQLAndStorage(t *testing.T) {
 	resp, err := http.DefaultClient.Do(put)
 	require.NoError(t, err)
 	resp.Body.Close()
-	done, err := c.CompleteUploadWithResponse(ctx, init.JSON201.Id.String(), nil)
+	done, err := c.CompleteUploadWithResponse(ctx, init.JSON201.Id, nil)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, done.StatusCode(), "%s", done.Body)
 

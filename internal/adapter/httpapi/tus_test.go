@@ -135,7 +135,7 @@ func TestTusUploadOverHTTP(t *testing.T) {
 			require.Equal(t, strconv.Itoa(len(body)), resp.Header.Get("Upload-Offset"))
 
 			id := url[strings.LastIndex(url, "/")+1:]
-			got, err := s.client(token).GetFileWithResponse(context.Background(), id)
+			got, err := s.client(token).GetFileWithResponse(context.Background(), uuid.MustParse(id))
 			require.NoError(t, err)
 			require.Equal(t, http.StatusOK, got.StatusCode(), "%s", got.Body)
 			require.Equal(t, "ready", string(got.JSON200.Status))
@@ -171,7 +171,7 @@ func TestTusCreationWithUpload(t *testing.T) {
 	loc := resp.Header.Get("Location")
 	resp, b = s.tusPatch(token, loc, len(csv), csv[:1000], nil)
 	require.Equal(t, http.StatusNoContent, resp.StatusCode, "%s", b)
-	got, err := s.client(token).GetFileWithResponse(context.Background(), loc[strings.LastIndex(loc, "/")+1:])
+	got, err := s.client(token).GetFileWithResponse(context.Background(), uuid.MustParse(loc[strings.LastIndex(loc, "/")+1:]))
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, got.StatusCode())
 	require.True(t, got.JSON200.IsTemporary)

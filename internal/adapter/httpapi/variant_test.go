@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/service"
@@ -53,7 +54,7 @@ func TestVariantsOverHTTP(t *testing.T) {
 			ct, body = multipartBody(t, map[string][]byte{"r.pdf": []byte(pdf)})
 			doc, err := alice.UploadFileWithBodyWithResponse(ctx, nil, ct, body)
 			require.NoError(t, err)
-			id := up.JSON201.Id.String()
+			id := up.JSON201.Id
 
 			v, err := alice.GetFileVariantWithResponse(ctx, id, "thumb")
 			require.NoError(t, err)
@@ -101,12 +102,12 @@ func TestVariantsOverHTTP(t *testing.T) {
 					return r.HTTPResponse, r.Body
 				},
 				"non-image": func() (*http.Response, []byte) {
-					r, err := alice.GetFileVariantWithResponse(ctx, doc.JSON201.Id.String(), "thumb")
+					r, err := alice.GetFileVariantWithResponse(ctx, doc.JSON201.Id, "thumb")
 					require.NoError(t, err)
 					return r.HTTPResponse, r.Body
 				},
 				"missing": func() (*http.Response, []byte) {
-					r, err := alice.GetFileVariantWithResponse(ctx, "6f1c2b9e-3d4a-4b5c-8d7e-9f0a1b2c3d4e", "thumb")
+					r, err := alice.GetFileVariantWithResponse(ctx, uuid.MustParse("6f1c2b9e-3d4a-4b5c-8d7e-9f0a1b2c3d4e"), "thumb")
 					require.NoError(t, err)
 					return r.HTTPResponse, r.Body
 				},

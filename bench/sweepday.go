@@ -142,7 +142,7 @@ func simulateDay(ctx context.Context, gw *s3test.Server, w dayWork, sch daySched
 // watches).
 func runDay(ctx context.Context, svc *service.Service, pool *pgxpool.Pool, clock *simClock, sch daySchedule, day time.Time, d *dayResult) error {
 	reg := prometheus.NewRegistry()
-	runner := tracks.New(svc, pool, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
+	runner := tracks.New(svc, pool, tracks.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: reg})
 	runner.SetClock(clock.now)
 	runs, err := dayRuns(sch, day)
 	if err != nil {

@@ -12,15 +12,18 @@ import (
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
-// TestStorageMetrics: storage requests and the bytes through the service
-// are counted, and local downloads stay seekable behind the counter.
+// TestStorageMetrics: a service that opens its own store (an embedding
+// host's) counts storage requests and the bytes through the service, and
+// local downloads stay seekable behind the counter.
 func TestStorageMetrics(t *testing.T) {
 	t.Parallel()
 	b := setup(t, service.DriverLocal)
 	reg := prometheus.NewRegistry()
 	cfg := b.cfg
-	svc, err := service.New(t.Context(), cfg, b.db, service.WithStore(b.inner), service.WithMetrics(reg))
+	cfg.LocalRoot = t.TempDir()
+	svc, err := service.New(t.Context(), cfg, b.db, service.WithMetrics(reg))
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = svc.Close() })
 	r, err := svc.Upload(alice, strings.NewReader(pdf), "report.pdf", nil)
 	require.NoError(t, err)
 	d, err := svc.Download(alice, r.ID.String())

@@ -272,7 +272,7 @@ func TestAbandonedUploadReleasesItsQuota(t *testing.T) {
 	_, files = b.usageOf("acme", "alice")
 	require.EqualValues(t, 1, files, "an abort gives the space back at once")
 
-	runner := tracks.New(b.svc, b.db.Pool, nil, nil)
+	runner := tracks.New(b.svc, b.db.Pool, tracks.Options{})
 	b.clock.Advance(b.svc.AbandonedUploadHold() - time.Minute)
 	_, err = runner.Run(ctx, tracks.TrackTemporary)
 	require.NoError(t, err)

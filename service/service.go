@@ -29,6 +29,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -41,8 +42,7 @@ import (
 	"github.com/uploadedfile/uploadedfile/internal/storage"
 	"github.com/uploadedfile/uploadedfile/internal/storage/local"
 	s3store "github.com/uploadedfile/uploadedfile/internal/storage/s3"
-	"github.com/uploadedfile/uploadedfile/internal/storage/storagemetrics"
-	"github.com/uploadedfile/uploadedfile/internal/storage/storagetrace"
+	"github.com/uploadedfile/uploadedfile/internal/storage/storeopen"
 )
 
 // DB is what the service needs of PostgreSQL: queries, pipelined batches
@@ -119,16 +119,19 @@ type Option func(*Service)
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
 
-// WithTracerProvider gives every storage call a span (SQL spans come from
-// the pool's tracer, internal/tracing.PGX). Without it nothing is traced.
+// WithTracerProvider traces the group commit's flushes and every storage
+// call of a store the service opens itself (SQL spans come from the pool's
+// tracer, internal/tracing.PGX). Without it nothing is traced.
 func WithTracerProvider(tp trace.TracerProvider) Option { return func(s *Service) { s.tracer = tp } }
 
-// WithStore replaces the storage driver the Config describes (tests inject
-// fault-injecting stores through it).
+// WithStore replaces the storage driver the Config describes: the service
+// uses st as it is given (cmd opens and instruments it with storeopen;
+// tests inject fault-injecting stores) and closes it on Close.
 func WithStore(st storage.Store) Option { return func(s *Service) { s.store = st } }
 
-// WithMetrics counts storage requests and the object bytes that pass
-// through the service process into reg.
+// WithMetrics registers the service's metrics in reg (upload sizes) and,
+// for the store the service opens itself, counts storage requests and the
+// object bytes that pass through the process.
 func WithMetrics(reg prometheus.Registerer) Option { return func(s *Service) { s.metrics = reg } }
 
 // WithClock pins the time every query uses (tests); by default the
@@ -159,21 +162,17 @@ func New(ctx context.Context, cfg Config, database DB, opts ...Option) (*Service
 		o(s)
 	}
 	if s.store == nil {
-		if s.store, err = openStore(ctx, r); err != nil {
+		if err := s.openStore(ctx, r); err != nil {
 			return nil, err
 		}
 	}
 	if s.metrics != nil {
-		s.store = storagemetrics.Wrap(s.store, s.metrics)
 		sizes := prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "uploadedfile_upload_size_bytes", Help: "Size of the uploads that became ready (buffer uploads, clones and completed direct uploads).",
 			Buckets: prometheus.ExponentialBuckets(1<<10, 4, 9), // 1 KiB .. 64 MiB
 		})
 		s.metrics.MustRegister(sizes)
 		s.uploadSizes = sizes
-	}
-	if s.tracer != nil {
-		s.store = storagetrace.Wrap(s.store, s.tracer)
 	}
 	if s.fetcher == nil {
 		s.fetcher = s.defaultFetcher()
@@ -185,23 +184,35 @@ func New(ctx context.Context, cfg Config, database DB, opts ...Option) (*Service
 	return s, nil
 }
 
-func openStore(ctx context.Context, r resolved) (storage.Store, error) {
-	switch r.Driver {
-	case DriverS3:
-		st, err := s3store.New(ctx, s3store.Config{
+// openStore opens and instruments the store r describes: a service given
+// no store (an embedding host's) assembles its own, as cmd does.
+func (s *Service) openStore(ctx context.Context, r resolved) error {
+	st, err := storeopen.Open(ctx, r.storeSettings())
+	if err != nil {
+		return fmt.Errorf("uploadedfile config: %w", err)
+	}
+	s.store = storeopen.Instrument(st, s.metrics, s.tracer)
+	return nil
+}
+
+// StoreSettings is the store c describes, its defaults applied: what
+// storeopen.Open opens. An invalid c is its configuration error.
+func StoreSettings(c Config) (storeopen.Settings, error) {
+	r, err := resolve(c)
+	if err != nil {
+		return storeopen.Settings{}, err
+	}
+	return r.storeSettings(), nil
+}
+
+func (r resolved) storeSettings() storeopen.Settings {
+	return storeopen.Settings{
+		Kind:  storage.Kind(r.Driver),
+		Local: local.Config{Root: r.LocalRoot},
+		S3: s3store.Config{
 			Bucket: r.Bucket, Region: r.Region, Endpoint: r.Endpoint, ForcePathStyle: r.ForcePathStyle,
 			AccessID: r.AccessID, AccessKey: r.AccessKey, PublicAccessMode: r.PublicAccessMode, Timeout: r.StorageTimeout,
-		})
-		if err != nil {
-			return nil, configError("s3", "%v", err)
-		}
-		return st, nil
-	default:
-		st, err := local.New(local.Config{Root: r.LocalRoot})
-		if err != nil {
-			return nil, configError("localRoot", "%v", err)
-		}
-		return st, nil
+		},
 	}
 }
 

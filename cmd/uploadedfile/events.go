@@ -267,13 +267,9 @@ func (c eventsConfig) relay(ctx context.Context, pool *db.Pool, g *globals, reg 
 		})
 	}
 	sinks = append(sinks, extra...)
-	var metrics *eventrelay.Metrics
-	if reg != nil {
-		metrics = eventrelay.NewMetrics(reg)
-	}
 	r, err := eventrelay.New(pool, eventrelay.Config{
 		Source: c.Source, Sinks: sinks, Batch: c.Batch, Interval: c.Interval, Lease: c.Lease, Retention: c.Retention,
-		Logger: g.logger, Metrics: metrics,
+		Logger: g.logger, Registerer: reg,
 	})
 	if err != nil {
 		closeAll()

@@ -396,7 +396,7 @@ func (f *fleet) settle(pool *pgxpool.Pool) {
 		clock := func() time.Time { return now.Add(time.Duration(round) * 48 * time.Hour) }
 		svc, err := service.New(context.Background(), f.svcCfg, pool, service.WithStore(f.store), service.WithClock(clock), service.WithLogger(quiet))
 		require.NoError(t, err)
-		r := tracks.New(svc, pool, quiet, nil)
+		r := tracks.New(svc, pool, tracks.Options{Logger: quiet})
 		r.SetClock(clock)
 		p, err := r.Run(context.Background(), tracks.TrackPending)
 		require.NoError(t, err)

@@ -728,8 +728,9 @@ func TestMetricNamesAreDocumented(t *testing.T) {
 	guard, err := httpapi.NewGuard(ctx, httpapi.AuthConfig{HMACSecret: []byte(strings.Repeat("s", 32))})
 	require.NoError(t, err)
 	_ = httpapi.New(httpapi.Options{Service: svc, Guard: guard, Registerer: rec})
-	_ = tracks.New(svc, pool, nil, rec)
-	_ = eventrelay.NewMetrics(rec)
+	_ = tracks.New(svc, pool, tracks.Options{Registerer: rec})
+	_, err = eventrelay.New(pool, eventrelay.Config{Registerer: rec})
+	require.NoError(t, err)
 	var registered []string
 	for n := range rec.names {
 		registered = append(registered, n)

@@ -161,7 +161,7 @@ func newRunTrackCommand(g *globals) *cobra.Command {
 		ValidArgs: []string{tracks.TrackPending, tracks.TrackTemporary, tracks.TrackReconcile},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withConfiguredService(cmd.Context(), g, func(svc *service.Service, pool *db.Pool) error {
-				res, err := tracks.New(svc, pool, g.logger, nil).Run(cmd.Context(), args[0])
+				res, err := tracks.New(svc, pool, tracks.Options{Logger: g.logger}).Run(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
@@ -238,7 +238,16 @@ func (c fileConfig) newService(ctx context.Context, g *globals, pool *db.Pool) (
 	if err != nil {
 		return nil, err
 	}
-	return service.New(ctx, scfg, pool, append([]service.Option{service.WithLogger(g.logger)}, scan...)...)
+	store, err := openStore(ctx, scfg, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := service.New(ctx, scfg, pool, append([]service.Option{service.WithStore(store), service.WithLogger(g.logger)}, scan...)...)
+	if err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	return svc, nil
 }
 
 // newReconcileCommand is `maintenance reconcile`: one finding per line (a

@@ -16,7 +16,7 @@ import (
 // serveOperator starts the operator listeners: /metrics (--metrics-listen;
 // a loopback one in development) and pprof (--debug-listen). It returns
 // the metrics URL for the printed help and a function that stops both.
-func serveOperator(g *globals, o serveOptions, reg *prometheus.Registry, health httpapi.Health) (string, func(), error) {
+func serveOperator(g *globals, o serveOptions, reg *prometheus.Registry, health *httpapi.Health) (string, func(), error) {
 	var stops []func()
 	stopAll := func() {
 		for _, stop := range stops {
@@ -53,7 +53,7 @@ func serveOperator(g *globals, o serveOptions, reg *prometheus.Registry, health 
 // readiness gate and shared dependency, as JSON) on their own listener, for the operator's
 // scraper: the public listener never serves it. It returns the bound
 // address and a function that stops it.
-func serveMetrics(addr string, reg *prometheus.Registry, health httpapi.Health) (string, func(), error) {
+func serveMetrics(addr string, reg *prometheus.Registry, health *httpapi.Health) (string, func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, fmt.Errorf("serve: metrics listen: %w", err)

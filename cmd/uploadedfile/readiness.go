@@ -46,7 +46,7 @@ func checkSchema(ctx context.Context, g *globals, pool *db.Pool, dev bool) error
 // the store (bucket and credentials, on S3) and clamd when the scan gate
 // is on -- are reported, never gating (httpapi.Health). Each cause names
 // no host or credential.
-func readiness(cfg fileConfig, pool *db.Pool, svc *service.Service, guard *httpapi.Guard, draining *atomic.Bool) httpapi.Health {
+func readiness(cfg fileConfig, pool *db.Pool, svc *service.Service, guard *httpapi.Guard, draining *atomic.Bool) *httpapi.Health {
 	store := &storeProbe{svc: svc}
 	gates := map[string]httpapi.Pinger{
 		"schema": httpapi.PingFunc(func(ctx context.Context) error {
@@ -101,7 +101,7 @@ func readiness(cfg fileConfig, pool *db.Pool, svc *service.Service, guard *httpa
 			})
 		}
 	}
-	return httpapi.Health{Gates: gates, Dependencies: deps, Facts: []string{"image engine: " + svc.ImageEngine()}}
+	return &httpapi.Health{Gates: gates, Dependencies: deps, Facts: []string{"image engine: " + svc.ImageEngine()}}
 }
 
 // storeCause is the readiness line of a store that failed: what the store

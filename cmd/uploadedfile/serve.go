@@ -139,10 +139,7 @@ func serve(ctx context.Context, g *globals, o serveOptions, cfg fileConfig) erro
 		return err
 	}
 	defer stopOperator()
-	runner := tracks.New(svc, pools.sweeps, g.logger, reg)
-	if tracer != nil {
-		runner.SetTracer(tracer)
-	}
+	runner := tracks.New(svc, pools.sweeps, tracks.Options{Logger: g.logger, Registerer: reg, TracerProvider: tracer})
 	relay, closeSinks, err := eventRelay(ctx, g, cfg.Events, pools.sweeps, reg, svc)
 	if err != nil {
 		return err
@@ -200,12 +197,17 @@ func newServeService(ctx context.Context, g *globals, cfg fileConfig, conn db.Co
 	if err != nil {
 		return nil, err
 	}
-	opts := append([]service.Option{service.WithLogger(g.logger), service.WithMetrics(reg)}, scan...)
+	store, err := openStore(ctx, scfg, reg, tracer)
+	if err != nil {
+		return nil, err
+	}
+	opts := append([]service.Option{service.WithStore(store), service.WithLogger(g.logger), service.WithMetrics(reg)}, scan...)
 	if tracer != nil {
 		opts = append(opts, service.WithTracerProvider(tracer))
 	}
 	svc, err := service.New(ctx, scfg, conn, opts...)
 	if err != nil {
+		_ = store.Close()
 		return nil, err
 	}
 	for _, c := range svc.Clamped() {
@@ -217,16 +219,17 @@ func newServeService(ctx context.Context, g *globals, cfg fileConfig, conn db.Co
 // newServeHandler builds the API's handler over svc: the token guard (the
 // caller closes it), readiness (checked once now, logged when not ready)
 // and the HTTP surface.
-func newServeHandler(ctx context.Context, g *globals, cfg fileConfig, pool *db.Pool, svc *service.Service, reg prometheus.Registerer, tracer trace.TracerProvider, draining *atomic.Bool) (http.Handler, *httpapi.Guard, httpapi.Health, error) {
+func newServeHandler(ctx context.Context, g *globals, cfg fileConfig, pool *db.Pool, svc *service.Service, reg prometheus.Registerer, tracer trace.TracerProvider, draining *atomic.Bool) (http.Handler, *httpapi.Guard, *httpapi.Health, error) {
 	auth, err := cfg.authConfig(g.logger)
 	if err != nil {
-		return nil, nil, httpapi.Health{}, err
+		return nil, nil, nil, err
 	}
 	guard, err := httpapi.NewGuard(ctx, auth)
 	if err != nil {
-		return nil, nil, httpapi.Health{}, err
+		return nil, nil, nil, err
 	}
-	health := readiness(cfg, pool, svc, guard, draining).WithLog(g.logger, reg)
+	health := readiness(cfg, pool, svc, guard, draining)
+	health.Logger, health.Registerer = g.logger, reg
 	if causes := health.Check(ctx, 5*time.Second); len(causes) > 0 {
 		g.logger.Error("starting, not ready", "causes", causes)
 	}

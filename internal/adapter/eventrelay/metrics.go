@@ -6,8 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics are the relay's Prometheus collectors, labelled by sink.
-type Metrics struct {
+// metrics are the relay's Prometheus collectors, labelled by sink.
+type metrics struct {
 	depth      *prometheus.GaugeVec
 	oldest     *prometheus.GaugeVec
 	deliveries *prometheus.CounterVec
@@ -15,9 +15,9 @@ type Metrics struct {
 	parks      *prometheus.CounterVec
 }
 
-// NewMetrics registers the relay's collectors with reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
+// newMetrics registers the relay's collectors with reg.
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
 		depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "uploadedfile_events_outbox_depth", Help: "Events in the outbox after the sink's cursor (not yet delivered).",
 		}, []string{"sink"}),
@@ -38,25 +38,25 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) delivered(sink string, n int) {
+func (m *metrics) delivered(sink string, n int) {
 	if m != nil && n > 0 {
 		m.deliveries.WithLabelValues(sink).Add(float64(n))
 	}
 }
 
-func (m *Metrics) failure(sink string) {
+func (m *metrics) failure(sink string) {
 	if m != nil {
 		m.failures.WithLabelValues(sink).Inc()
 	}
 }
 
-func (m *Metrics) parked(sink string) {
+func (m *metrics) parked(sink string) {
 	if m != nil {
 		m.parks.WithLabelValues(sink).Inc()
 	}
 }
 
-func (m *Metrics) backlog(sink string, depth int64, oldest, now time.Time) {
+func (m *metrics) backlog(sink string, depth int64, oldest, now time.Time) {
 	if m == nil {
 		return
 	}

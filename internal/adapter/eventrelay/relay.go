@@ -22,6 +22,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/uploadedfile/uploadedfile/db"
 )
 
@@ -70,10 +72,12 @@ type Config struct {
 	// Retention is how long delivered events stay in the outbox (default
 	// 7 days); 0 keeps the default, a negative value never prunes.
 	Retention time.Duration
-	// Logger receives delivery failures (never a URL or a secret).
+	// Logger receives delivery failures (never a URL or a secret); nil:
+	// slog.Default().
 	Logger *slog.Logger
-	// Metrics records deliveries; nil records nothing.
-	Metrics *Metrics
+	// Registerer receives the relay's metrics (deliveries, failures,
+	// parked events, each sink's backlog); nil records nothing.
+	Registerer prometheus.Registerer
 	// Now is the clock the relay's SQL uses (nil: the database clock).
 	Now func() *time.Time
 }
@@ -85,6 +89,8 @@ type Relay struct {
 	cfg   Config
 	sinks map[string]SinkConfig
 	names []string
+
+	metrics *metrics // nil: no Registerer
 
 	ensured atomic.Bool
 	// statusAt is when the backlog gauges were last refreshed (Unix nanos).
@@ -128,12 +134,15 @@ func New(pool DB, cfg Config) (*Relay, error) {
 		cfg.Retention = 7 * 24 * time.Hour
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+		cfg.Logger = slog.Default()
 	}
 	if cfg.Now == nil {
 		cfg.Now = func() *time.Time { return nil }
 	}
 	r := &Relay{pool: db.Wrap(pool), q: db.New(), cfg: cfg, sinks: map[string]SinkConfig{}}
+	if cfg.Registerer != nil {
+		r.metrics = newMetrics(cfg.Registerer)
+	}
 	for _, s := range cfg.Sinks {
 		if !validSinkName(s.Name) {
 			return nil, fmt.Errorf("%w: sink name %q (want [A-Za-z0-9][A-Za-z0-9_-]{0,62})", ErrConfig, s.Name)
@@ -244,7 +253,7 @@ func (r *Relay) Pass(ctx context.Context) (int, error) {
 			errs = append(errs, err)
 		}
 	}
-	if len(held) > 0 && r.cfg.Metrics != nil && time.Since(time.Unix(0, r.statusAt.Load())) >= statusEvery {
+	if len(held) > 0 && r.metrics != nil && time.Since(time.Unix(0, r.statusAt.Load())) >= statusEvery {
 		if _, err := r.Status(ctx); err != nil {
 			errs = append(errs, err)
 		}
@@ -325,7 +334,7 @@ func (r *Relay) batch(ctx context.Context, h *holding) (n int, failed bool, err 
 	for delivered < len(events) && ctx.Err() == nil {
 		start, end := delivered, min(delivered+group, len(events))
 		k, err := r.deliver(ctx, h, events[start:end])
-		r.cfg.Metrics.delivered(h.sink.Name, k)
+		r.metrics.delivered(h.sink.Name, k)
 		delivered += k
 		if err := r.advance(ctx, h, rows, events, delivered); err != nil {
 			return 0, false, err
@@ -393,7 +402,7 @@ func (r *Relay) advance(ctx context.Context, h *holding, rows []db.UploadedFileE
 func (r *Relay) failed(ctx context.Context, h *holding, e Event, cause error) int {
 	ctx = context.WithoutCancel(ctx)
 	reason := Reason(cause)
-	r.cfg.Metrics.failure(h.sink.Name)
+	r.metrics.failure(h.sink.Name)
 	attempts := int(h.row.Attempts) + 1
 	if attempts >= h.sink.MaxAttempts {
 		r.cfg.Logger.WarnContext(ctx, "event parked", "sink", h.sink.Name, "event_id", e.ID, "type", e.Type, "attempts", attempts, "error", reason)
@@ -403,7 +412,7 @@ func (r *Relay) failed(ctx context.Context, h *holding, e Event, cause error) in
 			r.cfg.Logger.WarnContext(ctx, "park event failed", "sink", h.sink.Name, "error", err.Error())
 			return 0
 		}
-		r.cfg.Metrics.parked(h.sink.Name)
+		r.metrics.parked(h.sink.Name)
 		r.backoff(ctx, h, 0, 0, reason)
 		return 1
 	}
@@ -450,7 +459,7 @@ func (r *Relay) replays(ctx context.Context, h *holding) (failed bool, err error
 		}
 		n, derr := h.sink.Sink.Deliver(ctx, []Event{e})
 		if n == 1 {
-			r.cfg.Metrics.delivered(h.sink.Name, 1)
+			r.metrics.delivered(h.sink.Name, 1)
 			if _, err := r.q.EventReplayDone(context.WithoutCancel(ctx), r.pool, db.EventReplayDoneParams{Name: h.sink.Name, EventSeq: e.Seq, Held: *h.row.LeaseUntil}); err != nil {
 				return false, fmt.Errorf("eventrelay: settle replay: %w", err)
 			}
@@ -460,7 +469,7 @@ func (r *Relay) replays(ctx context.Context, h *holding) (failed bool, err error
 			derr = context.DeadlineExceeded
 		}
 		reason := Reason(derr)
-		r.cfg.Metrics.failure(h.sink.Name)
+		r.metrics.failure(h.sink.Name)
 		attempts, err := r.q.EventReplayFail(context.WithoutCancel(ctx), r.pool, db.EventReplayFailParams{
 			Name: h.sink.Name, EventSeq: e.Seq, MaxAttempts: int32(h.sink.MaxAttempts), LastError: reason, Now: r.cfg.Now(),
 		})
@@ -514,7 +523,7 @@ func (r *Relay) Status(ctx context.Context) ([]db.EventSinkStatusRow, error) {
 		now = *t
 	}
 	for _, row := range rows {
-		r.cfg.Metrics.backlog(row.Name, row.Depth, row.Oldest, now)
+		r.metrics.backlog(row.Name, row.Depth, row.Oldest, now)
 	}
 	return rows, nil
 }

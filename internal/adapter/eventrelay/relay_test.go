@@ -537,7 +537,7 @@ func TestRelayMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	sc := hook(t, "hook", rc.srv.URL, secret)
 	sc.MaxAttempts = 2
-	r, err := eventrelay.New(w.pool, eventrelay.Config{Sinks: []eventrelay.SinkConfig{sc}, Metrics: eventrelay.NewMetrics(reg)})
+	r, err := eventrelay.New(w.pool, eventrelay.Config{Sinks: []eventrelay.SinkConfig{sc}, Registerer: reg})
 	require.NoError(t, err)
 	// Passes until the first failure (the outbox is read only below the
 	// oldest transaction running on the server, which other tests can hold

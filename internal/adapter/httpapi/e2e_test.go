@@ -92,7 +92,7 @@ func startServer(t *testing.T, driver string, opts func(*httpapi.Options), svcOp
 	svc, err := service.New(ctx, cfg, pool, append([]service.Option{service.WithLogger(quiet)}, svcOpts...)...)
 	require.NoError(t, err)
 	o := httpapi.Options{Service: svc, Guard: guard, Logger: quiet, DownloadPath: svc.EffectiveConfig().DownloadPath,
-		Health: httpapi.Health{Dependencies: map[string]httpapi.Pinger{"database": pool, "storage": svc}}}
+		Health: &httpapi.Health{Dependencies: map[string]httpapi.Pinger{"database": pool, "storage": svc}}}
 	if opts != nil {
 		opts(&o)
 	}

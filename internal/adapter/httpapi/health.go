@@ -4,6 +4,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,13 +73,17 @@ type Health struct {
 	// check of a system every replica shares; reported, never gating.
 	Dependencies map[string]Pinger
 	// Logger receives a line when a check starts or stops failing (nil:
-	// none).
+	// slog.Default()).
 	Logger *slog.Logger
+	// Registerer, when set, receives uploadedfile_dependency_up{dependency}
+	// (1: answered its last check) for every gate and dependency.
+	Registerer prometheus.Registerer
 	// Facts are lines /readyz adds after its verdict, ready or not
 	// ("image engine: vips libvips 8.14.1"): what an operator checks a
 	// replica runs, never a secret or an address.
 	Facts []string
 
+	once  sync.Once
 	state *healthState
 }
 
@@ -87,10 +92,11 @@ type healthState struct {
 	mu     sync.Mutex
 	failed map[string]bool
 	up     *prometheus.GaugeVec
+	log    *slog.Logger
 }
 
 // Register adds the three routes to mux (for a mux without the API).
-func (h Health) Register(mux *http.ServeMux) {
+func (h *Health) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -115,7 +121,7 @@ type result struct {
 
 // run runs every check of checks at once, each within its own timeout, and
 // returns their results in name order.
-func (h Health) run(ctx context.Context, checks map[string]Pinger, timeout time.Duration) []result {
+func (h *Health) run(ctx context.Context, checks map[string]Pinger, timeout time.Duration) []result {
 	out := make([]result, 0, len(checks))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -169,19 +175,19 @@ func ping(ctx context.Context, p Pinger, limit time.Duration) error {
 
 // Check runs every gate within timeout and returns the causes of those
 // that failed, by name, in name order (none: ready).
-func (h Health) Check(ctx context.Context, timeout time.Duration) []string {
+func (h *Health) Check(ctx context.Context, timeout time.Duration) []string {
 	return h.failed(ctx, h.Gates, timeout, " not ready: ")
 }
 
 // Unavailable runs every dependency within timeout and returns a line for
 // each that failed ("storage unavailable: the object store did not
 // answer"), in name order.
-func (h Health) Unavailable(ctx context.Context, timeout time.Duration) []string {
+func (h *Health) Unavailable(ctx context.Context, timeout time.Duration) []string {
 	return h.failed(ctx, h.Dependencies, timeout, " unavailable: ")
 }
 
 // failed runs checks and returns "<name><verb><cause>" for each that failed.
-func (h Health) failed(ctx context.Context, checks map[string]Pinger, timeout time.Duration, verb string) []string {
+func (h *Health) failed(ctx context.Context, checks map[string]Pinger, timeout time.Duration, verb string) []string {
 	var lines []string
 	for _, r := range h.run(ctx, checks, timeout) {
 		if r.err != nil {
@@ -194,52 +200,48 @@ func (h Health) failed(ctx context.Context, checks map[string]Pinger, timeout ti
 // logChange logs a check that starts failing (WARN, with its error) or
 // answers again (INFO) -- once per change, however often it is polled --
 // and sets its gauge.
-func (h Health) logChange(ctx context.Context, name string, err error) {
-	if h.state == nil {
-		return
-	}
-	h.state.mu.Lock()
-	was := h.state.failed[name]
-	h.state.failed[name] = err != nil
-	h.state.mu.Unlock()
-	if h.state.up != nil {
+func (h *Health) logChange(ctx context.Context, name string, err error) {
+	st := h.observed()
+	st.mu.Lock()
+	was := st.failed[name]
+	st.failed[name] = err != nil
+	st.mu.Unlock()
+	if st.up != nil {
 		up := 1.0
 		if err != nil {
 			up = 0
 		}
-		h.state.up.WithLabelValues(name).Set(up)
-	}
-	if h.Logger == nil {
-		return
+		st.up.WithLabelValues(name).Set(up)
 	}
 	switch {
 	case err != nil && !was:
-		h.Logger.WarnContext(ctx, "not answering", "check", name, "error", err.Error())
+		st.log.WarnContext(ctx, "not answering", "check", name, "error", err.Error())
 	case err == nil && was:
-		h.Logger.InfoContext(ctx, "answering again", "check", name)
+		st.log.InfoContext(ctx, "answering again", "check", name)
 	}
 }
 
-// WithLog returns h logging each check's changes to log and, with reg,
-// keeping uploadedfile_dependency_up{dependency} (1: answered its last
-// check) for every gate and dependency.
-func (h Health) WithLog(log *slog.Logger, reg prometheus.Registerer) Health {
-	h.Logger = log
-	h.state = &healthState{failed: map[string]bool{}}
-	if reg != nil {
-		h.state.up = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "uploadedfile_dependency_up",
-			Help: "1 when the check of a dependency or readiness gate answered at its last run, 0 when it failed.",
-		}, []string{"dependency"})
-		reg.MustRegister(h.state.up)
-	}
-	return h
+// observed is h's log state and gauge, made on first use: a Health is
+// shared by pointer, so each change is logged once however many routes
+// poll it.
+func (h *Health) observed() *healthState {
+	h.once.Do(func() {
+		h.state = &healthState{failed: map[string]bool{}, log: cmp.Or(h.Logger, slog.Default())}
+		if h.Registerer != nil {
+			h.state.up = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+				Name: "uploadedfile_dependency_up",
+				Help: "1 when the check of a dependency or readiness gate answered at its last run, 0 when it failed.",
+			}, []string{"dependency"})
+			h.Registerer.MustRegister(h.state.up)
+		}
+	})
+	return h.state
 }
 
 // check is /readyz's answer: "ready" or one line per failed gate; then a
 // line per shared dependency that did not answer (never failing the
 // probe); then the facts, a line each.
-func (h Health) check(ctx context.Context) (string, bool) {
+func (h *Health) check(ctx context.Context) (string, bool) {
 	var gates, deps []string
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -271,7 +273,7 @@ type dependencyState struct {
 
 // ServeDependencies answers /dependencies: every gate and shared
 // dependency with its state, as JSON, always 200.
-func (h Health) ServeDependencies(w http.ResponseWriter, r *http.Request) {
+func (h *Health) ServeDependencies(w http.ResponseWriter, r *http.Request) {
 	out := struct {
 		Dependencies []dependencyState `json:"dependencies"`
 	}{Dependencies: []dependencyState{}}

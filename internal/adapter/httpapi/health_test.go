@@ -35,9 +35,9 @@ func TestHealth(t *testing.T) {
 	t.Parallel()
 	mux := http.NewServeMux()
 	var schemaErr error
-	httpapi.Health{Gates: map[string]httpapi.Pinger{
+	(&httpapi.Health{Gates: map[string]httpapi.Pinger{
 		"schema": pinger(func(context.Context) error { return schemaErr }),
-	}}.Register(mux)
+	}}).Register(mux)
 
 	code, body := get(t, mux, "/healthz")
 	require.Equal(t, http.StatusOK, code)
@@ -60,9 +60,9 @@ func TestHealth(t *testing.T) {
 
 	// Facts follow the verdict, ready or not.
 	withFacts := http.NewServeMux()
-	httpapi.Health{Gates: map[string]httpapi.Pinger{
+	(&httpapi.Health{Gates: map[string]httpapi.Pinger{
 		"schema": pinger(func(context.Context) error { return schemaErr }),
-	}, Facts: []string{"image engine: go"}}.Register(withFacts)
+	}, Facts: []string{"image engine: go"}}).Register(withFacts)
 	_, body = get(t, withFacts, "/readyz")
 	require.Equal(t, "schema not ready: the database schema is at version 1, behind this binary's 2\nimage engine: go\n", body)
 	schemaErr = nil
@@ -78,13 +78,13 @@ func TestSharedDependenciesDoNotGateReadiness(t *testing.T) {
 	t.Parallel()
 	mux := http.NewServeMux()
 	var storeErr error
-	httpapi.Health{
+	(&httpapi.Health{
 		Gates: map[string]httpapi.Pinger{"schema": pinger(func(context.Context) error { return nil })},
 		Dependencies: map[string]httpapi.Pinger{
 			"database": pinger(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }), // black-holed
 			"storage":  pinger(func(context.Context) error { return storeErr }),
 		},
-	}.Register(mux)
+	}).Register(mux)
 	start := time.Now()
 	code, body := get(t, mux, "/readyz")
 	require.Less(t, time.Since(start), 3*time.Second, "answered within the checks' deadline")

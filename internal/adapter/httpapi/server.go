@@ -28,7 +28,7 @@ const jsonBodyLimit = 64 << 10
 type Server struct {
 	svc    *service.Service
 	log    *slog.Logger
-	health Health
+	health *Health
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
@@ -41,7 +41,7 @@ type Options struct {
 	DownloadPath string
 	Service      *service.Service
 	Guard        *Guard
-	Health       Health
+	Health       *Health
 	Logger       *slog.Logger
 	// Registerer, when set, receives the request metrics (by route pattern
 	// and status, latency, bytes in and out). /metrics itself is never
@@ -101,6 +101,9 @@ func New(o Options) http.Handler {
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
+	}
+	if o.Health == nil {
+		o.Health = &Health{Logger: log}
 	}
 	s := &Server{svc: o.Service, log: log, health: o.Health}
 	ew := errorWriter{log: log}

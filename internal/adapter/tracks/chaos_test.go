@@ -418,7 +418,7 @@ func runChaos(t *testing.T, driver string) {
 		require.NoError(t, err)
 		return svc
 	}
-	runner := tracks.New(newService(clock), e.pool, quiet, nil)
+	runner := tracks.New(newService(clock), e.pool, tracks.Options{Logger: quiet})
 	runner.SetClock(clock)
 	repairer := newService(clock)
 	repairs := 0
@@ -486,7 +486,7 @@ func runChaos(t *testing.T, driver string) {
 	// nothing but reschedule tombstones.
 	later := func(d time.Duration) func() time.Time { return func() time.Time { return clock().Add(d) } }
 	for round := 1; round <= 30; round++ {
-		r := tracks.New(newService(later(time.Duration(round)*48*time.Hour)), e.pool, quiet, nil)
+		r := tracks.New(newService(later(time.Duration(round)*48*time.Hour)), e.pool, tracks.Options{Logger: quiet})
 		r.SetClock(later(time.Duration(round) * 48 * time.Hour))
 		p, err := r.Run(context.Background(), tracks.TrackPending)
 		require.NoError(t, err)

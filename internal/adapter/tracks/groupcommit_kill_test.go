@@ -173,7 +173,7 @@ func settleAfterKill(t *testing.T, e *env) {
 		later := func() time.Time { return time.Now().Add(time.Duration(round) * 48 * time.Hour) }
 		svc, err := service.New(context.Background(), service.Config{LocalRoot: e.root}, e.pool, service.WithStore(e.inner), service.WithClock(later), service.WithLogger(quiet))
 		require.NoError(t, err)
-		r := tracks.New(svc, e.pool, quiet, nil)
+		r := tracks.New(svc, e.pool, tracks.Options{Logger: quiet})
 		r.SetClock(later)
 		res, err := r.Run(context.Background(), tracks.TrackPending)
 		require.NoError(t, err)

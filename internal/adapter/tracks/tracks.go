@@ -28,6 +28,7 @@
 package tracks
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -95,18 +96,23 @@ type Result struct {
 	Duration time.Duration
 }
 
-// New returns a runner; reg (optional) receives the sweep metrics.
-func New(svc Sweeper, pool *db.Pool, log *slog.Logger, reg prometheus.Registerer) *Runner {
-	if log == nil {
-		log = slog.Default()
-	}
-	return &Runner{svc: svc, pool: pool, log: log, metrics: newMetrics(reg), now: time.Now}
+// Options are what a runner reports through: Logger (nil:
+// slog.Default()), Registerer for the sweep metrics (nil: none) and
+// TracerProvider for a span per run of a track, "sweep <track>", with the
+// run's SQL and storage spans under it (nil: none).
+type Options struct {
+	Logger         *slog.Logger
+	Registerer     prometheus.Registerer
+	TracerProvider trace.TracerProvider
 }
 
-// SetTracer gives each run of a track a span ("sweep <track>"), with the
-// run's SQL and storage spans under it.
-func (r *Runner) SetTracer(tp trace.TracerProvider) {
-	r.tracer = tp.Tracer("github.com/uploadedfile/uploadedfile/internal/adapter/tracks")
+// New returns a runner of svc's tracks on pool.
+func New(svc Sweeper, pool *db.Pool, o Options) *Runner {
+	r := &Runner{svc: svc, pool: pool, log: cmp.Or(o.Logger, slog.Default()), metrics: newMetrics(o.Registerer), now: time.Now}
+	if o.TracerProvider != nil {
+		r.tracer = o.TracerProvider.Tracer("github.com/uploadedfile/uploadedfile/internal/adapter/tracks")
+	}
+	return r
 }
 
 // SetClock replaces the wall clock the runner uses for durations and the

@@ -131,7 +131,7 @@ func TestTrackDrainsUpToTenBatches(t *testing.T) {
 	e.temporaries(svc, 57)
 	reg := prometheus.NewRegistry()
 	var logs bytes.Buffer
-	r := tracks.New(svc, e.pool, slog.New(slog.NewJSONHandler(&logs, nil)), reg)
+	r := tracks.New(svc, e.pool, tracks.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Registerer: reg})
 	backlog := map[string]string{"kind": service.BacklogExpiredTemporary}
 
 	res, err := r.Run(context.Background(), tracks.TrackTemporary)
@@ -172,7 +172,7 @@ func TestPendingRunBoundCoversEveryStep(t *testing.T) {
 		require.NoError(t, err)
 	}
 	e.advance(48 * time.Hour)
-	r := tracks.New(svc, e.pool, quiet, nil)
+	r := tracks.New(svc, e.pool, tracks.Options{Logger: quiet})
 	r.SetClock(e.clock)
 	res, err := r.Run(context.Background(), tracks.TrackPending)
 	require.NoError(t, err)
@@ -197,7 +197,7 @@ func TestReconcileTrack(t *testing.T) {
 	require.NoError(t, err)
 	time.Sleep(100 * time.Millisecond) // older than the grace
 	reg := prometheus.NewRegistry()
-	r := tracks.New(svc, e.pool, quiet, reg)
+	r := tracks.New(svc, e.pool, tracks.Options{Logger: quiet, Registerer: reg})
 	res, err := r.Run(context.Background(), tracks.TrackReconcile)
 	require.NoError(t, err)
 	require.True(t, res.Ran)
@@ -249,8 +249,8 @@ func TestOneReplicaRunsATrackAtATime(t *testing.T) {
 	release := make(chan struct{})
 	hit := make(chan struct{}, 1)
 	e.store.Inject(storagefault.Fault{Op: storagefault.OpDelete, Mode: storagefault.Delay, Nth: 1, Release: release, OnHit: func() { hit <- struct{}{} }})
-	a := tracks.New(svcA, e.pool, quiet, nil)
-	b := tracks.New(svcB, e.replicaPool(), quiet, nil)
+	a := tracks.New(svcA, e.pool, tracks.Options{Logger: quiet})
+	b := tracks.New(svcB, e.replicaPool(), tracks.Options{Logger: quiet})
 	done := make(chan tracks.Result, 1)
 	go func() { res, _ := a.Run(context.Background(), tracks.TrackTemporary); done <- res }()
 	<-hit // replica A is inside its run, holding the track
@@ -280,7 +280,7 @@ func TestFailingObjectDoesNotStopOthers(t *testing.T) {
 	files := e.temporaries(svc, 9)
 	bad := files[0].Key
 	e.store.Inject(storagefault.Fault{Op: storagefault.OpDelete, Key: func(k string) bool { return k == bad }})
-	res, err := tracks.New(svc, e.pool, quiet, nil).Run(context.Background(), tracks.TrackTemporary)
+	res, err := tracks.New(svc, e.pool, tracks.Options{Logger: quiet}).Run(context.Background(), tracks.TrackTemporary)
 	require.NoError(t, err)
 	require.EqualValues(t, 8, res.Done)
 	require.EqualValues(t, 1, res.Failed)
@@ -299,7 +299,7 @@ func TestPurgeOnlyWithRetention(t *testing.T) {
 		_, err = svc.Upload(alice, strings.NewReader(pdf), "old.pdf", nil)
 		require.NoError(t, err)
 		e.advance(40 * 24 * time.Hour)
-		r := tracks.New(svc, e.pool, quiet, nil)
+		r := tracks.New(svc, e.pool, tracks.Options{Logger: quiet})
 		r.SetClock(e.clock)
 		res, err := r.Run(context.Background(), tracks.TrackPending)
 		require.NoError(t, err)
@@ -477,8 +477,7 @@ func TestSweepRunIsTraced(t *testing.T) {
 	traced, err := pgxpool.NewWithConfig(context.Background(), pcfg)
 	require.NoError(t, err)
 	t.Cleanup(traced.Close)
-	r := tracks.New(e.service(traced, 5), traced, quiet, nil)
-	r.SetTracer(tp)
+	r := tracks.New(e.service(traced, 5), traced, tracks.Options{Logger: quiet, TracerProvider: tp})
 	res, err := r.Run(context.Background(), tracks.TrackTemporary)
 	require.NoError(t, err)
 	require.EqualValues(t, 3, res.Done)
@@ -528,7 +527,7 @@ func TestTemporaryTrackRemovesDueStaging(t *testing.T) {
 	}
 	require.Len(t, target.list(), 2*burst, "each ready file and its staging copy, while the targets can write")
 
-	r := tracks.New(svc, e.pool, quiet, nil)
+	r := tracks.New(svc, e.pool, tracks.Options{Logger: quiet})
 	r.SetClock(e.clock)
 	_, err = r.Run(context.Background(), tracks.TrackTemporary)
 	require.NoError(t, err)
@@ -553,7 +552,7 @@ func TestBacklogIsCountedAtStart(t *testing.T) {
 	require.NoError(t, err)
 	e.temporaries(svc, 3)
 	reg := prometheus.NewRegistry()
-	r := tracks.New(svc, e.pool, quiet, reg)
+	r := tracks.New(svc, e.pool, tracks.Options{Logger: quiet, Registerer: reg})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Schedule(ctx) }()

@@ -55,9 +55,14 @@ type ReconcileOptions struct {
 	Grace time.Duration
 	// Repair deletes orphans and staging leftovers through durable claims.
 	Repair bool
-	// Progress, when set, is told how many objects the walk has listed,
-	// every reconcileProgressEvery objects.
-	Progress func(objects int64)
+	// After resumes an interrupted reconcile of the same options: only
+	// keys after it are listed and read (ReconcileCounts.Last of the run
+	// that stopped).
+	After string
+	// Progress, when set, is told how many objects the walk has done and
+	// the last of them, every reconcileProgressEvery objects: every key up
+	// to last is done, objects and references alike.
+	Progress func(objects int64, last string)
 }
 
 // reconcileProgressEvery is how many objects a reconcile lists between two
@@ -75,7 +80,16 @@ type ReconcileCounts struct {
 	Young            int64 `json:"young"`
 	Repaired         int64 `json:"repaired"`
 	RepairFailed     int64 `json:"repairFailed"`
+	// Interrupted: the caller's context ended before the walk did; the
+	// object in hand was finished, and Last is where to resume (After).
+	Interrupted bool `json:"-"`
+	// Last is the last key done. Neither is one of the counts: the
+	// command reports both beside them.
+	Last string `json:"-"`
 }
+
+// errReconcileStopped ends the listing of an interrupted reconcile.
+var errReconcileStopped = errors.New("reconcile interrupted")
 
 // reconcilePage is how many references one query reads.
 const reconcilePage = 1000
@@ -88,17 +102,38 @@ const reconcilePage = 1000
 // older than the grace are deleted through durable claims (the claim is
 // written, re-checking that no row owns the key, before the storage
 // delete; a crash leaves the claim to the pending sweep); missing objects
-// are only reported. Cross-tenant; trusted operators only.
+// are only reported. When ctx ends, the object in hand is finished and the
+// counts say where the walk stopped (Interrupted, Last: resume with
+// After). Cross-tenant; trusted operators only.
 func (s *Service) UnsafeSystemReconcile(ctx context.Context, opts ReconcileOptions, emit func(Finding) error) (ReconcileCounts, error) {
 	start, err := s.dbNow(ctx)
 	if err != nil {
 		return ReconcileCounts{}, s.internalError(ctx, ErrCleanupFailed, "reconcile: read the database clock", err)
 	}
-	m := &merge{ctx: ctx, s: s, opts: opts, emit: emit, start: start, next: opts.Prefix}
-	if err := s.store.List(ctx, opts.Prefix, m.object); err != nil {
+	work := context.WithoutCancel(ctx) // an object begun is finished, its repair included
+	m := &merge{ctx: work, s: s, opts: opts, emit: emit, start: start, next: max(opts.Prefix, opts.After), last: opts.After}
+	m.counts.Last = opts.After
+	err = s.store.List(work, opts.Prefix, opts.After, func(oi storage.ObjectInfo) error {
+		if ctx.Err() != nil {
+			return errReconcileStopped
+		}
+		if err := m.object(oi); err != nil {
+			return err
+		}
+		m.counts.Last = oi.Key
+		if opts.Progress != nil && m.counts.Objects%reconcileProgressEvery == 0 {
+			opts.Progress(m.counts.Objects, oi.Key)
+		}
+		return nil
+	})
+	if errors.Is(err, errReconcileStopped) {
+		m.counts.Interrupted = true
+		return m.counts, nil
+	}
+	if err != nil {
 		return m.counts, m.fail(ctx, "list the store", err)
 	}
-	if err := m.rest(ctx); err != nil {
+	if err := m.rest(work); err != nil {
 		return m.counts, m.fail(ctx, "read the references", err)
 	}
 	return m.counts, nil
@@ -169,9 +204,6 @@ func (m *merge) peek(ctx context.Context) (db.ReconcileReferencesFromRow, bool, 
 func (m *merge) object(oi storage.ObjectInfo) error {
 	ctx := m.ctx
 	m.counts.Objects++
-	if m.opts.Progress != nil && m.counts.Objects%reconcileProgressEvery == 0 {
-		m.opts.Progress(m.counts.Objects)
-	}
 	for {
 		ref, ok, err := m.peek(ctx)
 		if err != nil {

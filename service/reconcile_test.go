@@ -303,8 +303,8 @@ func assert(t *testing.T, err error) bool {
 // slowListing lists its store a millisecond per object.
 type slowListing struct{ storage.Store }
 
-func (s slowListing) List(ctx context.Context, prefix string, fn func(storage.ObjectInfo) error) error {
-	return s.Store.List(ctx, prefix, func(oi storage.ObjectInfo) error {
+func (s slowListing) List(ctx context.Context, prefix, after string, fn func(storage.ObjectInfo) error) error {
+	return s.Store.List(ctx, prefix, after, func(oi storage.ObjectInfo) error {
 		time.Sleep(time.Millisecond)
 		return fn(oi)
 	})

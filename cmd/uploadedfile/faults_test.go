@@ -143,7 +143,7 @@ func (s *faultServer) settled(t *testing.T) *invariant.Report {
 	f := &fleet{t: t, store: st, svcCfg: service.Config{Driver: service.DriverS3, Bucket: s.bucket.Bucket}}
 	f.settle(pool)
 	var keys []string
-	require.NoError(t, st.List(context.Background(), "", func(oi storage.ObjectInfo) error { keys = append(keys, oi.Key); return nil }))
+	require.NoError(t, st.List(context.Background(), "", "", func(oi storage.ObjectInfo) error { keys = append(keys, oi.Key); return nil }))
 	report, err := invariant.Check(context.Background(), pool, st, keys)
 	require.NoError(t, err)
 	return report

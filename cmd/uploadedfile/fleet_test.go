@@ -272,7 +272,7 @@ func (f *fleet) configure(driver string) {
 		f.store, f.svcCfg = st, service.Config{Driver: service.DriverS3, Bucket: c.Bucket}
 		f.keys = func() []string {
 			var keys []string
-			require.NoError(t, st.List(context.Background(), "", func(oi storage.ObjectInfo) error { keys = append(keys, oi.Key); return nil }))
+			require.NoError(t, st.List(context.Background(), "", "", func(oi storage.ObjectInfo) error { keys = append(keys, oi.Key); return nil }))
 			return keys
 		}
 	}

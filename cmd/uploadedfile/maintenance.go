@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -254,9 +253,9 @@ func (c fileConfig) newService(ctx context.Context, g *globals, pool *db.Pool) (
 // JSON object per line with --output json), then the counts.
 func newReconcileCommand(g *globals, withService func(context.Context, func(*service.Service, *db.Pool) error) error) *cobra.Command {
 	var opts service.ReconcileOptions
-	var failOnFindings bool
+	var failOnFindings, resume bool
 	cmd := &cobra.Command{
-		Use:   "reconcile [--repair] [--grace 24h] [--prefix KEY-PREFIX] [--fail-on-findings] [--output text|json]",
+		Use:   "reconcile [--repair] [--grace 24h] [--prefix KEY-PREFIX] [--fail-on-findings] [--resume] [--output text|json]",
 		Short: "Compare the store with the rows: orphan, missing and mismatched objects, staging leftovers",
 		Long: `Stream the store's listing and every storage reference of the rows, both in
 key order, and merge-join them (memory does not grow with the number of
@@ -272,6 +271,10 @@ orphans and staging leftovers through durable claims (a crash mid-repair is
 finished by the pending sweep); missing objects and mismatches are only
 reported -- no row is ever deleted.
 
+SIGINT or SIGTERM finishes the object in hand, keeps where the walk stopped
+in the database and exits 1; --resume with the same --prefix, --grace and
+--repair goes on after that key (the counts are the resumed part's).
+
 Exit status: 0 when the walk completed (findings or not), 3 with
 --fail-on-findings when it reported a finding that is still there after
 --repair, 1 when a repair failed (named) or the walk could not complete.`,
@@ -284,7 +287,7 @@ Exit status: 0 when the walk completed (findings or not), 3 with
 				return errors.New("reconcile: --grace must not be negative")
 			}
 			return withService(cmd.Context(), func(svc *service.Service, pool *db.Pool) error {
-				return runReconcile(cmd.Context(), g, svc, db.Wrap(pool), opts, failOnFindings)
+				return runReconcile(cmd.Context(), g, svc, db.Wrap(pool), opts, failOnFindings, resume)
 			})
 		},
 	}
@@ -292,40 +295,8 @@ Exit status: 0 when the walk completed (findings or not), 3 with
 	cmd.Flags().DurationVar(&opts.Grace, "grace", service.DefaultReconcileGrace, "leave objects younger than this alone")
 	cmd.Flags().StringVar(&opts.Prefix, "prefix", "", "only keys starting with this")
 	cmd.Flags().BoolVar(&failOnFindings, "fail-on-findings", false, "exit 3 when a finding remains (for a scheduled check)")
+	cmd.Flags().BoolVar(&resume, "resume", false, "go on from where an interrupted reconcile with the same flags stopped")
 	return cmd
-}
-
-// runReconcile runs the reconcile: one finding per line (a JSON object
-// per line with --output json), its progress (objects listed of about as
-// many as the rows name, when no --prefix narrows it), then the counts.
-func runReconcile(ctx context.Context, g *globals, svc *service.Service, conn db.Conn, opts service.ReconcileOptions, failOnFindings bool) error {
-	var total int64
-	if opts.Prefix == "" {
-		total, _ = db.EstimateObjects(ctx, conn) // an estimate: none is no total
-	}
-	shown := g.startProgress("reconcile", "objects", total)
-	opts.Progress = func(objects int64) { shown.set(int(objects)) }
-	var failed []string // the first keys whose repair failed
-	counts, err := svc.UnsafeSystemReconcile(ctx, opts, func(f service.Finding) error {
-		if opts.Repair && !f.Repaired && (f.Kind == service.FindingOrphan || f.Kind == service.FindingStagingLeftover) && len(failed) < 10 {
-			failed = append(failed, f.Key)
-		}
-		return g.emit(findingLine(f)+"\n", f)
-	})
-	shown.set(int(counts.Objects))
-	shown.finish()
-	if eerr := g.emit(fmt.Sprintf("reconcile: %d objects, %d references; %d orphans, %d staging leftovers, %d missing, %d mismatches, %d younger than the grace; %d repaired, %d repairs failed\n",
-		counts.Objects, counts.References, counts.Orphans, counts.StagingLeftovers, counts.Missing, counts.Mismatches, counts.Young, counts.Repaired, counts.RepairFailed),
-		map[string]any{"counts": counts}); err == nil {
-		err = eerr
-	}
-	if err == nil && counts.RepairFailed > 0 {
-		err = fmt.Errorf("reconcile: %d repairs failed (their claims are retried by the pending sweep): %s", counts.RepairFailed, strings.Join(failed, ", "))
-	}
-	if left := counts.Orphans + counts.StagingLeftovers + counts.Missing + counts.Mismatches - counts.Repaired; err == nil && failOnFindings && left > 0 {
-		err = &exitError{code: exitFindings, err: fmt.Errorf("reconcile: %d findings", left)}
-	}
-	return err
 }
 
 // findingLine is a finding as one line of text.

@@ -188,14 +188,17 @@ type Store interface {
 	PresignPut(ctx context.Context, key string, opts PresignPutOptions) (Presigned, error)
 	// PresignGet returns a request that reads key.
 	PresignGet(ctx context.Context, key string, opts PresignGetOptions) (Presigned, error)
-	// List calls fn for every object whose key starts with prefix, in byte
-	// order of the keys (the order S3 lists them in), until fn returns an
-	// error, which List returns. What a driver knows cheaply is filled in:
+	// List calls fn for every object whose key starts with prefix and,
+	// when after is not empty, comes after it, in byte order of the keys
+	// (the order S3 lists them in), until fn returns an error, which List
+	// returns. A listing resumed after a key does not read what precedes
+	// it again (S3's StartAfter; the local driver enters no directory that
+	// holds only earlier keys). What a driver knows cheaply is filled in:
 	// Key, Size and LastModified always; SHA-256 on the local driver; the
 	// ETag on S3. Memory does not grow with the number of objects: S3 is
 	// read a page at a time, a local directory's names one directory at a
 	// time.
-	List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
+	List(ctx context.Context, prefix, after string, fn func(ObjectInfo) error) error
 	// Ping checks that the store answers (readiness): the local root is
 	// still a readable directory; the S3 bucket exists and the credentials
 	// are accepted (ErrBucketMissing, ErrCredentialsRefused, ErrUnavailable).

@@ -19,11 +19,18 @@ import (
 // are not objects -- a crash-left temporary write file, anything without
 // the driver's checksum attribute -- are listed too, with what their inode
 // says: they are what a reconcile has to find.
-func (s *Store) List(ctx context.Context, prefix string, fn func(storage.ObjectInfo) error) error {
-	return s.listDir(ctx, "", prefix, fn)
+func (s *Store) List(ctx context.Context, prefix, after string, fn func(storage.ObjectInfo) error) error {
+	return s.listDir(ctx, "", prefix, after, fn)
 }
 
-func (s *Store) listDir(ctx context.Context, dir, prefix string, fn func(storage.ObjectInfo) error) error {
+// mayFollow reports whether a directory whose keys all start with sub can
+// hold a key after after: every key of it sorts after after when sub
+// does, and before it when sub does and is no prefix of after.
+func mayFollow(sub, after string) bool {
+	return after == "" || sub > after || strings.HasPrefix(after, sub)
+}
+
+func (s *Store) listDir(ctx context.Context, dir, prefix, after string, fn func(storage.ObjectInfo) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -38,14 +45,14 @@ func (s *Store) listDir(ctx context.Context, dir, prefix string, fn func(storage
 		}
 		if e.IsDir() {
 			sub := key + "/"
-			if strings.HasPrefix(sub, prefix) || strings.HasPrefix(prefix, sub) {
-				if err := s.listDir(ctx, key, prefix, fn); err != nil {
+			if (strings.HasPrefix(sub, prefix) || strings.HasPrefix(prefix, sub)) && mayFollow(sub, after) {
+				if err := s.listDir(ctx, key, prefix, after, fn); err != nil {
 					return err
 				}
 			}
 			continue
 		}
-		if !e.Type().IsRegular() || !strings.HasPrefix(key, prefix) {
+		if !e.Type().IsRegular() || !strings.HasPrefix(key, prefix) || (after != "" && key <= after) {
 			continue
 		}
 		oi, err := s.listed(key)

@@ -327,8 +327,12 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 
 // List implements storage.Store: ListObjectsV2, a page (up to 1,000
 // keys) at a time, in the store's UTF-8 binary key order.
-func (s *Store) List(ctx context.Context, prefix string, fn func(storage.ObjectInfo) error) error {
-	p := awss3.NewListObjectsV2Paginator(s.client, &awss3.ListObjectsV2Input{Bucket: &s.cfg.Bucket, Prefix: aws.String(prefix)})
+func (s *Store) List(ctx context.Context, prefix, after string, fn func(storage.ObjectInfo) error) error {
+	in := &awss3.ListObjectsV2Input{Bucket: &s.cfg.Bucket, Prefix: aws.String(prefix)}
+	if after != "" {
+		in.StartAfter = aws.String(after)
+	}
+	p := awss3.NewListObjectsV2Paginator(s.client, in)
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {

@@ -104,8 +104,8 @@ func (w *Store) PresignGet(ctx context.Context, key string, opts storage.Presign
 
 // List implements storage.Store: one count per listing, however many
 // pages it read.
-func (w *Store) List(ctx context.Context, prefix string, fn func(storage.ObjectInfo) error) error {
-	return w.count("list", w.inner.List(ctx, prefix, fn))
+func (w *Store) List(ctx context.Context, prefix, after string, fn func(storage.ObjectInfo) error) error {
+	return w.count("list", w.inner.List(ctx, prefix, after, fn))
 }
 
 // count counts one request of op by its outcome and returns err.

@@ -120,9 +120,9 @@ func (w *Store) PresignGet(ctx context.Context, key string, opts storage.Presign
 }
 
 // List implements storage.Store.
-func (w *Store) List(ctx context.Context, prefix string, fn func(storage.ObjectInfo) error) error {
+func (w *Store) List(ctx context.Context, prefix, after string, fn func(storage.ObjectInfo) error) error {
 	ctx, span := w.start(ctx, "list")
-	err := w.inner.List(ctx, prefix, fn)
+	err := w.inner.List(ctx, prefix, after, fn)
 	end(span, err)
 	return err
 }

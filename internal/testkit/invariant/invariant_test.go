@@ -37,7 +37,7 @@ func TestCheckFindsEachBreach(t *testing.T) {
 	require.NoError(t, svc.DeleteByID(alice, gone.ID.String()))
 	keys := func() []string {
 		var out []string
-		require.NoError(t, store.List(ctx, "", func(oi storage.ObjectInfo) error { out = append(out, oi.Key); return nil }))
+		require.NoError(t, store.List(ctx, "", "", func(oi storage.ObjectInfo) error { out = append(out, oi.Key); return nil }))
 		return out
 	}
 

@@ -57,7 +57,7 @@ func methodCalls(k string) map[string]methodCall {
 			return err
 		}},
 		"List": {"list", func(ctx context.Context, s storage.Store) error {
-			return s.List(ctx, "core/", func(storage.ObjectInfo) error { return nil })
+			return s.List(ctx, "core/", "", func(storage.ObjectInfo) error { return nil })
 		}},
 		"Delete": {"delete", func(ctx context.Context, s storage.Store) error { return s.Delete(ctx, k) }},
 		"Ping":   {"ping", func(ctx context.Context, s storage.Store) error { return s.Ping(ctx) }},

@@ -480,7 +480,8 @@ func errorsIs(err, target error) bool { return errors.Is(err, target) }
 // testListInKeyOrder: List yields every object under the prefix exactly
 // once, in byte order of the keys -- a directory named "a" sorts after a
 // file or directory named "a-b", as S3 orders "a/x" after "a-b/x" -- with
-// its size and modification time, and stops at the callback's error.
+// its size and modification time, and stops at the callback's error;
+// resumed after a key, it yields exactly the keys after it.
 func testListInKeyOrder(t *testing.T, s storage.Store) {
 	base := "list/" + uuid.NewString() + "/"
 	names := []string{"a/x", "a-b/x", "a.txt", "a/y/z", "b", "a0", "A", "a/y-", "été"}
@@ -494,7 +495,7 @@ func testListInKeyOrder(t *testing.T, s storage.Store) {
 	}
 	slices.Sort(want) // byte order
 	var got []string
-	require.NoError(t, s.List(ctx, base, func(oi storage.ObjectInfo) error {
+	require.NoError(t, s.List(ctx, base, "", func(oi storage.ObjectInfo) error {
 		got = append(got, oi.Key)
 		require.Equal(t, int64(len(strings.TrimPrefix(oi.Key, base))), oi.Size, oi.Key)
 		require.False(t, oi.LastModified.IsZero(), oi.Key)
@@ -503,11 +504,25 @@ func testListInKeyOrder(t *testing.T, s storage.Store) {
 	require.Equal(t, want, got)
 
 	got = nil
-	require.NoError(t, s.List(ctx, base+"a/", func(oi storage.ObjectInfo) error { got = append(got, oi.Key); return nil }))
+	require.NoError(t, s.List(ctx, base+"a/", "", func(oi storage.ObjectInfo) error { got = append(got, oi.Key); return nil }))
 	require.Equal(t, []string{base + "a/x", base + "a/y-", base + "a/y/z"}, got, "a prefix inside a directory")
+
+	// Resumed after each key in turn (and after keys no object has):
+	// exactly the keys that follow it, in order.
+	for i, after := range append(slices.Clone(want), base+"a/", base+"a/y", base+"a/y/", base+"a-", base) {
+		got = nil
+		require.NoError(t, s.List(ctx, base, after, func(oi storage.ObjectInfo) error { got = append(got, oi.Key); return nil }))
+		var rest []string
+		for _, k := range want {
+			if k > after {
+				rest = append(rest, k)
+			}
+		}
+		require.Equal(t, rest, got, "after %q (%d)", after, i)
+	}
 
 	stop := errors.New("stop")
 	n := 0
-	require.ErrorIs(t, s.List(ctx, base, func(storage.ObjectInfo) error { n++; return stop }), stop)
+	require.ErrorIs(t, s.List(ctx, base, "", func(storage.ObjectInfo) error { n++; return stop }), stop)
 	require.Equal(t, 1, n)
 }

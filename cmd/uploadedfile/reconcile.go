@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/service"
@@ -14,11 +15,17 @@ import (
 // hand finished, its checkpoint written).
 var errReconcileInterrupted = errors.New("reconcile interrupted: go on with --resume (and the same flags)")
 
+// reconcileCheckpointEvery is how often a reconcile writes where it
+// stands: a walk lists tens of thousands of objects a second, so a write
+// per progress step (1,000 objects) would be a cost of its own; after a
+// crash --resume repeats at most this much of the walk.
+const reconcileCheckpointEvery = time.Second
+
 // runReconcile runs the reconcile: one finding per line (a JSON object
 // per line with --output json), its progress (objects listed of about as
 // many as the rows name, when no --prefix narrows it) with a checkpoint
-// in the database at each step of it and when interrupted, then the
-// counts. An interrupted run says where it stopped and exits non-zero; a
+// in the database every reconcileCheckpointEvery and when interrupted,
+// then the counts. An interrupted run says where it stopped and exits non-zero; a
 // run that ends removes its checkpoint.
 func runReconcile(ctx context.Context, g *globals, svc *service.Service, conn db.Conn, opts service.ReconcileOptions, failOnFindings, resume bool) error {
 	q := db.New()
@@ -43,9 +50,13 @@ func runReconcile(ctx context.Context, g *globals, svc *service.Service, conn db
 		total, _ = db.EstimateObjects(ctx, conn) // an estimate: none is no total
 	}
 	shown := g.startProgress("reconcile", "objects", total)
+	saved := time.Now()
 	opts.Progress = func(objects int64, last string) {
 		shown.set(int(objects))
-		save(last)
+		if time.Since(saved) >= reconcileCheckpointEvery {
+			save(last)
+			saved = time.Now()
+		}
 	}
 	var failed []string // the first keys whose repair failed
 	counts, err := svc.UnsafeSystemReconcile(ctx, opts, func(f service.Finding) error {

@@ -52,7 +52,7 @@ func main() {
 	}
 	full := flag.Bool("full", false, "run the whole matrix (sizes 64 KiB, 1 MiB, 10 MiB; 1, 8, 32 clients; 1M-row sweep)")
 	write := flag.String("write", "", "also write the report to this Markdown file")
-	flag.StringVar(&only, "only", "", "run only these sections (comma-separated): uploads (with the downloads), downloads, lookup, s3-complete, rss, sweeps, sweepday, reconcile, events, list, quota, idempotency, writepath, scan, tracing, variants or tus (no -write)")
+	flag.StringVar(&only, "only", "", "run only these sections (comma-separated): uploads (with the downloads), downloads, lookup, s3-complete, rss, sweeps, sweepday, reconcile, events, list, quota, idempotency, writepath, scan, rescan, tracing, variants or tus (no -write)")
 	scale := flag.Int("scale", 0, "run only make bench-scale: the scale table at 100k rows and at this many, compared (no peers)")
 	flag.Parse()
 	if *scale > 0 {
@@ -185,6 +185,7 @@ func run(full bool, write string) error {
 		{"idempotency", func() error { return benchIdempotency(ctx, e, rep, bin, tmp, secret) }},
 		{"writepath", func() error { return benchWritePath(ctx, rep) }},
 		{"scan", func() error { return benchScan(ctx, e, rep, bin, tmp, secret) }},
+		{"rescan", func() error { return benchRescan(ctx, rep, bin, tmp, full) }},
 		{"tracing", func() error { return benchTracing(ctx, e, rep, bin, tmp, secret) }},
 		{"variants", func() error { return benchVariants(ctx, e, rep, bin, tmp, secret) }},
 		{"tus", func() error { return benchTus(e, rep) }},

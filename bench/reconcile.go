@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,13 +47,17 @@ func benchReconcile(ctx context.Context, rep *report, bin string, gw *s3test.Ser
 	}
 	var runs []reconcileRun
 	for _, n := range sizes {
-		r, err := reconcileLocal(ctx, bin, n)
+		r, cost, err := reconcileLocal(ctx, bin, n)
 		if err != nil {
 			return fmt.Errorf("reconcile local %d: %w", n, err)
 		}
 		runs = append(runs, r)
 		rep.add(fmt.Sprintf("reconcile, local, %s objects: throughput, peak RSS", thousands(n)),
 			fmt.Sprintf("%.0f objects/s, %.0f MiB", float64(r.objects)/r.elapsed.Seconds(), float64(r.maxRSS)/(1<<20)), "", true)
+		if n == sizes[0] {
+			rep.add(fmt.Sprintf("reconcile, local, %s objects: objects/s lost to progress objects every 100 ms vs none (medians of %d)", thousands(n), progressRounds),
+				fmt.Sprintf("%+.1f%% (%.0f vs %.0f objects/s)", cost.loss()*100, cost.with, cost.without), "≤ 2%", cost.loss() <= 0.02)
+		}
 	}
 	if full {
 		small, large := runs[0], runs[1]
@@ -128,15 +133,29 @@ func seededDatabase(ctx context.Context, n int) (dsn string, drop func(), err er
 	return dsn, drop, nil
 }
 
-func reconcileLocal(ctx context.Context, bin string, n int) (reconcileRun, error) {
+// progressRounds is how many runs with progress and without it the
+// progress cost takes the median of, alternating.
+const progressRounds = 5
+
+// progressCost is a reconcile's throughput with progress objects and
+// without (objects per second, medians).
+type progressCost struct{ with, without float64 }
+
+// loss is the share of the throughput without progress that progress
+// costs (negative: it measured faster).
+func (c progressCost) loss() float64 { return 1 - c.with/c.without }
+
+// reconcileLocal measures reconcile over n objects on the local driver,
+// and the cost of its progress objects on the same target.
+func reconcileLocal(ctx context.Context, bin string, n int) (reconcileRun, progressCost, error) {
 	dsn, drop, err := seededDatabase(ctx, n)
 	if err != nil {
-		return reconcileRun{}, err
+		return reconcileRun{}, progressCost{}, err
 	}
 	defer drop()
 	root, err := os.MkdirTemp("", "uploadedfile-reconcile-*")
 	if err != nil {
-		return reconcileRun{}, err
+		return reconcileRun{}, progressCost{}, err
 	}
 	defer func() { _ = os.RemoveAll(root) }()
 	body := []byte("0123456789")
@@ -151,9 +170,45 @@ func reconcileLocal(ctx context.Context, bin string, n int) (reconcileRun, error
 		return os.WriteFile(p, body, 0o640)
 	})
 	if err != nil {
-		return reconcileRun{}, err
+		return reconcileRun{}, progressCost{}, err
 	}
-	return runReconcile(bin, dsn, "localRoot: "+root+"\n", n)
+	config := "localRoot: " + root + "\n"
+	run, err := runReconcile(bin, dsn, config, n)
+	if err != nil {
+		return reconcileRun{}, progressCost{}, err
+	}
+	cost, err := reconcileProgressCost(bin, dsn, config, n)
+	return run, cost, err
+}
+
+// reconcileProgressCost runs the same reconcile progressRounds times with
+// a progress object every 100 ms (--output json) and as many times with
+// none (text to a pipe shows no progress), alternating, and returns the
+// median throughput of each. Nothing else differs: both walk, merge and
+// keep their checkpoint alike.
+func reconcileProgressCost(bin, dsn, config string, n int) (progressCost, error) {
+	var with, without []float64
+	for range progressRounds {
+		for _, progress := range []bool{true, false} {
+			args := []string{"--output", "text"}
+			if progress {
+				args = []string{"--output", "json", "--progress-every", "100ms"}
+			}
+			r, err := runReconcileWith(bin, dsn, config, n, args)
+			if err != nil {
+				return progressCost{}, err
+			}
+			rate := float64(r.objects) / r.elapsed.Seconds()
+			if progress {
+				with = append(with, rate)
+			} else {
+				without = append(without, rate)
+			}
+		}
+	}
+	slices.Sort(with)
+	slices.Sort(without)
+	return progressCost{with: with[len(with)/2], without: without[len(without)/2]}, nil
 }
 
 func reconcileS3(ctx context.Context, bin string, gw *s3test.Server, n int) (reconcileRun, error) {
@@ -177,6 +232,12 @@ func reconcileS3(ctx context.Context, bin string, gw *s3test.Server, n int) (rec
 // runReconcile runs the reconcile command as its own process and checks
 // that it found exactly what was planted.
 func runReconcile(bin, dsn, config string, n int) (reconcileRun, error) {
+	return runReconcileWith(bin, dsn, config, n, []string{"--output", "json"})
+}
+
+// runReconcileWith is runReconcile with output flags: --output json reads
+// the counts from the last JSON line, text from the summary line.
+func runReconcileWith(bin, dsn, config string, n int, output []string) (reconcileRun, error) {
 	cfg, err := os.CreateTemp("", "reconcile-*.yaml")
 	if err != nil {
 		return reconcileRun{}, err
@@ -186,7 +247,8 @@ func runReconcile(bin, dsn, config string, n int) (reconcileRun, error) {
 		return reconcileRun{}, err
 	}
 	_ = cfg.Close()
-	cmd := exec.Command(bin, "--database-url", dsn, "maintenance", "--config", cfg.Name(), "reconcile", "--grace", "0s", "--output", "json")
+	args := append([]string{"--database-url", dsn}, output...)
+	cmd := exec.Command(bin, append(args, "maintenance", "--config", cfg.Name(), "reconcile", "--grace", "0s")...)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	start := time.Now()
@@ -201,15 +263,29 @@ func runReconcile(bin, dsn, config string, n int) (reconcileRun, error) {
 	}
 	elapsed := time.Since(start)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	var last struct {
-		Counts struct{ Objects, Orphans, Missing, Mismatches, StagingLeftovers int64 }
-	}
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil {
+	c, err := reconcileCounts(lines[len(lines)-1])
+	if err != nil {
 		return reconcileRun{}, err
 	}
-	c := last.Counts
 	if c.Objects != int64(n) || c.Orphans != reconcilePlant || c.Missing != reconcilePlant || c.Mismatches != 0 || c.StagingLeftovers != 0 {
 		return reconcileRun{}, fmt.Errorf("reconcile found %+v, want %d objects, %d orphans, %d missing", c, n, reconcilePlant, reconcilePlant)
 	}
 	return reconcileRun{objects: c.Objects, elapsed: elapsed, maxRSS: rss}, nil
+}
+
+// reconcileFound is what a reconcile's summary line counts.
+type reconcileFound struct{ Objects, References, Orphans, StagingLeftovers, Missing, Mismatches int64 }
+
+// reconcileCounts reads the summary line: a JSON object with counts, or
+// the text line "reconcile: N objects, N references; N orphans, ...".
+func reconcileCounts(line string) (reconcileFound, error) {
+	var c reconcileFound
+	if strings.HasPrefix(line, "{") {
+		var last struct{ Counts reconcileFound }
+		err := json.Unmarshal([]byte(line), &last)
+		return last.Counts, err
+	}
+	_, err := fmt.Sscanf(line, "reconcile: %d objects, %d references; %d orphans, %d staging leftovers, %d missing, %d mismatches",
+		&c.Objects, &c.References, &c.Orphans, &c.StagingLeftovers, &c.Missing, &c.Mismatches)
+	return c, err
 }

@@ -75,6 +75,12 @@ type faultDep struct {
 	// while it failed (nil: nothing to deliver).
 	faulted   func(t *testing.T, label, file string)
 	delivered func(t *testing.T, label, file string)
+	// track, when set, is the cron track whose work meets the dependency:
+	// run as `maintenance run-track` through the same link, it ends within
+	// trackBound -- failing and naming the dependency, but in a mode the
+	// route absorbs -- and runs clean once the link passes.
+	track      string
+	trackBound time.Duration
 }
 
 // faultMode is one thing a dependency's link can do, and whether the
@@ -178,12 +184,45 @@ func (s *faultServer) fault(t *testing.T, d faultDep, m faultMode, label string)
 	if !m.succeeds && d.faulted != nil {
 		d.faulted(t, label, file)
 	}
+	tracked := ""
+	if d.track != "" {
+		tracked = s.runTrack(t, d, m, label)
+	}
 	d.proxy.Set(faultproxy.Pass)
 	require.Eventually(t, func() bool { status, _, _ := d.probe(t); return status == d.ok }, 30*time.Second, 200*time.Millisecond, "%s: answers again without a restart", label)
+	if d.track != "" {
+		out, err := s.track(d.track)
+		require.NoError(t, err, "%s: the %s track runs clean once the link passes: %s", label, d.track, out)
+	}
 	if d.delivered != nil {
 		d.delivered(t, label, file)
 	}
-	return fmt.Sprintf("%-34s %3d %-26s in %5.2fs (bound %s), recovered", label, status, code, took.Seconds(), d.bound)
+	return fmt.Sprintf("%-34s %3d %-26s in %5.2fs (bound %s)%s, recovered", label, status, code, took.Seconds(), d.bound, tracked)
+}
+
+// runTrack runs d's track through the faulted link: within its bound,
+// failing with the dependency named unless mode m is one the route
+// absorbs. It returns the summary's addition.
+func (s *faultServer) runTrack(t *testing.T, d faultDep, m faultMode, label string) string {
+	t.Helper()
+	start := time.Now()
+	out, err := s.track(d.track)
+	took := time.Since(start)
+	require.Less(t, took, d.trackBound, "%s: the %s track ended within its bound: %s", label, d.track, out)
+	if m.succeeds {
+		require.NoError(t, err, "%s: the %s track absorbs it: %s", label, d.track, out)
+		return fmt.Sprintf("; %s track ok in %.2fs", d.track, took.Seconds())
+	}
+	require.Error(t, err, "%s: the %s track fails: %s", label, d.track, out)
+	require.Contains(t, out, d.name, "%s: the %s track names the dependency", label, d.track)
+	return fmt.Sprintf("; %s track failed in %.2fs", d.track, took.Seconds())
+}
+
+// track runs `maintenance run-track name` with serve's configuration and
+// database link and returns what it printed.
+func (s *faultServer) track(name string) (string, error) {
+	out, err := exec.Command(s.bin, "--database-url", s.proxiedDB, "maintenance", "--config", s.cfg, "run-track", name).CombinedOutput()
+	return string(out), err
 }
 
 // faultServer is serve (built without -race) with each dependency behind
@@ -200,6 +239,7 @@ type faultServer struct {
 	jwks, hook, bus       *faultproxy.Proxy
 	hookEvents, busEvents *faultEvents
 	log                   *syncbuf.Buffer // what serve logged
+	bin, cfg, proxiedDB   string          // the binary, serve's configuration, the database through its proxy
 }
 
 // faultEvents are the files whose events a sink received.
@@ -236,6 +276,7 @@ func startFaultServer(t *testing.T) *faultServer {
 	require.NoError(t, err)
 	dbURL.Host = s.db.Addr
 	cfg := s.config(t)
+	s.bin, s.cfg, s.proxiedDB = bin, cfg, dbURL.String()
 	s.cmd = exec.Command(bin, "--database-url", dbURL.String(), "serve", "--listen", "127.0.0.1:0", "--config", cfg, "--no-maintenance")
 	stdout, err := s.cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -291,6 +332,8 @@ auth:
 database:
   callTimeout: %s
   statementTimeout: 1s
+  connectTimeout: 2s
+  sweeps: {callTimeout: 3s, statementTimeout: 2s}
 scan:
   mode: gate
   clamd: tcp://%s
@@ -419,12 +462,16 @@ func (s *faultServer) deps() []faultDep {
 		}
 	}
 	return []faultDep{
+		// The pending track's statements run on the sweeps' bounds
+		// (database.sweeps: a 3 s call here), after a 2 s connect.
 		{name: "database", proxy: s.db, probe: s.list, ok: http.StatusOK, code: "core.database.unavailable",
-			bound: faultCallTimeout + grace, ready: "database unavailable"},
+			bound: faultCallTimeout + grace, ready: "database unavailable", track: "pending", trackBound: 2*time.Second + 3*time.Second + grace},
 		// Three attempts of the S3 client, each waiting storageTimeout,
 		// with its backoff between them.
+		// The reconcile track lists the store: the three attempts, at most
+		// 1 s apart, after the process starts and connects.
 		{name: "storage", proxy: s.store, probe: s.upload, ok: http.StatusCreated, code: "core.storage.unavailable",
-			bound: 3*faultStorageTimeout + 3*time.Second, ready: "storage unavailable"},
+			bound: 3*faultStorageTimeout + 3*time.Second, ready: "storage unavailable", track: "reconcile", trackBound: 3*faultStorageTimeout + 2*time.Second + grace},
 		{name: "scanner", proxy: s.scanner, probe: s.upload, ok: http.StatusCreated, code: "core.scanner.unavailable",
 			bound: faultScanTimeout + grace, ready: "clamd did not answer"},
 		// The key set is loaded: a known key's token never waits on the

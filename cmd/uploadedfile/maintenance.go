@@ -154,12 +154,18 @@ refuses a live upload lease and a live deletion lease.`,
 func newRunTrackCommand(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:       "run-track pending|temporary|reconcile",
-		Short:     "Run one cron track now, under its advisory lock, as serve would",
+		Short:     "Run one cron track now, under its advisory lock and the sweeps' database bounds, as serve would",
 		Example:   "  uploadedfile maintenance run-track pending",
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: []string{tracks.TrackPending, tracks.TrackTemporary, tracks.TrackReconcile},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withConfiguredService(cmd.Context(), g, func(svc *service.Service, pool *db.Pool) error {
+			sweeps := func(cfg fileConfig) db.Limits { return cfg.Database.sweeps() }
+			return withLimitedPool(cmd.Context(), g, sweeps, func(cfg fileConfig, pool *db.Pool) error {
+				svc, err := cfg.newService(cmd.Context(), g, pool)
+				if err != nil {
+					return err
+				}
+				defer func() { _ = svc.Close() }()
 				res, err := tracks.New(svc, pool, tracks.Options{Logger: g.logger}).Run(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -198,11 +204,17 @@ func newUnquarantineCommand(g *globals) *cobra.Command {
 // withConfiguredPool opens the configuration (g.config) and the database
 // (openPool, as serve does) for one command.
 func withConfiguredPool(ctx context.Context, g *globals, fn func(fileConfig, *db.Pool) error) error {
+	return withLimitedPool(ctx, g, func(fileConfig) db.Limits { return maintenanceLimits }, fn)
+}
+
+// withLimitedPool is withConfiguredPool with the limits limits gives for
+// the configuration (run-track takes the sweeps' own, as serve's tracks do).
+func withLimitedPool(ctx context.Context, g *globals, limits func(fileConfig) db.Limits, fn func(fileConfig, *db.Pool) error) error {
 	cfg, err := g.config()
 	if err != nil {
 		return err
 	}
-	pool, err := openPool(ctx, g.databaseURL, nil, maintenanceLimits)
+	pool, err := openPool(ctx, g.databaseURL, nil, limits(cfg))
 	if err != nil {
 		return g.databaseError(err)
 	}

@@ -135,7 +135,7 @@ func seededDatabase(ctx context.Context, n int) (dsn string, drop func(), err er
 
 // progressRounds is how many runs with progress and without it the
 // progress cost takes the median of, alternating.
-const progressRounds = 5
+const progressRounds = 7
 
 // progressCost is a reconcile's throughput with progress objects and
 // without (objects per second, medians).

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/uploadedfile/uploadedfile/internal/storage"
+	"github.com/uploadedfile/uploadedfile/internal/storage/local"
 	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 )
 
@@ -46,14 +49,8 @@ func benchRescan(ctx context.Context, rep *report, bin, tmp string, full bool) e
 		return err
 	}
 	defer func() { _ = os.RemoveAll(root) }()
-	for i := range n {
-		p := filepath.Join(root, benchKey(i))
-		if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
-			return err
-		}
-		if err := os.WriteFile(p, []byte("id,name\n"+fmt.Sprint(i)+",x\n"), 0o640); err != nil {
-			return err
-		}
+	if err := putSmallObjects(ctx, root, n); err != nil {
+		return err
 	}
 	cfg := filepath.Join(tmp, "rescan.yaml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("localRoot: %s\nscan:\n  clamd: %s\n", root, addr)), 0o600); err != nil {
@@ -103,4 +100,22 @@ func runRescan(bin, dsn, cfg string, n, streams int) (float64, error) {
 		return 0, fmt.Errorf("rescan found %+v, want %d scanned, none detected or without a verdict", sum, n)
 	}
 	return float64(n) / elapsed.Seconds(), nil
+}
+
+// putSmallObjects writes the object of each of the n seeded rows through
+// the local driver (a rescan reads objects as the driver wrote them).
+func putSmallObjects(ctx context.Context, root string, n int) error {
+	st, err := local.New(local.Config{Root: root})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = st.Close() }()
+	for i := range n {
+		body := []byte("id,name\n" + fmt.Sprint(i) + ",x\n")
+		sum := sha256.Sum256(body)
+		if _, err := st.Put(ctx, benchKey(i), bytes.NewReader(body), storage.PutOptions{Size: int64(len(body)), ContentType: "text/csv", SHA256: sum[:]}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

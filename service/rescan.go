@@ -124,10 +124,10 @@ func (s *Service) UnsafeSystemRescan(ctx context.Context, o RescanOptions, found
 }
 
 // UnsafeSystemRescanEstimate is about how many files a rescan with o
-// reads: the planner's estimate (nothing is read), a progress display's
-// total.
+// reads -- after o.After when it resumes one -- the planner's estimate
+// (nothing is read), a progress display's total.
 func (s *Service) UnsafeSystemRescanEstimate(ctx context.Context, o RescanOptions) (int64, error) {
-	n, err := db.EstimateRescan(ctx, s.db, o.Since, optional(o.Tenant))
+	n, err := db.EstimateRescan(ctx, s.db, o.After, o.Since, optional(o.Tenant))
 	if err != nil {
 		return 0, s.internalError(ctx, ErrCleanupFailed, "estimate the rescan", err)
 	}

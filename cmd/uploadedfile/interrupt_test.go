@@ -20,6 +20,9 @@ type longRun struct {
 	// Count is the summary's count of what the run did (scanned files,
 	// recounted tenants, queued events); nil on other lines.
 	Count *int
+	// FirstTotal is the total of the run's first progress object: what
+	// it expected to do when it began.
+	FirstTotal int
 	// fields are the summary's, for the counts a test reads besides.
 	fields map[string]json.RawMessage
 }
@@ -54,7 +57,7 @@ func runLong(t *testing.T, bin string, args []string, interruptAt int, count, sk
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	var last longRun
-	signalled := false
+	signalled, firstTotal := false, -1
 	for lines := bufio.NewScanner(out); lines.Scan(); {
 		if skip != "" && strings.Contains(lines.Text(), skip) {
 			continue
@@ -63,6 +66,9 @@ func runLong(t *testing.T, bin string, args []string, interruptAt int, count, sk
 		require.NoError(t, json.Unmarshal(lines.Bytes(), &line), lines.Text())
 		var r longRun
 		require.NoError(t, json.Unmarshal(lines.Bytes(), &r), lines.Text())
+		if r.Progress != nil && firstTotal < 0 {
+			firstTotal = r.Progress.Total
+		}
 		if r.Progress != nil && interruptAt > 0 && r.Progress.Done >= interruptAt && !signalled {
 			require.NoError(t, cmd.Process.Signal(os.Interrupt))
 			signalled = true
@@ -70,7 +76,7 @@ func runLong(t *testing.T, bin string, args []string, interruptAt int, count, sk
 		if raw, ok := line[count]; ok {
 			var n int
 			require.NoError(t, json.Unmarshal(raw, &n), lines.Text())
-			r.Count, r.fields = &n, line
+			r.Count, r.fields, r.FirstTotal = &n, line, firstTotal
 			last = r
 		}
 	}

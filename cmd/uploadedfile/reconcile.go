@@ -25,8 +25,8 @@ const reconcileCheckpointEvery = time.Second
 // per line with --output json), its progress (objects listed of about as
 // many as the rows name, when no --prefix narrows it) with a checkpoint
 // in the database every reconcileCheckpointEvery and when interrupted,
-// then the counts. An interrupted run says where it stopped and exits non-zero; a
-// run that ends removes its checkpoint.
+// then the counts. An interrupted run says where it stopped and exits
+// non-zero; a run that ends removes its checkpoint.
 func runReconcile(ctx context.Context, g *globals, svc *service.Service, conn db.Conn, opts service.ReconcileOptions, failOnFindings, resume bool) error {
 	q := db.New()
 	key := db.CheckpointGetParams{Command: "reconcile", Selection: fmt.Sprintf("prefix=%s grace=%s repair=%t", opts.Prefix, opts.Grace, opts.Repair)}

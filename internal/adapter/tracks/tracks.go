@@ -291,6 +291,9 @@ func (r *Runner) reconcile(ctx context.Context, st *service.SweepStats) error {
 	st.Examined.Add(counts.Objects)
 	st.Done.Add(counts.Repaired)
 	st.Failed.Add(counts.RepairFailed)
+	if err == nil && counts.Interrupted {
+		err = ctx.Err() // stopped part way (a shutdown): not a run that ended
+	}
 	return err
 }
 

@@ -209,6 +209,42 @@ func TestReconcileTrack(t *testing.T) {
 	require.Equal(t, 1.0, counter(t, reg, "uploadedfile_reconcile_findings_total", map[string]string{"kind": "orphan"}))
 }
 
+// TestReconcileTrackCutShort: a reconcile track stopped part way -- serve
+// shutting down while the store is listed -- ends with the context's
+// error, not as a run that ended, though the object in hand is finished.
+func TestReconcileTrackCutShort(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	listing := cancelAfterFirst{Store: e.store, cancel: cancel}
+	svc, err := service.New(context.Background(), service.Config{LocalRoot: e.root, ReconcileInterval: "@daily"}, e.pool,
+		service.WithStore(listing), service.WithLogger(quiet))
+	require.NoError(t, err)
+	for i := range 3 {
+		_, err := svc.Upload(alice, strings.NewReader(pdf), fmt.Sprintf("f%d.pdf", i), nil)
+		require.NoError(t, err)
+	}
+	res, err := tracks.New(svc, e.pool, tracks.Options{Logger: quiet}).Run(ctx, tracks.TrackReconcile)
+	require.ErrorIs(t, err, context.Canceled)
+	require.EqualValues(t, 1, res.Examined, "the object in hand was finished, no other")
+}
+
+// cancelAfterFirst cancels a context once its listing has given the first
+// object.
+type cancelAfterFirst struct {
+	storage.Store
+	cancel context.CancelFunc
+}
+
+func (c cancelAfterFirst) List(ctx context.Context, prefix, after string, fn func(storage.ObjectInfo) error) error {
+	return c.Store.List(ctx, prefix, after, func(oi storage.ObjectInfo) error {
+		err := fn(oi)
+		c.cancel()
+		return err
+	})
+}
+
 // counter reads one labelled counter from reg.
 func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
 	t.Helper()

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"time"
@@ -135,4 +137,19 @@ func (g *globals) saveCheckpoint(ctx context.Context, conn db.DBTX, p db.Checkpo
 	if err := db.New().CheckpointSave(cctx, conn, p); err != nil {
 		g.logger.Warn(p.Command+": checkpoint not written", "error", err.Error())
 	}
+}
+
+// resumeAfter is the key after which a --resume of key goes on: the last
+// key its interrupted run wrote ("" when it wrote none). No checkpoint of
+// key is an error saying that nothing of what (a "recount of this
+// selection") is there to resume.
+func resumeAfter(ctx context.Context, conn db.DBTX, key db.CheckpointGetParams, what string) (string, error) {
+	cp, err := db.New().CheckpointGet(ctx, conn, key)
+	if errors.Is(err, db.ErrNoRows) {
+		return "", fmt.Errorf("%s --resume: no interrupted %s (%s) to resume", key.Command, what, key.Selection)
+	}
+	if err != nil || cp.AfterKey == nil {
+		return "", err
+	}
+	return *cp.AfterKey, nil
 }

@@ -31,15 +31,9 @@ func runReconcile(ctx context.Context, g *globals, svc *service.Service, conn db
 	q := db.New()
 	key := db.CheckpointGetParams{Command: "reconcile", Selection: fmt.Sprintf("prefix=%s grace=%s repair=%t", opts.Prefix, opts.Grace, opts.Repair)}
 	if resume {
-		cp, err := q.CheckpointGet(ctx, conn, key)
-		if errors.Is(err, db.ErrNoRows) {
-			return fmt.Errorf("reconcile --resume: no interrupted reconcile with these flags (%s) to resume", key.Selection)
-		}
-		if err != nil {
+		var err error
+		if opts.After, err = resumeAfter(ctx, conn, key, "reconcile with these flags"); err != nil {
 			return err
-		}
-		if cp.AfterKey != nil {
-			opts.After = *cp.AfterKey
 		}
 	}
 	save := func(last string) {

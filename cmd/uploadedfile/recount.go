@@ -50,15 +50,9 @@ func runRecount(ctx context.Context, g *globals, svc *service.Service, conn db.C
 	key := db.CheckpointGetParams{Command: "recount-usage", Selection: "tenant=" + tenant}
 	o := service.RecountOptions{Tenant: tenant}
 	if resume {
-		cp, err := q.CheckpointGet(ctx, conn, key)
-		if errors.Is(err, db.ErrNoRows) {
-			return fmt.Errorf("recount-usage --resume: no interrupted recount of this selection (%s) to resume", key.Selection)
-		}
-		if err != nil {
+		var err error
+		if o.After, err = resumeAfter(ctx, conn, key, "recount of this selection"); err != nil {
 			return err
-		}
-		if cp.AfterKey != nil {
-			o.After = *cp.AfterKey
 		}
 	}
 	save := func(last string) {

@@ -51,6 +51,10 @@ func (g *globals) startProgress(command, unit string, total int64) *progress {
 			progressbar.OptionSetWriter(g.stderr), progressbar.OptionSetDescription(command),
 			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString(unit),
 			progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(200*time.Millisecond),
+			// Drawn empty now, so that the bar's clock starts with the
+			// command: it starts at the first drawing, and a first count a
+			// millisecond later showed a rate a thousand times the walk's.
+			progressbar.OptionSetRenderBlankState(true),
 			progressbar.OptionClearOnFinish())
 	}
 	return p

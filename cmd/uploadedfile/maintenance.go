@@ -160,12 +160,7 @@ func newRunTrackCommand(g *globals) *cobra.Command {
 		ValidArgs: []string{tracks.TrackPending, tracks.TrackTemporary, tracks.TrackReconcile},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sweeps := func(cfg fileConfig) db.Limits { return cfg.Database.sweeps() }
-			return withLimitedPool(cmd.Context(), g, sweeps, func(cfg fileConfig, pool *db.Pool) error {
-				svc, err := cfg.newService(cmd.Context(), g, pool)
-				if err != nil {
-					return err
-				}
-				defer func() { _ = svc.Close() }()
+			return withLimitedService(cmd.Context(), g, sweeps, func(svc *service.Service, pool *db.Pool) error {
 				res, err := tracks.New(svc, pool, tracks.Options{Logger: g.logger}).Run(cmd.Context(), args[0])
 				if err != nil {
 					return err
@@ -204,8 +199,12 @@ func newUnquarantineCommand(g *globals) *cobra.Command {
 // withConfiguredPool opens the configuration (g.config) and the database
 // (openPool, as serve does) for one command.
 func withConfiguredPool(ctx context.Context, g *globals, fn func(fileConfig, *db.Pool) error) error {
-	return withLimitedPool(ctx, g, func(fileConfig) db.Limits { return maintenanceLimits }, fn)
+	return withLimitedPool(ctx, g, commandLimits, fn)
 }
+
+// commandLimits are a maintenance command's database bounds, whatever the
+// configuration says (maintenanceLimits).
+func commandLimits(fileConfig) db.Limits { return maintenanceLimits }
 
 // withLimitedPool is withConfiguredPool with the limits limits gives for
 // the configuration (run-track takes the sweeps' own, as serve's tracks do).
@@ -228,7 +227,13 @@ func withLimitedPool(ctx context.Context, g *globals, limits func(fileConfig) db
 // withConfiguredService is withConfiguredPool with the configured service,
 // closed after fn.
 func withConfiguredService(ctx context.Context, g *globals, fn func(*service.Service, *db.Pool) error) error {
-	return withConfiguredPool(ctx, g, func(cfg fileConfig, pool *db.Pool) error {
+	return withLimitedService(ctx, g, commandLimits, fn)
+}
+
+// withLimitedService is withConfiguredService on a pool with the limits
+// limits gives (withLimitedPool).
+func withLimitedService(ctx context.Context, g *globals, limits func(fileConfig) db.Limits, fn func(*service.Service, *db.Pool) error) error {
+	return withLimitedPool(ctx, g, limits, func(cfg fileConfig, pool *db.Pool) error {
 		svc, err := cfg.newService(ctx, g, pool)
 		if err != nil {
 			return err

@@ -2,14 +2,19 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+
+	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 )
 
 // longRun is what the interrupt-and-resume tests read of a long command's
@@ -86,4 +91,32 @@ func runLong(t *testing.T, bin string, args []string, interruptAt int, count, sk
 		err = fmt.Errorf("%w: %s", err, stderr.String())
 	}
 	return last, err
+}
+
+// longDB is what the interrupt-and-resume tests share: the binary, a
+// migrated database with a pool on it, and a configuration file.
+type longDB struct {
+	bin, url, cfgFile string
+	pool              *pgxpool.Pool
+}
+
+// newLongDB builds the binary, makes the database and writes config.
+func newLongDB(t *testing.T, config string) longDB {
+	t.Helper()
+	bin, err := buildOnce()
+	require.NoError(t, err)
+	d := longDB{bin: bin, url: pgtest.NewDatabase(t), cfgFile: filepath.Join(t.TempDir(), "config.yaml")}
+	require.NoError(t, os.WriteFile(d.cfgFile, []byte(config), 0o600))
+	d.pool, err = pgxpool.New(context.Background(), d.url)
+	require.NoError(t, err)
+	t.Cleanup(d.pool.Close)
+	return d
+}
+
+// count runs sql, a count.
+func (d longDB) count(t *testing.T, sql string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, d.pool.QueryRow(context.Background(), sql).Scan(&n))
+	return n
 }

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
-
-	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 )
 
 // TestReconcileRepairResumesAfterInterrupt: a reconcile --repair over
@@ -20,12 +16,9 @@ import (
 // repairs exactly the rest, listing none of the first run's objects again.
 func TestReconcileRepairResumesAfterInterrupt(t *testing.T) {
 	t.Parallel()
-	bin, err := buildOnce()
-	require.NoError(t, err)
-	url, ctx := pgtest.NewDatabase(t), context.Background()
 	root := t.TempDir()
-	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
-	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+root+"\n"), 0o600))
+	d := newLongDB(t, "localRoot: "+root+"\n")
+	bin, url, cfgFile := d.bin, d.url, d.cfgFile
 	const objects = 3000
 	old := time.Now().Add(-time.Hour)
 	for i := range objects {
@@ -34,14 +27,7 @@ func TestReconcileRepairResumesAfterInterrupt(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte("%PDF-1.4\n"), 0o600))
 		require.NoError(t, os.Chtimes(p, old, old))
 	}
-	pool, err := pgxpool.New(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	count := func(sql string) int {
-		var n int
-		require.NoError(t, pool.QueryRow(ctx, sql).Scan(&n))
-		return n
-	}
+	count := func(sql string) int { return d.count(t, sql) }
 	left := func() int {
 		n := 0
 		require.NoError(t, filepath.WalkDir(root, func(_ string, d os.DirEntry, err error) error {

@@ -3,14 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
-
-	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 )
 
 // TestRecountResumesAfterInterrupt: `recount-usage` over 2,000 tenants
@@ -20,25 +15,15 @@ import (
 // equal to its rows' sums; the checkpoint is gone once a run ends.
 func TestRecountResumesAfterInterrupt(t *testing.T) {
 	t.Parallel()
-	bin, err := buildOnce()
-	require.NoError(t, err)
-	url, ctx := pgtest.NewDatabase(t), context.Background()
-	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
-	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+"\n"), 0o600))
-	pool, err := pgxpool.New(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	d := newLongDB(t, "localRoot: "+t.TempDir()+"\n")
+	bin, url, cfgFile, pool, ctx := d.bin, d.url, d.cfgFile, d.pool, context.Background()
 	const tenants = 2000
 	// Usage nobody's rows hold (a hand edit gone wrong): the recount sets
 	// each back to zero.
-	_, err = pool.Exec(ctx, `INSERT INTO uploaded_file_usage (tenant_code, user_id, bytes, files)
+	_, err := pool.Exec(ctx, `INSERT INTO uploaded_file_usage (tenant_code, user_id, bytes, files)
 SELECT 'tenant-' || lpad(i::text, 5, '0'), u, 1000 + i, 3 FROM generate_series(1, $1) AS i CROSS JOIN (VALUES (''), ('alice')) AS o (u)`, tenants)
 	require.NoError(t, err)
-	count := func(sql string) int {
-		var n int
-		require.NoError(t, pool.QueryRow(ctx, sql).Scan(&n))
-		return n
-	}
+	count := func(sql string) int { return d.count(t, sql) }
 
 	recount := func(interruptAt int, extra ...string) (longRun, error) {
 		args := append([]string{"--database-url", url, "--output", "json", "--progress-every", "10ms", "maintenance", "--config", cfgFile,

@@ -3,14 +3,9 @@ package main
 import (
 	"context"
 	"encoding/base64"
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
-
-	"github.com/uploadedfile/uploadedfile/internal/testkit/pgtest"
 )
 
 // TestEventsReplayResumesAfterInterrupt: `events replay --since` over
@@ -20,32 +15,22 @@ import (
 // ends.
 func TestEventsReplayResumesAfterInterrupt(t *testing.T) {
 	t.Parallel()
-	bin, err := buildOnce()
-	require.NoError(t, err)
-	url, ctx := pgtest.NewDatabase(t), context.Background()
-	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
-	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+`
+	d := newLongDB(t, "localRoot: "+t.TempDir()+`
 events:
   sinks:
     hook:
       webhook: { url: "http://127.0.0.1:9/hook", secret: "whsec_`+base64.StdEncoding.EncodeToString(make([]byte, 32))+`" }
-`), 0o600))
-	pool, err := pgxpool.New(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+`)
+	bin, url, cfgFile, pool, ctx := d.bin, d.url, d.cfgFile, d.pool, context.Background()
 	const recent = 20_000
-	_, err = pool.Exec(ctx, `INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, data)
+	_, err := pool.Exec(ctx, `INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, data)
 SELECT 'file.ready', 'acme', gen_random_uuid(), now() - interval '1 hour' + (i % 997) * interval '1 ms', '{}'
 FROM generate_series(1, $1) AS i`, recent)
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `INSERT INTO uploaded_file_event (type, tenant_code, file_id, occurred_at, data)
 SELECT 'file.ready', 'acme', gen_random_uuid(), now() - interval '2 days', '{}' FROM generate_series(1, 500)`)
 	require.NoError(t, err)
-	count := func(sql string) int {
-		var n int
-		require.NoError(t, pool.QueryRow(ctx, sql).Scan(&n))
-		return n
-	}
+	count := func(sql string) int { return d.count(t, sql) }
 
 	replay := func(interruptAt int, extra ...string) (longRun, error) {
 		args := append([]string{"--database-url", url, "--config", cfgFile, "--output", "json", "--progress-every", "5ms",

@@ -28,8 +28,8 @@ import (
 // configuration) under steady load from clients that never retry; the
 // next release's `migrate up` while a long transaction makes the
 // migration wait on a lock for ten seconds (its version dirty meanwhile); an
-// old replica SIGKILLed after the migration and started again on the new
-// schema; the replicas rolled one by one (SIGTERM, then the new binary);
+// old replica SIGKILLed under the load after the migration and started
+// again on the new schema; the replicas rolled one by one (SIGTERM, then the new binary);
 // and one rolled back to the old binary with no `migrate down`. Not one
 // request fails, and after it every acknowledged upload is present once,
 // no object is left without its row and usage equals the rows.
@@ -60,23 +60,16 @@ func TestUpgrade(t *testing.T) {
 	t.Cleanup(pool.Close)
 
 	ledger := &fleetLedger{uploads: map[uuid.UUID]fleetUpload{}, names: map[string]uuid.UUID{}}
-	runs := 0
-	load := func() (stop func()) {
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		first := runs * 4 // a worker of its own name each run
-		runs++
-		for w := range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				f.work(ctx, first+w, ledger)
-			}()
-		}
-		return func() { cancel(); wg.Wait() }
-	}
 	ledger.at("old replicas")
-	stop := load()
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f.work(ctx, w, ledger)
+		}()
+	}
 	time.Sleep(2 * time.Second)
 
 	// Migrate while a long transaction holds the table the migration
@@ -112,14 +105,15 @@ func TestUpgrade(t *testing.T) {
 		require.Equal(t, http.StatusOK, status, "old replica %d on the new schema: %s", i, body)
 	}
 
-	// An old replica that dies after the migration comes back on the new
-	// schema. (The load pauses: what a SIGKILL cuts in flight is lost to a
-	// client that never retries, whatever the schema.)
-	stop()
+	// An old replica that dies after the migration, under load, comes
+	// back on the new schema. What the kill cuts in flight the balancer
+	// sends again to the other replica (docs/haproxy.cfg's retry-on: every
+	// write carries its Idempotency-Key).
+	ledger.at("old replica killed")
 	f.kill(1)
+	time.Sleep(time.Second)
 	f.start(1)
 	ledger.at("old replicas on the new schema")
-	stop = load()
 	time.Sleep(time.Second)
 
 	// Roll, one replica at a time.
@@ -138,6 +132,7 @@ func TestUpgrade(t *testing.T) {
 	time.Sleep(2 * time.Second)
 
 	stop()
+	wg.Wait()
 	f.stopAll()
 	if ledger.failed > 0 {
 		t.Logf("failed calls: %v", ledger.failures)

@@ -318,13 +318,21 @@ func tusChunkRequest(path string, offset int, chunk []byte) outageRequest {
 // document does not list (the tus protocol is its own contract).
 func tusOutageRequests(f outageFiles) []outageRequest {
 	tus := map[string]string{"Tus-Resumable": "1.0.0"}
-	return []outageRequest{
-		{method: "POST", path: "/uploaded-file/tus/", headers: map[string]string{
-			"Tus-Resumable": "1.0.0", "Upload-Length": "100", "Upload-Metadata": tusMeta("filename", "s.csv", "filetype", "text/csv")}},
-		{method: "HEAD", path: f.resumable, headers: tus},
-		tusChunkRequest(f.resumable, 5, []byte("1,2\n")),
-		{method: "DELETE", path: f.resumable, headers: tus},
+	var reqs []outageRequest
+	for _, base := range []string{httpapi.TusPath, httpapi.HostTusPath} {
+		host := base == httpapi.HostTusPath
+		at := base + strings.TrimPrefix(f.resumable, httpapi.TusPath)
+		chunk := tusChunkRequest(at, 5, []byte("1,2\n"))
+		chunk.host = host
+		reqs = append(reqs,
+			outageRequest{method: "POST", path: base, host: host, headers: map[string]string{
+				"Tus-Resumable": "1.0.0", "Upload-Length": "100", "Upload-Metadata": tusMeta("filename", "s.csv", "filetype", "text/csv")}},
+			outageRequest{method: "HEAD", path: at, host: host, headers: tus},
+			chunk,
+			outageRequest{method: "DELETE", path: at, host: host, headers: tus},
+		)
 	}
+	return reqs
 }
 
 // TestStorageOutageIsNeverNotFound: with the S3 server stopped (a real

@@ -117,10 +117,12 @@ func New(o Options) http.Handler {
 		writeProblem(w, r, http.StatusNotFound, service.ErrNotFound.Code)
 	})
 	var router http.Handler = mux
-	if tus, err := newTusHandler(o.Service, ew, cmp.Or(o.BodyIdleTimeout, DefaultBodyIdleTimeout)); err != nil {
-		log.Error("resumable uploads not served", "error", err.Error())
-	} else {
-		router = withTus(s.tusIdempotent(tus), mux)
+	for _, base := range []string{HostTusPath, TusPath} {
+		if tus, err := newTusHandler(o.Service, ew, cmp.Or(o.BodyIdleTimeout, DefaultBodyIdleTimeout), base); err != nil {
+			log.Error("resumable uploads not served", "path", base, "error", err.Error())
+		} else {
+			router = withTus(base, s.tusIdempotent(base, tus), router)
+		}
 	}
 	if o.TracerProvider != nil {
 		o.Guard.tracer = o.TracerProvider.Tracer("github.com/uploadedfile/uploadedfile/internal/adapter/httpapi")

@@ -23,6 +23,12 @@ import (
 // with a stable code, like the rest of the API.
 const TusPath = "/uploaded-file/tus/"
 
+// HostTusPath is TusPath for host backends (the host scope, as every
+// route under /internal/): the same protocol, and an upload may be made
+// public (metadata visibility "public", with allowPublicUploads), as the
+// host's initiate may.
+const HostTusPath = "/internal/uploaded-file/tus/"
+
 // tusChunkType is the media type of a chunk's body (PATCH, and a creation
 // request that carries the first chunk).
 const tusChunkType = "application/offset+octet-stream"
@@ -64,19 +70,20 @@ func exchangeOf(ctx context.Context) *tusExchange {
 	return x
 }
 
-// newTusHandler serves TusPath (below the guard: every request carries
-// the caller's token) with tusd's unrouted handler and the service's
-// resumable uploads as its store; idle is how long a chunk's body may send
-// nothing. The size limit is the service's (announced as Tus-Max-Size):
-// an upload over it is refused like any other, with its rule.
-func newTusHandler(svc *service.Service, ew errorWriter, idle time.Duration) (http.Handler, error) {
-	store := tusStore{svc: svc}
+// newTusHandler serves base, TusPath or HostTusPath (below the guard:
+// every request carries the caller's token), with tusd's unrouted handler
+// and the service's resumable uploads as its store; idle is how long a
+// chunk's body may send nothing. The size limit is the service's
+// (announced as Tus-Max-Size): an upload over it is refused like any
+// other, with its rule.
+func newTusHandler(svc *service.Service, ew errorWriter, idle time.Duration, base string) (http.Handler, error) {
+	store := tusStore{svc: svc, host: base == HostTusPath}
 	composer := handler.NewStoreComposer()
 	composer.UseCore(store)
 	composer.UseTerminater(store)
 	h, err := handler.NewUnroutedHandler(handler.Config{
 		StoreComposer:           composer,
-		BasePath:                TusPath,
+		BasePath:                base,
 		DisableDownload:         true,
 		DisableConcatenation:    true,
 		RespectForwardedHeaders: true,
@@ -88,13 +95,13 @@ func newTusHandler(svc *service.Service, ew errorWriter, idle time.Duration) (ht
 		return nil, err
 	}
 	routes := http.NewServeMux()
-	routes.HandleFunc("POST "+strings.TrimSuffix(TusPath, "/"), h.PostFile)
-	routes.HandleFunc("POST "+TusPath+"{$}", h.PostFile)
+	routes.HandleFunc("POST "+strings.TrimSuffix(base, "/"), h.PostFile)
+	routes.HandleFunc("POST "+base+"{$}", h.PostFile)
 	// The handler reads the upload's id as the whole path: the base path
 	// is stripped first, as tusd's own router does.
-	routes.Handle("HEAD "+TusPath+"{id}", http.StripPrefix(TusPath, http.HandlerFunc(h.HeadFile)))
-	routes.Handle("PATCH "+TusPath+"{id}", http.StripPrefix(TusPath, http.HandlerFunc(h.PatchFile)))
-	routes.Handle("DELETE "+TusPath+"{id}", http.StripPrefix(TusPath, http.HandlerFunc(h.DelFile)))
+	routes.Handle("HEAD "+base+"{id}", http.StripPrefix(base, http.HandlerFunc(h.HeadFile)))
+	routes.Handle("PATCH "+base+"{id}", http.StripPrefix(base, http.HandlerFunc(h.PatchFile)))
+	routes.Handle("DELETE "+base+"{id}", http.StripPrefix(base, http.HandlerFunc(h.DelFile)))
 	routes.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, http.StatusNotFound, service.ErrNotFound.Code)
 	})
@@ -107,20 +114,20 @@ func newTusHandler(svc *service.Service, ew errorWriter, idle time.Duration) (ht
 	}), nil
 }
 
-// withTus sends the requests below TusPath to tus and the rest to the
-// API's router. (They cannot share one: a pattern below TusPath and the
-// API's /uploaded-file/{id}/... would both match paths such as
-// /uploaded-file/tus/download.) The route a tus request is counted under
-// is its method and TusPath's pattern.
-func withTus(tus http.Handler, api http.Handler) http.Handler {
+// withTus sends the requests below base (TusPath or HostTusPath) to tus
+// and the rest to the API's router. (They cannot share one: a pattern
+// below TusPath and the API's /uploaded-file/{id}/... would both match
+// paths such as /uploaded-file/tus/download.) The route a tus request is
+// counted under is its method and base's pattern.
+func withTus(base string, tus http.Handler, api http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rest, below := strings.CutPrefix(r.URL.Path, TusPath)
-		if !below && r.URL.Path != strings.TrimSuffix(TusPath, "/") {
+		rest, below := strings.CutPrefix(r.URL.Path, base)
+		if !below && r.URL.Path != strings.TrimSuffix(base, "/") {
 			api.ServeHTTP(w, r)
 			return
 		}
 		if info := infoOf(r.Context()); info != nil {
-			info.route = r.Method + " " + TusPath
+			info.route = r.Method + " " + base
 			if rest != "" {
 				info.route += "{id}"
 			}
@@ -164,20 +171,33 @@ func (c *capturedAnswer) asError() error {
 		HTTPResponse: handler.HTTPResponse{StatusCode: c.status, Body: c.body.String(), Header: h}}
 }
 
-// tusStore is the handler's data store: the service's resumable uploads.
-type tusStore struct{ svc *service.Service }
+// tusStore is the handler's data store: the service's resumable uploads;
+// host when it serves HostTusPath.
+type tusStore struct {
+	svc  *service.Service
+	host bool
+}
 
 // NewUpload creates a resumable upload from the creation request: its
 // metadata names the file (filename or name), its type (filetype or type)
-// and, optionally, its disposition and temporary ("true"). Like every end
-// user's upload it is private: a visibility other than private is
-// refused, as a public file is a host backend's to make.
+// and, optionally, its disposition, temporary ("true") and visibility.
+// Like every end user's upload, one on TusPath is private: a visibility
+// other than private is refused, as a public file is a host backend's to
+// make. On HostTusPath the visibility is the host initiate's: the
+// configured default when absent, public only with allowPublicUploads. A
+// temporary file is private on both.
 func (t tusStore) NewUpload(ctx context.Context, info handler.FileInfo) (handler.Upload, error) {
 	x := exchangeOf(ctx)
 	m := info.MetaData
 	in := service.ResumableInput{OriginalName: firstOf(m, "filename", "name"), ContentType: firstOf(m, "filetype", "type"), SizeBytes: info.Size}
 	disposition := service.Disposition(m["disposition"])
-	if v := m["visibility"]; v != "" && v != string(service.Private) {
+	visibility := service.Visibility(m["visibility"])
+	switch {
+	case visibility == "" && !t.host:
+		visibility = service.Private
+	case visibility == service.Private:
+	case visibility == service.Public && t.host && m["temporary"] != "true":
+	case visibility != "":
 		return nil, x.fail(service.ErrInvalidMeta)
 	}
 	var up *service.ResumableUpload
@@ -186,7 +206,7 @@ func (t tusStore) NewUpload(ctx context.Context, info handler.FileInfo) (handler
 	case "true":
 		up, err = t.svc.CreateTemporaryResumableUpload(ctx, in, &service.TemporaryUploadOptions{Disposition: disposition})
 	case "", "false":
-		up, err = t.svc.CreateResumableUpload(ctx, in, &service.UploadOptions{Visibility: service.Private, Disposition: disposition})
+		up, err = t.svc.CreateResumableUpload(ctx, in, &service.UploadOptions{Visibility: visibility, Disposition: disposition})
 	default:
 		return nil, x.fail(service.ErrInvalidMeta)
 	}

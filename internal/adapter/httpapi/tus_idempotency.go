@@ -13,10 +13,6 @@ import (
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
-// tusCreateRoute is the route a resumable upload's Idempotency-Key is
-// claimed on.
-const tusCreateRoute = "POST " + TusPath
-
 // tusIdempotent runs a creation that carries an Idempotency-Key at most
 // once per key and caller, as the API's writes do: the upload's id is named
 // under the key before it is created, so a retry whose answer was lost --
@@ -25,7 +21,9 @@ const tusCreateRoute = "POST " + TusPath
 // for another request (route, length, metadata, department) is 422; one
 // whose first request still runs, 409 with Retry-After. Other requests
 // pass through.
-func (s *Server) tusIdempotent(tus http.Handler) http.Handler {
+// The key is claimed on the route "POST " + base.
+func (s *Server) tusIdempotent(base string, tus http.Handler) http.Handler {
+	route := "POST " + base
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		keys, sent := r.Header[IdempotencyKeyHeader]
 		if !sent || r.Method != http.MethodPost {
@@ -36,25 +34,25 @@ func (s *Server) tusIdempotent(tus http.Handler) http.Handler {
 			writeProblem(w, r, http.StatusBadRequest, codeIdempotencyKeyInvalid)
 			return
 		}
-		k, err := s.svc.ClaimIdempotencyKey(r.Context(), keys[0], tusCreateRoute, true)
+		k, err := s.svc.ClaimIdempotencyKey(r.Context(), keys[0], route, true)
 		if err != nil {
 			errorWriter{log: s.log}.response(w, r, err)
 			return
 		}
-		fp := tusFingerprint(r, k)
+		fp := tusFingerprint(r, route, k)
 		switch k.State {
 		case service.KeyOnFile:
 			writeProblem(w, r, http.StatusUnprocessableEntity, service.ErrIdempotencyKeyReused.Code)
 		case service.KeyDone:
-			s.tusReplay(w, r, k, fp)
+			s.tusReplay(w, r, base, k, fp)
 		case service.KeyRunning:
-			if k.FileID != nil && s.tusCreated(w, r, *k.FileID) {
+			if k.FileID != nil && s.tusCreated(w, r, base, *k.FileID) {
 				return
 			}
 			w.Header().Set("Retry-After", retryAfter(k.RetryAfter))
 			writeProblem(w, r, http.StatusConflict, service.ErrIdempotencyInFlight.Code)
 		default:
-			if k.State == service.KeyTakenOver && k.PreviousFileID != nil && s.tusCreated(w, r, *k.PreviousFileID) {
+			if k.State == service.KeyTakenOver && k.PreviousFileID != nil && s.tusCreated(w, r, base, *k.PreviousFileID) {
 				k.Finish(context.WithoutCancel(r.Context()), tusAnswer(fp, *k.PreviousFileID))
 				return
 			}
@@ -93,24 +91,26 @@ func tusAnswer(fp []byte, id uuid.UUID) service.IdempotentAnswer {
 }
 
 // tusReplay answers a retry of a creation whose answer is recorded.
-func (s *Server) tusReplay(w http.ResponseWriter, r *http.Request, k *service.IdempotencyKey, fp []byte) {
-	if k.Route != tusCreateRoute || !bytes.Equal(fp, k.Answer.Fingerprint) {
+func (s *Server) tusReplay(w http.ResponseWriter, r *http.Request, base string, k *service.IdempotencyKey, fp []byte) {
+	route := "POST " + base
+	if k.Route != route || !bytes.Equal(fp, k.Answer.Fingerprint) {
 		writeProblem(w, r, http.StatusUnprocessableEntity, service.ErrIdempotencyKeyReused.Code)
 		return
 	}
 	var created struct{ ID uuid.UUID }
 	if k.Answer.Status == http.StatusCreated && json.Unmarshal(k.Answer.Body, &created) == nil {
-		if !s.tusCreated(w, r, created.ID) {
+		if !s.tusCreated(w, r, base, created.ID) {
 			writeProblem(w, r, http.StatusNotFound, service.ErrNotFound.Code) // finished and deleted, aborted or expired since
 		}
 		return
 	}
-	writeAnswer(w, tusCreateRoute, k.Answer, true)
+	writeAnswer(w, route, k.Answer, true)
 }
 
-// tusCreated answers 201 with the upload id's URL and offset, when it is
-// the caller's resumable upload; false when it is not (never made, or gone).
-func (s *Server) tusCreated(w http.ResponseWriter, r *http.Request, id uuid.UUID) bool {
+// tusCreated answers 201 with the upload id's URL below base and its
+// offset, when it is the caller's resumable upload; false when it is not
+// (never made, or gone).
+func (s *Server) tusCreated(w http.ResponseWriter, r *http.Request, base string, id uuid.UUID) bool {
 	up, err := s.svc.ResumableState(r.Context(), id.String())
 	if err != nil {
 		return false
@@ -120,7 +120,7 @@ func (s *Server) tusCreated(w http.ResponseWriter, r *http.Request, id uuid.UUID
 		scheme = "https"
 	}
 	h := w.Header()
-	h.Set("Location", scheme+"://"+r.Host+TusPath+id.String())
+	h.Set("Location", scheme+"://"+r.Host+base+id.String())
 	h.Set("Tus-Resumable", "1.0.0")
 	h.Set("Upload-Offset", strconv.FormatInt(up.Offset, 10))
 	h.Set("Upload-Expires", up.ExpiresAt.UTC().Format(http.TimeFormat))
@@ -131,8 +131,8 @@ func (s *Server) tusCreated(w http.ResponseWriter, r *http.Request, id uuid.UUID
 
 // tusFingerprint is what makes two creations the same request: the
 // route, the declared length and metadata, the caller's department.
-func tusFingerprint(r *http.Request, k *service.IdempotencyKey) []byte {
+func tusFingerprint(r *http.Request, route string, k *service.IdempotencyKey) []byte {
 	h := sha256.New()
-	hashParts(h, tusCreateRoute, r.Header.Get("Upload-Length"), r.Header.Get("Upload-Defer-Length"), r.Header.Get("Upload-Metadata"), "department:"+k.Department)
+	hashParts(h, route, r.Header.Get("Upload-Length"), r.Header.Get("Upload-Defer-Length"), r.Header.Get("Upload-Metadata"), "department:"+k.Department)
 	return h.Sum(nil)
 }

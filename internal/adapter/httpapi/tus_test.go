@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
@@ -305,4 +306,54 @@ func TestTusCreationIsIdempotent(t *testing.T) {
 	usage, err := s.client(token).GetUsageWithResponse(context.Background())
 	require.NoError(t, err)
 	require.EqualValues(t, 1, usage.JSON200.Owner.Files, "one upload holds quota")
+}
+
+// TestHostTusUploadsMayBePublic: below HostTusPath a host backend's
+// resumable upload may be public, as its initiate may (allowPublicUploads
+// on); the upload's URL stays below that path, a replay of its creation
+// answers with it, and the route is the host's alone: an end user's token
+// finds nothing there, and the end user's route still refuses public.
+func TestHostTusUploadsMayBePublic(t *testing.T) {
+	t.Parallel()
+	s := start(t, service.DriverLocal, func(c *service.Config) { c.AllowPublicUploads = true })
+	host := s.token("acme", "alice", jwt.MapClaims{"scope": httpapi.HostScope})
+	user := s.token("acme", "alice", nil)
+	csv := []byte("id,name\n1,a\n")
+	h := map[string]string{"Upload-Length": strconv.Itoa(len(csv)),
+		"Upload-Metadata":            tusMeta("filename", "r.csv", "filetype", "text/csv", "visibility", "public"),
+		httpapi.IdempotencyKeyHeader: "host-create-1"}
+
+	resp, b := s.tus(http.MethodPost, httpapi.HostTusPath, host, h, nil)
+	require.Equal(t, http.StatusCreated, resp.StatusCode, "%s", b)
+	loc := resp.Header.Get("Location")
+	require.True(t, strings.HasPrefix(loc, s.url+httpapi.HostTusPath), loc)
+	again, b := s.tus(http.MethodPost, httpapi.HostTusPath, host, h, nil)
+	require.Equal(t, http.StatusCreated, again.StatusCode, "%s", b)
+	require.Equal(t, loc, again.Header.Get("Location"), "the replay names the host's URL")
+
+	missing, b := s.tusPatch(user, loc, 0, csv, nil)
+	require.Equal(t, http.StatusNotFound, missing.StatusCode, "an end user's token below the host path: %s", b)
+	resp, b = s.tusPatch(host, loc, 0, csv, nil)
+	require.Equal(t, http.StatusNoContent, resp.StatusCode, "%s", b)
+	got, err := s.client(user).GetFileWithResponse(context.Background(), uuid.MustParse(loc[strings.LastIndex(loc, "/")+1:]))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, got.StatusCode())
+	require.Equal(t, "public", string(got.JSON200.Visibility))
+	require.Equal(t, "ready", string(got.JSON200.Status))
+
+	h[httpapi.IdempotencyKeyHeader] = "user-create-1"
+	resp, b = s.tus(http.MethodPost, httpapi.TusPath, user, h, nil)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.Equal(t, service.ErrInvalidMeta.Code, problemCode(t, b), "public stays a host's to make")
+	delete(h, httpapi.IdempotencyKeyHeader)
+	h["Upload-Metadata"] = tusMeta("filename", "r.csv", "filetype", "text/csv", "visibility", "public", "temporary", "true")
+	resp, b = s.tus(http.MethodPost, httpapi.HostTusPath, host, h, nil)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.Equal(t, service.ErrInvalidMeta.Code, problemCode(t, b), "a temporary file is private")
+
+	closed := start(t, service.DriverLocal)
+	h["Upload-Metadata"] = tusMeta("filename", "r.csv", "filetype", "text/csv", "visibility", "public")
+	resp, b = closed.tus(http.MethodPost, httpapi.HostTusPath, closed.token("acme", "alice", jwt.MapClaims{"scope": httpapi.HostScope}), h, nil)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "%s", b)
+	require.Equal(t, service.ErrPublicUploadDisabled.Code, problemCode(t, b))
 }

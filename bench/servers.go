@@ -237,7 +237,8 @@ func startTus(dir string) (*proc, error) {
 // minimal handler, no token; and the floor of a download that checks the
 // database first: that SELECT, then the file from files (uploadedfile's
 // localRoot) with http.ServeContent, as http.FileServer serves it; and the
-// same-work floors of the detail lookup and of /download (bench/floor). Its
+// same-work floors of the detail lookup, of /download and of the list
+// (bench/floor). Its
 // pool has uploadedfile serve's size.
 func rawBaseline(listen, dsn, dir, files string) error {
 	ctx := context.Background()
@@ -264,6 +265,7 @@ func rawBaseline(listen, dsn, dir, files string) error {
 	mux.HandleFunc("GET /detail/{id}", floor.SameWorkLookup(pool, []byte("the same-work floor's signing secret")))
 	mux.HandleFunc("GET /download", floor.Download(pool, files))
 	mux.HandleFunc("GET /detail/{id}/download", floor.SameWorkDownload(pool, files))
+	mux.HandleFunc("GET /list", floor.SameWorkList(pool, []byte("the same-work floor's signing secret")))
 	mux.HandleFunc("POST /upload", rawUploadHandler(pool, dir))
 	mux.HandleFunc("POST /upload-lifecycle", lifecycleUploadHandler(pool, dir))
 	return (&http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}).ListenAndServe()

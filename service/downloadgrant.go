@@ -145,8 +145,16 @@ func (s *Service) grantedURL(ctx context.Context, id uuid.UUID, preset string, o
 	sealed := make([]byte, a.NonceSize(), a.NonceSize()+len(plain)+a.Overhead())
 	_, _ = rand.Read(sealed)
 	sealed = a.Seal(sealed, sealed, plain, grantAD(id, preset, expires.Unix()))
-	q := url.Values{grantExpires: {strconv.FormatInt(expires.Unix(), 10)}, grantParam: {base64.RawURLEncoding.EncodeToString(sealed)}}
-	return o.route + "?" + q.Encode(), nil
+	// The query as url.Values would encode it (its keys in order; digits
+	// and unpadded URL-safe base64 need no escaping), built in one buffer:
+	// a page of 50 files signs 50 of them.
+	u := make([]byte, 0, len(o.route)+len("?"+grantExpires+"=&"+grantParam+"=")+20+base64.RawURLEncoding.EncodedLen(len(sealed)))
+	u = append(u, o.route...)
+	u = append(u, "?"+grantExpires+"="...)
+	u = strconv.AppendInt(u, expires.Unix(), 10)
+	u = append(u, "&"+grantParam+"="...)
+	u = base64.RawURLEncoding.AppendEncode(u, sealed)
+	return string(u), nil
 }
 
 // DownloadGranted returns the bytes a granted download URL names: the

@@ -125,35 +125,45 @@ type sameWorkFile struct {
 }
 
 // verifiedTokens is the same-work floors' cache of verified tokens: a
-// bearer token's tenant by the token's SHA-256, as the server's guard
-// keeps a reused token's claims. The first sight of a token trusts its
-// payload, where the server verifies it once.
+// bearer token's caller (tenant and user) by the token's SHA-256, as the
+// server's guard keeps a reused token's claims. The first sight of a token
+// trusts its payload, where the server verifies it once.
 type verifiedTokens struct {
-	m sync.Map // [32]byte -> string
+	m sync.Map // [32]byte -> caller
 }
+
+// caller is who a token names.
+type caller struct{ tenant, user string }
 
 // tenant is the tenant of r's bearer token; false: a 401 was sent.
 func (t *verifiedTokens) tenant(w http.ResponseWriter, r *http.Request) (string, bool) {
+	c, ok := t.caller(w, r)
+	return c.tenant, ok
+}
+
+// caller is the caller of r's bearer token; false: a 401 was sent.
+func (t *verifiedTokens) caller(w http.ResponseWriter, r *http.Request) (caller, bool) {
 	token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 	sum := sha256.Sum256([]byte(token))
-	if tenant, ok := t.m.Load(sum); ok {
-		return tenant.(string), true
+	if c, ok := t.m.Load(sum); ok {
+		return c.(caller), true
 	}
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
-		return "", false
+		return caller{}, false
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
 	var claims struct {
 		Tenant string `json:"tenant"`
+		Sub    string `json:"sub"`
 	}
-	if err != nil || json.Unmarshal(payload, &claims) != nil || claims.Tenant == "" {
+	if err != nil || json.Unmarshal(payload, &claims) != nil || claims.Tenant == "" || claims.Sub == "" {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
-		return "", false
+		return caller{}, false
 	}
-	tenant, _ := t.m.LoadOrStore(sum, claims.Tenant)
-	return tenant.(string), true
+	c, _ := t.m.LoadOrStore(sum, caller{tenant: claims.Tenant, user: claims.Sub})
+	return c.(caller), true
 }
 
 // SameWorkLookup is the floor of the detail lookup doing the same work

@@ -203,7 +203,7 @@ func run(full bool, write string) error {
 		if full {
 			cmd = "make bench-full"
 		}
-		return writeReport(write, rep.markdown(cmd))
+		return writeWithHistory(write, rep.markdown(cmd), rep.rows)
 	}
 	return nil
 }

@@ -66,7 +66,8 @@ func shortFigure(figure, status string) string {
 }
 
 // tableRun is the run a bench table records: its label from its first
-// line, its judged rows' short figures.
+// line, every row's short figure (a row judged only in a later run keeps
+// its figure from this one).
 func tableRun(text string) (pastRun, bool) {
 	m := producedBy.FindStringSubmatch(strings.TrimSpace(text))
 	if m == nil {
@@ -75,7 +76,7 @@ func tableRun(text string) (pastRun, bool) {
 	r := pastRun{label: m[2] + " (" + m[1] + ")", figures: map[string]string{}}
 	_, rows := tableRows(text)
 	for _, c := range rows {
-		if len(c) == 4 && c[2] != "" {
+		if len(c) == 4 {
 			r.figures[c[0]] = shortFigure(c[1], c[3])
 		}
 	}

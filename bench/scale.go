@@ -246,6 +246,9 @@ func benchScale(ctx context.Context, large int, write string) error {
 	if err := scaleSizes(ctx, fs[1].t, rep); err != nil {
 		return err
 	}
+	if err := scaleSweepCosts(ctx, fs, large, rep); err != nil {
+		return err
+	}
 	if write != "" {
 		return writeReportAt(write, "bench-scale", rep.markdown("make bench-scale"))
 	}

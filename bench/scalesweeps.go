@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/uploadedfile/uploadedfile/service"
+)
+
+// scaleSweepRows is how many rows each sweep takes at each size: about
+// all the 100k table holds of its scarcest kind (expired temporary files,
+// about 400), so both sizes time the same number of batches.
+const scaleSweepRows = 400
+
+// scaleSweepBatch is the batch each sweep call takes (the configured
+// cleanupBatchSize's default).
+const scaleSweepBatch = 100
+
+// scaleSweeps are the sweeps bench-scale times per row at each size. They
+// change the tables, so they run after every other measurement.
+var scaleSweeps = []struct {
+	name string
+	run  func(ctx context.Context, s *service.Service) (int, error)
+}{
+	{"cleanup-temporary (expired temporary files)", func(ctx context.Context, s *service.Service) (int, error) {
+		return s.CleanupExpiredTemporaryFiles(ctx, nil, scaleSweepBatch)
+	}},
+	{"pending (abandoned direct uploads, deletion retries, the rest)", func(ctx context.Context, s *service.Service) (int, error) {
+		return s.CleanupPendingUploads(ctx, scaleSweepBatch)
+	}},
+	{"release abandoned uploads", func(ctx context.Context, s *service.Service) (int, error) {
+		return s.ReleaseAbandonedUploads(ctx, scaleSweepBatch)
+	}},
+	{"retry-deletions (claims whose deleter died)", func(ctx context.Context, s *service.Service) (int, error) {
+		return s.UnsafeSystemRetryPendingDeletions(ctx, scaleSweepBatch)
+	}},
+	{"purge of files unused for a week", func(ctx context.Context, s *service.Service) (int, error) {
+		return s.UnsafeSystemPurgeUnusedBatch(ctx, time.Now().Add(-7*24*time.Hour), scaleSweepBatch)
+	}},
+}
+
+// scaleSweepCosts times each sweep over scaleSweepRows rows at each size,
+// one batch per size in turn (a drift of the disk's commit latency falls
+// on both alike), and reports the cost per row at the large size over
+// the cost at 100k (goal ≤ 1.2×). A sweep that runs out of rows at either
+// size before scaleSweepRows fails: it would time fewer batches there.
+func scaleSweepCosts(ctx context.Context, fs []*scaleFixture, large int, rep *report) error {
+	for _, sw := range scaleSweeps {
+		spent := make([]time.Duration, len(fs))
+		done := make([]int, len(fs))
+		for left := len(fs); left > 0; {
+			for i, f := range fs {
+				if done[i] >= scaleSweepRows {
+					continue
+				}
+				start := time.Now()
+				n, err := sw.run(ctx, f.t.svc)
+				spent[i] += time.Since(start)
+				if err != nil {
+					return fmt.Errorf("sweep %s at %d rows: %w", sw.name, f.t.total, err)
+				}
+				if n == 0 {
+					return fmt.Errorf("sweep %s at %d rows: %d eligible rows, want %d", sw.name, f.t.total, done[i], scaleSweepRows)
+				}
+				if done[i] += n; done[i] >= scaleSweepRows {
+					left--
+				}
+			}
+		}
+		small, big := spent[0]/time.Duration(done[0]), spent[1]/time.Duration(done[1])
+		ratio := float64(big) / float64(small)
+		rep.add(fmt.Sprintf("sweep %s: cost per row at %s files vs 100k", sw.name, count10(large)),
+			fmt.Sprintf("%.2f× (%s vs %s per row)", ratio, big.Round(time.Microsecond), small.Round(time.Microsecond)), "≤ 1.2×", ratio <= 1.2)
+	}
+	return nil
+}

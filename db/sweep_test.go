@@ -1,6 +1,7 @@
 package db_test
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -236,4 +237,33 @@ func TestFileRetireTombstone(t *testing.T) {
 	require.Equal(t, []uuid.UUID{tomb.ID}, ids(rows), "the retry sweep settles it for good")
 	_, err = retire(uuid.New(), time.Hour)
 	requireNoRows(t, err, "unknown id")
+}
+
+// TestExpiredTemporaryClaimReadsItsBatch: when many temporary files share
+// one expiry (a burst of uploads, or rows loaded together), a claim of 100
+// reads the expiry index in its order and stops at its batch, under
+// custom and generic plans alike -- it never sorts every file that shares
+// the first expiry to break the tie.
+func TestExpiredTemporaryClaimReadsItsBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.exec(t, `INSERT INTO uploaded_file (id, tenant_code, user_id, key, original_name, size_bytes, content_type, status, completed_at, created_at, updated_at,
+    is_temporary, expired_at)
+SELECT gen_random_uuid(), 'tenant-t', 'user-' || (i % 50), 'core/tenant-t/' || i || '.csv', 'f-' || i || '.csv', 1000, 'text/csv', 'ready',
+    $1::timestamptz - interval '2 days', $1::timestamptz - interval '2 days', $1::timestamptz,
+    true, $1::timestamptz - interval '1 hour'
+FROM generate_series(1, 5000) AS i`, t0)
+	b.exec(t, "ANALYZE uploaded_file")
+	conn, err := b.pool.Acquire(b.ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	for _, generic := range []bool{false, true} {
+		e := &explainer{t: t, conn: conn.Conn(), plans: map[string]string{}, generic: generic}
+		_, err := b.q.FileClaimExpiredTemporary(b.ctx, e, db.FileClaimExpiredTemporaryParams{Max: 100, DeletionLease: deletionLease, Now: at(0)})
+		require.NoError(t, err)
+		plan := e.plans["FileClaimExpiredTemporary"]
+		var nodes []any
+		require.NoError(t, json.Unmarshal([]byte(plan), &nodes))
+		require.Empty(t, append(wastefulFilters(nodes), wastefulSorts(nodes)...), "generic %v:\n%s", generic, plan)
+	}
 }

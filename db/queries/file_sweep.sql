@@ -166,6 +166,9 @@ SELECT changed.* FROM changed CROSS JOIN released;
 -- @now, the database clock when @now is NULL) -> claimed for deletion. The
 -- claim re-checks the very expired_at that was selected. Reads are refused
 -- from expired_at on whether or not this sweep has run.
+-- Candidates come in the expiry index's order alone: a claim needs no
+-- tie-break, and one by id would sort every file that shares the first
+-- expiry (a burst, or rows loaded together) to take a batch of them.
 -- Writes file.expired.
 WITH candidate AS (
     SELECT id, expired_at
@@ -176,7 +179,7 @@ WITH candidate AS (
         AND deleted_at IS NULL
         AND upload_pending_at IS NULL
         AND status = 'ready'
-    ORDER BY expired_at, id
+    ORDER BY expired_at
     LIMIT @max::integer
     FOR UPDATE SKIP LOCKED
 ), changed AS (

@@ -117,16 +117,8 @@ func runFleet(t *testing.T, driver string) {
 	t.Cleanup(pool.Close)
 
 	// The load, and the faults.
-	ctx, stop := context.WithCancel(context.Background())
-	ledger := &fleetLedger{uploads: map[uuid.UUID]fleetUpload{}, names: map[string]uuid.UUID{}}
-	var wg sync.WaitGroup
-	for w := range 6 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f.work(ctx, w, ledger)
-		}()
-	}
+	ledger := newFleetLedger()
+	stop := f.load(6, ledger)
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 43))
 	kills, outages := 0, []string{}
 	begin := time.Now()
@@ -149,7 +141,6 @@ func runFleet(t *testing.T, driver string) {
 		f.start(i)
 	}
 	stop()
-	wg.Wait()
 	f.stopAll()
 	require.NotEmpty(t, outages, "the database was down once")
 	if f.storeProxy != nil {
@@ -464,6 +455,26 @@ func (l *fleetLedger) fail(what string, err error) {
 		msg = msg[:160]
 	}
 	l.failures[msg]++
+}
+
+// newFleetLedger is an empty ledger.
+func newFleetLedger() *fleetLedger {
+	return &fleetLedger{uploads: map[uuid.UUID]fleetUpload{}, names: map[string]uuid.UUID{}}
+}
+
+// load runs workers clients (f.work, each under its own number) until the
+// returned stop, which waits for their calls in flight.
+func (f *fleet) load(workers int, l *fleetLedger) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f.work(ctx, w, l)
+		}()
+	}
+	return func() { cancel(); wg.Wait() }
 }
 
 // work is one client: uploads (direct and buffer), deletes of its own

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -59,17 +58,9 @@ func TestUpgrade(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 
-	ledger := &fleetLedger{uploads: map[uuid.UUID]fleetUpload{}, names: map[string]uuid.UUID{}}
+	ledger := newFleetLedger()
 	ledger.at("old replicas")
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f.work(ctx, w, ledger)
-		}()
-	}
+	stop := f.load(4, ledger)
 	time.Sleep(2 * time.Second)
 
 	// Migrate while a long transaction holds the table the migration
@@ -132,7 +123,6 @@ func TestUpgrade(t *testing.T) {
 	time.Sleep(2 * time.Second)
 
 	stop()
-	wg.Wait()
 	f.stopAll()
 	if ledger.failed > 0 {
 		t.Logf("failed calls: %v", ledger.failures)

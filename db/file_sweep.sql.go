@@ -20,7 +20,7 @@ WITH candidate AS (
     FROM uploaded_file
     WHERE deletion_pending_at <= coalesce($1::timestamptz, now())
         AND upload_pending_at IS NULL
-    ORDER BY deletion_pending_at, id
+    ORDER BY deletion_pending_at
     LIMIT $3::integer
     FOR UPDATE SKIP LOCKED
 )
@@ -55,7 +55,11 @@ type DeletionClaimElapsedParams struct {
 //
 // Every sweep claims its batch in one statement: the candidate rows are
 // selected in eligibility order with FOR UPDATE SKIP LOCKED (two replicas
-// sweeping at once take disjoint rows instead of waiting on each other), and
+// sweeping at once take disjoint rows instead of waiting on each other) --
+// the order of the marker's index alone, with no tie-break by id, which
+// would sort every row sharing the first marker (uploads abandoned
+// together, one request's deletions, rows loaded in one statement) to take
+// a batch of them -- and
 // the same statement moves each into a claimed state with a future lease
 // before any storage I/O. The candidate predicate is repeated in the UPDATE
 // so the claim is a compare-and-swap on the state that was selected. A
@@ -136,7 +140,7 @@ WITH abandoned AS (
     WHERE upload_pending_at <= coalesce($1::timestamptz, now())
         AND deletion_pending_at IS NULL
         AND (completion_lease_until IS NULL OR completion_lease_until <= coalesce($1::timestamptz, now()))
-    ORDER BY upload_pending_at, id
+    ORDER BY upload_pending_at
     LIMIT $2::integer
     FOR UPDATE SKIP LOCKED
 ), passes AS (
@@ -145,7 +149,7 @@ WITH abandoned AS (
     WHERE deletion_pending_at <= coalesce($1::timestamptz, now())
         AND upload_pending_at <= coalesce($1::timestamptz, now())
         AND (completion_lease_until IS NULL OR completion_lease_until <= coalesce($1::timestamptz, now()))
-    ORDER BY deletion_pending_at, id
+    ORDER BY deletion_pending_at
     LIMIT $3::integer
     FOR UPDATE SKIP LOCKED
 ), candidate AS (
@@ -321,7 +325,7 @@ WITH candidate AS (
         AND deletion_pending_at IS NULL
         AND deleted_at IS NULL
         AND (completion_lease_until IS NULL OR completion_lease_until <= coalesce($1::timestamptz, now()))
-    ORDER BY upload_pending_at, id
+    ORDER BY upload_pending_at
     LIMIT $2::integer
     FOR UPDATE SKIP LOCKED
 ), changed AS (
@@ -551,9 +555,6 @@ type FileClaimExpiredTemporaryRow struct {
 // @now, the database clock when @now is NULL) -> claimed for deletion. The
 // claim re-checks the very expired_at that was selected. Reads are refused
 // from expired_at on whether or not this sweep has run.
-// Candidates come in the expiry index's order alone: a claim needs no
-// tie-break, and one by id would sort every file that shares the first
-// expiry (a burst, or rows loaded together) to take a batch of them.
 // Writes file.expired.
 func (q *Queries) FileClaimExpiredTemporary(ctx context.Context, db DBTX, arg FileClaimExpiredTemporaryParams) ([]FileClaimExpiredTemporaryRow, error) {
 	rows, err := db.Query(ctx, fileClaimExpiredTemporary, arg.Now, arg.Max, arg.DeletionLease)
@@ -912,7 +913,7 @@ WITH candidate AS (
     FROM uploaded_file
     WHERE staging_cleanup_at <= coalesce($1::timestamptz, now())
         AND deletion_pending_at IS NULL
-    ORDER BY staging_cleanup_at, id
+    ORDER BY staging_cleanup_at
     LIMIT $3::integer
     FOR UPDATE SKIP LOCKED
 )

@@ -157,7 +157,7 @@ func wastefulSorts(nodes []any) []string {
 					walk(c)
 				}
 			case map[string]any:
-				if n["Node Type"] == "Sort" {
+				if n["Node Type"] == "Sort" || n["Node Type"] == "Incremental Sort" {
 					var in float64
 					children, _ := n["Plans"].([]any)
 					for _, c := range children {

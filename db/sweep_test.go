@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -265,5 +266,79 @@ FROM generate_series(1, 5000) AS i`, t0)
 		var nodes []any
 		require.NoError(t, json.Unmarshal([]byte(plan), &nodes))
 		require.Empty(t, append(wastefulFilters(nodes), wastefulSorts(nodes)...), "generic %v:\n%s", generic, plan)
+	}
+}
+
+// TestSweepClaimsReadTheirBatch: the claims that order by a marker shared by
+// many rows (uploads abandoned together, deletions claimed by one request,
+// rows loaded in one statement) read their marker's index in its order and
+// stop at their batch, under custom and generic plans -- none sorts every
+// row that shares the first marker to break the tie by id.
+func TestSweepClaimsReadTheirBatch(t *testing.T) {
+	t.Parallel()
+	later := at(48 * time.Hour)
+	cases := []struct {
+		name  string
+		row   func(b *bundle) db.UploadedFile
+		claim func(b *bundle, e db.DBTX) error
+	}{
+		{"DeletionClaimElapsed", func(b *bundle) db.UploadedFile {
+			f, err := asFile(b.q.FileClaimDeletion(b.ctx, b.pool, db.FileClaimDeletionParams{ID: b.ready(t, fileOpts{}).ID, TenantCode: "acme", DeletionLease: deletionLease, Now: at(0)}))
+			require.NoError(t, err)
+			return f
+		}, func(b *bundle, e db.DBTX) error {
+			_, err := b.q.DeletionClaimElapsed(b.ctx, e, db.DeletionClaimElapsedParams{Max: 100, DeletionLease: deletionLease, Now: later})
+			return err
+		}},
+		{"DeletionClaimExpiredTombstones/abandoned", func(b *bundle) db.UploadedFile { return b.hidden(t, fileOpts{}) },
+			func(b *bundle, e db.DBTX) error {
+				_, err := b.q.DeletionClaimExpiredTombstones(b.ctx, e, db.DeletionClaimExpiredTombstonesParams{Max: 100, PassLimit: 50, DeletionLease: deletionLease, Now: later})
+				return err
+			}},
+		{"DeletionClaimExpiredTombstones/passes", func(b *bundle) db.UploadedFile {
+			f := b.hidden(t, fileOpts{})
+			b.exec(t, "UPDATE uploaded_file SET deleted_at = $2, deletion_pending_at = $2 WHERE id = $1", f.ID, t0.Add(time.Hour))
+			return f
+		}, func(b *bundle, e db.DBTX) error {
+			_, err := b.q.DeletionClaimExpiredTombstones(b.ctx, e, db.DeletionClaimExpiredTombstonesParams{Max: 100, PassLimit: 100, DeletionLease: deletionLease, Now: later})
+			return err
+		}},
+		{"FileClaimExpiredDirectUploads", func(b *bundle) db.UploadedFile { return b.pending(t, fileOpts{}) },
+			func(b *bundle, e db.DBTX) error {
+				_, err := b.q.FileClaimExpiredDirectUploads(b.ctx, e, db.FileClaimExpiredDirectUploadsParams{Max: 100, DeletionLease: deletionLease, Now: later})
+				return err
+			}},
+		{"StagingClaimCompleted", func(b *bundle) db.UploadedFile {
+			c := b.completing(t, fileOpts{})
+			f, err := b.q.FileFinalizeCompletion(b.ctx, b.pool, db.FileFinalizeCompletionParams{ID: c.ID, Lease: *c.CompletionLeaseUntil, RetainStaging: true, ClockSkew: clockSkew, Now: at(0)})
+			require.NoError(t, err)
+			return db.UploadedFile{ID: f.ID}
+		}, func(b *bundle, e db.DBTX) error {
+			_, err := b.q.StagingClaimCompleted(b.ctx, e, db.StagingClaimCompletedParams{Max: 100, StagingLease: deletionLease, Now: later})
+			return err
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			// 5,000 copies of one row: the same markers, keys of their own.
+			b.exec(t, `INSERT INTO uploaded_file
+SELECT (jsonb_populate_record(NULL::uploaded_file, to_jsonb(f) || jsonb_build_object(
+    'id', gen_random_uuid(), 'key', f.key || i, 'pending_key', f.pending_key || i, 'cdn', f.cdn || i))).*
+FROM uploaded_file f, generate_series(1, 5000) AS i WHERE f.id = $1`, c.row(b).ID)
+			b.exec(t, "ANALYZE uploaded_file")
+			conn, err := b.pool.Acquire(b.ctx)
+			require.NoError(t, err)
+			defer conn.Release()
+			name := strings.Split(c.name, "/")[0]
+			for _, generic := range []bool{false, true} {
+				e := &explainer{t: t, conn: conn.Conn(), plans: map[string]string{}, generic: generic}
+				require.NoError(t, c.claim(b, e))
+				var nodes []any
+				require.NoError(t, json.Unmarshal([]byte(e.plans[name]), &nodes))
+				require.Empty(t, append(wastefulFilters(nodes), wastefulSorts(nodes)...), "generic %v:\n%s", generic, e.plans[name])
+			}
+		})
 	}
 }

@@ -6,12 +6,18 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
@@ -223,41 +229,36 @@ ORDER BY created_at DESC, id DESC LIMIT 51`).Scan(&plan)
 	return out[0].Plan.Hit, out[0].Plan.Read, nil
 }
 
-// ownerListShape is the owner's list statement as db/queries writes it
-// (FileListOwnerByCreated), its filters parameters the page leaves NULL.
-const ownerListShape = `SELECT * FROM uploaded_file
-WHERE tenant_code = $1 AND user_id = $2
-    AND ($3::text IS NULL OR department_code = $3::text)
-    AND status = 'ready' AND upload_pending_at IS NULL AND deletion_pending_at IS NULL AND deleted_at IS NULL
-    AND (NOT is_temporary OR expired_at > coalesce($4::timestamptz, now()))
-    AND ($5::text IS NULL OR module = $5::text)
-    AND ($6::text IS NULL OR entity = $6::text)
-    AND ($7::text IS NULL OR entity_id = $7::text)
-    AND ($8::text IS NULL OR content_type = $8::text)
-    AND ($9::text IS NULL OR visibility = $9::text)
-    AND ($10::boolean IS NULL OR is_temporary = $10::boolean)
-    AND (created_at, id) < ($11::timestamptz, $12::uuid)
-ORDER BY created_at DESC, id DESC
-LIMIT $13::integer`
-
 // ownerListGenericPlan is the plan a prepared owner's list runs once
 // PostgreSQL plans it without its arguments (after five calls): its scan,
 // the rows it read for the page and the blocks it touched.
 func ownerListGenericPlan(ctx context.Context, f *scaleFixture) (string, error) {
+	stmt := &statementOf{}
+	_, _ = db.New().FileListOwnerByCreated(ctx, stmt, db.FileListOwnerByCreatedParams{
+		TenantCode: "tenant-0", UserID: "user-0", AfterCreated: time.Now().Add(-time.Hour), AfterID: uuid.Max, Max: 51,
+	})
 	conn, err := f.t.pool.Acquire(ctx)
 	if err != nil {
 		return "", err
 	}
 	defer conn.Release()
-	for _, stmt := range []string{"SET plan_cache_mode = force_generic_plan", "PREPARE owner_list AS " + ownerListShape} {
-		if _, err := conn.Exec(ctx, stmt); err != nil {
-			return "", err
-		}
+	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		return "", err
 	}
-	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "DEALLOCATE owner_list; RESET plan_cache_mode") }()
+	if _, err := conn.Conn().Prepare(ctx, "owner_list", stmt.sql); err != nil {
+		return "", err
+	}
+	defer func() {
+		_ = conn.Conn().Deallocate(context.WithoutCancel(ctx), "owner_list")
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "RESET plan_cache_mode")
+	}()
+	params := make([]string, len(stmt.args))
+	for i := range params {
+		params[i] = fmt.Sprintf("$%d", i+1)
+	}
 	var plan []byte
-	if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE owner_list('tenant-0', 'user-0', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-now() - interval '1 hour', 'ffffffff-ffff-ffff-ffff-ffffffffffff', 51)`).Scan(&plan); err != nil {
+	explain := "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE owner_list(" + strings.Join(params, ", ") + ")"
+	if err := conn.QueryRow(ctx, explain, stmt.args...).Scan(&plan); err != nil {
 		return "", err
 	}
 	var out []struct{ Plan map[string]any }
@@ -288,3 +289,36 @@ func firstOf(v, or any) any {
 	}
 	return v
 }
+
+// statementOf is a db.DBTX that keeps the statement and arguments a query
+// is called with and runs nothing: the scale bench explains the very
+// statement the service runs.
+type statementOf struct {
+	sql  string
+	args []any
+}
+
+var errNotRun = errors.New("statement kept, not run")
+
+func (s *statementOf) keep(sql string, args []any) { s.sql, s.args = sql, args }
+
+func (s *statementOf) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	s.keep(sql, args)
+	return pgconn.CommandTag{}, errNotRun
+}
+
+func (s *statementOf) Query(_ context.Context, sql string, args ...any) (pgx.Rows, error) {
+	s.keep(sql, args)
+	return nil, errNotRun
+}
+
+func (s *statementOf) QueryRow(_ context.Context, sql string, args ...any) pgx.Row {
+	s.keep(sql, args)
+	return errRow{}
+}
+
+func (s *statementOf) SendBatch(context.Context, *pgx.Batch) pgx.BatchResults { return nil }
+
+type errRow struct{}
+
+func (errRow) Scan(...any) error { return errNotRun }

@@ -384,6 +384,22 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 		func() error { _, err := listCall(ctx, q, e, "TenantByName", listFilters{}, ten, ""); return err },
 		func() error { _, err := listCall(ctx, q, e, "TenantBySize", listFilters{}, ten, ""); return err },
 		func() error {
+			for _, shape := range []string{"OwnerByCreated", "OwnerByName", "OwnerBySize"} {
+				if _, err := listCall(ctx, q, e, shape, listFilters{module: ptr("crm")}, ten, sample.UserID); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		func() error {
+			for _, shape := range []string{"TenantByCreated", "TenantByName", "TenantBySize"} {
+				if _, err := listCall(ctx, q, e, shape, listFilters{visibility: ptr("public")}, ten, ""); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		func() error {
 			_, err := recordCall(ctx, q, e, "RecordByCreated", listFilters{entity: sample.Entity, entityID: sample.EntityID}, ten, sample.UserID)
 			return err
 		},

@@ -77,7 +77,10 @@ type ListOptions struct {
 type Page struct {
 	// Files are the page's files; URL is set only with WithURLs.
 	Files []*Result
-	// NextCursor continues the list; empty on the last page.
+	// NextCursor continues the list; empty on the last page. A page
+	// whose filters matched few of the files it read (at most
+	// ListScanBudget) holds fewer files than its limit, none at worst,
+	// and still has a cursor: follow it until it is empty.
 	NextCursor string
 }
 
@@ -105,14 +108,18 @@ func (s *Service) List(ctx context.Context, opts ListOptions) (*Page, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.listRows(ctx, a, f, after)
+	l, err := s.listRows(ctx, a, f, after)
 	if err != nil {
 		return nil, s.internalError(ctx, ErrNotFound, "list files", err)
 	}
+	rows := l.rows
 	page := &Page{Files: make([]*Result, 0, min(len(rows), f.limit))}
-	if len(rows) > f.limit {
+	switch {
+	case len(rows) > f.limit:
 		rows = rows[:f.limit]
 		page.NextCursor = sealCursor(key, positionOf(f.sort, rows[len(rows)-1]), bind)
+	case l.spent != nil:
+		page.NextCursor = sealCursor(key, positionOf(f.sort, *l.spent), bind)
 	}
 	for _, r := range rows {
 		res, err := s.listEntry(ctx, r, opts.WithURLs)
@@ -313,99 +320,4 @@ func openCursor(key []byte, c string, sort ListSort, bind string) (position, err
 		return position{}, ErrInvalidMeta
 	}
 	return cb.At, nil
-}
-
-// listRows runs the query of the list's shape, one row more than the page
-// to know whether another page follows.
-func (s *Service) listRows(ctx context.Context, a access, f filter, at position) ([]db.UploadedFile, error) {
-	o := f.opts
-	max := int32(f.limit + 1)
-	if o.Entity != "" && o.EntityID != "" {
-		return s.listRecordRows(ctx, a, f, at)
-	}
-	if a.owner {
-		p := db.FileListOwnerByCreatedParams{
-			TenantCode: a.scope.TenantCode, UserID: a.scope.UserID, DepartmentCode: a.scope.DepartmentCode, Now: s.now(),
-			Module: optional(o.Module), Entity: optional(o.Entity), EntityID: optional(o.EntityID),
-			ContentType: f.contentType, ContentTypePrefix: f.contentPrefix, Visibility: f.visibility, IsTemporary: o.Temporary,
-			CreatedFrom: o.CreatedFrom, CreatedBefore: o.CreatedBefore, NamePrefix: f.namePrefix,
-			AfterCreated: at.Created, AfterID: at.ID, Max: max,
-		}
-		switch f.sort {
-		case SortName:
-			return s.q.FileListOwnerByName(ctx, s.db, db.FileListOwnerByNameParams{
-				TenantCode: p.TenantCode, UserID: p.UserID, DepartmentCode: p.DepartmentCode, Now: p.Now, Module: p.Module, Entity: p.Entity,
-				EntityID: p.EntityID, ContentType: p.ContentType, ContentTypePrefix: p.ContentTypePrefix, Visibility: p.Visibility,
-				IsTemporary: p.IsTemporary, CreatedFrom: p.CreatedFrom, CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix,
-				AfterName: at.Name, AfterID: at.ID, Max: max,
-			})
-		case SortSize:
-			return s.q.FileListOwnerBySize(ctx, s.db, db.FileListOwnerBySizeParams{
-				TenantCode: p.TenantCode, UserID: p.UserID, DepartmentCode: p.DepartmentCode, Now: p.Now, Module: p.Module, Entity: p.Entity,
-				EntityID: p.EntityID, ContentType: p.ContentType, ContentTypePrefix: p.ContentTypePrefix, Visibility: p.Visibility,
-				IsTemporary: p.IsTemporary, CreatedFrom: p.CreatedFrom, CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix,
-				AfterSize: at.Size, AfterID: at.ID, Max: max,
-			})
-		default:
-			return s.q.FileListOwnerByCreated(ctx, s.db, p)
-		}
-	}
-	p := db.FileListTenantByCreatedParams{
-		TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, Now: s.now(),
-		Module: optional(o.Module), Entity: optional(o.Entity), EntityID: optional(o.EntityID),
-		ContentType: f.contentType, ContentTypePrefix: f.contentPrefix, Visibility: f.visibility, IsTemporary: o.Temporary,
-		CreatedFrom: o.CreatedFrom, CreatedBefore: o.CreatedBefore, NamePrefix: f.namePrefix,
-		AfterCreated: at.Created, AfterID: at.ID, Max: max,
-	}
-	switch f.sort {
-	case SortName:
-		return s.q.FileListTenantByName(ctx, s.db, db.FileListTenantByNameParams{
-			TenantCode: p.TenantCode, DepartmentCode: p.DepartmentCode, Now: p.Now, Module: p.Module, Entity: p.Entity,
-			EntityID: p.EntityID, ContentType: p.ContentType, ContentTypePrefix: p.ContentTypePrefix, Visibility: p.Visibility,
-			IsTemporary: p.IsTemporary, CreatedFrom: p.CreatedFrom, CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix,
-			AfterName: at.Name, AfterID: at.ID, Max: max,
-		})
-	case SortSize:
-		return s.q.FileListTenantBySize(ctx, s.db, db.FileListTenantBySizeParams{
-			TenantCode: p.TenantCode, DepartmentCode: p.DepartmentCode, Now: p.Now, Module: p.Module, Entity: p.Entity,
-			EntityID: p.EntityID, ContentType: p.ContentType, ContentTypePrefix: p.ContentTypePrefix, Visibility: p.Visibility,
-			IsTemporary: p.IsTemporary, CreatedFrom: p.CreatedFrom, CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix,
-			AfterSize: at.Size, AfterID: at.ID, Max: max,
-		})
-	default:
-		return s.q.FileListTenantByCreated(ctx, s.db, p)
-	}
-}
-
-// listRecordRows runs the record list of the sort: the files attached to
-// one record, found through their own index whatever else the scope holds.
-func (s *Service) listRecordRows(ctx context.Context, a access, f filter, at position) ([]db.UploadedFile, error) {
-	o := f.opts
-	p := db.FileListRecordByCreatedParams{
-		TenantCode: a.scope.TenantCode, Entity: o.Entity, EntityID: o.EntityID, DepartmentCode: a.scope.DepartmentCode, Now: s.now(),
-		Module: optional(o.Module), ContentType: f.contentType, ContentTypePrefix: f.contentPrefix, Visibility: f.visibility,
-		IsTemporary: o.Temporary, CreatedFrom: o.CreatedFrom, CreatedBefore: o.CreatedBefore, NamePrefix: f.namePrefix,
-		AfterCreated: at.Created, AfterID: at.ID, Max: int32(f.limit + 1),
-	}
-	if a.owner {
-		p.UserID = &a.scope.UserID
-	}
-	switch f.sort {
-	case SortName:
-		return s.q.FileListRecordByName(ctx, s.db, db.FileListRecordByNameParams{
-			TenantCode: p.TenantCode, Entity: p.Entity, EntityID: p.EntityID, UserID: p.UserID, DepartmentCode: p.DepartmentCode, Now: p.Now,
-			Module: p.Module, ContentType: p.ContentType, ContentTypePrefix: p.ContentTypePrefix, Visibility: p.Visibility,
-			IsTemporary: p.IsTemporary, CreatedFrom: p.CreatedFrom, CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix,
-			AfterName: at.Name, AfterID: at.ID, Max: p.Max,
-		})
-	case SortSize:
-		return s.q.FileListRecordBySize(ctx, s.db, db.FileListRecordBySizeParams{
-			TenantCode: p.TenantCode, Entity: p.Entity, EntityID: p.EntityID, UserID: p.UserID, DepartmentCode: p.DepartmentCode, Now: p.Now,
-			Module: p.Module, ContentType: p.ContentType, ContentTypePrefix: p.ContentTypePrefix, Visibility: p.Visibility,
-			IsTemporary: p.IsTemporary, CreatedFrom: p.CreatedFrom, CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix,
-			AfterSize: at.Size, AfterID: at.ID, Max: p.Max,
-		})
-	default:
-		return s.q.FileListRecordByCreated(ctx, s.db, p)
-	}
 }

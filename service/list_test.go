@@ -348,3 +348,53 @@ func urlBase(u string) string {
 	base, _, _ := strings.Cut(u, "&grant=")
 	return base
 }
+
+// TestListPagesReadAtMostTheScanBudget: a filter that matches three of an
+// owner's 2,600 files, in each order, pages through them a scan budget at
+// a time -- each page reads at most service.ListScanBudget files, so a
+// page may hold fewer files than its limit and still have a cursor -- and
+// the walk finds each matching file once, in order; a filter that matches
+// none ends after the same three pages, each empty.
+func TestListPagesReadAtMostTheScanBudget(t *testing.T) {
+	t.Parallel()
+	b := setup(t, service.DriverLocal)
+	const n = 2600
+	rare := []int{100, 1500, 2550} // by position in every order
+	b.exec(`INSERT INTO uploaded_file (id, tenant_code, department_code, user_id, key, original_name, size_bytes, content_type, status, completed_at,
+    created_at, updated_at, module)
+SELECT gen_random_uuid(), 'acme', 'sales', 'alice', 'core/acme/' || i || '.pdf', 'file-' || lpad(i::text, 5, '0') || '.pdf', 100000 - i, 'application/pdf',
+    'ready', $1::timestamptz, $1::timestamptz - i * interval '1 second', $1::timestamptz, CASE WHEN i = ANY($3::int[]) THEN 'rare' END
+FROM generate_series(1, $2::int) AS i`, b.clock.Now(), n, rare)
+	want := make([]string, len(rare))
+	for i, pos := range rare {
+		want[i] = fmt.Sprintf("file-%05d.pdf", pos)
+	}
+	pages := (n + service.ListScanBudget - 1) / service.ListScanBudget
+	for _, sort := range []service.ListSort{service.SortCreatedAt, service.SortName, service.SortSize} {
+		for module, found := range map[string][]string{"rare": want, "none-such": nil} {
+			o := service.ListOptions{Sort: sort, Module: module, Limit: 50}
+			var names []string
+			var sizes []int
+			for range pages {
+				p, err := b.svc.List(alice, o)
+				require.NoError(t, err)
+				sizes = append(sizes, len(p.Files))
+				for _, f := range p.Files {
+					names = append(names, f.OriginalName)
+				}
+				o.Cursor = p.NextCursor
+				if o.Cursor == "" {
+					break
+				}
+			}
+			require.Empty(t, o.Cursor, "%s %s: the walk ends after %d pages", sort, module, pages)
+			require.Len(t, sizes, pages, "%s %s: one page per budget read", sort, module)
+			require.Equal(t, found, names, "%s %s", sort, module)
+			if found != nil {
+				require.Equal(t, []int{1, 1, 1}, sizes, "%s: each matching file on the page whose budget reached it", sort)
+			}
+		}
+	}
+	// No filter: full pages, the budget never in the way.
+	require.Len(t, listAll(t, b.svc, alice, service.ListOptions{Limit: service.ListMaxLimit}), n)
+}

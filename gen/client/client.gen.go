@@ -383,7 +383,7 @@ type FileEventType string
 type FileList struct {
 	Items []UploadedFile `json:"items"`
 
-	// NextCursor The cursor of the next page; absent on the last one.
+	// NextCursor The cursor of the next page; absent on the last one. A page may hold fewer items than its limit, none even, and still have one.
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
@@ -440,7 +440,7 @@ type HostFile struct {
 type HostFileList struct {
 	Items []HostFile `json:"items"`
 
-	// NextCursor The cursor of the next page; absent on the last one.
+	// NextCursor The cursor of the next page; absent on the last one. A page may hold fewer items than its limit, none even, and still have one.
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
@@ -1291,7 +1291,10 @@ type ClientInterface interface {
 	// decides `tenant` for `list`), never in-flight, deleted or expired
 	// ones, newest first unless `sort` says otherwise. Pass `nextCursor` as
 	// `cursor` for the next page; a cursor is only valid with the same
-	// caller, filters and sort (anything else is 400 `invalid-meta`).
+	// caller, filters and sort (anything else is 400 `invalid-meta`). A
+	// page reads at most 1,000 files of the scope: when the filters match
+	// few of them it holds fewer than `limit` (none, at worst) and still
+	// has a `nextCursor`; the list ends only when `nextCursor` is absent.
 	//
 	// Corresponds with GET /uploaded-file (the `ListFiles` operationId).
 	ListFiles(ctx context.Context, params *ListFilesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1837,7 +1840,10 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 // decides `tenant` for `list`), never in-flight, deleted or expired
 // ones, newest first unless `sort` says otherwise. Pass `nextCursor` as
 // `cursor` for the next page; a cursor is only valid with the same
-// caller, filters and sort (anything else is 400 `invalid-meta`).
+// caller, filters and sort (anything else is 400 `invalid-meta`). A
+// page reads at most 1,000 files of the scope: when the filters match
+// few of them it holds fewer than `limit` (none, at worst) and still
+// has a `nextCursor`; the list ends only when `nextCursor` is absent.
 //
 // Corresponds with GET /uploaded-file (the `ListFiles` operationId).
 func (c *Client) ListFiles(ctx context.Context, params *ListFilesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4012,7 +4018,10 @@ type ClientWithResponsesInterface interface {
 	// decides `tenant` for `list`), never in-flight, deleted or expired
 	// ones, newest first unless `sort` says otherwise. Pass `nextCursor` as
 	// `cursor` for the next page; a cursor is only valid with the same
-	// caller, filters and sort (anything else is 400 `invalid-meta`).
+	// caller, filters and sort (anything else is 400 `invalid-meta`). A
+	// page reads at most 1,000 files of the scope: when the filters match
+	// few of them it holds fewer than `limit` (none, at worst) and still
+	// has a `nextCursor`; the list ends only when `nextCursor` is absent.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6923,7 +6932,10 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 // decides `tenant` for `list`), never in-flight, deleted or expired
 // ones, newest first unless `sort` says otherwise. Pass `nextCursor` as
 // `cursor` for the next page; a cursor is only valid with the same
-// caller, filters and sort (anything else is 400 `invalid-meta`).
+// caller, filters and sort (anything else is 400 `invalid-meta`). A
+// page reads at most 1,000 files of the scope: when the filters match
+// few of them it holds fewer than `limit` (none, at worst) and still
+// has a `nextCursor`; the list ends only when `nextCursor` is absent.
 //
 // Returns a wrapper object for the known response body format(s).
 //

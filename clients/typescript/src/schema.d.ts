@@ -144,7 +144,10 @@ export interface paths {
          *     decides `tenant` for `list`), never in-flight, deleted or expired
          *     ones, newest first unless `sort` says otherwise. Pass `nextCursor` as
          *     `cursor` for the next page; a cursor is only valid with the same
-         *     caller, filters and sort (anything else is 400 `invalid-meta`).
+         *     caller, filters and sort (anything else is 400 `invalid-meta`). A
+         *     page reads at most 1,000 files of the scope: when the filters match
+         *     few of them it holds fewer than `limit` (none, at worst) and still
+         *     has a `nextCursor`; the list ends only when `nextCursor` is absent.
          */
         get: operations["listFiles"];
         put?: never;
@@ -566,12 +569,12 @@ export interface components {
         ListOrder: "createdAt" | "name" | "size";
         FileList: {
             items: components["schemas"]["UploadedFile"][];
-            /** @description The cursor of the next page; absent on the last one. */
+            /** @description The cursor of the next page; absent on the last one. A page may hold fewer items than its limit, none even, and still have one. */
             nextCursor?: string;
         };
         HostFileList: {
             items: components["schemas"]["HostFile"][];
-            /** @description The cursor of the next page; absent on the last one. */
+            /** @description The cursor of the next page; absent on the last one. A page may hold fewer items than its limit, none even, and still have one. */
             nextCursor?: string;
         };
         /**

@@ -1,0 +1,193 @@
+package service
+
+import (
+	"context"
+
+	"github.com/uploadedfile/uploadedfile/db"
+)
+
+// ListScanBudget is how many of the scope's visible files one page of a
+// tenant's or an owner's list reads at most: filters that match few of a
+// large scope's files end a page early, with fewer files than its limit
+// (none, at worst) and a cursor where the reading stopped, instead of
+// reading the whole scope for one page. The files of one record are found
+// through their own index and read whole.
+const ListScanBudget = 1000
+
+// listed is what a list's statement found: the rows that passed its
+// filters, in order, one more than the page when another page follows;
+// and spent, the last row read, when the scan budget ran out first.
+type listed struct {
+	rows  []db.UploadedFile
+	spent *db.UploadedFile
+}
+
+// walkRow is a row of the tenant's and owner's lists: each has the
+// columns of FileListOwnerByCreatedFilteredRow.
+type walkRow interface {
+	db.FileListOwnerByCreatedFilteredRow | db.FileListOwnerByNameFilteredRow | db.FileListOwnerBySizeFilteredRow |
+		db.FileListTenantByCreatedFilteredRow | db.FileListTenantByNameFilteredRow | db.FileListTenantBySizeFilteredRow
+}
+
+// walked splits a walk's rows into the matching ones and the row the
+// budget ran out on.
+func walked[R walkRow](rows []R, err error) (listed, error) {
+	if err != nil {
+		return listed{}, err
+	}
+	l := listed{rows: make([]db.UploadedFile, 0, len(rows))}
+	for _, r := range rows {
+		w := db.FileListOwnerByCreatedFilteredRow(r)
+		f := w.File()
+		if w.Matched {
+			l.rows = append(l.rows, f)
+		}
+		if w.Walked == ListScanBudget {
+			l.spent = &f
+		}
+	}
+	return l, nil
+}
+
+// listRows runs the statement of the list's shape, for one row more than
+// the page to know whether another page follows: the record's files when
+// the filters name a record, the walk when they filter otherwise, else the
+// scope's page.
+func (s *Service) listRows(ctx context.Context, a access, f filter, at position) (listed, error) {
+	o := f.opts
+	switch {
+	case o.Entity != "" && o.EntityID != "":
+		rows, err := s.listRecordRows(ctx, a, f, at)
+		return listed{rows: rows}, err
+	case f.filtered():
+		return s.listFilteredRows(ctx, a, f, at)
+	}
+	rows, err := s.listPageRows(ctx, a, f, at)
+	return listed{rows: rows}, err
+}
+
+// filtered says whether any optional filter is set.
+func (f filter) filtered() bool {
+	o := f.opts
+	return o.Module != "" || o.Entity != "" || o.EntityID != "" || f.contentType != nil || f.contentPrefix != nil ||
+		f.visibility != nil || o.Temporary != nil || o.CreatedFrom != nil || o.CreatedBefore != nil || f.namePrefix != nil
+}
+
+// listPageRows runs the scope's page in the list's order, no optional
+// filter set.
+func (s *Service) listPageRows(ctx context.Context, a access, f filter, at position) ([]db.UploadedFile, error) {
+	sc, max, now := a.scope, int32(f.limit+1), s.now()
+	switch {
+	case a.owner && f.sort == SortName:
+		return s.q.FileListOwnerByName(ctx, s.db, db.FileListOwnerByNameParams{TenantCode: sc.TenantCode, UserID: sc.UserID,
+			DepartmentCode: sc.DepartmentCode, Now: now, AfterName: at.Name, AfterID: at.ID, Max: max})
+	case a.owner && f.sort == SortSize:
+		return s.q.FileListOwnerBySize(ctx, s.db, db.FileListOwnerBySizeParams{TenantCode: sc.TenantCode, UserID: sc.UserID,
+			DepartmentCode: sc.DepartmentCode, Now: now, AfterSize: at.Size, AfterID: at.ID, Max: max})
+	case a.owner:
+		return s.q.FileListOwnerByCreated(ctx, s.db, db.FileListOwnerByCreatedParams{TenantCode: sc.TenantCode, UserID: sc.UserID,
+			DepartmentCode: sc.DepartmentCode, Now: now, AfterCreated: at.Created, AfterID: at.ID, Max: max})
+	case f.sort == SortName:
+		return s.q.FileListTenantByName(ctx, s.db, db.FileListTenantByNameParams{TenantCode: sc.TenantCode,
+			DepartmentCode: sc.DepartmentCode, Now: now, AfterName: at.Name, AfterID: at.ID, Max: max})
+	case f.sort == SortSize:
+		return s.q.FileListTenantBySize(ctx, s.db, db.FileListTenantBySizeParams{TenantCode: sc.TenantCode,
+			DepartmentCode: sc.DepartmentCode, Now: now, AfterSize: at.Size, AfterID: at.ID, Max: max})
+	default:
+		return s.q.FileListTenantByCreated(ctx, s.db, db.FileListTenantByCreatedParams{TenantCode: sc.TenantCode,
+			DepartmentCode: sc.DepartmentCode, Now: now, AfterCreated: at.Created, AfterID: at.ID, Max: max})
+	}
+}
+
+// listFilteredRows runs the walk of the list's order: at most
+// ListScanBudget of the scope's files read, those that pass the filters
+// returned.
+func (s *Service) listFilteredRows(ctx context.Context, a access, f filter, at position) (listed, error) {
+	o := f.opts
+	max := int32(f.limit + 1)
+	if a.owner {
+		p := db.FileListOwnerByCreatedFilteredParams{
+			TenantCode: a.scope.TenantCode, UserID: a.scope.UserID, DepartmentCode: a.scope.DepartmentCode, Now: s.now(),
+			Module: optional(o.Module), Entity: optional(o.Entity), EntityID: optional(o.EntityID),
+			ContentType: f.contentType, ContentTypePrefix: f.contentPrefix, Visibility: f.visibility, IsTemporary: o.Temporary,
+			CreatedFrom: o.CreatedFrom, CreatedBefore: o.CreatedBefore, NamePrefix: f.namePrefix,
+			AfterCreated: at.Created, AfterID: at.ID, Scan: ListScanBudget, Max: max,
+		}
+		switch f.sort {
+		case SortName:
+			return walked(s.q.FileListOwnerByNameFiltered(ctx, s.db, db.FileListOwnerByNameFilteredParams{
+				TenantCode: p.TenantCode, UserID: p.UserID, DepartmentCode: p.DepartmentCode, Now: p.Now, Module: p.Module, Entity: p.Entity,
+				EntityID: p.EntityID, ContentType: p.ContentType, ContentTypePrefix: p.ContentTypePrefix, Visibility: p.Visibility,
+				IsTemporary: p.IsTemporary, CreatedFrom: p.CreatedFrom, CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix,
+				AfterName: at.Name, AfterID: at.ID, Scan: ListScanBudget, Max: max,
+			}))
+		case SortSize:
+			return walked(s.q.FileListOwnerBySizeFiltered(ctx, s.db, db.FileListOwnerBySizeFilteredParams{
+				TenantCode: p.TenantCode, UserID: p.UserID, DepartmentCode: p.DepartmentCode, Now: p.Now, Module: p.Module, Entity: p.Entity,
+				EntityID: p.EntityID, ContentType: p.ContentType, ContentTypePrefix: p.ContentTypePrefix, Visibility: p.Visibility,
+				IsTemporary: p.IsTemporary, CreatedFrom: p.CreatedFrom, CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix,
+				AfterSize: at.Size, AfterID: at.ID, Scan: ListScanBudget, Max: max,
+			}))
+		default:
+			return walked(s.q.FileListOwnerByCreatedFiltered(ctx, s.db, p))
+		}
+	}
+	p := db.FileListTenantByCreatedFilteredParams{
+		TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, Now: s.now(),
+		Module: optional(o.Module), Entity: optional(o.Entity), EntityID: optional(o.EntityID),
+		ContentType: f.contentType, ContentTypePrefix: f.contentPrefix, Visibility: f.visibility, IsTemporary: o.Temporary,
+		CreatedFrom: o.CreatedFrom, CreatedBefore: o.CreatedBefore, NamePrefix: f.namePrefix,
+		AfterCreated: at.Created, AfterID: at.ID, Scan: ListScanBudget, Max: max,
+	}
+	switch f.sort {
+	case SortName:
+		return walked(s.q.FileListTenantByNameFiltered(ctx, s.db, db.FileListTenantByNameFilteredParams{
+			TenantCode: p.TenantCode, DepartmentCode: p.DepartmentCode, Now: p.Now, Module: p.Module, Entity: p.Entity,
+			EntityID: p.EntityID, ContentType: p.ContentType, ContentTypePrefix: p.ContentTypePrefix, Visibility: p.Visibility,
+			IsTemporary: p.IsTemporary, CreatedFrom: p.CreatedFrom, CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix,
+			AfterName: at.Name, AfterID: at.ID, Scan: ListScanBudget, Max: max,
+		}))
+	case SortSize:
+		return walked(s.q.FileListTenantBySizeFiltered(ctx, s.db, db.FileListTenantBySizeFilteredParams{
+			TenantCode: p.TenantCode, DepartmentCode: p.DepartmentCode, Now: p.Now, Module: p.Module, Entity: p.Entity,
+			EntityID: p.EntityID, ContentType: p.ContentType, ContentTypePrefix: p.ContentTypePrefix, Visibility: p.Visibility,
+			IsTemporary: p.IsTemporary, CreatedFrom: p.CreatedFrom, CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix,
+			AfterSize: at.Size, AfterID: at.ID, Scan: ListScanBudget, Max: max,
+		}))
+	default:
+		return walked(s.q.FileListTenantByCreatedFiltered(ctx, s.db, p))
+	}
+}
+
+// listRecordRows runs the record list of the sort: the files attached to
+// one record, found through their own index whatever else the scope holds.
+func (s *Service) listRecordRows(ctx context.Context, a access, f filter, at position) ([]db.UploadedFile, error) {
+	o := f.opts
+	p := db.FileListRecordByCreatedParams{
+		TenantCode: a.scope.TenantCode, Entity: o.Entity, EntityID: o.EntityID, DepartmentCode: a.scope.DepartmentCode, Now: s.now(),
+		Module: optional(o.Module), ContentType: f.contentType, ContentTypePrefix: f.contentPrefix, Visibility: f.visibility,
+		IsTemporary: o.Temporary, CreatedFrom: o.CreatedFrom, CreatedBefore: o.CreatedBefore, NamePrefix: f.namePrefix,
+		AfterCreated: at.Created, AfterID: at.ID, Max: int32(f.limit + 1),
+	}
+	if a.owner {
+		p.UserID = &a.scope.UserID
+	}
+	switch f.sort {
+	case SortName:
+		return s.q.FileListRecordByName(ctx, s.db, db.FileListRecordByNameParams{
+			TenantCode: p.TenantCode, Entity: p.Entity, EntityID: p.EntityID, UserID: p.UserID, DepartmentCode: p.DepartmentCode, Now: p.Now,
+			Module: p.Module, ContentType: p.ContentType, ContentTypePrefix: p.ContentTypePrefix, Visibility: p.Visibility,
+			IsTemporary: p.IsTemporary, CreatedFrom: p.CreatedFrom, CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix,
+			AfterName: at.Name, AfterID: at.ID, Max: p.Max,
+		})
+	case SortSize:
+		return s.q.FileListRecordBySize(ctx, s.db, db.FileListRecordBySizeParams{
+			TenantCode: p.TenantCode, Entity: p.Entity, EntityID: p.EntityID, UserID: p.UserID, DepartmentCode: p.DepartmentCode, Now: p.Now,
+			Module: p.Module, ContentType: p.ContentType, ContentTypePrefix: p.ContentTypePrefix, Visibility: p.Visibility,
+			IsTemporary: p.IsTemporary, CreatedFrom: p.CreatedFrom, CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix,
+			AfterSize: at.Size, AfterID: at.ID, Max: p.Max,
+		})
+	default:
+		return s.q.FileListRecordByCreated(ctx, s.db, p)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,19 +12,13 @@ import (
 // EstimateRescan is the planner's estimate of how many files a rescan
 // reads -- every tenant's files created at or after since (nil: any time),
 // or tenant's when it is not nil, after the id after (uuid.Nil: from the
-// first; a resumed rescan's checkpoint: the rest) -- from EXPLAIN of its batch statement
-// with no limit to speak of (nothing is run, nothing is read): the total
-// of a progress display, in the time a plan takes rather than a count of
-// millions of rows.
+// first; a resumed rescan's checkpoint: the rest) -- from EXPLAIN of the
+// selection its batches walk (rescanSelection; nothing is run, nothing is
+// read): the total of a progress display, in the time a plan takes rather
+// than a count of millions of rows.
 func EstimateRescan(ctx context.Context, conn DBTX, after uuid.UUID, since *time.Time, tenant *string) (int64, error) {
 	var plan []byte
-	var err error
-	if tenant != nil {
-		err = conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+fileRescanTenantBatch, *tenant, after, since, int32(math.MaxInt32)).Scan(&plan)
-	} else {
-		err = conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+fileRescanBatch, after, since, int32(math.MaxInt32)).Scan(&plan)
-	}
-	if err != nil {
+	if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+rescanSelection, after, since, tenant).Scan(&plan); err != nil {
 		return 0, err
 	}
 	var out []struct {
@@ -41,6 +34,18 @@ func EstimateRescan(ctx context.Context, conn DBTX, after uuid.UUID, since *time
 	}
 	return int64(out[0].Plan.Rows), nil
 }
+
+// rescanSelection is the files a rescan selects (FileRescanBatch and
+// FileRescanTenantBatch in queries/file_quarantine.sql, without their
+// walk): explained for EstimateRescan, never run.
+const rescanSelection = `SELECT id FROM uploaded_file
+WHERE id > $1::uuid
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+    AND ($2::timestamptz IS NULL OR created_at >= $2::timestamptz)
+    AND ($3::text IS NULL OR tenant_code = $3::text)`
 
 // EstimateObjects is about how many objects the store holds: the planner's
 // row counts of the files and their variants (pg_class.reltuples, as the

@@ -113,6 +113,7 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 		q     = b.q
 		ctx   = b.ctx
 		now   = at(0)
+		now0  = *now
 		id    = sample.ID
 		ten   = sample.TenantCode
 		user  = &sample.UserID
@@ -412,11 +413,11 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			return err
 		},
 		func() error {
-			_, err := q.FileRescanBatch(ctx, e, db.FileRescanBatchParams{AfterID: id, Max: 100})
+			_, err := q.FileRescanBatch(ctx, e, db.FileRescanBatchParams{AfterID: id, Since: &now0, Scan: 10_000, Max: 100})
 			return err
 		},
 		func() error {
-			_, err := q.FileRescanTenantBatch(ctx, e, db.FileRescanTenantBatchParams{Tenant: ten, AfterID: id, Max: 100})
+			_, err := q.FileRescanTenantBatch(ctx, e, db.FileRescanTenantBatchParams{Tenant: ten, AfterID: id, Scan: 10_000, Max: 100})
 			return err
 		},
 		func() error {

@@ -129,22 +129,74 @@ func (q *Queries) FileQuarantine(ctx context.Context, db DBTX, arg FileQuarantin
 
 const fileRescanBatch = `-- name: FileRescanBatch :many
 
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
-FROM uploaded_file
-WHERE id > $1::uuid
-    AND status = 'ready'
-    AND upload_pending_at IS NULL
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-    AND ($2::timestamptz IS NULL OR created_at >= $2::timestamptz)
-ORDER BY id
-LIMIT $3::integer
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until, walked, matched
+FROM (
+    SELECT walk.id, walk.tenant_code, walk.department_code, walk.user_id, walk.key, walk.cdn, walk.original_name, walk.size_bytes, walk.content_type, walk.visibility, walk.is_temporary, walk.upload_pending_at, walk.deletion_pending_at, walk.expired_at, walk.extra_data, walk.module, walk.entity, walk.entity_id, walk.type, walk.used_at, walk.created_at, walk.updated_at, walk.deleted_at, walk.status, walk.pending_key, walk.checksum, walk.etag, walk.disposition, walk.completed_at, walk.upload_expires_at, walk.completion_lease_until, walk.staging_cleanup_at, walk.width, walk.height, walk.idempotency_key, walk.idempotency_fingerprint, walk.resumable_offset, walk.resumable_lease_until, walk.walked,
+        coalesce($1::timestamptz IS NULL OR walk.created_at >= $1::timestamptz, false)::boolean AS matched
+    FROM (
+        SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until, row_number() OVER (ORDER BY id) AS walked
+        FROM uploaded_file
+        WHERE id > $2::uuid
+            AND status = 'ready'
+            AND upload_pending_at IS NULL
+            AND deletion_pending_at IS NULL
+            AND deleted_at IS NULL
+        ORDER BY id
+        LIMIT $3::integer
+    ) AS walk
+) AS batch
+WHERE batch.matched OR batch.walked = $3::integer
+LIMIT $4::integer
 `
 
 type FileRescanBatchParams struct {
-	AfterID uuid.UUID
 	Since   *time.Time
+	AfterID uuid.UUID
+	Scan    int32
 	Max     int32
+}
+
+type FileRescanBatchRow struct {
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
+	ResumableOffset        *int64
+	ResumableLeaseUntil    *time.Time
+	Walked                 int64
+	Matched                bool
 }
 
 // Rescans and quarantine (cross-tenant, trusted maintenance only).
@@ -157,18 +209,27 @@ type FileRescanBatchParams struct {
 // Every read of a file requires status = 'ready', so a quarantined file
 // answers as a missing one does, everywhere. Each transition writes its
 // lifecycle event in the same statement.
-// The next @max ready, visible files of every tenant after @after_id in id
-// order (the primary key's), created at or after @since (NULL: any time).
-// A @since filters the walk: over a whole run the table is read once.
-func (q *Queries) FileRescanBatch(ctx context.Context, db DBTX, arg FileRescanBatchParams) ([]UploadedFile, error) {
-	rows, err := db.Query(ctx, fileRescanBatch, arg.AfterID, arg.Since, arg.Max)
+// The next ready, visible files of every tenant after @after_id in id
+// order (the primary key's) created at or after @since (NULL: any time),
+// at most @max of them, from a walk of at most @scan files: a row comes
+// back when it was created since, or when the walk ended on it (walked =
+// @scan), and the rescan goes on after it. However few files were created
+// since, a statement reads at most @scan rows; over a whole run the table
+// is read once. The columns are the filtered lists' (file_list.sql).
+func (q *Queries) FileRescanBatch(ctx context.Context, db DBTX, arg FileRescanBatchParams) ([]FileRescanBatchRow, error) {
+	rows, err := db.Query(ctx, fileRescanBatch,
+		arg.Since,
+		arg.AfterID,
+		arg.Scan,
+		arg.Max,
+	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []UploadedFile{}
+	items := []FileRescanBatchRow{}
 	for rows.Next() {
-		var i UploadedFile
+		var i FileRescanBatchRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.TenantCode,
@@ -208,6 +269,8 @@ func (q *Queries) FileRescanBatch(ctx context.Context, db DBTX, arg FileRescanBa
 			&i.IdempotencyFingerprint,
 			&i.ResumableOffset,
 			&i.ResumableLeaseUntil,
+			&i.Walked,
+			&i.Matched,
 		); err != nil {
 			return nil, err
 		}
@@ -220,44 +283,96 @@ func (q *Queries) FileRescanBatch(ctx context.Context, db DBTX, arg FileRescanBa
 }
 
 const fileRescanTenantBatch = `-- name: FileRescanTenantBatch :many
-SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
-FROM uploaded_file
-WHERE tenant_code = $1::text
-    AND id > $2::uuid
-    AND status = 'ready'
-    AND upload_pending_at IS NULL
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-    AND ($3::timestamptz IS NULL OR created_at >= $3::timestamptz)
-ORDER BY tenant_code, id
-LIMIT $4::integer
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until, walked, matched
+FROM (
+    SELECT walk.id, walk.tenant_code, walk.department_code, walk.user_id, walk.key, walk.cdn, walk.original_name, walk.size_bytes, walk.content_type, walk.visibility, walk.is_temporary, walk.upload_pending_at, walk.deletion_pending_at, walk.expired_at, walk.extra_data, walk.module, walk.entity, walk.entity_id, walk.type, walk.used_at, walk.created_at, walk.updated_at, walk.deleted_at, walk.status, walk.pending_key, walk.checksum, walk.etag, walk.disposition, walk.completed_at, walk.upload_expires_at, walk.completion_lease_until, walk.staging_cleanup_at, walk.width, walk.height, walk.idempotency_key, walk.idempotency_fingerprint, walk.resumable_offset, walk.resumable_lease_until, walk.walked,
+        coalesce($1::timestamptz IS NULL OR walk.created_at >= $1::timestamptz, false)::boolean AS matched
+    FROM (
+        SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until, row_number() OVER (ORDER BY tenant_code, id) AS walked
+        FROM uploaded_file
+        WHERE tenant_code = $2::text
+            AND id > $3::uuid
+            AND status = 'ready'
+            AND upload_pending_at IS NULL
+            AND deletion_pending_at IS NULL
+            AND deleted_at IS NULL
+        ORDER BY tenant_code, id
+        LIMIT $4::integer
+    ) AS walk
+) AS batch
+WHERE batch.matched OR batch.walked = $4::integer
+LIMIT $5::integer
 `
 
 type FileRescanTenantBatchParams struct {
+	Since   *time.Time
 	Tenant  string
 	AfterID uuid.UUID
-	Since   *time.Time
+	Scan    int32
 	Max     int32
 }
 
-// The next @max ready, visible files of @tenant after @after_id in id
-// order, created at or after @since (NULL: any time): its own statement
-// and index (uploaded_file_rescan_tenant_idx), so that a plan made without
-// the arguments reads the tenant's rows only, and never sorts them.
-func (q *Queries) FileRescanTenantBatch(ctx context.Context, db DBTX, arg FileRescanTenantBatchParams) ([]UploadedFile, error) {
+type FileRescanTenantBatchRow struct {
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
+	ResumableOffset        *int64
+	ResumableLeaseUntil    *time.Time
+	Walked                 int64
+	Matched                bool
+}
+
+// FileRescanBatch within @tenant: its own statement and index
+// (uploaded_file_rescan_tenant_idx), so that a plan made without the
+// arguments reads the tenant's rows only, and never sorts them.
+func (q *Queries) FileRescanTenantBatch(ctx context.Context, db DBTX, arg FileRescanTenantBatchParams) ([]FileRescanTenantBatchRow, error) {
 	rows, err := db.Query(ctx, fileRescanTenantBatch,
+		arg.Since,
 		arg.Tenant,
 		arg.AfterID,
-		arg.Since,
+		arg.Scan,
 		arg.Max,
 	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []UploadedFile{}
+	items := []FileRescanTenantBatchRow{}
 	for rows.Next() {
-		var i UploadedFile
+		var i FileRescanTenantBatchRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.TenantCode,
@@ -297,6 +412,8 @@ func (q *Queries) FileRescanTenantBatch(ctx context.Context, db DBTX, arg FileRe
 			&i.IdempotencyFingerprint,
 			&i.ResumableOffset,
 			&i.ResumableLeaseUntil,
+			&i.Walked,
+			&i.Matched,
 		); err != nil {
 			return nil, err
 		}

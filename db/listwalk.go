@@ -1,12 +1,13 @@
 package db
 
-// The tenant and owner lists (FileListOwnerBy*, FileListTenantBy* in
+// The filtered tenant and owner lists (FileList*Filtered in
 // queries/file_list.sql) walk at most a scan budget of the scope's visible
 // rows and say of each row returned whether it passed the list's filters
 // (Matched) and how far into the walk it came (Walked): the row on which
 // the budget ran out comes back whether or not it matched, so the caller
-// knows where to resume. The six row types have the same columns; each
-// converts to FileListOwnerByCreatedFilteredRow.
+// knows where to resume. The rescan's batches (FileRescan*Batch in
+// queries/file_quarantine.sql) walk the same way. These row types have
+// the same columns; each converts to FileListOwnerByCreatedFilteredRow.
 
 // File is the row's file, without the walk's columns.
 func (r FileListOwnerByCreatedFilteredRow) File() UploadedFile {

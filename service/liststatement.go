@@ -22,16 +22,22 @@ type listed struct {
 	spent *db.UploadedFile
 }
 
-// walkRow is a row of the tenant's and owner's lists: each has the
-// columns of FileListOwnerByCreatedFilteredRow.
+// walkRow is a row of a walk -- a filtered list, a rescan's batch: each
+// has the columns of FileListOwnerByCreatedFilteredRow.
 type walkRow interface {
 	db.FileListOwnerByCreatedFilteredRow | db.FileListOwnerByNameFilteredRow | db.FileListOwnerBySizeFilteredRow |
-		db.FileListTenantByCreatedFilteredRow | db.FileListTenantByNameFilteredRow | db.FileListTenantBySizeFilteredRow
+		db.FileListTenantByCreatedFilteredRow | db.FileListTenantByNameFilteredRow | db.FileListTenantBySizeFilteredRow |
+		db.FileRescanBatchRow | db.FileRescanTenantBatchRow
 }
 
-// walked splits a walk's rows into the matching ones and the row the
-// budget ran out on.
+// walked splits a list's walk into the matching rows and the row the
+// budget (ListScanBudget) ran out on.
 func walked[R walkRow](rows []R, err error) (listed, error) {
+	return walkedWithin(ListScanBudget, rows, err)
+}
+
+// walkedWithin is walked for a walk of at most budget rows.
+func walkedWithin[R walkRow](budget int64, rows []R, err error) (listed, error) {
 	if err != nil {
 		return listed{}, err
 	}
@@ -42,7 +48,7 @@ func walked[R walkRow](rows []R, err error) (listed, error) {
 		if w.Matched {
 			l.rows = append(l.rows, f)
 		}
-		if w.Walked == ListScanBudget {
+		if w.Walked == budget {
 			l.spent = &f
 		}
 	}

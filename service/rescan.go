@@ -160,14 +160,14 @@ func (r *rescan) feed(ctx, run context.Context, files chan<- db.UploadedFile) er
 	r.after = r.o.After
 	next := r.o.After
 	for {
-		rows, err := r.batch(run, next)
+		l, err := r.batch(run, next)
 		if err != nil {
 			if run.Err() != nil {
 				return nil // stopped by a worker: its cause is the answer
 			}
 			return r.svc.internalError(run, ErrCleanupFailed, "list files to rescan", err)
 		}
-		for _, row := range rows {
+		for _, row := range l.rows {
 			if r.skip[row.ID] {
 				continue
 			}
@@ -185,10 +185,14 @@ func (r *rescan) feed(ctx, run context.Context, files chan<- db.UploadedFile) er
 				return nil
 			}
 		}
-		if len(rows) < 100 {
-			return nil
+		last := l.spent
+		if last == nil && len(l.rows) == rescanBatch {
+			last = &l.rows[len(l.rows)-1]
 		}
-		next = rows[len(rows)-1].ID
+		if last == nil {
+			return nil // the walk reached the end
+		}
+		next = last.ID
 	}
 }
 
@@ -333,11 +337,26 @@ func (s *Service) rescanOne(ctx context.Context, row db.UploadedFile, quarantine
 	return d, nil
 }
 
-// batch is the next 100 selected files after the id: one tenant's through
+// Bounds of the rescan's reading: files a batch, and files one statement
+// reads at most to find them (a --since that few files match costs one
+// budget a statement, not a read of the table).
+const (
+	rescanBatch  = 100
+	rescanBudget = 10_000
+)
+
+// batch is the next rescanBatch selected files after the id, and the file
+// its walk ended on when the budget ran out first: one tenant's through
 // its own statement and index, or every tenant's.
-func (r *rescan) batch(ctx context.Context, after uuid.UUID) ([]db.UploadedFile, error) {
+func (r *rescan) batch(ctx context.Context, after uuid.UUID) (listed, error) {
 	if r.o.Tenant != "" {
-		return r.svc.q.FileRescanTenantBatch(ctx, r.svc.db, db.FileRescanTenantBatchParams{Tenant: r.o.Tenant, AfterID: after, Since: r.o.Since, Max: 100})
+		rows, err := r.svc.q.FileRescanTenantBatch(ctx, r.svc.db, db.FileRescanTenantBatchParams{
+			Tenant: r.o.Tenant, AfterID: after, Since: r.o.Since, Scan: rescanBudget, Max: rescanBatch,
+		})
+		return walkedWithin(rescanBudget, rows, err)
 	}
-	return r.svc.q.FileRescanBatch(ctx, r.svc.db, db.FileRescanBatchParams{AfterID: after, Since: r.o.Since, Max: 100})
+	rows, err := r.svc.q.FileRescanBatch(ctx, r.svc.db, db.FileRescanBatchParams{
+		AfterID: after, Since: r.o.Since, Scan: rescanBudget, Max: rescanBatch,
+	})
+	return walkedWithin(rescanBudget, rows, err)
 }

@@ -342,3 +342,31 @@ func TestRescanGoesOnPastAFileWithoutVerdict(t *testing.T) {
 	require.GreaterOrEqual(t, rep.Unscanned, 5)
 	require.Less(t, rep.Unscanned, 23, "it stopped before the end")
 }
+
+// TestRescanSinceWalksPastFilesItSkips: a rescan --since over 25,000 files
+// created before it and two after -- all of them later in id order than
+// the old ones -- reads the table a budget a statement, goes on past the
+// statements that found nothing, and scans the two, for every tenant and
+// for one.
+func TestRescanSinceWalksPastFilesItSkips(t *testing.T) {
+	t.Parallel()
+	d := clamdtest.Start(t, 30)
+	b := setupWith(t, service.DriverLocal, []service.Option{service.WithScanner(d.Scanner(10 * time.Second))})
+	b.exec(`INSERT INTO uploaded_file (id, tenant_code, user_id, key, original_name, size_bytes, content_type, status, completed_at, created_at, updated_at)
+SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(i), 12, '0'))::uuid, 'acme', 'alice', 'core/acme/old-' || i || '.pdf', 'old.pdf', 10,
+    'application/pdf', 'ready', $1::timestamptz, $1::timestamptz - interval '1 year', $1::timestamptz
+FROM generate_series(1, 25000) AS i`, b.clock.Now())
+	clean := b.upload(alice)
+	bad, err := b.svc.Upload(alice, strings.NewReader(clamdtest.EICAR), "notes.txt", nil)
+	require.NoError(t, err)
+	since := b.clock.Now().Add(-time.Hour)
+	for _, tenant := range []string{"", "acme"} {
+		var found []service.Detection
+		rep, err := b.svc.UnsafeSystemRescan(context.Background(), service.RescanOptions{Tenant: tenant, Since: &since},
+			func(d service.Detection) { found = append(found, d) })
+		require.NoError(t, err)
+		require.Equal(t, service.RescanReport{Scanned: 2, Detected: 1}, rep, "tenant %q", tenant)
+		require.Equal(t, bad.ID, found[0].ID)
+		require.NotEqual(t, clean.ID, found[0].ID)
+	}
+}

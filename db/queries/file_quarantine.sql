@@ -10,35 +10,54 @@
 -- lifecycle event in the same statement.
 
 -- name: FileRescanBatch :many
--- The next @max ready, visible files of every tenant after @after_id in id
--- order (the primary key's), created at or after @since (NULL: any time).
--- A @since filters the walk: over a whole run the table is read once.
+-- The next ready, visible files of every tenant after @after_id in id
+-- order (the primary key's) created at or after @since (NULL: any time),
+-- at most @max of them, from a walk of at most @scan files: a row comes
+-- back when it was created since, or when the walk ended on it (walked =
+-- @scan), and the rescan goes on after it. However few files were created
+-- since, a statement reads at most @scan rows; over a whole run the table
+-- is read once. The columns are the filtered lists' (file_list.sql).
 SELECT *
-FROM uploaded_file
-WHERE id > @after_id::uuid
-    AND status = 'ready'
-    AND upload_pending_at IS NULL
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-    AND (sqlc.narg('since')::timestamptz IS NULL OR created_at >= sqlc.narg('since')::timestamptz)
-ORDER BY id
+FROM (
+    SELECT walk.*,
+        coalesce(sqlc.narg('since')::timestamptz IS NULL OR walk.created_at >= sqlc.narg('since')::timestamptz, false)::boolean AS matched
+    FROM (
+        SELECT *, row_number() OVER (ORDER BY id) AS walked
+        FROM uploaded_file
+        WHERE id > @after_id::uuid
+            AND status = 'ready'
+            AND upload_pending_at IS NULL
+            AND deletion_pending_at IS NULL
+            AND deleted_at IS NULL
+        ORDER BY id
+        LIMIT @scan::integer
+    ) AS walk
+) AS batch
+WHERE batch.matched OR batch.walked = @scan::integer
 LIMIT @max::integer;
 
 -- name: FileRescanTenantBatch :many
--- The next @max ready, visible files of @tenant after @after_id in id
--- order, created at or after @since (NULL: any time): its own statement
--- and index (uploaded_file_rescan_tenant_idx), so that a plan made without
--- the arguments reads the tenant's rows only, and never sorts them.
+-- FileRescanBatch within @tenant: its own statement and index
+-- (uploaded_file_rescan_tenant_idx), so that a plan made without the
+-- arguments reads the tenant's rows only, and never sorts them.
 SELECT *
-FROM uploaded_file
-WHERE tenant_code = @tenant::text
-    AND id > @after_id::uuid
-    AND status = 'ready'
-    AND upload_pending_at IS NULL
-    AND deletion_pending_at IS NULL
-    AND deleted_at IS NULL
-    AND (sqlc.narg('since')::timestamptz IS NULL OR created_at >= sqlc.narg('since')::timestamptz)
-ORDER BY tenant_code, id
+FROM (
+    SELECT walk.*,
+        coalesce(sqlc.narg('since')::timestamptz IS NULL OR walk.created_at >= sqlc.narg('since')::timestamptz, false)::boolean AS matched
+    FROM (
+        SELECT *, row_number() OVER (ORDER BY tenant_code, id) AS walked
+        FROM uploaded_file
+        WHERE tenant_code = @tenant::text
+            AND id > @after_id::uuid
+            AND status = 'ready'
+            AND upload_pending_at IS NULL
+            AND deletion_pending_at IS NULL
+            AND deleted_at IS NULL
+        ORDER BY tenant_code, id
+        LIMIT @scan::integer
+    ) AS walk
+) AS batch
+WHERE batch.matched OR batch.walked = @scan::integer
 LIMIT @max::integer;
 
 -- name: FileQuarantine :one

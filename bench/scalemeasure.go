@@ -256,9 +256,13 @@ func ownerListGenericPlan(ctx context.Context, f *scaleFixture) (string, error) 
 	for i := range params {
 		params[i] = fmt.Sprintf("$%d", i+1)
 	}
+	// EXPLAIN EXECUTE takes no parameters of its own: the arguments go in
+	// as literals (the simple protocol writes them into the text), and the
+	// prepared statement runs its generic plan with them.
 	var plan []byte
 	explain := "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE owner_list(" + strings.Join(params, ", ") + ")"
-	if err := conn.QueryRow(ctx, explain, stmt.args...).Scan(&plan); err != nil {
+	args := append([]any{pgx.QueryExecModeSimpleProtocol}, stmt.args...)
+	if err := conn.QueryRow(ctx, explain, args...).Scan(&plan); err != nil {
 		return "", err
 	}
 	var out []struct{ Plan map[string]any }

@@ -13,6 +13,807 @@ import (
 	"github.com/google/uuid"
 )
 
+const fileListDepartmentByCreated = `-- name: FileListDepartmentByCreated :many
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
+FROM uploaded_file
+WHERE tenant_code = $1
+    AND department_code = $2::text
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+    AND (NOT is_temporary OR expired_at > coalesce($3::timestamptz, now()))
+    AND (created_at, id) < ($4::timestamptz, $5::uuid)
+ORDER BY created_at DESC, id DESC
+LIMIT $6::integer
+`
+
+type FileListDepartmentByCreatedParams struct {
+	TenantCode     string
+	DepartmentCode string
+	Now            *time.Time
+	AfterCreated   time.Time
+	AfterID        uuid.UUID
+	Max            int32
+}
+
+// One page of the files of the scope's department (@department_code) in the tenant, newest first, after the cursor (@after_created, @after_id), with no optional filter: at most @max rows.
+func (q *Queries) FileListDepartmentByCreated(ctx context.Context, db DBTX, arg FileListDepartmentByCreatedParams) ([]UploadedFile, error) {
+	rows, err := db.Query(ctx, fileListDepartmentByCreated,
+		arg.TenantCode,
+		arg.DepartmentCode,
+		arg.Now,
+		arg.AfterCreated,
+		arg.AfterID,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []UploadedFile{}
+	for rows.Next() {
+		var i UploadedFile
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantCode,
+			&i.DepartmentCode,
+			&i.UserID,
+			&i.Key,
+			&i.CDN,
+			&i.OriginalName,
+			&i.SizeBytes,
+			&i.ContentType,
+			&i.Visibility,
+			&i.IsTemporary,
+			&i.UploadPendingAt,
+			&i.DeletionPendingAt,
+			&i.ExpiredAt,
+			&i.ExtraData,
+			&i.Module,
+			&i.Entity,
+			&i.EntityID,
+			&i.Type,
+			&i.UsedAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.DeletedAt,
+			&i.Status,
+			&i.PendingKey,
+			&i.Checksum,
+			&i.ETag,
+			&i.Disposition,
+			&i.CompletedAt,
+			&i.UploadExpiresAt,
+			&i.CompletionLeaseUntil,
+			&i.StagingCleanupAt,
+			&i.Width,
+			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
+			&i.ResumableOffset,
+			&i.ResumableLeaseUntil,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const fileListDepartmentByCreatedFiltered = `-- name: FileListDepartmentByCreatedFiltered :many
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until, walked, matched
+FROM (
+    SELECT walk.id, walk.tenant_code, walk.department_code, walk.user_id, walk.key, walk.cdn, walk.original_name, walk.size_bytes, walk.content_type, walk.visibility, walk.is_temporary, walk.upload_pending_at, walk.deletion_pending_at, walk.expired_at, walk.extra_data, walk.module, walk.entity, walk.entity_id, walk.type, walk.used_at, walk.created_at, walk.updated_at, walk.deleted_at, walk.status, walk.pending_key, walk.checksum, walk.etag, walk.disposition, walk.completed_at, walk.upload_expires_at, walk.completion_lease_until, walk.staging_cleanup_at, walk.width, walk.height, walk.idempotency_key, walk.idempotency_fingerprint, walk.resumable_offset, walk.resumable_lease_until, walk.walked,
+        coalesce(($1::text IS NULL OR walk.module = $1::text)
+            AND ($2::text IS NULL OR walk.entity = $2::text)
+            AND ($3::text IS NULL OR walk.entity_id = $3::text)
+            AND ($4::text IS NULL OR walk.content_type = $4::text)
+            AND ($5::text IS NULL OR walk.content_type LIKE $5::text || '%')
+            AND ($6::text IS NULL OR walk.visibility = $6::text)
+            AND ($7::boolean IS NULL OR walk.is_temporary = $7::boolean)
+            AND ($8::text IS NULL OR lower(walk.original_name) COLLATE "C" LIKE lower($8::text) || '%'), false)::boolean AS matched
+    FROM (
+        SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until, row_number() OVER (ORDER BY created_at DESC, id DESC) AS walked
+        FROM uploaded_file
+        WHERE tenant_code = $9
+            AND department_code = $10::text
+            AND status = 'ready'
+            AND upload_pending_at IS NULL
+            AND deletion_pending_at IS NULL
+            AND deleted_at IS NULL
+            AND (NOT is_temporary OR expired_at > coalesce($11::timestamptz, now()))
+            AND created_at >= coalesce($12::timestamptz, '-infinity')
+            AND created_at < coalesce($13::timestamptz, 'infinity')
+            AND (created_at, id) < ($14::timestamptz, $15::uuid)
+        ORDER BY created_at DESC, id DESC
+        LIMIT $16::integer
+    ) AS walk
+) AS page
+WHERE page.matched OR page.walked = $16::integer
+LIMIT $17::integer
+`
+
+type FileListDepartmentByCreatedFilteredParams struct {
+	Module            *string
+	Entity            *string
+	EntityID          *string
+	ContentType       *string
+	ContentTypePrefix *string
+	Visibility        *string
+	IsTemporary       *bool
+	NamePrefix        *string
+	TenantCode        string
+	DepartmentCode    string
+	Now               *time.Time
+	CreatedFrom       *time.Time
+	CreatedBefore     *time.Time
+	AfterCreated      time.Time
+	AfterID           uuid.UUID
+	Scan              int32
+	Max               int32
+}
+
+type FileListDepartmentByCreatedFilteredRow struct {
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
+	ResumableOffset        *int64
+	ResumableLeaseUntil    *time.Time
+	Walked                 int64
+	Matched                bool
+}
+
+// One page of the files of the scope's department (@department_code) in the tenant, newest first, after the cursor (@after_created, @after_id), filtered: at most @max rows of a walk of at most @scan visible rows.
+func (q *Queries) FileListDepartmentByCreatedFiltered(ctx context.Context, db DBTX, arg FileListDepartmentByCreatedFilteredParams) ([]FileListDepartmentByCreatedFilteredRow, error) {
+	rows, err := db.Query(ctx, fileListDepartmentByCreatedFiltered,
+		arg.Module,
+		arg.Entity,
+		arg.EntityID,
+		arg.ContentType,
+		arg.ContentTypePrefix,
+		arg.Visibility,
+		arg.IsTemporary,
+		arg.NamePrefix,
+		arg.TenantCode,
+		arg.DepartmentCode,
+		arg.Now,
+		arg.CreatedFrom,
+		arg.CreatedBefore,
+		arg.AfterCreated,
+		arg.AfterID,
+		arg.Scan,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []FileListDepartmentByCreatedFilteredRow{}
+	for rows.Next() {
+		var i FileListDepartmentByCreatedFilteredRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantCode,
+			&i.DepartmentCode,
+			&i.UserID,
+			&i.Key,
+			&i.CDN,
+			&i.OriginalName,
+			&i.SizeBytes,
+			&i.ContentType,
+			&i.Visibility,
+			&i.IsTemporary,
+			&i.UploadPendingAt,
+			&i.DeletionPendingAt,
+			&i.ExpiredAt,
+			&i.ExtraData,
+			&i.Module,
+			&i.Entity,
+			&i.EntityID,
+			&i.Type,
+			&i.UsedAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.DeletedAt,
+			&i.Status,
+			&i.PendingKey,
+			&i.Checksum,
+			&i.ETag,
+			&i.Disposition,
+			&i.CompletedAt,
+			&i.UploadExpiresAt,
+			&i.CompletionLeaseUntil,
+			&i.StagingCleanupAt,
+			&i.Width,
+			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
+			&i.ResumableOffset,
+			&i.ResumableLeaseUntil,
+			&i.Walked,
+			&i.Matched,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const fileListDepartmentByName = `-- name: FileListDepartmentByName :many
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
+FROM uploaded_file
+WHERE tenant_code = $1
+    AND department_code = $2::text
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+    AND (NOT is_temporary OR expired_at > coalesce($3::timestamptz, now()))
+    AND (lower(original_name) COLLATE "C", id) > (lower($4::text) COLLATE "C", $5::uuid)
+ORDER BY lower(original_name) COLLATE "C", id
+LIMIT $6::integer
+`
+
+type FileListDepartmentByNameParams struct {
+	TenantCode     string
+	DepartmentCode string
+	Now            *time.Time
+	AfterName      string
+	AfterID        uuid.UUID
+	Max            int32
+}
+
+// One page of the files of the scope's department (@department_code) in the tenant, by lower-cased name, A to Z (byte order), after the cursor (@after_name, @after_id), with no optional filter: at most @max rows.
+func (q *Queries) FileListDepartmentByName(ctx context.Context, db DBTX, arg FileListDepartmentByNameParams) ([]UploadedFile, error) {
+	rows, err := db.Query(ctx, fileListDepartmentByName,
+		arg.TenantCode,
+		arg.DepartmentCode,
+		arg.Now,
+		arg.AfterName,
+		arg.AfterID,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []UploadedFile{}
+	for rows.Next() {
+		var i UploadedFile
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantCode,
+			&i.DepartmentCode,
+			&i.UserID,
+			&i.Key,
+			&i.CDN,
+			&i.OriginalName,
+			&i.SizeBytes,
+			&i.ContentType,
+			&i.Visibility,
+			&i.IsTemporary,
+			&i.UploadPendingAt,
+			&i.DeletionPendingAt,
+			&i.ExpiredAt,
+			&i.ExtraData,
+			&i.Module,
+			&i.Entity,
+			&i.EntityID,
+			&i.Type,
+			&i.UsedAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.DeletedAt,
+			&i.Status,
+			&i.PendingKey,
+			&i.Checksum,
+			&i.ETag,
+			&i.Disposition,
+			&i.CompletedAt,
+			&i.UploadExpiresAt,
+			&i.CompletionLeaseUntil,
+			&i.StagingCleanupAt,
+			&i.Width,
+			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
+			&i.ResumableOffset,
+			&i.ResumableLeaseUntil,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const fileListDepartmentByNameFiltered = `-- name: FileListDepartmentByNameFiltered :many
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until, walked, matched
+FROM (
+    SELECT walk.id, walk.tenant_code, walk.department_code, walk.user_id, walk.key, walk.cdn, walk.original_name, walk.size_bytes, walk.content_type, walk.visibility, walk.is_temporary, walk.upload_pending_at, walk.deletion_pending_at, walk.expired_at, walk.extra_data, walk.module, walk.entity, walk.entity_id, walk.type, walk.used_at, walk.created_at, walk.updated_at, walk.deleted_at, walk.status, walk.pending_key, walk.checksum, walk.etag, walk.disposition, walk.completed_at, walk.upload_expires_at, walk.completion_lease_until, walk.staging_cleanup_at, walk.width, walk.height, walk.idempotency_key, walk.idempotency_fingerprint, walk.resumable_offset, walk.resumable_lease_until, walk.walked,
+        coalesce(($1::text IS NULL OR walk.module = $1::text)
+            AND ($2::text IS NULL OR walk.entity = $2::text)
+            AND ($3::text IS NULL OR walk.entity_id = $3::text)
+            AND ($4::text IS NULL OR walk.content_type = $4::text)
+            AND ($5::text IS NULL OR walk.content_type LIKE $5::text || '%')
+            AND ($6::text IS NULL OR walk.visibility = $6::text)
+            AND ($7::boolean IS NULL OR walk.is_temporary = $7::boolean)
+            AND ($8::timestamptz IS NULL OR walk.created_at >= $8::timestamptz)
+            AND ($9::timestamptz IS NULL OR walk.created_at < $9::timestamptz)
+            AND ($10::text IS NULL OR lower(walk.original_name) COLLATE "C" LIKE lower($10::text) || '%'), false)::boolean AS matched
+    FROM (
+        SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until, row_number() OVER (ORDER BY lower(original_name) COLLATE "C", id) AS walked
+        FROM uploaded_file
+        WHERE tenant_code = $11
+            AND department_code = $12::text
+            AND status = 'ready'
+            AND upload_pending_at IS NULL
+            AND deletion_pending_at IS NULL
+            AND deleted_at IS NULL
+            AND (NOT is_temporary OR expired_at > coalesce($13::timestamptz, now()))
+            AND (lower(original_name) COLLATE "C", id) > (lower($14::text) COLLATE "C", $15::uuid)
+        ORDER BY lower(original_name) COLLATE "C", id
+        LIMIT $16::integer
+    ) AS walk
+) AS page
+WHERE page.matched OR page.walked = $16::integer
+LIMIT $17::integer
+`
+
+type FileListDepartmentByNameFilteredParams struct {
+	Module            *string
+	Entity            *string
+	EntityID          *string
+	ContentType       *string
+	ContentTypePrefix *string
+	Visibility        *string
+	IsTemporary       *bool
+	CreatedFrom       *time.Time
+	CreatedBefore     *time.Time
+	NamePrefix        *string
+	TenantCode        string
+	DepartmentCode    string
+	Now               *time.Time
+	AfterName         string
+	AfterID           uuid.UUID
+	Scan              int32
+	Max               int32
+}
+
+type FileListDepartmentByNameFilteredRow struct {
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
+	ResumableOffset        *int64
+	ResumableLeaseUntil    *time.Time
+	Walked                 int64
+	Matched                bool
+}
+
+// One page of the files of the scope's department (@department_code) in the tenant, by lower-cased name, A to Z (byte order), after the cursor (@after_name, @after_id), filtered: at most @max rows of a walk of at most @scan visible rows.
+func (q *Queries) FileListDepartmentByNameFiltered(ctx context.Context, db DBTX, arg FileListDepartmentByNameFilteredParams) ([]FileListDepartmentByNameFilteredRow, error) {
+	rows, err := db.Query(ctx, fileListDepartmentByNameFiltered,
+		arg.Module,
+		arg.Entity,
+		arg.EntityID,
+		arg.ContentType,
+		arg.ContentTypePrefix,
+		arg.Visibility,
+		arg.IsTemporary,
+		arg.CreatedFrom,
+		arg.CreatedBefore,
+		arg.NamePrefix,
+		arg.TenantCode,
+		arg.DepartmentCode,
+		arg.Now,
+		arg.AfterName,
+		arg.AfterID,
+		arg.Scan,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []FileListDepartmentByNameFilteredRow{}
+	for rows.Next() {
+		var i FileListDepartmentByNameFilteredRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantCode,
+			&i.DepartmentCode,
+			&i.UserID,
+			&i.Key,
+			&i.CDN,
+			&i.OriginalName,
+			&i.SizeBytes,
+			&i.ContentType,
+			&i.Visibility,
+			&i.IsTemporary,
+			&i.UploadPendingAt,
+			&i.DeletionPendingAt,
+			&i.ExpiredAt,
+			&i.ExtraData,
+			&i.Module,
+			&i.Entity,
+			&i.EntityID,
+			&i.Type,
+			&i.UsedAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.DeletedAt,
+			&i.Status,
+			&i.PendingKey,
+			&i.Checksum,
+			&i.ETag,
+			&i.Disposition,
+			&i.CompletedAt,
+			&i.UploadExpiresAt,
+			&i.CompletionLeaseUntil,
+			&i.StagingCleanupAt,
+			&i.Width,
+			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
+			&i.ResumableOffset,
+			&i.ResumableLeaseUntil,
+			&i.Walked,
+			&i.Matched,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const fileListDepartmentBySize = `-- name: FileListDepartmentBySize :many
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
+FROM uploaded_file
+WHERE tenant_code = $1
+    AND department_code = $2::text
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+    AND (NOT is_temporary OR expired_at > coalesce($3::timestamptz, now()))
+    AND (size_bytes, id) < ($4::bigint, $5::uuid)
+ORDER BY size_bytes DESC, id DESC
+LIMIT $6::integer
+`
+
+type FileListDepartmentBySizeParams struct {
+	TenantCode     string
+	DepartmentCode string
+	Now            *time.Time
+	AfterSize      int64
+	AfterID        uuid.UUID
+	Max            int32
+}
+
+// One page of the files of the scope's department (@department_code) in the tenant, largest first, after the cursor (@after_size, @after_id), with no optional filter: at most @max rows.
+func (q *Queries) FileListDepartmentBySize(ctx context.Context, db DBTX, arg FileListDepartmentBySizeParams) ([]UploadedFile, error) {
+	rows, err := db.Query(ctx, fileListDepartmentBySize,
+		arg.TenantCode,
+		arg.DepartmentCode,
+		arg.Now,
+		arg.AfterSize,
+		arg.AfterID,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []UploadedFile{}
+	for rows.Next() {
+		var i UploadedFile
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantCode,
+			&i.DepartmentCode,
+			&i.UserID,
+			&i.Key,
+			&i.CDN,
+			&i.OriginalName,
+			&i.SizeBytes,
+			&i.ContentType,
+			&i.Visibility,
+			&i.IsTemporary,
+			&i.UploadPendingAt,
+			&i.DeletionPendingAt,
+			&i.ExpiredAt,
+			&i.ExtraData,
+			&i.Module,
+			&i.Entity,
+			&i.EntityID,
+			&i.Type,
+			&i.UsedAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.DeletedAt,
+			&i.Status,
+			&i.PendingKey,
+			&i.Checksum,
+			&i.ETag,
+			&i.Disposition,
+			&i.CompletedAt,
+			&i.UploadExpiresAt,
+			&i.CompletionLeaseUntil,
+			&i.StagingCleanupAt,
+			&i.Width,
+			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
+			&i.ResumableOffset,
+			&i.ResumableLeaseUntil,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const fileListDepartmentBySizeFiltered = `-- name: FileListDepartmentBySizeFiltered :many
+SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until, walked, matched
+FROM (
+    SELECT walk.id, walk.tenant_code, walk.department_code, walk.user_id, walk.key, walk.cdn, walk.original_name, walk.size_bytes, walk.content_type, walk.visibility, walk.is_temporary, walk.upload_pending_at, walk.deletion_pending_at, walk.expired_at, walk.extra_data, walk.module, walk.entity, walk.entity_id, walk.type, walk.used_at, walk.created_at, walk.updated_at, walk.deleted_at, walk.status, walk.pending_key, walk.checksum, walk.etag, walk.disposition, walk.completed_at, walk.upload_expires_at, walk.completion_lease_until, walk.staging_cleanup_at, walk.width, walk.height, walk.idempotency_key, walk.idempotency_fingerprint, walk.resumable_offset, walk.resumable_lease_until, walk.walked,
+        coalesce(($1::text IS NULL OR walk.module = $1::text)
+            AND ($2::text IS NULL OR walk.entity = $2::text)
+            AND ($3::text IS NULL OR walk.entity_id = $3::text)
+            AND ($4::text IS NULL OR walk.content_type = $4::text)
+            AND ($5::text IS NULL OR walk.content_type LIKE $5::text || '%')
+            AND ($6::text IS NULL OR walk.visibility = $6::text)
+            AND ($7::boolean IS NULL OR walk.is_temporary = $7::boolean)
+            AND ($8::timestamptz IS NULL OR walk.created_at >= $8::timestamptz)
+            AND ($9::timestamptz IS NULL OR walk.created_at < $9::timestamptz)
+            AND ($10::text IS NULL OR lower(walk.original_name) COLLATE "C" LIKE lower($10::text) || '%'), false)::boolean AS matched
+    FROM (
+        SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until, row_number() OVER (ORDER BY size_bytes DESC, id DESC) AS walked
+        FROM uploaded_file
+        WHERE tenant_code = $11
+            AND department_code = $12::text
+            AND status = 'ready'
+            AND upload_pending_at IS NULL
+            AND deletion_pending_at IS NULL
+            AND deleted_at IS NULL
+            AND (NOT is_temporary OR expired_at > coalesce($13::timestamptz, now()))
+            AND (size_bytes, id) < ($14::bigint, $15::uuid)
+        ORDER BY size_bytes DESC, id DESC
+        LIMIT $16::integer
+    ) AS walk
+) AS page
+WHERE page.matched OR page.walked = $16::integer
+LIMIT $17::integer
+`
+
+type FileListDepartmentBySizeFilteredParams struct {
+	Module            *string
+	Entity            *string
+	EntityID          *string
+	ContentType       *string
+	ContentTypePrefix *string
+	Visibility        *string
+	IsTemporary       *bool
+	CreatedFrom       *time.Time
+	CreatedBefore     *time.Time
+	NamePrefix        *string
+	TenantCode        string
+	DepartmentCode    string
+	Now               *time.Time
+	AfterSize         int64
+	AfterID           uuid.UUID
+	Scan              int32
+	Max               int32
+}
+
+type FileListDepartmentBySizeFilteredRow struct {
+	ID                     uuid.UUID
+	TenantCode             string
+	DepartmentCode         *string
+	UserID                 string
+	Key                    string
+	CDN                    *string
+	OriginalName           string
+	SizeBytes              int64
+	ContentType            string
+	Visibility             string
+	IsTemporary            bool
+	UploadPendingAt        *time.Time
+	DeletionPendingAt      *time.Time
+	ExpiredAt              *time.Time
+	ExtraData              json.RawMessage
+	Module                 *string
+	Entity                 *string
+	EntityID               *string
+	Type                   *string
+	UsedAt                 *time.Time
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	DeletedAt              *time.Time
+	Status                 string
+	PendingKey             *string
+	Checksum               *string
+	ETag                   *string
+	Disposition            string
+	CompletedAt            *time.Time
+	UploadExpiresAt        *time.Time
+	CompletionLeaseUntil   *time.Time
+	StagingCleanupAt       *time.Time
+	Width                  *int32
+	Height                 *int32
+	IdempotencyKey         *string
+	IdempotencyFingerprint []byte
+	ResumableOffset        *int64
+	ResumableLeaseUntil    *time.Time
+	Walked                 int64
+	Matched                bool
+}
+
+// One page of the files of the scope's department (@department_code) in the tenant, largest first, after the cursor (@after_size, @after_id), filtered: at most @max rows of a walk of at most @scan visible rows.
+func (q *Queries) FileListDepartmentBySizeFiltered(ctx context.Context, db DBTX, arg FileListDepartmentBySizeFilteredParams) ([]FileListDepartmentBySizeFilteredRow, error) {
+	rows, err := db.Query(ctx, fileListDepartmentBySizeFiltered,
+		arg.Module,
+		arg.Entity,
+		arg.EntityID,
+		arg.ContentType,
+		arg.ContentTypePrefix,
+		arg.Visibility,
+		arg.IsTemporary,
+		arg.CreatedFrom,
+		arg.CreatedBefore,
+		arg.NamePrefix,
+		arg.TenantCode,
+		arg.DepartmentCode,
+		arg.Now,
+		arg.AfterSize,
+		arg.AfterID,
+		arg.Scan,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []FileListDepartmentBySizeFilteredRow{}
+	for rows.Next() {
+		var i FileListDepartmentBySizeFilteredRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantCode,
+			&i.DepartmentCode,
+			&i.UserID,
+			&i.Key,
+			&i.CDN,
+			&i.OriginalName,
+			&i.SizeBytes,
+			&i.ContentType,
+			&i.Visibility,
+			&i.IsTemporary,
+			&i.UploadPendingAt,
+			&i.DeletionPendingAt,
+			&i.ExpiredAt,
+			&i.ExtraData,
+			&i.Module,
+			&i.Entity,
+			&i.EntityID,
+			&i.Type,
+			&i.UsedAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.DeletedAt,
+			&i.Status,
+			&i.PendingKey,
+			&i.Checksum,
+			&i.ETag,
+			&i.Disposition,
+			&i.CompletedAt,
+			&i.UploadExpiresAt,
+			&i.CompletionLeaseUntil,
+			&i.StagingCleanupAt,
+			&i.Width,
+			&i.Height,
+			&i.IdempotencyKey,
+			&i.IdempotencyFingerprint,
+			&i.ResumableOffset,
+			&i.ResumableLeaseUntil,
+			&i.Walked,
+			&i.Matched,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const fileListOwnerByCreated = `-- name: FileListOwnerByCreated :many
 
 SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
@@ -47,14 +848,17 @@ type FileListOwnerByCreatedParams struct {
 // whole scope.
 //
 //	FileListOwnerBy*   the caller's own files (the owner decision)
-//	FileListTenantBy*  the tenant's files (the tenant decision)
+//	FileListTenantBy*  the tenant's files (the tenant decision, a scope
+//	                   without a department)
+//	FileListDepartmentBy*  the files of the scope's department in the
+//	                   tenant (the tenant decision, a scope with one)
 //	FileListRecordBy*  the files attached to one record (entity and entity
 //	                   id both given), the owner's (@user_id) or the
 //	                   tenant's (@user_id NULL)
 //
-// An owner's or a tenant's list has two statements per order: the page
-// with no optional filter (its WHERE is the index's and the cursor), and
-// *Filtered, the walk below, for a page with any of them.
+// An owner's, a tenant's or a department's list has two statements per
+// order: the page with no optional filter (its WHERE is the index's and
+// the cursor), and *Filtered, the walk below, for a page with any of them.
 //
 // The cursor is the last row's sort key and id: the next page is the rows
 // strictly after it in the index order (a row comparison, an index
@@ -68,7 +872,7 @@ type FileListOwnerByCreatedParams struct {
 // (NULL: not filtered); @name_prefix and @content_type_prefix are LIKE
 // prefixes the service escaped.
 //
-// The filtered tenant's and owner's lists read at most @scan of the scope's visible
+// The filtered lists read at most @scan of the scope's visible
 // rows a page (the walk: the scope -- tenant, owner, the department when
 // the scope has one -- in the index's order from the cursor, numbered by
 // `walked`); the optional filters decide `matched` on the rows walked. A
@@ -78,9 +882,9 @@ type FileListOwnerByCreatedParams struct {
 // files than its limit, and the service continues from the last row walked
 // -- instead of a read of the whole scope. The creation-time bounds of the
 // newest-first order are bounds of the walk itself (index conditions).
-// The department of a scope is the walk's, not a filter: a tenant's list
-// within a department reads the tenant's index until it has a page of the
-// department's files (no index leads with the department).
+// The department of a scope is the walk's, not a filter: a department's
+// list walks its own index (tenant, department, order), whatever else the
+// tenant holds.
 // The outer query has no ORDER BY of its own: the walk's rows come out in
 // the walk's order (a scan of a subquery, a filter and a limit keep the
 // order of their input), and an ORDER BY there makes PostgreSQL plan the
@@ -1263,31 +2067,28 @@ const fileListTenantByCreated = `-- name: FileListTenantByCreated :many
 SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 FROM uploaded_file
 WHERE tenant_code = $1
-    AND ($2::text IS NULL OR department_code = $2::text)
     AND status = 'ready'
     AND upload_pending_at IS NULL
     AND deletion_pending_at IS NULL
     AND deleted_at IS NULL
-    AND (NOT is_temporary OR expired_at > coalesce($3::timestamptz, now()))
-    AND (created_at, id) < ($4::timestamptz, $5::uuid)
+    AND (NOT is_temporary OR expired_at > coalesce($2::timestamptz, now()))
+    AND (created_at, id) < ($3::timestamptz, $4::uuid)
 ORDER BY created_at DESC, id DESC
-LIMIT $6::integer
+LIMIT $5::integer
 `
 
 type FileListTenantByCreatedParams struct {
-	TenantCode     string
-	DepartmentCode *string
-	Now            *time.Time
-	AfterCreated   time.Time
-	AfterID        uuid.UUID
-	Max            int32
+	TenantCode   string
+	Now          *time.Time
+	AfterCreated time.Time
+	AfterID      uuid.UUID
+	Max          int32
 }
 
-// One page of the tenant's files (and department, when the scope has one), newest first, after the cursor (@after_created, @after_id), with no optional filter: at most @max rows.
+// One page of the tenant's files (a scope without a department), newest first, after the cursor (@after_created, @after_id), with no optional filter: at most @max rows.
 func (q *Queries) FileListTenantByCreated(ctx context.Context, db DBTX, arg FileListTenantByCreatedParams) ([]UploadedFile, error) {
 	rows, err := db.Query(ctx, fileListTenantByCreated,
 		arg.TenantCode,
-		arg.DepartmentCode,
 		arg.Now,
 		arg.AfterCreated,
 		arg.AfterID,
@@ -1366,21 +2167,20 @@ FROM (
         SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until, row_number() OVER (ORDER BY created_at DESC, id DESC) AS walked
         FROM uploaded_file
         WHERE tenant_code = $9
-            AND ($10::text IS NULL OR department_code = $10::text)
             AND status = 'ready'
             AND upload_pending_at IS NULL
             AND deletion_pending_at IS NULL
             AND deleted_at IS NULL
-            AND (NOT is_temporary OR expired_at > coalesce($11::timestamptz, now()))
-            AND created_at >= coalesce($12::timestamptz, '-infinity')
-            AND created_at < coalesce($13::timestamptz, 'infinity')
-            AND (created_at, id) < ($14::timestamptz, $15::uuid)
+            AND (NOT is_temporary OR expired_at > coalesce($10::timestamptz, now()))
+            AND created_at >= coalesce($11::timestamptz, '-infinity')
+            AND created_at < coalesce($12::timestamptz, 'infinity')
+            AND (created_at, id) < ($13::timestamptz, $14::uuid)
         ORDER BY created_at DESC, id DESC
-        LIMIT $16::integer
+        LIMIT $15::integer
     ) AS walk
 ) AS page
-WHERE page.matched OR page.walked = $16::integer
-LIMIT $17::integer
+WHERE page.matched OR page.walked = $15::integer
+LIMIT $16::integer
 `
 
 type FileListTenantByCreatedFilteredParams struct {
@@ -1393,7 +2193,6 @@ type FileListTenantByCreatedFilteredParams struct {
 	IsTemporary       *bool
 	NamePrefix        *string
 	TenantCode        string
-	DepartmentCode    *string
 	Now               *time.Time
 	CreatedFrom       *time.Time
 	CreatedBefore     *time.Time
@@ -1446,7 +2245,7 @@ type FileListTenantByCreatedFilteredRow struct {
 	Matched                bool
 }
 
-// One page of the tenant's files (and department, when the scope has one), newest first, after the cursor (@after_created, @after_id), filtered: at most @max rows of a walk of at most @scan visible rows.
+// One page of the tenant's files (a scope without a department), newest first, after the cursor (@after_created, @after_id), filtered: at most @max rows of a walk of at most @scan visible rows.
 func (q *Queries) FileListTenantByCreatedFiltered(ctx context.Context, db DBTX, arg FileListTenantByCreatedFilteredParams) ([]FileListTenantByCreatedFilteredRow, error) {
 	rows, err := db.Query(ctx, fileListTenantByCreatedFiltered,
 		arg.Module,
@@ -1458,7 +2257,6 @@ func (q *Queries) FileListTenantByCreatedFiltered(ctx context.Context, db DBTX, 
 		arg.IsTemporary,
 		arg.NamePrefix,
 		arg.TenantCode,
-		arg.DepartmentCode,
 		arg.Now,
 		arg.CreatedFrom,
 		arg.CreatedBefore,
@@ -1530,31 +2328,28 @@ const fileListTenantByName = `-- name: FileListTenantByName :many
 SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 FROM uploaded_file
 WHERE tenant_code = $1
-    AND ($2::text IS NULL OR department_code = $2::text)
     AND status = 'ready'
     AND upload_pending_at IS NULL
     AND deletion_pending_at IS NULL
     AND deleted_at IS NULL
-    AND (NOT is_temporary OR expired_at > coalesce($3::timestamptz, now()))
-    AND (lower(original_name) COLLATE "C", id) > (lower($4::text) COLLATE "C", $5::uuid)
+    AND (NOT is_temporary OR expired_at > coalesce($2::timestamptz, now()))
+    AND (lower(original_name) COLLATE "C", id) > (lower($3::text) COLLATE "C", $4::uuid)
 ORDER BY lower(original_name) COLLATE "C", id
-LIMIT $6::integer
+LIMIT $5::integer
 `
 
 type FileListTenantByNameParams struct {
-	TenantCode     string
-	DepartmentCode *string
-	Now            *time.Time
-	AfterName      string
-	AfterID        uuid.UUID
-	Max            int32
+	TenantCode string
+	Now        *time.Time
+	AfterName  string
+	AfterID    uuid.UUID
+	Max        int32
 }
 
-// One page of the tenant's files (and department, when the scope has one), by lower-cased name, A to Z (byte order), after the cursor (@after_name, @after_id), with no optional filter: at most @max rows.
+// One page of the tenant's files (a scope without a department), by lower-cased name, A to Z (byte order), after the cursor (@after_name, @after_id), with no optional filter: at most @max rows.
 func (q *Queries) FileListTenantByName(ctx context.Context, db DBTX, arg FileListTenantByNameParams) ([]UploadedFile, error) {
 	rows, err := db.Query(ctx, fileListTenantByName,
 		arg.TenantCode,
-		arg.DepartmentCode,
 		arg.Now,
 		arg.AfterName,
 		arg.AfterID,
@@ -1635,19 +2430,18 @@ FROM (
         SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until, row_number() OVER (ORDER BY lower(original_name) COLLATE "C", id) AS walked
         FROM uploaded_file
         WHERE tenant_code = $11
-            AND ($12::text IS NULL OR department_code = $12::text)
             AND status = 'ready'
             AND upload_pending_at IS NULL
             AND deletion_pending_at IS NULL
             AND deleted_at IS NULL
-            AND (NOT is_temporary OR expired_at > coalesce($13::timestamptz, now()))
-            AND (lower(original_name) COLLATE "C", id) > (lower($14::text) COLLATE "C", $15::uuid)
+            AND (NOT is_temporary OR expired_at > coalesce($12::timestamptz, now()))
+            AND (lower(original_name) COLLATE "C", id) > (lower($13::text) COLLATE "C", $14::uuid)
         ORDER BY lower(original_name) COLLATE "C", id
-        LIMIT $16::integer
+        LIMIT $15::integer
     ) AS walk
 ) AS page
-WHERE page.matched OR page.walked = $16::integer
-LIMIT $17::integer
+WHERE page.matched OR page.walked = $15::integer
+LIMIT $16::integer
 `
 
 type FileListTenantByNameFilteredParams struct {
@@ -1662,7 +2456,6 @@ type FileListTenantByNameFilteredParams struct {
 	CreatedBefore     *time.Time
 	NamePrefix        *string
 	TenantCode        string
-	DepartmentCode    *string
 	Now               *time.Time
 	AfterName         string
 	AfterID           uuid.UUID
@@ -1713,7 +2506,7 @@ type FileListTenantByNameFilteredRow struct {
 	Matched                bool
 }
 
-// One page of the tenant's files (and department, when the scope has one), by lower-cased name, A to Z (byte order), after the cursor (@after_name, @after_id), filtered: at most @max rows of a walk of at most @scan visible rows.
+// One page of the tenant's files (a scope without a department), by lower-cased name, A to Z (byte order), after the cursor (@after_name, @after_id), filtered: at most @max rows of a walk of at most @scan visible rows.
 func (q *Queries) FileListTenantByNameFiltered(ctx context.Context, db DBTX, arg FileListTenantByNameFilteredParams) ([]FileListTenantByNameFilteredRow, error) {
 	rows, err := db.Query(ctx, fileListTenantByNameFiltered,
 		arg.Module,
@@ -1727,7 +2520,6 @@ func (q *Queries) FileListTenantByNameFiltered(ctx context.Context, db DBTX, arg
 		arg.CreatedBefore,
 		arg.NamePrefix,
 		arg.TenantCode,
-		arg.DepartmentCode,
 		arg.Now,
 		arg.AfterName,
 		arg.AfterID,
@@ -1797,31 +2589,28 @@ const fileListTenantBySize = `-- name: FileListTenantBySize :many
 SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until
 FROM uploaded_file
 WHERE tenant_code = $1
-    AND ($2::text IS NULL OR department_code = $2::text)
     AND status = 'ready'
     AND upload_pending_at IS NULL
     AND deletion_pending_at IS NULL
     AND deleted_at IS NULL
-    AND (NOT is_temporary OR expired_at > coalesce($3::timestamptz, now()))
-    AND (size_bytes, id) < ($4::bigint, $5::uuid)
+    AND (NOT is_temporary OR expired_at > coalesce($2::timestamptz, now()))
+    AND (size_bytes, id) < ($3::bigint, $4::uuid)
 ORDER BY size_bytes DESC, id DESC
-LIMIT $6::integer
+LIMIT $5::integer
 `
 
 type FileListTenantBySizeParams struct {
-	TenantCode     string
-	DepartmentCode *string
-	Now            *time.Time
-	AfterSize      int64
-	AfterID        uuid.UUID
-	Max            int32
+	TenantCode string
+	Now        *time.Time
+	AfterSize  int64
+	AfterID    uuid.UUID
+	Max        int32
 }
 
-// One page of the tenant's files (and department, when the scope has one), largest first, after the cursor (@after_size, @after_id), with no optional filter: at most @max rows.
+// One page of the tenant's files (a scope without a department), largest first, after the cursor (@after_size, @after_id), with no optional filter: at most @max rows.
 func (q *Queries) FileListTenantBySize(ctx context.Context, db DBTX, arg FileListTenantBySizeParams) ([]UploadedFile, error) {
 	rows, err := db.Query(ctx, fileListTenantBySize,
 		arg.TenantCode,
-		arg.DepartmentCode,
 		arg.Now,
 		arg.AfterSize,
 		arg.AfterID,
@@ -1902,19 +2691,18 @@ FROM (
         SELECT id, tenant_code, department_code, user_id, key, cdn, original_name, size_bytes, content_type, visibility, is_temporary, upload_pending_at, deletion_pending_at, expired_at, extra_data, module, entity, entity_id, type, used_at, created_at, updated_at, deleted_at, status, pending_key, checksum, etag, disposition, completed_at, upload_expires_at, completion_lease_until, staging_cleanup_at, width, height, idempotency_key, idempotency_fingerprint, resumable_offset, resumable_lease_until, row_number() OVER (ORDER BY size_bytes DESC, id DESC) AS walked
         FROM uploaded_file
         WHERE tenant_code = $11
-            AND ($12::text IS NULL OR department_code = $12::text)
             AND status = 'ready'
             AND upload_pending_at IS NULL
             AND deletion_pending_at IS NULL
             AND deleted_at IS NULL
-            AND (NOT is_temporary OR expired_at > coalesce($13::timestamptz, now()))
-            AND (size_bytes, id) < ($14::bigint, $15::uuid)
+            AND (NOT is_temporary OR expired_at > coalesce($12::timestamptz, now()))
+            AND (size_bytes, id) < ($13::bigint, $14::uuid)
         ORDER BY size_bytes DESC, id DESC
-        LIMIT $16::integer
+        LIMIT $15::integer
     ) AS walk
 ) AS page
-WHERE page.matched OR page.walked = $16::integer
-LIMIT $17::integer
+WHERE page.matched OR page.walked = $15::integer
+LIMIT $16::integer
 `
 
 type FileListTenantBySizeFilteredParams struct {
@@ -1929,7 +2717,6 @@ type FileListTenantBySizeFilteredParams struct {
 	CreatedBefore     *time.Time
 	NamePrefix        *string
 	TenantCode        string
-	DepartmentCode    *string
 	Now               *time.Time
 	AfterSize         int64
 	AfterID           uuid.UUID
@@ -1980,7 +2767,7 @@ type FileListTenantBySizeFilteredRow struct {
 	Matched                bool
 }
 
-// One page of the tenant's files (and department, when the scope has one), largest first, after the cursor (@after_size, @after_id), filtered: at most @max rows of a walk of at most @scan visible rows.
+// One page of the tenant's files (a scope without a department), largest first, after the cursor (@after_size, @after_id), filtered: at most @max rows of a walk of at most @scan visible rows.
 func (q *Queries) FileListTenantBySizeFiltered(ctx context.Context, db DBTX, arg FileListTenantBySizeFilteredParams) ([]FileListTenantBySizeFilteredRow, error) {
 	rows, err := db.Query(ctx, fileListTenantBySizeFiltered,
 		arg.Module,
@@ -1994,7 +2781,6 @@ func (q *Queries) FileListTenantBySizeFiltered(ctx context.Context, db DBTX, arg
 		arg.CreatedBefore,
 		arg.NamePrefix,
 		arg.TenantCode,
-		arg.DepartmentCode,
 		arg.Now,
 		arg.AfterSize,
 		arg.AfterID,

@@ -28,8 +28,18 @@ func (f listFilters) filtered() bool {
 		f.visibility != nil || f.namePrefix != nil || f.temporary != nil || f.from != nil || f.before != nil
 }
 
+// scopeShape is the shape that serves shape with f as the service picks
+// it: a tenant's list with a department is the department's.
+func scopeShape(shape string, f listFilters) string {
+	if f.dept != nil && strings.HasPrefix(shape, "Tenant") {
+		return "Department" + strings.TrimPrefix(shape, "Tenant")
+	}
+	return shape
+}
+
 // listQuery is the name of the statement listCall runs for shape and f.
 func listQuery(shape string, f listFilters) string {
+	shape = scopeShape(shape, f)
 	if f.filtered() && !strings.HasPrefix(shape, "Record") {
 		return "FileList" + shape + "Filtered"
 	}
@@ -40,6 +50,7 @@ func listQuery(shape string, f listFilters) string {
 // Created|Name|Size) with f, from the first page, on conn: the page with
 // no optional filter, the walk with any.
 func listCall(ctx context.Context, q *db.Queries, conn db.DBTX, shape string, f listFilters, tenant, user string) ([]db.UploadedFile, error) {
+	shape = scopeShape(shape, f)
 	if !f.filtered() && !strings.HasPrefix(shape, "Record") {
 		return pageCall(ctx, q, conn, shape, f.dept, tenant, user)
 	}
@@ -62,17 +73,32 @@ func listCall(ctx context.Context, q *db.Queries, conn db.DBTX, shape string, f 
 			Visibility: f.visibility, IsTemporary: f.temporary, CreatedFrom: f.from, CreatedBefore: f.before, NamePrefix: f.namePrefix,
 			AfterSize: 1 << 62, AfterID: uuid.Max, Scan: listScan, Max: 51}))
 	case "TenantByCreated":
-		return matchedRows(q.FileListTenantByCreatedFiltered(ctx, conn, db.FileListTenantByCreatedFilteredParams{TenantCode: tenant, DepartmentCode: f.dept, Now: now,
+		return matchedRows(q.FileListTenantByCreatedFiltered(ctx, conn, db.FileListTenantByCreatedFilteredParams{TenantCode: tenant, Now: now,
 			Module: f.module, Entity: f.entity, EntityID: f.entityID, ContentType: f.contentType, ContentTypePrefix: f.contentPrefix,
 			Visibility: f.visibility, IsTemporary: f.temporary, CreatedFrom: f.from, CreatedBefore: f.before, NamePrefix: f.namePrefix,
 			AfterCreated: far, AfterID: uuid.Max, Scan: listScan, Max: 51}))
 	case "TenantByName":
-		return matchedRows(q.FileListTenantByNameFiltered(ctx, conn, db.FileListTenantByNameFilteredParams{TenantCode: tenant, DepartmentCode: f.dept, Now: now,
+		return matchedRows(q.FileListTenantByNameFiltered(ctx, conn, db.FileListTenantByNameFilteredParams{TenantCode: tenant, Now: now,
 			Module: f.module, Entity: f.entity, EntityID: f.entityID, ContentType: f.contentType, ContentTypePrefix: f.contentPrefix,
 			Visibility: f.visibility, IsTemporary: f.temporary, CreatedFrom: f.from, CreatedBefore: f.before, NamePrefix: f.namePrefix,
 			AfterName: "", AfterID: uuid.Nil, Scan: listScan, Max: 51}))
 	case "TenantBySize":
-		return matchedRows(q.FileListTenantBySizeFiltered(ctx, conn, db.FileListTenantBySizeFilteredParams{TenantCode: tenant, DepartmentCode: f.dept, Now: now,
+		return matchedRows(q.FileListTenantBySizeFiltered(ctx, conn, db.FileListTenantBySizeFilteredParams{TenantCode: tenant, Now: now,
+			Module: f.module, Entity: f.entity, EntityID: f.entityID, ContentType: f.contentType, ContentTypePrefix: f.contentPrefix,
+			Visibility: f.visibility, IsTemporary: f.temporary, CreatedFrom: f.from, CreatedBefore: f.before, NamePrefix: f.namePrefix,
+			AfterSize: 1 << 62, AfterID: uuid.Max, Scan: listScan, Max: 51}))
+	case "DepartmentByCreated":
+		return matchedRows(q.FileListDepartmentByCreatedFiltered(ctx, conn, db.FileListDepartmentByCreatedFilteredParams{TenantCode: tenant, DepartmentCode: deptOf(f), Now: now,
+			Module: f.module, Entity: f.entity, EntityID: f.entityID, ContentType: f.contentType, ContentTypePrefix: f.contentPrefix,
+			Visibility: f.visibility, IsTemporary: f.temporary, CreatedFrom: f.from, CreatedBefore: f.before, NamePrefix: f.namePrefix,
+			AfterCreated: far, AfterID: uuid.Max, Scan: listScan, Max: 51}))
+	case "DepartmentByName":
+		return matchedRows(q.FileListDepartmentByNameFiltered(ctx, conn, db.FileListDepartmentByNameFilteredParams{TenantCode: tenant, DepartmentCode: deptOf(f), Now: now,
+			Module: f.module, Entity: f.entity, EntityID: f.entityID, ContentType: f.contentType, ContentTypePrefix: f.contentPrefix,
+			Visibility: f.visibility, IsTemporary: f.temporary, CreatedFrom: f.from, CreatedBefore: f.before, NamePrefix: f.namePrefix,
+			AfterName: "", AfterID: uuid.Nil, Scan: listScan, Max: 51}))
+	case "DepartmentBySize":
+		return matchedRows(q.FileListDepartmentBySizeFiltered(ctx, conn, db.FileListDepartmentBySizeFilteredParams{TenantCode: tenant, DepartmentCode: deptOf(f), Now: now,
 			Module: f.module, Entity: f.entity, EntityID: f.entityID, ContentType: f.contentType, ContentTypePrefix: f.contentPrefix,
 			Visibility: f.visibility, IsTemporary: f.temporary, CreatedFrom: f.from, CreatedBefore: f.before, NamePrefix: f.namePrefix,
 			AfterSize: 1 << 62, AfterID: uuid.Max, Scan: listScan, Max: 51}))
@@ -120,22 +146,41 @@ func pageCall(ctx context.Context, q *db.Queries, conn db.DBTX, shape string, de
 		return q.FileListOwnerBySize(ctx, conn, db.FileListOwnerBySizeParams{TenantCode: tenant, UserID: user, DepartmentCode: dept, Now: now,
 			AfterSize: 1 << 62, AfterID: uuid.Max, Max: 51})
 	case "TenantByCreated":
-		return q.FileListTenantByCreated(ctx, conn, db.FileListTenantByCreatedParams{TenantCode: tenant, DepartmentCode: dept, Now: now,
+		return q.FileListTenantByCreated(ctx, conn, db.FileListTenantByCreatedParams{TenantCode: tenant, Now: now,
 			AfterCreated: far, AfterID: uuid.Max, Max: 51})
 	case "TenantByName":
-		return q.FileListTenantByName(ctx, conn, db.FileListTenantByNameParams{TenantCode: tenant, DepartmentCode: dept, Now: now,
+		return q.FileListTenantByName(ctx, conn, db.FileListTenantByNameParams{TenantCode: tenant, Now: now,
 			AfterName: "", AfterID: uuid.Nil, Max: 51})
 	case "TenantBySize":
-		return q.FileListTenantBySize(ctx, conn, db.FileListTenantBySizeParams{TenantCode: tenant, DepartmentCode: dept, Now: now,
+		return q.FileListTenantBySize(ctx, conn, db.FileListTenantBySizeParams{TenantCode: tenant, Now: now,
+			AfterSize: 1 << 62, AfterID: uuid.Max, Max: 51})
+	case "DepartmentByCreated":
+		return q.FileListDepartmentByCreated(ctx, conn, db.FileListDepartmentByCreatedParams{TenantCode: tenant, DepartmentCode: deptOf(listFilters{dept: dept}), Now: now,
+			AfterCreated: far, AfterID: uuid.Max, Max: 51})
+	case "DepartmentByName":
+		return q.FileListDepartmentByName(ctx, conn, db.FileListDepartmentByNameParams{TenantCode: tenant, DepartmentCode: deptOf(listFilters{dept: dept}), Now: now,
+			AfterName: "", AfterID: uuid.Nil, Max: 51})
+	case "DepartmentBySize":
+		return q.FileListDepartmentBySize(ctx, conn, db.FileListDepartmentBySizeParams{TenantCode: tenant, DepartmentCode: deptOf(listFilters{dept: dept}), Now: now,
 			AfterSize: 1 << 62, AfterID: uuid.Max, Max: 51})
 	}
 	return nil, fmt.Errorf("no list shape %q", shape)
 }
 
+// deptOf is the department a department's list is asked for: f's, else
+// dept-1.
+func deptOf(f listFilters) string {
+	if f.dept == nil {
+		return "dept-1"
+	}
+	return *f.dept
+}
+
 // walkRow is a row of the tenant's and owner's lists.
 type walkRow interface {
 	db.FileListOwnerByCreatedFilteredRow | db.FileListOwnerByNameFilteredRow | db.FileListOwnerBySizeFilteredRow |
-		db.FileListTenantByCreatedFilteredRow | db.FileListTenantByNameFilteredRow | db.FileListTenantBySizeFilteredRow
+		db.FileListTenantByCreatedFilteredRow | db.FileListTenantByNameFilteredRow | db.FileListTenantBySizeFilteredRow |
+		db.FileListDepartmentByCreatedFilteredRow | db.FileListDepartmentByNameFilteredRow | db.FileListDepartmentBySizeFilteredRow
 }
 
 // matchedRows are the files of a walk that passed its filters.
@@ -257,9 +302,10 @@ FROM generate_series(1, 20000) AS i`, t0)
 				t.Logf("%s / %s: %s", shape, name, strings.Join(used, ", "))
 			}
 			// However few of the owner's files the filters match, a page
-			// reads at most its scan budget of them, under either plan
-			// (the department is the scope's, read whole).
-			if f.dept == nil {
+			// reads at most its scan budget of them, under either plan (an
+			// owner's department is the scope's, walked with the owner's
+			// files: they are the department's but for a user who moved).
+			if f.dept == nil || !strings.HasPrefix(shape, "Owner") {
 				_, err = listCall(b.ctx, b.q, generic, shape, f, "tenant-big", "user-big")
 				require.NoError(t, err)
 				for mode, plan := range map[string]string{"custom": plan, "generic": generic.plans[listQuery(shape, f)]} {
@@ -315,6 +361,53 @@ FROM generate_series(1, 20000) AS i`, t0)
 				require.NoError(t, err)
 				require.Len(t, rows, 4, "%s: the record's four files", shape)
 			}
+		}
+	}
+}
+
+// TestDepartmentListsReadOnlyTheDepartment: a tenant's list within a small
+// department of a tenant of 20,000 files reads the department's files
+// through its own index under custom and generic plans alike -- never the
+// tenant's other files -- with or without filters, and the three orders
+// return the department's files.
+func TestDepartmentListsReadOnlyTheDepartment(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	populate(t, b)
+	b.exec(t, `INSERT INTO uploaded_file (id, tenant_code, department_code, user_id, key, original_name, size_bytes, content_type, status, completed_at,
+    created_at, updated_at)
+SELECT gen_random_uuid(), 'tenant-big', CASE WHEN i % 2500 = 0 THEN 'dept-small' ELSE 'dept-big' END, 'user-' || (i % 100),
+    'core/tenant-big/' || i || '.pdf', 'file-' || i || '.pdf', 1000 + i, 'application/pdf', 'ready',
+    $1::timestamptz, $1::timestamptz - i * interval '1 minute', $1::timestamptz
+FROM generate_series(1, 20000) AS i`, t0)
+	b.exec(t, "ANALYZE uploaded_file")
+	conn, err := b.pool.Acquire(b.ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+
+	s := func(v string) *string { return &v }
+	own := map[string]string{"Created": "uploaded_file_list_department_created_idx", "Name": "uploaded_file_list_department_name_idx",
+		"Size": "uploaded_file_list_department_size_idx"}
+	for _, mode := range []string{"custom", "generic"} {
+		e := &explainer{t: t, conn: conn.Conn(), plans: map[string]string{}, generic: mode == "generic"}
+		for order, index := range own {
+			for name, f := range map[string]listFilters{
+				"none":        {dept: s("dept-small")},
+				"module":      {dept: s("dept-small"), module: s("crm")},
+				"name prefix": {dept: s("dept-small"), namePrefix: s("file-5")},
+			} {
+				_, err := listCall(b.ctx, b.q, e, "TenantBy"+order, f, "tenant-big", "")
+				require.NoError(t, err)
+				plan := e.plans[listQuery("TenantBy"+order, f)]
+				var nodes []any
+				require.NoError(t, json.Unmarshal([]byte(plan), &nodes))
+				require.Contains(t, indexesUsed(plan), index, "%s %s (%s)", order, name, mode)
+				require.LessOrEqual(t, rowsRead(nodes), float64(9), "%s %s (%s):\n%s", order, name, mode, plan)
+				require.Empty(t, append(wastefulFilters(nodes), wastefulSorts(nodes)...), "%s %s (%s):\n%s", order, name, mode, plan)
+			}
+			rows, err := listCall(b.ctx, b.q, b.pool, "TenantBy"+order, listFilters{dept: s("dept-small")}, "tenant-big", "")
+			require.NoError(t, err)
+			require.Len(t, rows, 8, "%s: the department's eight files", order)
 		}
 	}
 }

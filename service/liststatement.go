@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"time"
 
 	"github.com/uploadedfile/uploadedfile/db"
 )
@@ -27,6 +28,7 @@ type listed struct {
 type walkRow interface {
 	db.FileListOwnerByCreatedFilteredRow | db.FileListOwnerByNameFilteredRow | db.FileListOwnerBySizeFilteredRow |
 		db.FileListTenantByCreatedFilteredRow | db.FileListTenantByNameFilteredRow | db.FileListTenantBySizeFilteredRow |
+		db.FileListDepartmentByCreatedFilteredRow | db.FileListDepartmentByNameFilteredRow | db.FileListDepartmentBySizeFilteredRow |
 		db.FileRescanBatchRow | db.FileRescanTenantBatchRow
 }
 
@@ -80,88 +82,168 @@ func (f filter) filtered() bool {
 }
 
 // listPageRows runs the scope's page in the list's order, no optional
-// filter set.
+// filter set: the owner's, the department's (a tenant scope with one) or
+// the tenant's.
 func (s *Service) listPageRows(ctx context.Context, a access, f filter, at position) ([]db.UploadedFile, error) {
 	sc, max, now := a.scope, int32(f.limit+1), s.now()
 	switch {
-	case a.owner && f.sort == SortName:
-		return s.q.FileListOwnerByName(ctx, s.db, db.FileListOwnerByNameParams{TenantCode: sc.TenantCode, UserID: sc.UserID,
-			DepartmentCode: sc.DepartmentCode, Now: now, AfterName: at.Name, AfterID: at.ID, Max: max})
-	case a.owner && f.sort == SortSize:
-		return s.q.FileListOwnerBySize(ctx, s.db, db.FileListOwnerBySizeParams{TenantCode: sc.TenantCode, UserID: sc.UserID,
-			DepartmentCode: sc.DepartmentCode, Now: now, AfterSize: at.Size, AfterID: at.ID, Max: max})
 	case a.owner:
-		return s.q.FileListOwnerByCreated(ctx, s.db, db.FileListOwnerByCreatedParams{TenantCode: sc.TenantCode, UserID: sc.UserID,
-			DepartmentCode: sc.DepartmentCode, Now: now, AfterCreated: at.Created, AfterID: at.ID, Max: max})
+		return s.ownerPage(ctx, f.sort, sc, at, now, max)
+	case sc.DepartmentCode != nil:
+		return s.departmentPage(ctx, f.sort, sc, at, now, max)
 	case f.sort == SortName:
 		return s.q.FileListTenantByName(ctx, s.db, db.FileListTenantByNameParams{TenantCode: sc.TenantCode,
-			DepartmentCode: sc.DepartmentCode, Now: now, AfterName: at.Name, AfterID: at.ID, Max: max})
+			Now: now, AfterName: at.Name, AfterID: at.ID, Max: max})
 	case f.sort == SortSize:
 		return s.q.FileListTenantBySize(ctx, s.db, db.FileListTenantBySizeParams{TenantCode: sc.TenantCode,
-			DepartmentCode: sc.DepartmentCode, Now: now, AfterSize: at.Size, AfterID: at.ID, Max: max})
+			Now: now, AfterSize: at.Size, AfterID: at.ID, Max: max})
 	default:
 		return s.q.FileListTenantByCreated(ctx, s.db, db.FileListTenantByCreatedParams{TenantCode: sc.TenantCode,
+			Now: now, AfterCreated: at.Created, AfterID: at.ID, Max: max})
+	}
+}
+
+// ownerPage is the caller's own page in the order.
+func (s *Service) ownerPage(ctx context.Context, sort ListSort, sc Scope, at position, now *time.Time, max int32) ([]db.UploadedFile, error) {
+	switch sort {
+	case SortName:
+		return s.q.FileListOwnerByName(ctx, s.db, db.FileListOwnerByNameParams{TenantCode: sc.TenantCode, UserID: sc.UserID,
+			DepartmentCode: sc.DepartmentCode, Now: now, AfterName: at.Name, AfterID: at.ID, Max: max})
+	case SortSize:
+		return s.q.FileListOwnerBySize(ctx, s.db, db.FileListOwnerBySizeParams{TenantCode: sc.TenantCode, UserID: sc.UserID,
+			DepartmentCode: sc.DepartmentCode, Now: now, AfterSize: at.Size, AfterID: at.ID, Max: max})
+	default:
+		return s.q.FileListOwnerByCreated(ctx, s.db, db.FileListOwnerByCreatedParams{TenantCode: sc.TenantCode, UserID: sc.UserID,
 			DepartmentCode: sc.DepartmentCode, Now: now, AfterCreated: at.Created, AfterID: at.ID, Max: max})
 	}
 }
 
-// listFilteredRows runs the walk of the list's order: at most
+// departmentPage is the page of the scope's department in the order.
+func (s *Service) departmentPage(ctx context.Context, sort ListSort, sc Scope, at position, now *time.Time, max int32) ([]db.UploadedFile, error) {
+	switch sort {
+	case SortName:
+		return s.q.FileListDepartmentByName(ctx, s.db, db.FileListDepartmentByNameParams{TenantCode: sc.TenantCode,
+			DepartmentCode: *sc.DepartmentCode, Now: now, AfterName: at.Name, AfterID: at.ID, Max: max})
+	case SortSize:
+		return s.q.FileListDepartmentBySize(ctx, s.db, db.FileListDepartmentBySizeParams{TenantCode: sc.TenantCode,
+			DepartmentCode: *sc.DepartmentCode, Now: now, AfterSize: at.Size, AfterID: at.ID, Max: max})
+	default:
+		return s.q.FileListDepartmentByCreated(ctx, s.db, db.FileListDepartmentByCreatedParams{TenantCode: sc.TenantCode,
+			DepartmentCode: *sc.DepartmentCode, Now: now, AfterCreated: at.Created, AfterID: at.ID, Max: max})
+	}
+}
+
+// walkFilters are the optional filters of a walk, as its statements take
+// them.
+type walkFilters struct {
+	module, entity, entityID, contentType, contentPrefix, visibility, namePrefix *string
+	temporary                                                                    *bool
+	from, before                                                                 *time.Time
+}
+
+func walkFiltersOf(f filter) walkFilters {
+	o := f.opts
+	return walkFilters{
+		module: optional(o.Module), entity: optional(o.Entity), entityID: optional(o.EntityID),
+		contentType: f.contentType, contentPrefix: f.contentPrefix, visibility: f.visibility, namePrefix: f.namePrefix,
+		temporary: o.Temporary, from: o.CreatedFrom, before: o.CreatedBefore,
+	}
+}
+
+// listFilteredRows runs the walk of the list's scope and order: at most
 // ListScanBudget of the scope's files read, those that pass the filters
 // returned.
 func (s *Service) listFilteredRows(ctx context.Context, a access, f filter, at position) (listed, error) {
-	o := f.opts
-	max := int32(f.limit + 1)
-	if a.owner {
-		p := db.FileListOwnerByCreatedFilteredParams{
-			TenantCode: a.scope.TenantCode, UserID: a.scope.UserID, DepartmentCode: a.scope.DepartmentCode, Now: s.now(),
-			Module: optional(o.Module), Entity: optional(o.Entity), EntityID: optional(o.EntityID),
-			ContentType: f.contentType, ContentTypePrefix: f.contentPrefix, Visibility: f.visibility, IsTemporary: o.Temporary,
-			CreatedFrom: o.CreatedFrom, CreatedBefore: o.CreatedBefore, NamePrefix: f.namePrefix,
+	w, sc, max, now := walkFiltersOf(f), a.scope, int32(f.limit+1), s.now()
+	switch {
+	case a.owner:
+		return s.ownerWalk(ctx, f.sort, sc, w, at, now, max)
+	case sc.DepartmentCode != nil:
+		return s.departmentWalk(ctx, f.sort, sc, w, at, now, max)
+	}
+	return s.tenantWalk(ctx, f.sort, sc, w, at, now, max)
+}
+
+// ownerWalk is the caller's own files' walk in the order.
+func (s *Service) ownerWalk(ctx context.Context, sort ListSort, sc Scope, w walkFilters, at position, now *time.Time, max int32) (listed, error) {
+	switch sort {
+	case SortName:
+		return walked(s.q.FileListOwnerByNameFiltered(ctx, s.db, db.FileListOwnerByNameFilteredParams{
+			TenantCode: sc.TenantCode, UserID: sc.UserID, DepartmentCode: sc.DepartmentCode, Now: now, Module: w.module, Entity: w.entity,
+			EntityID: w.entityID, ContentType: w.contentType, ContentTypePrefix: w.contentPrefix, Visibility: w.visibility,
+			IsTemporary: w.temporary, CreatedFrom: w.from, CreatedBefore: w.before, NamePrefix: w.namePrefix,
+			AfterName: at.Name, AfterID: at.ID, Scan: ListScanBudget, Max: max,
+		}))
+	case SortSize:
+		return walked(s.q.FileListOwnerBySizeFiltered(ctx, s.db, db.FileListOwnerBySizeFilteredParams{
+			TenantCode: sc.TenantCode, UserID: sc.UserID, DepartmentCode: sc.DepartmentCode, Now: now, Module: w.module, Entity: w.entity,
+			EntityID: w.entityID, ContentType: w.contentType, ContentTypePrefix: w.contentPrefix, Visibility: w.visibility,
+			IsTemporary: w.temporary, CreatedFrom: w.from, CreatedBefore: w.before, NamePrefix: w.namePrefix,
+			AfterSize: at.Size, AfterID: at.ID, Scan: ListScanBudget, Max: max,
+		}))
+	default:
+		return walked(s.q.FileListOwnerByCreatedFiltered(ctx, s.db, db.FileListOwnerByCreatedFilteredParams{
+			TenantCode: sc.TenantCode, UserID: sc.UserID, DepartmentCode: sc.DepartmentCode, Now: now, Module: w.module, Entity: w.entity,
+			EntityID: w.entityID, ContentType: w.contentType, ContentTypePrefix: w.contentPrefix, Visibility: w.visibility,
+			IsTemporary: w.temporary, CreatedFrom: w.from, CreatedBefore: w.before, NamePrefix: w.namePrefix,
 			AfterCreated: at.Created, AfterID: at.ID, Scan: ListScanBudget, Max: max,
-		}
-		switch f.sort {
-		case SortName:
-			return walked(s.q.FileListOwnerByNameFiltered(ctx, s.db, db.FileListOwnerByNameFilteredParams{
-				TenantCode: p.TenantCode, UserID: p.UserID, DepartmentCode: p.DepartmentCode, Now: p.Now, Module: p.Module, Entity: p.Entity,
-				EntityID: p.EntityID, ContentType: p.ContentType, ContentTypePrefix: p.ContentTypePrefix, Visibility: p.Visibility,
-				IsTemporary: p.IsTemporary, CreatedFrom: p.CreatedFrom, CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix,
-				AfterName: at.Name, AfterID: at.ID, Scan: ListScanBudget, Max: max,
-			}))
-		case SortSize:
-			return walked(s.q.FileListOwnerBySizeFiltered(ctx, s.db, db.FileListOwnerBySizeFilteredParams{
-				TenantCode: p.TenantCode, UserID: p.UserID, DepartmentCode: p.DepartmentCode, Now: p.Now, Module: p.Module, Entity: p.Entity,
-				EntityID: p.EntityID, ContentType: p.ContentType, ContentTypePrefix: p.ContentTypePrefix, Visibility: p.Visibility,
-				IsTemporary: p.IsTemporary, CreatedFrom: p.CreatedFrom, CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix,
-				AfterSize: at.Size, AfterID: at.ID, Scan: ListScanBudget, Max: max,
-			}))
-		default:
-			return walked(s.q.FileListOwnerByCreatedFiltered(ctx, s.db, p))
-		}
+		}))
 	}
-	p := db.FileListTenantByCreatedFilteredParams{
-		TenantCode: a.scope.TenantCode, DepartmentCode: a.scope.DepartmentCode, Now: s.now(),
-		Module: optional(o.Module), Entity: optional(o.Entity), EntityID: optional(o.EntityID),
-		ContentType: f.contentType, ContentTypePrefix: f.contentPrefix, Visibility: f.visibility, IsTemporary: o.Temporary,
-		CreatedFrom: o.CreatedFrom, CreatedBefore: o.CreatedBefore, NamePrefix: f.namePrefix,
-		AfterCreated: at.Created, AfterID: at.ID, Scan: ListScanBudget, Max: max,
-	}
-	switch f.sort {
+}
+
+// tenantWalk is the tenant's files' walk in the order (a scope without a
+// department).
+func (s *Service) tenantWalk(ctx context.Context, sort ListSort, sc Scope, w walkFilters, at position, now *time.Time, max int32) (listed, error) {
+	switch sort {
 	case SortName:
 		return walked(s.q.FileListTenantByNameFiltered(ctx, s.db, db.FileListTenantByNameFilteredParams{
-			TenantCode: p.TenantCode, DepartmentCode: p.DepartmentCode, Now: p.Now, Module: p.Module, Entity: p.Entity,
-			EntityID: p.EntityID, ContentType: p.ContentType, ContentTypePrefix: p.ContentTypePrefix, Visibility: p.Visibility,
-			IsTemporary: p.IsTemporary, CreatedFrom: p.CreatedFrom, CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix,
+			TenantCode: sc.TenantCode, Now: now, Module: w.module, Entity: w.entity,
+			EntityID: w.entityID, ContentType: w.contentType, ContentTypePrefix: w.contentPrefix, Visibility: w.visibility,
+			IsTemporary: w.temporary, CreatedFrom: w.from, CreatedBefore: w.before, NamePrefix: w.namePrefix,
 			AfterName: at.Name, AfterID: at.ID, Scan: ListScanBudget, Max: max,
 		}))
 	case SortSize:
 		return walked(s.q.FileListTenantBySizeFiltered(ctx, s.db, db.FileListTenantBySizeFilteredParams{
-			TenantCode: p.TenantCode, DepartmentCode: p.DepartmentCode, Now: p.Now, Module: p.Module, Entity: p.Entity,
-			EntityID: p.EntityID, ContentType: p.ContentType, ContentTypePrefix: p.ContentTypePrefix, Visibility: p.Visibility,
-			IsTemporary: p.IsTemporary, CreatedFrom: p.CreatedFrom, CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix,
+			TenantCode: sc.TenantCode, Now: now, Module: w.module, Entity: w.entity,
+			EntityID: w.entityID, ContentType: w.contentType, ContentTypePrefix: w.contentPrefix, Visibility: w.visibility,
+			IsTemporary: w.temporary, CreatedFrom: w.from, CreatedBefore: w.before, NamePrefix: w.namePrefix,
 			AfterSize: at.Size, AfterID: at.ID, Scan: ListScanBudget, Max: max,
 		}))
 	default:
-		return walked(s.q.FileListTenantByCreatedFiltered(ctx, s.db, p))
+		return walked(s.q.FileListTenantByCreatedFiltered(ctx, s.db, db.FileListTenantByCreatedFilteredParams{
+			TenantCode: sc.TenantCode, Now: now, Module: w.module, Entity: w.entity,
+			EntityID: w.entityID, ContentType: w.contentType, ContentTypePrefix: w.contentPrefix, Visibility: w.visibility,
+			IsTemporary: w.temporary, CreatedFrom: w.from, CreatedBefore: w.before, NamePrefix: w.namePrefix,
+			AfterCreated: at.Created, AfterID: at.ID, Scan: ListScanBudget, Max: max,
+		}))
+	}
+}
+
+// departmentWalk is the walk of the scope's department's files in the
+// order.
+func (s *Service) departmentWalk(ctx context.Context, sort ListSort, sc Scope, w walkFilters, at position, now *time.Time, max int32) (listed, error) {
+	switch sort {
+	case SortName:
+		return walked(s.q.FileListDepartmentByNameFiltered(ctx, s.db, db.FileListDepartmentByNameFilteredParams{
+			TenantCode: sc.TenantCode, DepartmentCode: *sc.DepartmentCode, Now: now, Module: w.module, Entity: w.entity,
+			EntityID: w.entityID, ContentType: w.contentType, ContentTypePrefix: w.contentPrefix, Visibility: w.visibility,
+			IsTemporary: w.temporary, CreatedFrom: w.from, CreatedBefore: w.before, NamePrefix: w.namePrefix,
+			AfterName: at.Name, AfterID: at.ID, Scan: ListScanBudget, Max: max,
+		}))
+	case SortSize:
+		return walked(s.q.FileListDepartmentBySizeFiltered(ctx, s.db, db.FileListDepartmentBySizeFilteredParams{
+			TenantCode: sc.TenantCode, DepartmentCode: *sc.DepartmentCode, Now: now, Module: w.module, Entity: w.entity,
+			EntityID: w.entityID, ContentType: w.contentType, ContentTypePrefix: w.contentPrefix, Visibility: w.visibility,
+			IsTemporary: w.temporary, CreatedFrom: w.from, CreatedBefore: w.before, NamePrefix: w.namePrefix,
+			AfterSize: at.Size, AfterID: at.ID, Scan: ListScanBudget, Max: max,
+		}))
+	default:
+		return walked(s.q.FileListDepartmentByCreatedFiltered(ctx, s.db, db.FileListDepartmentByCreatedFilteredParams{
+			TenantCode: sc.TenantCode, DepartmentCode: *sc.DepartmentCode, Now: now, Module: w.module, Entity: w.entity,
+			EntityID: w.entityID, ContentType: w.contentType, ContentTypePrefix: w.contentPrefix, Visibility: w.visibility,
+			IsTemporary: w.temporary, CreatedFrom: w.from, CreatedBefore: w.before, NamePrefix: w.namePrefix,
+			AfterCreated: at.Created, AfterID: at.ID, Scan: ListScanBudget, Max: max,
+		}))
 	}
 }
 

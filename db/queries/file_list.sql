@@ -5,14 +5,17 @@
 -- whole scope.
 --
 --   FileListOwnerBy*   the caller's own files (the owner decision)
---   FileListTenantBy*  the tenant's files (the tenant decision)
+--   FileListTenantBy*  the tenant's files (the tenant decision, a scope
+--                      without a department)
+--   FileListDepartmentBy*  the files of the scope's department in the
+--                      tenant (the tenant decision, a scope with one)
 --   FileListRecordBy*  the files attached to one record (entity and entity
 --                      id both given), the owner's (@user_id) or the
 --                      tenant's (@user_id NULL)
 --
--- An owner's or a tenant's list has two statements per order: the page
--- with no optional filter (its WHERE is the index's and the cursor), and
--- *Filtered, the walk below, for a page with any of them.
+-- An owner's, a tenant's or a department's list has two statements per
+-- order: the page with no optional filter (its WHERE is the index's and
+-- the cursor), and *Filtered, the walk below, for a page with any of them.
 --
 -- The cursor is the last row's sort key and id: the next page is the rows
 -- strictly after it in the index order (a row comparison, an index
@@ -26,7 +29,7 @@
 -- (NULL: not filtered); @name_prefix and @content_type_prefix are LIKE
 -- prefixes the service escaped.
 --
--- The filtered tenant's and owner's lists read at most @scan of the scope's visible
+-- The filtered lists read at most @scan of the scope's visible
 -- rows a page (the walk: the scope -- tenant, owner, the department when
 -- the scope has one -- in the index's order from the cursor, numbered by
 -- `walked`); the optional filters decide `matched` on the rows walked. A
@@ -36,9 +39,9 @@
 -- files than its limit, and the service continues from the last row walked
 -- -- instead of a read of the whole scope. The creation-time bounds of the
 -- newest-first order are bounds of the walk itself (index conditions).
--- The department of a scope is the walk's, not a filter: a tenant's list
--- within a department reads the tenant's index until it has a page of the
--- department's files (no index leads with the department).
+-- The department of a scope is the walk's, not a filter: a department's
+-- list walks its own index (tenant, department, order), whatever else the
+-- tenant holds.
 -- The outer query has no ORDER BY of its own: the walk's rows come out in
 -- the walk's order (a scan of a subquery, a filter and a limit keep the
 -- order of their input), and an ORDER BY there makes PostgreSQL plan the
@@ -197,11 +200,10 @@ WHERE page.matched OR page.walked = @scan::integer
 LIMIT @max::integer;
 
 -- name: FileListTenantByCreated :many
--- One page of the tenant's files (and department, when the scope has one), newest first, after the cursor (@after_created, @after_id), with no optional filter: at most @max rows.
+-- One page of the tenant's files (a scope without a department), newest first, after the cursor (@after_created, @after_id), with no optional filter: at most @max rows.
 SELECT *
 FROM uploaded_file
 WHERE tenant_code = @tenant_code
-    AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
     AND status = 'ready'
     AND upload_pending_at IS NULL
     AND deletion_pending_at IS NULL
@@ -212,7 +214,7 @@ ORDER BY created_at DESC, id DESC
 LIMIT @max::integer;
 
 -- name: FileListTenantByCreatedFiltered :many
--- One page of the tenant's files (and department, when the scope has one), newest first, after the cursor (@after_created, @after_id), filtered: at most @max rows of a walk of at most @scan visible rows.
+-- One page of the tenant's files (a scope without a department), newest first, after the cursor (@after_created, @after_id), filtered: at most @max rows of a walk of at most @scan visible rows.
 SELECT *
 FROM (
     SELECT walk.*,
@@ -228,7 +230,6 @@ FROM (
         SELECT *, row_number() OVER (ORDER BY created_at DESC, id DESC) AS walked
         FROM uploaded_file
         WHERE tenant_code = @tenant_code
-            AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
             AND status = 'ready'
             AND upload_pending_at IS NULL
             AND deletion_pending_at IS NULL
@@ -245,11 +246,10 @@ WHERE page.matched OR page.walked = @scan::integer
 LIMIT @max::integer;
 
 -- name: FileListTenantByName :many
--- One page of the tenant's files (and department, when the scope has one), by lower-cased name, A to Z (byte order), after the cursor (@after_name, @after_id), with no optional filter: at most @max rows.
+-- One page of the tenant's files (a scope without a department), by lower-cased name, A to Z (byte order), after the cursor (@after_name, @after_id), with no optional filter: at most @max rows.
 SELECT *
 FROM uploaded_file
 WHERE tenant_code = @tenant_code
-    AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
     AND status = 'ready'
     AND upload_pending_at IS NULL
     AND deletion_pending_at IS NULL
@@ -260,7 +260,7 @@ ORDER BY lower(original_name) COLLATE "C", id
 LIMIT @max::integer;
 
 -- name: FileListTenantByNameFiltered :many
--- One page of the tenant's files (and department, when the scope has one), by lower-cased name, A to Z (byte order), after the cursor (@after_name, @after_id), filtered: at most @max rows of a walk of at most @scan visible rows.
+-- One page of the tenant's files (a scope without a department), by lower-cased name, A to Z (byte order), after the cursor (@after_name, @after_id), filtered: at most @max rows of a walk of at most @scan visible rows.
 SELECT *
 FROM (
     SELECT walk.*,
@@ -278,7 +278,6 @@ FROM (
         SELECT *, row_number() OVER (ORDER BY lower(original_name) COLLATE "C", id) AS walked
         FROM uploaded_file
         WHERE tenant_code = @tenant_code
-            AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
             AND status = 'ready'
             AND upload_pending_at IS NULL
             AND deletion_pending_at IS NULL
@@ -293,11 +292,10 @@ WHERE page.matched OR page.walked = @scan::integer
 LIMIT @max::integer;
 
 -- name: FileListTenantBySize :many
--- One page of the tenant's files (and department, when the scope has one), largest first, after the cursor (@after_size, @after_id), with no optional filter: at most @max rows.
+-- One page of the tenant's files (a scope without a department), largest first, after the cursor (@after_size, @after_id), with no optional filter: at most @max rows.
 SELECT *
 FROM uploaded_file
 WHERE tenant_code = @tenant_code
-    AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
     AND status = 'ready'
     AND upload_pending_at IS NULL
     AND deletion_pending_at IS NULL
@@ -308,7 +306,7 @@ ORDER BY size_bytes DESC, id DESC
 LIMIT @max::integer;
 
 -- name: FileListTenantBySizeFiltered :many
--- One page of the tenant's files (and department, when the scope has one), largest first, after the cursor (@after_size, @after_id), filtered: at most @max rows of a walk of at most @scan visible rows.
+-- One page of the tenant's files (a scope without a department), largest first, after the cursor (@after_size, @after_id), filtered: at most @max rows of a walk of at most @scan visible rows.
 SELECT *
 FROM (
     SELECT walk.*,
@@ -326,7 +324,150 @@ FROM (
         SELECT *, row_number() OVER (ORDER BY size_bytes DESC, id DESC) AS walked
         FROM uploaded_file
         WHERE tenant_code = @tenant_code
-            AND (sqlc.narg('department_code')::text IS NULL OR department_code = sqlc.narg('department_code')::text)
+            AND status = 'ready'
+            AND upload_pending_at IS NULL
+            AND deletion_pending_at IS NULL
+            AND deleted_at IS NULL
+            AND (NOT is_temporary OR expired_at > coalesce(sqlc.narg('now')::timestamptz, now()))
+            AND (size_bytes, id) < (@after_size::bigint, @after_id::uuid)
+        ORDER BY size_bytes DESC, id DESC
+        LIMIT @scan::integer
+    ) AS walk
+) AS page
+WHERE page.matched OR page.walked = @scan::integer
+LIMIT @max::integer;
+
+-- name: FileListDepartmentByCreated :many
+-- One page of the files of the scope's department (@department_code) in the tenant, newest first, after the cursor (@after_created, @after_id), with no optional filter: at most @max rows.
+SELECT *
+FROM uploaded_file
+WHERE tenant_code = @tenant_code
+    AND department_code = @department_code::text
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+    AND (NOT is_temporary OR expired_at > coalesce(sqlc.narg('now')::timestamptz, now()))
+    AND (created_at, id) < (@after_created::timestamptz, @after_id::uuid)
+ORDER BY created_at DESC, id DESC
+LIMIT @max::integer;
+
+-- name: FileListDepartmentByCreatedFiltered :many
+-- One page of the files of the scope's department (@department_code) in the tenant, newest first, after the cursor (@after_created, @after_id), filtered: at most @max rows of a walk of at most @scan visible rows.
+SELECT *
+FROM (
+    SELECT walk.*,
+        coalesce((sqlc.narg('module')::text IS NULL OR walk.module = sqlc.narg('module')::text)
+            AND (sqlc.narg('entity')::text IS NULL OR walk.entity = sqlc.narg('entity')::text)
+            AND (sqlc.narg('entity_id')::text IS NULL OR walk.entity_id = sqlc.narg('entity_id')::text)
+            AND (sqlc.narg('content_type')::text IS NULL OR walk.content_type = sqlc.narg('content_type')::text)
+            AND (sqlc.narg('content_type_prefix')::text IS NULL OR walk.content_type LIKE sqlc.narg('content_type_prefix')::text || '%')
+            AND (sqlc.narg('visibility')::text IS NULL OR walk.visibility = sqlc.narg('visibility')::text)
+            AND (sqlc.narg('is_temporary')::boolean IS NULL OR walk.is_temporary = sqlc.narg('is_temporary')::boolean)
+            AND (sqlc.narg('name_prefix')::text IS NULL OR lower(walk.original_name) COLLATE "C" LIKE lower(sqlc.narg('name_prefix')::text) || '%'), false)::boolean AS matched
+    FROM (
+        SELECT *, row_number() OVER (ORDER BY created_at DESC, id DESC) AS walked
+        FROM uploaded_file
+        WHERE tenant_code = @tenant_code
+            AND department_code = @department_code::text
+            AND status = 'ready'
+            AND upload_pending_at IS NULL
+            AND deletion_pending_at IS NULL
+            AND deleted_at IS NULL
+            AND (NOT is_temporary OR expired_at > coalesce(sqlc.narg('now')::timestamptz, now()))
+            AND created_at >= coalesce(sqlc.narg('created_from')::timestamptz, '-infinity')
+            AND created_at < coalesce(sqlc.narg('created_before')::timestamptz, 'infinity')
+            AND (created_at, id) < (@after_created::timestamptz, @after_id::uuid)
+        ORDER BY created_at DESC, id DESC
+        LIMIT @scan::integer
+    ) AS walk
+) AS page
+WHERE page.matched OR page.walked = @scan::integer
+LIMIT @max::integer;
+
+-- name: FileListDepartmentByName :many
+-- One page of the files of the scope's department (@department_code) in the tenant, by lower-cased name, A to Z (byte order), after the cursor (@after_name, @after_id), with no optional filter: at most @max rows.
+SELECT *
+FROM uploaded_file
+WHERE tenant_code = @tenant_code
+    AND department_code = @department_code::text
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+    AND (NOT is_temporary OR expired_at > coalesce(sqlc.narg('now')::timestamptz, now()))
+    AND (lower(original_name) COLLATE "C", id) > (lower(@after_name::text) COLLATE "C", @after_id::uuid)
+ORDER BY lower(original_name) COLLATE "C", id
+LIMIT @max::integer;
+
+-- name: FileListDepartmentByNameFiltered :many
+-- One page of the files of the scope's department (@department_code) in the tenant, by lower-cased name, A to Z (byte order), after the cursor (@after_name, @after_id), filtered: at most @max rows of a walk of at most @scan visible rows.
+SELECT *
+FROM (
+    SELECT walk.*,
+        coalesce((sqlc.narg('module')::text IS NULL OR walk.module = sqlc.narg('module')::text)
+            AND (sqlc.narg('entity')::text IS NULL OR walk.entity = sqlc.narg('entity')::text)
+            AND (sqlc.narg('entity_id')::text IS NULL OR walk.entity_id = sqlc.narg('entity_id')::text)
+            AND (sqlc.narg('content_type')::text IS NULL OR walk.content_type = sqlc.narg('content_type')::text)
+            AND (sqlc.narg('content_type_prefix')::text IS NULL OR walk.content_type LIKE sqlc.narg('content_type_prefix')::text || '%')
+            AND (sqlc.narg('visibility')::text IS NULL OR walk.visibility = sqlc.narg('visibility')::text)
+            AND (sqlc.narg('is_temporary')::boolean IS NULL OR walk.is_temporary = sqlc.narg('is_temporary')::boolean)
+            AND (sqlc.narg('created_from')::timestamptz IS NULL OR walk.created_at >= sqlc.narg('created_from')::timestamptz)
+            AND (sqlc.narg('created_before')::timestamptz IS NULL OR walk.created_at < sqlc.narg('created_before')::timestamptz)
+            AND (sqlc.narg('name_prefix')::text IS NULL OR lower(walk.original_name) COLLATE "C" LIKE lower(sqlc.narg('name_prefix')::text) || '%'), false)::boolean AS matched
+    FROM (
+        SELECT *, row_number() OVER (ORDER BY lower(original_name) COLLATE "C", id) AS walked
+        FROM uploaded_file
+        WHERE tenant_code = @tenant_code
+            AND department_code = @department_code::text
+            AND status = 'ready'
+            AND upload_pending_at IS NULL
+            AND deletion_pending_at IS NULL
+            AND deleted_at IS NULL
+            AND (NOT is_temporary OR expired_at > coalesce(sqlc.narg('now')::timestamptz, now()))
+            AND (lower(original_name) COLLATE "C", id) > (lower(@after_name::text) COLLATE "C", @after_id::uuid)
+        ORDER BY lower(original_name) COLLATE "C", id
+        LIMIT @scan::integer
+    ) AS walk
+) AS page
+WHERE page.matched OR page.walked = @scan::integer
+LIMIT @max::integer;
+
+-- name: FileListDepartmentBySize :many
+-- One page of the files of the scope's department (@department_code) in the tenant, largest first, after the cursor (@after_size, @after_id), with no optional filter: at most @max rows.
+SELECT *
+FROM uploaded_file
+WHERE tenant_code = @tenant_code
+    AND department_code = @department_code::text
+    AND status = 'ready'
+    AND upload_pending_at IS NULL
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+    AND (NOT is_temporary OR expired_at > coalesce(sqlc.narg('now')::timestamptz, now()))
+    AND (size_bytes, id) < (@after_size::bigint, @after_id::uuid)
+ORDER BY size_bytes DESC, id DESC
+LIMIT @max::integer;
+
+-- name: FileListDepartmentBySizeFiltered :many
+-- One page of the files of the scope's department (@department_code) in the tenant, largest first, after the cursor (@after_size, @after_id), filtered: at most @max rows of a walk of at most @scan visible rows.
+SELECT *
+FROM (
+    SELECT walk.*,
+        coalesce((sqlc.narg('module')::text IS NULL OR walk.module = sqlc.narg('module')::text)
+            AND (sqlc.narg('entity')::text IS NULL OR walk.entity = sqlc.narg('entity')::text)
+            AND (sqlc.narg('entity_id')::text IS NULL OR walk.entity_id = sqlc.narg('entity_id')::text)
+            AND (sqlc.narg('content_type')::text IS NULL OR walk.content_type = sqlc.narg('content_type')::text)
+            AND (sqlc.narg('content_type_prefix')::text IS NULL OR walk.content_type LIKE sqlc.narg('content_type_prefix')::text || '%')
+            AND (sqlc.narg('visibility')::text IS NULL OR walk.visibility = sqlc.narg('visibility')::text)
+            AND (sqlc.narg('is_temporary')::boolean IS NULL OR walk.is_temporary = sqlc.narg('is_temporary')::boolean)
+            AND (sqlc.narg('created_from')::timestamptz IS NULL OR walk.created_at >= sqlc.narg('created_from')::timestamptz)
+            AND (sqlc.narg('created_before')::timestamptz IS NULL OR walk.created_at < sqlc.narg('created_before')::timestamptz)
+            AND (sqlc.narg('name_prefix')::text IS NULL OR lower(walk.original_name) COLLATE "C" LIKE lower(sqlc.narg('name_prefix')::text) || '%'), false)::boolean AS matched
+    FROM (
+        SELECT *, row_number() OVER (ORDER BY size_bytes DESC, id DESC) AS walked
+        FROM uploaded_file
+        WHERE tenant_code = @tenant_code
+            AND department_code = @department_code::text
             AND status = 'ready'
             AND upload_pending_at IS NULL
             AND deletion_pending_at IS NULL

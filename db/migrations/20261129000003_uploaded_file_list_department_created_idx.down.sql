@@ -1,0 +1,1 @@
+DROP INDEX CONCURRENTLY IF EXISTS uploaded_file_list_department_created_idx;

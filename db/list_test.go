@@ -176,22 +176,10 @@ func deptOf(f listFilters) string {
 	return *f.dept
 }
 
-// walkRow is a row of the tenant's and owner's lists.
-type walkRow interface {
-	db.FileListOwnerByCreatedFilteredRow | db.FileListOwnerByNameFilteredRow | db.FileListOwnerBySizeFilteredRow |
-		db.FileListTenantByCreatedFilteredRow | db.FileListTenantByNameFilteredRow | db.FileListTenantBySizeFilteredRow |
-		db.FileListDepartmentByCreatedFilteredRow | db.FileListDepartmentByNameFilteredRow | db.FileListDepartmentBySizeFilteredRow
-}
-
 // matchedRows are the files of a walk that passed its filters.
-func matchedRows[R walkRow](rows []R, err error) ([]db.UploadedFile, error) {
-	var out []db.UploadedFile
-	for _, r := range rows {
-		if w := db.FileListOwnerByCreatedFilteredRow(r); w.Matched {
-			out = append(out, w.File())
-		}
-	}
-	return out, err
+func matchedRows[R db.WalkRow](rows []R, err error) ([]db.UploadedFile, error) {
+	matched, _ := db.Walk(rows, listScan)
+	return matched, err
 }
 
 // recordCall runs the record list of one shape (RecordBy Created|Name|Size)

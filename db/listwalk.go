@@ -9,6 +9,32 @@ package db
 // queries/file_quarantine.sql) walk the same way. These row types have
 // the same columns; each converts to FileListOwnerByCreatedFilteredRow.
 
+// WalkRow is a row of a walk: a filtered list's or a rescan batch's.
+type WalkRow interface {
+	FileListOwnerByCreatedFilteredRow | FileListOwnerByNameFilteredRow | FileListOwnerBySizeFilteredRow |
+		FileListTenantByCreatedFilteredRow | FileListTenantByNameFilteredRow | FileListTenantBySizeFilteredRow |
+		FileListDepartmentByCreatedFilteredRow | FileListDepartmentByNameFilteredRow | FileListDepartmentBySizeFilteredRow |
+		FileRescanBatchRow | FileRescanTenantBatchRow
+}
+
+// Walk splits the rows of a walk of at most budget rows: the files that
+// matched, in order, and the file the walk ended on when it read the
+// whole budget (nil when it reached the end of its scope first).
+func Walk[R WalkRow](rows []R, budget int64) (matched []UploadedFile, last *UploadedFile) {
+	matched = make([]UploadedFile, 0, len(rows))
+	for _, r := range rows {
+		w := FileListOwnerByCreatedFilteredRow(r)
+		f := w.File()
+		if w.Matched {
+			matched = append(matched, f)
+		}
+		if w.Walked == budget {
+			last = &f
+		}
+	}
+	return matched, last
+}
+
 // File is the row's file, without the walk's columns.
 func (r FileListOwnerByCreatedFilteredRow) File() UploadedFile {
 	return UploadedFile{

@@ -23,38 +23,19 @@ type listed struct {
 	spent *db.UploadedFile
 }
 
-// walkRow is a row of a walk -- a filtered list, a rescan's batch: each
-// has the columns of FileListOwnerByCreatedFilteredRow.
-type walkRow interface {
-	db.FileListOwnerByCreatedFilteredRow | db.FileListOwnerByNameFilteredRow | db.FileListOwnerBySizeFilteredRow |
-		db.FileListTenantByCreatedFilteredRow | db.FileListTenantByNameFilteredRow | db.FileListTenantBySizeFilteredRow |
-		db.FileListDepartmentByCreatedFilteredRow | db.FileListDepartmentByNameFilteredRow | db.FileListDepartmentBySizeFilteredRow |
-		db.FileRescanBatchRow | db.FileRescanTenantBatchRow
-}
-
-// walked splits a list's walk into the matching rows and the row the
-// budget (ListScanBudget) ran out on.
-func walked[R walkRow](rows []R, err error) (listed, error) {
+// walked is the list's walk: the matching rows and the row the budget
+// (ListScanBudget) ran out on.
+func walked[R db.WalkRow](rows []R, err error) (listed, error) {
 	return walkedWithin(ListScanBudget, rows, err)
 }
 
 // walkedWithin is walked for a walk of at most budget rows.
-func walkedWithin[R walkRow](budget int64, rows []R, err error) (listed, error) {
+func walkedWithin[R db.WalkRow](budget int64, rows []R, err error) (listed, error) {
 	if err != nil {
 		return listed{}, err
 	}
-	l := listed{rows: make([]db.UploadedFile, 0, len(rows))}
-	for _, r := range rows {
-		w := db.FileListOwnerByCreatedFilteredRow(r)
-		f := w.File()
-		if w.Matched {
-			l.rows = append(l.rows, f)
-		}
-		if w.Walked == budget {
-			l.spent = &f
-		}
-	}
-	return l, nil
+	matched, last := db.Walk(rows, budget)
+	return listed{rows: matched, spent: last}, nil
 }
 
 // listRows runs the statement of the list's shape, for one row more than

@@ -91,6 +91,16 @@ type ResumableUpload struct {
 	ExpiresAt time.Time
 	// File is the file once it is ready; nil before.
 	File *Result
+
+	// read is the row ResumableState read, for WriteChunkTo.
+	read *readUpload
+}
+
+// readUpload is a resumable upload's row as one caller read it.
+type readUpload struct {
+	row   db.UploadedFile
+	dbNow time.Time
+	a     access
 }
 
 // Chunk is one request's part of a resumable upload.
@@ -135,11 +145,15 @@ func (s *Service) createResumable(ctx context.Context, in ResumableInput, o Uplo
 // file once ready. Missing, out of scope, not resumable, failed or
 // aborted is ErrNotFound; past its expiry while pending, ErrUploadExpired.
 func (s *Service) ResumableState(ctx context.Context, id string) (*ResumableUpload, error) {
-	row, dbNow, _, err := s.resumable(ctx, id)
+	row, dbNow, a, err := s.resumable(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return s.resumableState(ctx, row, dbNow)
+	up, err := s.resumableState(ctx, row, dbNow)
+	if err == nil {
+		up.read = &readUpload{row: row, dbNow: dbNow, a: a}
+	}
+	return up, err
 }
 
 // resumable loads the caller's resumable upload id.
@@ -189,6 +203,32 @@ func (s *Service) WriteChunk(ctx context.Context, id string, c Chunk) (*Resumabl
 	if err != nil {
 		return nil, err
 	}
+	return s.writeChunk(ctx, row, dbNow, a, c)
+}
+
+// WriteChunkTo is WriteChunk on up, as ResumableState answered it to the
+// same caller while serving the same request (a tus PATCH reads the
+// upload, then writes to it): the row read then is not read again. The
+// claim of the write lease checks the scope, the offset and the lease in
+// its statement, so a row read a moment before is as good as one read
+// now. An up read for another caller, or not by ResumableState, is read
+// again.
+func (s *Service) WriteChunkTo(ctx context.Context, up *ResumableUpload, c Chunk) (*ResumableUpload, error) {
+	if up.read == nil {
+		return s.WriteChunk(ctx, up.ID.String(), c)
+	}
+	a, err := s.authorize(ctx, OpComplete, []uuid.UUID{up.ID}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if !a.sameAs(up.read.a) {
+		return s.WriteChunk(ctx, up.ID.String(), c)
+	}
+	return s.writeChunk(ctx, up.read.row, up.read.dbNow, a, c)
+}
+
+// writeChunk is WriteChunk on the caller's row read at dbNow.
+func (s *Service) writeChunk(ctx context.Context, row db.UploadedFile, dbNow time.Time, a access, c Chunk) (*ResumableUpload, error) {
 	switch Status(row.Status) {
 	case StatusCompleting:
 		// The last chunk arrived and its completion runs, or died: a live
@@ -199,7 +239,7 @@ func (s *Service) WriteChunk(ctx context.Context, id string, c Chunk) (*Resumabl
 		if _, err := s.completeRow(ctx, row, dbNow, a); err != nil {
 			return nil, err
 		}
-		return s.ResumableState(ctx, id)
+		return s.ResumableState(ctx, row.ID.String())
 	case StatusReady:
 		return nil, ErrUploadOffsetMismatch
 	}
@@ -330,9 +370,9 @@ func (w *chunkWrite) putChunk(ctx context.Context) error {
 	case err != nil:
 		return s.internalError(ctx, ErrUploadFailed, "record chunk", err, "file_id", row.ID)
 	}
-	h := sha256.New()
-	_, err = s.store.Put(ctx, key, io.TeeReader(c.Body, h), storage.PutOptions{Size: c.Length, ContentType: "application/octet-stream"})
-	if err == nil && c.SHA256 != nil && !bytes.Equal(h.Sum(nil), c.SHA256) {
+	body, digest := digested(c.Body, c.SHA256 != nil)
+	_, err = s.store.Put(ctx, key, body, storage.PutOptions{Size: c.Length, ContentType: "application/octet-stream"})
+	if err == nil && c.SHA256 != nil && !bytes.Equal(digest(), c.SHA256) {
 		err = ErrChunkChecksumMismatch
 	}
 	if err != nil {
@@ -391,8 +431,9 @@ func (w *chunkWrite) assemble(ctx context.Context) (storage.ObjectInfo, error) {
 	}
 	stored := &chunkReader{ctx: ctx, store: s.store, chunks: chunks}
 	defer stored.close()
-	tail := sha256.New()
-	body := io.TeeReader(io.LimitReader(c.Body, c.Length), tail)
+	// The chunk's own digest is computed only when it declared one, and is
+	// the spool's when the chunk is the whole file.
+	body, tail := digested(io.LimitReader(c.Body, c.Length), c.SHA256 != nil && c.Offset > 0)
 	sp, err := storage.NewSpool(ctx, s.store, s.cfg.SpoolDir)
 	if err != nil {
 		return none, s.internalError(ctx, ErrUploadFailed, "create spool", err, "file_id", row.ID)
@@ -406,10 +447,14 @@ func (w *chunkWrite) assemble(ctx context.Context) (storage.ObjectInfo, error) {
 		return none, s.internalError(ctx, ErrUploadFailed, "spool the upload", err, "file_id", row.ID)
 	case err != nil || n != row.SizeBytes:
 		return none, ErrChunkIncomplete
-	case c.SHA256 != nil && !bytes.Equal(tail.Sum(nil), c.SHA256):
+	}
+	sum, own := sp.SHA256(), tail()
+	if c.Offset == 0 {
+		own = sum
+	}
+	if c.SHA256 != nil && !bytes.Equal(own, c.SHA256) {
 		return none, ErrChunkChecksumMismatch
 	}
-	sum := sp.SHA256()
 	if err := s.store.Delete(ctx, *row.PendingKey); err != nil {
 		return none, s.internalError(ctx, ErrUploadFailed, "clear staging object", err, "file_id", row.ID)
 	}
@@ -533,6 +578,18 @@ func chunkKey(staging string, offset int64) (string, error) {
 	}
 	key := fmt.Sprintf("%s.chunk-%016d-%s", staging, offset, hex.EncodeToString(r[:]))
 	return key, storage.ValidateKey(key)
+}
+
+// digested is r, hashed as it is read when hash is set: digest returns the
+// SHA-256 of what was read then, nil otherwise. A chunk that declares no
+// digest is not hashed twice (the store and the spool hash what they
+// write).
+func digested(r io.Reader, hash bool) (body io.Reader, digest func() []byte) {
+	if !hash {
+		return r, func() []byte { return nil }
+	}
+	h := sha256.New()
+	return io.TeeReader(r, h), func() []byte { return h.Sum(nil) }
 }
 
 // chunkReader reads stored chunks one after the other, each opened when

@@ -108,17 +108,55 @@ func TestResumableUpload(t *testing.T) {
 }
 
 // TestResumableWholeFileInOneChunk: the chunk that is the whole file is
-// written as the staging object itself.
+// written as the staging object itself, and the digest it declares is
+// checked against it (the staging object's own).
 func TestResumableWholeFileInOneChunk(t *testing.T) {
 	t.Parallel()
 	b := setup(t, service.DriverLocal)
 	up, err := b.svc.CreateTemporaryResumableUpload(alice, resumableInput("report.pdf", "application/pdf", []byte(pdf)), nil)
 	require.NoError(t, err)
-	done, err := b.svc.WriteChunk(alice, up.ID.String(), chunk([]byte(pdf), 0, len(pdf)))
+	whole := chunk([]byte(pdf), 0, len(pdf))
+	wrong := sha256.Sum256([]byte(pdf[1:]))
+	whole.SHA256 = wrong[:]
+	_, err = b.svc.WriteChunk(alice, up.ID.String(), whole)
+	require.ErrorIs(t, err, service.ErrChunkChecksumMismatch)
+	state, err := b.svc.ResumableState(alice, up.ID.String())
+	require.NoError(t, err)
+	require.Zero(t, state.Offset, "a refused chunk keeps nothing")
+	whole = chunk([]byte(pdf), 0, len(pdf))
+	right := sha256.Sum256([]byte(pdf))
+	whole.SHA256 = right[:]
+	done, err := b.svc.WriteChunk(alice, up.ID.String(), whole)
 	require.NoError(t, err)
 	require.True(t, done.File.IsTemporary)
 	all, _ := b.chunkRows(up.ID.String())
 	require.Zero(t, all)
+	require.Equal(t, pdf, b.readObject(done.File.Key))
+}
+
+// TestWriteChunkToIsTheCallersOnly: an upload as ResumableState answered
+// one caller is written by that caller without being read again, and by
+// no one else: to another owner or tenant it is missing.
+func TestWriteChunkToIsTheCallersOnly(t *testing.T) {
+	t.Parallel()
+	b := setup(t, service.DriverLocal)
+	body := []byte(pdf)
+	up, err := b.svc.CreateResumableUpload(alice, resumableInput("report.pdf", "application/pdf", body), nil)
+	require.NoError(t, err)
+	read, err := b.svc.ResumableState(alice, up.ID.String())
+	require.NoError(t, err)
+	for _, other := range []context.Context{as("acme", "bob", "sales"), as("globex", "alice", "sales")} {
+		_, err = b.svc.WriteChunkTo(other, read, chunk(body, 0, 10))
+		requireNotFound(t, err, "another caller's upload is missing to them")
+	}
+	got, err := b.svc.WriteChunkTo(alice, read, chunk(body, 0, 10))
+	require.NoError(t, err)
+	require.EqualValues(t, 10, got.Offset)
+	_, err = b.svc.WriteChunkTo(alice, read, chunk(body, 0, 10))
+	require.ErrorIs(t, err, service.ErrUploadOffsetMismatch, "a row read before a write does not write at its offset again")
+	done, err := b.svc.WriteChunkTo(alice, got, chunk(body, 10, len(body)))
+	require.NoError(t, err, "an upload no ResumableState answered is read")
+	require.Equal(t, service.StatusReady, done.File.Status)
 	require.Equal(t, pdf, b.readObject(done.File.Key))
 }
 

@@ -144,6 +144,14 @@ type access struct {
 	owner bool // the owner predicate applies
 }
 
+// sameAs reports whether a and b are one caller's access: the same scope
+// under the same predicate.
+func (a access) sameAs(b access) bool {
+	return a.owner == b.owner && a.scope.TenantCode == b.scope.TenantCode && a.scope.UserID == b.scope.UserID &&
+		(a.scope.DepartmentCode == nil) == (b.scope.DepartmentCode == nil) &&
+		(a.scope.DepartmentCode == nil || *a.scope.DepartmentCode == *b.scope.DepartmentCode)
+}
+
 func (a access) ownerUserID() *string {
 	if a.owner {
 		return &a.scope.UserID

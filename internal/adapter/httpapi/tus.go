@@ -272,7 +272,7 @@ func (u *tusUpload) WriteChunk(ctx context.Context, offset int64, src io.Reader)
 	// The handler gives the answer twice the idle bound; a chunk may first
 	// wait for the write lease of a writer that died.
 	_ = http.NewResponseController(x.w).SetWriteDeadline(time.Now().Add(service.ResumableClaimWait + 2*x.idle))
-	up, err := u.svc.WriteChunk(ctx, u.state.ID.String(), service.Chunk{Offset: offset, Length: length, SHA256: sum, Body: src})
+	up, err := u.svc.WriteChunkTo(ctx, u.state, service.Chunk{Offset: offset, Length: length, SHA256: sum, Body: src})
 	if err != nil {
 		return 0, x.fail(err)
 	}

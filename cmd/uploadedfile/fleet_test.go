@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -447,15 +448,20 @@ func (l *fleetLedger) fail(what string, err error) {
 	if l.failures == nil {
 		l.failures = map[string]int{}
 	}
-	msg := what + ": " + err.Error()
+	msg := what + ": " + signedQuery.ReplaceAllString(err.Error(), "?…")
 	if l.phase != "" {
 		msg = l.phase + ": " + msg
 	}
-	if len(msg) > 160 {
-		msg = msg[:160]
+	if len(msg) > 240 {
+		msg = msg[:240]
 	}
 	l.failures[msg]++
 }
+
+// signedQuery is a URL's query in an error: a signed URL's signature is
+// left out of the failures, and so is its length, so the cause after it
+// (a reset, a status) stays in the message.
+var signedQuery = regexp.MustCompile(`\?[^"\s]*`)
 
 // newFleetLedger is an empty ledger.
 func newFleetLedger() *fleetLedger {
@@ -679,4 +685,18 @@ func walkKeys(t *testing.T, root string) []string {
 		return nil
 	}))
 	return keys
+}
+
+// TestFleetLedgerKeepsTheCause: a failed call's entry keeps what failed
+// after a signed URL, and not the URL's signature.
+func TestFleetLedgerKeepsTheCause(t *testing.T) {
+	t.Parallel()
+	l := newFleetLedger()
+	l.phase = "old replica killed"
+	l.fail("upload", errors.New(`uploader: Put "http://127.0.0.1:1/uploaded-file/`+uuid.NewString()+`/content?expires=1795922612&signature=`+strings.Repeat("s", 64)+`": read tcp: connection reset by peer`))
+	require.Equal(t, 1, l.failed)
+	for msg := range l.failures {
+		require.Contains(t, msg, "connection reset by peer")
+		require.NotContains(t, msg, "signature")
+	}
 }

@@ -384,7 +384,8 @@ type FileInsertHiddenRow struct {
 
 // Buffer uploads (legacy and managed): the server receives the bytes itself.
 //
-//	FileInsertHidden             (none)   -> hidden: upload_pending_at = now + 15 min
+//	FileInsertHidden             (none)   -> hidden: upload_pending_at = now + 30 s
+//	FileExtendActivation         hidden   -> hidden, the lease moved on by its writer
 //	FileActivateUpload           hidden   -> visible (ready), that exact marker only
 //	FileSettleFailedUpload       hidden   -> claimed for deletion, marker cleared
 //	FileRestoreUploadForCleanup  taken over by maintenance -> claimed for deletion
@@ -402,7 +403,10 @@ type FileInsertHiddenRow struct {
 //
 // The activation lease is a marker, not only a deadline: the activation and
 // the settled cleanup both name the exact upload_pending_at value the writer
-// inserted, so whichever commits first wins and the other matches zero rows.
+// holds, so whichever commits first wins and the other matches zero rows.
+// The lease is short and the writer extends it while it scans and stores
+// the bytes (FileExtendActivation): a writer that died lets go of its row,
+// and of its Idempotency-Key, within one lease.
 //
 // FileInsertHidden and FileActivateUpload are :batchone queries: under
 // concurrent uploads the service sends up to 32 of one of them as one pgx

@@ -196,6 +196,10 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			return err
 		},
 		func() error {
+			_, err := q.FileExtendActivation(ctx, e, db.FileExtendActivationParams{ID: id, UploadMarker: lease, ActivationLease: time.Minute, Now: now})
+			return err
+		},
+		func() error {
 			_, err := q.FileFinalizeCompletion(ctx, e, db.FileFinalizeCompletionParams{ID: id, Lease: lease, Now: now})
 			return err
 		},

@@ -13,6 +13,45 @@ import (
 	"github.com/google/uuid"
 )
 
+const fileExtendActivation = `-- name: FileExtendActivation :one
+UPDATE uploaded_file
+SET upload_pending_at = coalesce($1::timestamptz, now()) + $2::interval
+WHERE id = $3
+    AND status = 'pending'
+    AND upload_pending_at = $4::timestamptz
+    AND upload_pending_at > coalesce($1::timestamptz, now())
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+RETURNING upload_pending_at::timestamptz AS lease
+`
+
+type FileExtendActivationParams struct {
+	Now             *time.Time
+	ActivationLease time.Duration
+	ID              uuid.UUID
+	UploadMarker    time.Time
+}
+
+// hidden -> hidden with the activation lease moved on to now +
+// @activation_lease, by the writer holding exactly @upload_marker while it
+// scans and stores the bytes. Only a lease still running is extended: once
+// it has run out, a retry under the upload's key or the deletion-retry
+// sweep may already be settling the row, and the writer must not take it
+// back. Zero rows: the lease ran out, or the row left hidden (activated,
+// settled, or claimed by maintenance); the writer stops extending and its
+// activation tells which.
+func (q *Queries) FileExtendActivation(ctx context.Context, db DBTX, arg FileExtendActivationParams) (time.Time, error) {
+	row := db.QueryRow(ctx, fileExtendActivation,
+		arg.Now,
+		arg.ActivationLease,
+		arg.ID,
+		arg.UploadMarker,
+	)
+	var lease time.Time
+	err := row.Scan(&lease)
+	return lease, err
+}
+
 const fileForgetIdempotencyKey = `-- name: FileForgetIdempotencyKey :execrows
 UPDATE uploaded_file
 SET idempotency_key = NULL, idempotency_fingerprint = NULL

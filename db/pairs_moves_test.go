@@ -28,7 +28,7 @@ func pairGroups() []pairGroup {
 		{state: "resumable (a writer's lease)", fixture: resumableFixture(true),
 			moves: []move{extendWrite, releaseWrite, advanceWrite, claimResumableCompletion, claimAbort, claimWrite(time.Minute)}},
 		{state: "hidden (a buffer upload written)", fixture: fixture((*bundle).hidden),
-			moves: []move{activate, settleFailed, abandonedTombstones, insertHidden2, recount}},
+			moves: []move{extendActivation, activate, settleFailed, abandonedTombstones, insertHidden2, recount}},
 		{state: "ready", fixture: fixture((*bundle).ready),
 			moves: []move{markUsedByIDs, markUsedByRefs, mergeExtra, claimDeletion, claimDeletionByRefs, unusedBefore, quarantine, variantClaim, insertHidden2, recount}},
 		{state: "ready, temporary", fixture: func(t *testing.T, b *bundle) db.UploadedFile { return b.ready(t, fileOpts{Temporary: true}) },
@@ -227,6 +227,10 @@ var (
 	}}
 	claimResumableCompletion = move{name: "FileClaimResumableCompletion", run: func(ctx context.Context, q *db.Queries, c db.DBTX, f db.UploadedFile) (int, error) {
 		_, err := q.FileClaimResumableCompletion(ctx, c, db.FileClaimResumableCompletionParams{ID: f.ID, Claim: *f.ResumableLeaseUntil, Checksum: "sha256:abc", ETag: ptr(`"v1"`), CompletionLease: completionLease, Now: at(time.Second)})
+		return one(err)
+	}}
+	extendActivation = move{name: "FileExtendActivation", run: func(ctx context.Context, q *db.Queries, c db.DBTX, f db.UploadedFile) (int, error) {
+		_, err := q.FileExtendActivation(ctx, c, db.FileExtendActivationParams{ID: f.ID, UploadMarker: *f.UploadPendingAt, ActivationLease: activationLease, Now: at(time.Second)})
 		return one(err)
 	}}
 	activate = move{name: "FileActivateUpload", run: func(ctx context.Context, _ *db.Queries, c db.DBTX, f db.UploadedFile) (int, error) {

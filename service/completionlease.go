@@ -10,8 +10,8 @@ import (
 	"github.com/uploadedfile/uploadedfile/db"
 )
 
-// leaseKeeper extends the lease of one running completion (or chunk write)
-// every third of the lease, so the lease can be short: a completer that is killed
+// leaseKeeper extends the lease of one running completion (or chunk write,
+// or buffer upload's write) every third of the lease, so the lease can be short: a completer that is killed
 // stops extending it and the next complete takes the upload over within
 // completionLease, however long a live completion takes.
 type leaseKeeper struct {
@@ -32,6 +32,23 @@ func (s *Service) keepCompletion(ctx context.Context, row db.UploadedFile) *leas
 		return s.q.FileExtendCompletion(context.WithoutCancel(ctx), s.db, db.FileExtendCompletionParams{
 			ID: row.ID, Lease: held, CompletionLease: completionLease, Now: s.now(),
 		})
+	})
+}
+
+// keepActivation starts keeping the activation lease of row, a buffer
+// upload's hidden row, while its writer scans and stores the bytes: a
+// writer that dies stops extending it, and its row and Idempotency-Key are
+// free within ActivationLease, however long a live write takes.
+func (s *Service) keepActivation(ctx context.Context, row db.UploadedFile) *leaseKeeper {
+	beat := s.activationBeat
+	if beat <= 0 {
+		beat = ActivationLease / 3
+	}
+	return s.keepLease(ctx, row.ID, *row.UploadPendingAt, beat, func(held time.Time) (*time.Time, error) {
+		lease, err := s.q.FileExtendActivation(context.WithoutCancel(ctx), s.db, db.FileExtendActivationParams{
+			ID: row.ID, UploadMarker: held, ActivationLease: ActivationLease, Now: s.now(),
+		})
+		return &lease, err
 	})
 }
 

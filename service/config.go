@@ -56,7 +56,7 @@ const (
 	MaxCleanupBatchSize                 = 100
 	DefaultDownloadPath                 = "uploaded-file"
 	TemporaryLifetime                   = 24 * time.Hour
-	ActivationLease                     = 15 * time.Minute
+	ActivationLease                     = 30 * time.Second
 	DeletionRetryBackoff                = time.Minute
 	DefaultStorageTimeout               = 10 * time.Second
 	deletionLease                       = 5 * time.Minute

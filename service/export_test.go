@@ -31,6 +31,10 @@ func (s *Service) QueuedActivations() int { _, n := s.uploads.Queued(); return n
 // lease.
 func SetCompletionBeat(s *Service, d time.Duration) { s.completionBeat = d }
 
+// SetActivationBeat sets how often s's buffer uploads extend their
+// activation lease while they scan and store their bytes.
+func SetActivationBeat(s *Service, d time.Duration) { s.activationBeat = d }
+
 // CompletionLease is completionLease.
 const CompletionLease = completionLease
 

@@ -81,6 +81,9 @@ type Service struct {
 	// completionBeat is how often a running completion extends its lease
 	// (0: completionLease/3; tests shorten it).
 	completionBeat time.Duration
+	// activationBeat is how often a buffer upload being scanned and stored
+	// extends its activation lease (0: ActivationLease/3; tests shorten it).
+	activationBeat time.Duration
 }
 
 // storeProbe is the outcome of the store's last probe, and when.

@@ -150,13 +150,14 @@ func (s *Service) upload(ctx context.Context, u bufferUpload) (db.UploadedFile, 
 	if k := uploadKeyFrom(ctx); k != nil && k.replayed {
 		return row, nil // the key's first request made it: nothing is written
 	}
+	keeper := s.keepActivation(ctx, row)
 	if err := s.scan(ctx, io.NewSectionReader(sp, 0, sp.Size()), row); err != nil {
 		// Not written yet: the settled cleanup fails the row (upload.failed
 		// with the rule) and gives its space back.
-		_, _ = s.settleFailedUpload(ctx, a, row.ID, *row.UploadPendingAt, Rule(err), err)
+		_, _ = s.settleFailedUpload(ctx, a, row.ID, keeper.stop(), Rule(err), err)
 		return db.UploadedFile{}, err
 	}
-	return s.writeAndActivate(ctx, a, row, sp, vis)
+	return s.writeAndActivate(ctx, a, row, sp, vis, keeper)
 }
 
 // uploadModes resolves visibility and disposition: temporary files are
@@ -228,13 +229,13 @@ func (s *Service) insertHidden(ctx context.Context, a access, c filecheck.Result
 }
 
 // writeAndActivate writes the bytes and activates the row with the exact
-// marker it was inserted with (rules 1-2); any failure goes to the settled
-// cleanup (rules 3-5).
-func (s *Service) writeAndActivate(ctx context.Context, a access, row db.UploadedFile, sp *spooled, vis Visibility) (db.UploadedFile, error) {
-	marker := *row.UploadPendingAt
+// marker keeper holds once the write ends (rules 1-2); any failure goes to
+// the settled cleanup (rules 3-5).
+func (s *Service) writeAndActivate(ctx context.Context, a access, row db.UploadedFile, sp *spooled, vis Visibility, keeper *leaseKeeper) (db.UploadedFile, error) {
 	oi, err := sp.Commit(ctx, row.Key, storage.PutOptions{
 		ContentType: row.ContentType, Size: sp.Size(), SHA256: sp.sum, Public: vis == Public,
 	})
+	marker := keeper.stop()
 	if err == nil {
 		s.faults.wrote(ctx, s.log)
 		var active db.FileActivateUploadRow

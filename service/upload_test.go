@@ -129,7 +129,7 @@ func TestVisibility(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-// Rule 1: the row exists, hidden, with a 15-minute activation lease, while
+// Rule 1: the row exists, hidden, with a short activation lease, while
 // the bytes are written.
 func TestRule1HiddenRowWhileWriting(t *testing.T) {
 	t.Parallel()
@@ -149,7 +149,7 @@ func TestRule1HiddenRowWhileWriting(t *testing.T) {
 		return true
 	}, 10*time.Second, 10*time.Millisecond)
 	require.Equal(t, "pending", row.Status)
-	require.Equal(t, b.clock.Now().Add(15*time.Minute), row.UploadPendingAt.UTC())
+	require.Equal(t, b.clock.Now().Add(service.ActivationLease), row.UploadPendingAt.UTC())
 	require.Nil(t, row.DeletionPendingAt)
 	_, err := b.svc.Find(alice, row.ID.String())
 	requireNotFound(t, err, "invisible while in flight")
@@ -185,7 +185,7 @@ func TestRule3WriteFailsSettledCleanup(t *testing.T) {
 			require.True(t, b.hasObject(row.Key), "the failed delete left the object for the sweep")
 
 			_, err = service.ActivateUpload(context.Background(), b.db.Pool, db.FileActivateUploadParams{
-				ID: row.ID, UploadMarker: b.clock.Now().Add(15 * time.Minute), Now: ptr(b.clock.Now()),
+				ID: row.ID, UploadMarker: b.clock.Now().Add(service.ActivationLease), Now: ptr(b.clock.Now()),
 			})
 			require.ErrorContains(t, err, "no rows", "a late activation cannot bring the metadata back")
 
@@ -270,7 +270,7 @@ func TestRules8To10TombstoneSweepAndRetire(t *testing.T) {
 	row, err := service.InsertHidden(ctx, crashed.db.Pool, db.FileInsertHiddenParams{
 		ID: uuidOf(t, "0b5ee4a2-0f5a-4c4e-8f0a-2d6c1b7e9a10"), TenantCode: "acme", UserID: "alice", Key: "core/t-mfrwg2i/0b5ee4a2-0f5a-4c4e-8f0a-2d6c1b7e9a10.pdf",
 		OriginalName: "report.pdf", ContentType: "application/pdf", Visibility: "private", Disposition: "attachment",
-		ExtraData: json.RawMessage(`{}`), ActivationLease: 15 * time.Minute, Now: ptr(crashed.clock.Now()),
+		ExtraData: json.RawMessage(`{}`), ActivationLease: service.ActivationLease, Now: ptr(crashed.clock.Now()),
 	})
 	require.NoError(t, err)
 	_, err = crashed.inner.Put(ctx, row.Key, strings.NewReader(pdf), putOpts(len(pdf)))
@@ -283,7 +283,7 @@ func TestRules8To10TombstoneSweepAndRetire(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok, "retire refuses a live upload lease")
 
-	crashed.clock.Advance(15 * time.Minute)
+	crashed.clock.Advance(service.ActivationLease)
 	n, err = crashed.svc.UnsafeSystemRetryPendingDeletions(ctx, 0)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)

@@ -1,6 +1,7 @@
 -- Buffer uploads (legacy and managed): the server receives the bytes itself.
 --
---   FileInsertHidden             (none)   -> hidden: upload_pending_at = now + 15 min
+--   FileInsertHidden             (none)   -> hidden: upload_pending_at = now + 30 s
+--   FileExtendActivation         hidden   -> hidden, the lease moved on by its writer
 --   FileActivateUpload           hidden   -> visible (ready), that exact marker only
 --   FileSettleFailedUpload       hidden   -> claimed for deletion, marker cleared
 --   FileRestoreUploadForCleanup  taken over by maintenance -> claimed for deletion
@@ -18,7 +19,10 @@
 --
 -- The activation lease is a marker, not only a deadline: the activation and
 -- the settled cleanup both name the exact upload_pending_at value the writer
--- inserted, so whichever commits first wins and the other matches zero rows.
+-- holds, so whichever commits first wins and the other matches zero rows.
+-- The lease is short and the writer extends it while it scans and stores
+-- the bytes (FileExtendActivation): a writer that died lets go of its row,
+-- and of its Idempotency-Key, within one lease.
 --
 -- FileInsertHidden and FileActivateUpload are :batchone queries: under
 -- concurrent uploads the service sends up to 32 of one of them as one pgx
@@ -165,6 +169,25 @@ WITH limits AS (
     RETURNING *
 )
 SELECT * FROM inserted;
+
+-- name: FileExtendActivation :one
+-- hidden -> hidden with the activation lease moved on to now +
+-- @activation_lease, by the writer holding exactly @upload_marker while it
+-- scans and stores the bytes. Only a lease still running is extended: once
+-- it has run out, a retry under the upload's key or the deletion-retry
+-- sweep may already be settling the row, and the writer must not take it
+-- back. Zero rows: the lease ran out, or the row left hidden (activated,
+-- settled, or claimed by maintenance); the writer stops extending and its
+-- activation tells which.
+UPDATE uploaded_file
+SET upload_pending_at = coalesce(sqlc.narg('now')::timestamptz, now()) + @activation_lease::interval
+WHERE id = @id
+    AND status = 'pending'
+    AND upload_pending_at = @upload_marker::timestamptz
+    AND upload_pending_at > coalesce(sqlc.narg('now')::timestamptz, now())
+    AND deletion_pending_at IS NULL
+    AND deleted_at IS NULL
+RETURNING upload_pending_at::timestamptz AS lease;
 
 -- name: FileActivateUpload :batchone
 -- hidden -> ready. Clears exactly the marker the writer inserted, only while

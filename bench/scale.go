@@ -106,6 +106,20 @@ func openScaleTarget(ctx context.Context, total int) (*scaleTarget, func(), erro
 		return nil, nil, err
 	}
 	closers = append(closers, t.pool.Close)
+	// The service runs on serve's two pools: the requests' (generic
+	// plans) and the sweeps' (a plan per run), routed as serve routes them.
+	requests, err := db.OpenPoolFor(ctx, dsn, nil, db.Limits{MaxConns: 16, GenericPlans: true})
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	closers = append(closers, requests.Close)
+	sweeps, err := db.OpenPoolFor(ctx, dsn, nil, db.SweepLimits)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	closers = append(closers, sweeps.Close)
 	root, err := os.MkdirTemp("", "uploadedfile-scale-*")
 	if err != nil {
 		closeAll()
@@ -113,7 +127,7 @@ func openScaleTarget(ctx context.Context, total int) (*scaleTarget, func(), erro
 	}
 	closers = append(closers, func() { _ = os.RemoveAll(root) })
 	cfg := service.Config{Driver: service.DriverLocal, LocalRoot: root, AuthorizationPolicy: auditorsSeeTheTenant}
-	if t.svc, err = service.New(ctx, cfg, t.pool, service.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))); err != nil {
+	if t.svc, err = service.New(ctx, cfg, db.Route(requests, sweeps), service.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))); err != nil {
 		closeAll()
 		return nil, nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/service"
 )
 
@@ -55,7 +56,7 @@ func scaleSweepCosts(ctx context.Context, fs []*scaleFixture, large int, rep *re
 					continue
 				}
 				start := time.Now()
-				n, err := sw.run(ctx, f.t.svc)
+				n, err := sw.run(db.ForSweeps(ctx), f.t.svc)
 				spent[i] += time.Since(start)
 				if err != nil {
 					return fmt.Errorf("sweep %s at %d rows: %w", sw.name, f.t.total, err)

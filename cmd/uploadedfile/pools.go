@@ -36,10 +36,11 @@ type databaseConfig struct {
 // recount, a reconcile page over a large table), never unbounded.
 var maintenanceLimits = db.Limits{StatementTimeout: 10 * time.Minute, LockTimeout: 30 * time.Second, CallTimeout: 11 * time.Minute, MaxConns: 8, CustomPlans: true}
 
-// requests is the requests' limits.
+// requests is the requests' limits; their statements keep their generic
+// plans (no sweep runs on the requests' pool).
 func (c databaseConfig) requests() db.Limits {
 	return db.Limits{ConnectTimeout: c.ConnectTimeout, StatementTimeout: c.StatementTimeout, LockTimeout: c.LockTimeout,
-		CallTimeout: c.CallTimeout, MaxConns: c.MaxConnections}.WithDefaults(db.RequestLimits)
+		CallTimeout: c.CallTimeout, MaxConns: c.MaxConnections, GenericPlans: true}.WithDefaults(db.RequestLimits)
 }
 
 // sweeps is the sweeps' limits.

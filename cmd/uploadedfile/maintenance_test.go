@@ -79,6 +79,7 @@ var buildOnce = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	keepBuilt(dir)
 	bin := filepath.Join(dir, "uploadedfile")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {
@@ -86,6 +87,29 @@ var buildOnce = sync.OnceValues(func() (string, error) {
 	}
 	return bin, nil
 })
+
+// built holds the directories the build helpers made (a binary each, and
+// the previous release's source): TestMain removes them after the run.
+var built struct {
+	sync.Mutex
+	dirs []string
+}
+
+// keepBuilt records dir for removeBuilt.
+func keepBuilt(dir string) {
+	built.Lock()
+	defer built.Unlock()
+	built.dirs = append(built.dirs, dir)
+}
+
+// removeBuilt removes what the build helpers made.
+func removeBuilt() {
+	built.Lock()
+	defer built.Unlock()
+	for _, d := range built.dirs {
+		_ = os.RemoveAll(d)
+	}
+}
 
 // logLine is what the test reads of a serve process's JSON log.
 type logLine struct {

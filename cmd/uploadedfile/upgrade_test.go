@@ -182,6 +182,7 @@ var buildPrevious = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	keepBuilt(dir)
 	archive := exec.Command("sh", "-c", fmt.Sprintf("git archive --format=tar %s | tar -x -C %s", commit, dir))
 	archive.Dir = "../.."
 	if out, err := archive.CombinedOutput(); err != nil {

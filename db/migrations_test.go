@@ -88,7 +88,7 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	version, dirty, err := m.Version()
 	require.NoError(t, err)
 	require.False(t, dirty)
-	require.EqualValues(t, 20261129000005, version)
+	require.EqualValues(t, 20261129000006, version)
 	require.Contains(t, cols, "width")
 	for _, dropped := range []string{"uploaded_file_owner_status_idx", "uploaded_file_rescan_idx", "uploaded_file_attachment_idx"} {
 		require.NotContains(t, idx, dropped, "the index diet")

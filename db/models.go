@@ -35,7 +35,7 @@ type UploadedFile struct {
 	Visibility string
 	// Temporary file: always private, refused for reads once expired_at has passed, removed by the temporary sweep.
 	IsTemporary bool
-	// Upload marker. Buffer uploads: a future 15-minute activation lease, cleared by the activation CAS; once past, an upload tombstone. Direct uploads: the in-flight cleanup lease after which the pending sweep may reclaim the row. NULL for active rows.
+	// Upload marker. Buffer uploads: a future activation lease (30 s, extended by its writer while it scans and stores the bytes), cleared by the activation CAS; once past, an upload tombstone. Direct uploads: the in-flight cleanup lease after which the pending sweep may reclaim the row. NULL for active rows.
 	UploadPendingAt *time.Time
 	// Deletion claim (a future lease held by the worker deleting the bytes) or retry marker (when the claim may be taken again). Set before any storage I/O; NULL for active rows.
 	DeletionPendingAt *time.Time

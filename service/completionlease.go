@@ -11,9 +11,9 @@ import (
 )
 
 // leaseKeeper extends the lease of one running completion (or chunk write,
-// or buffer upload's write) every third of the lease, so the lease can be short: a completer that is killed
-// stops extending it and the next complete takes the upload over within
-// completionLease, however long a live completion takes.
+// or buffer upload's write) every third of the lease, so the lease can be
+// short: a holder that is killed stops extending it and the next one takes
+// the upload over within the lease, however long a live holder takes.
 type leaseKeeper struct {
 	done  chan struct{} // closed by stop
 	ended chan struct{} // closed when the heartbeat has returned

@@ -55,29 +55,29 @@ func TestMigrateCommand(t *testing.T) {
 
 	out, err = run(t, ctx, url, "--output", "json", "migrate", "version")
 	require.NoError(t, err)
-	require.JSONEq(t, `{"version":0,"binaryVersion":20261129000005}`, out, "--output json is JSON")
+	require.JSONEq(t, `{"version":0,"binaryVersion":20261129000006}`, out, "--output json is JSON")
 
 	out, err = run(t, ctx, url, "migrate", "up")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261129000005\n", out)
+	require.Equal(t, "version: 20261129000006\n", out)
 	out, err = run(t, ctx, url, "--output", "json", "migrate", "up")
 	require.NoError(t, err)
-	require.JSONEq(t, `{"version":20261129000005,"binaryVersion":20261129000005}`, out)
+	require.JSONEq(t, `{"version":20261129000006,"binaryVersion":20261129000006}`, out)
 
 	_, err = run(t, ctx, url, "migrate", "down")
 	require.ErrorContains(t, err, "exactly one of --steps N")
 
 	out, err = run(t, ctx, url, "migrate", "down", "--steps", "1")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261129000004\n", out)
+	require.Equal(t, "version: 20261129000005\n", out)
 
 	_, err = run(t, ctx, url, "migrate", "force", "123")
 	require.ErrorContains(t, err, `"123" is not one of this binary's versions`)
 	// Forced to the version it is at (what an operator does after
 	// repairing a dirty migration by hand): down --all then starts there.
-	out, err = run(t, ctx, url, "migrate", "force", "20261129000004")
+	out, err = run(t, ctx, url, "migrate", "force", "20261129000005")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261129000004\n", out)
+	require.Equal(t, "version: 20261129000005\n", out)
 
 	out, err = run(t, ctx, url, "migrate", "down", "--all")
 	require.NoError(t, err)
@@ -85,7 +85,7 @@ func TestMigrateCommand(t *testing.T) {
 
 	out, err = run(t, ctx, url, "migrate", "up")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261129000005\n", out)
+	require.Equal(t, "version: 20261129000006\n", out)
 
 	_, err = run(t, ctx, "mysql://x", "migrate", "up")
 	require.ErrorContains(t, err, "unsupported database URL scheme")
@@ -230,7 +230,7 @@ func TestServeDev(t *testing.T) {
 
 	out2, err := run(t, context.Background(), missing, "migrate", "version")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261129000005\n", out2, "serve migrated the new database")
+	require.Equal(t, "version: 20261129000006\n", out2, "serve migrated the new database")
 
 	cancel()
 	select {
@@ -610,7 +610,7 @@ func TestMigrateHonoursTheConfiguration(t *testing.T) {
 	cmd := newRootCommand(&out, io.Discard)
 	cmd.SetArgs([]string{"migrate", "up", "--config", cfgFile})
 	require.NoError(t, cmd.ExecuteContext(context.Background()))
-	require.Equal(t, "version: 20261129000005\n", out.String())
+	require.Equal(t, "version: 20261129000006\n", out.String())
 	conn, err := pgx.Connect(context.Background(), target)
 	require.NoError(t, err)
 	defer conn.Close(context.Background())
@@ -628,7 +628,7 @@ func TestServeChecksTheSchema(t *testing.T) {
 	cfgFile := filepath.Join(t.TempDir(), "config.yaml")
 	require.NoError(t, os.WriteFile(cfgFile, []byte("localRoot: "+t.TempDir()+"\nauth:\n  hmacSecret: "+strings.Repeat("s", 40)+"\n"), 0o600))
 	_, err := run(t, context.Background(), pgtest.NewEmptyDatabase(t), "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
-	require.ErrorContains(t, err, "the database has no schema; this binary needs version 20261129000005: run uploadedfile migrate up")
+	require.ErrorContains(t, err, "the database has no schema; this binary needs version 20261129000006: run uploadedfile migrate up")
 
 	behind := pgtest.NewDatabase(t)
 	conn, err := pgx.Connect(context.Background(), behind)
@@ -637,15 +637,15 @@ func TestServeChecksTheSchema(t *testing.T) {
 	_, err = conn.Exec(context.Background(), "UPDATE schema_migrations SET version = 20261125000000")
 	require.NoError(t, err)
 	_, err = run(t, context.Background(), behind, "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
-	require.ErrorContains(t, err, "the database schema is at version 20261125000000, behind this binary's 20261129000005")
+	require.ErrorContains(t, err, "the database schema is at version 20261125000000, behind this binary's 20261129000006")
 	_, err = conn.Exec(context.Background(), "UPDATE schema_migrations SET version = 20991231000000")
 	require.NoError(t, err)
 	_, err = run(t, context.Background(), behind, "serve", "--config", cfgFile, "--listen", "127.0.0.1:0")
-	require.ErrorContains(t, err, "ahead of this binary's 20261129000005")
+	require.ErrorContains(t, err, "ahead of this binary's 20261129000006")
 
 	// The next release's expand-only migration declares this binary
 	// compatible: it starts, and is ready (a rolling upgrade keeps it).
-	_, err = conn.Exec(context.Background(), "INSERT INTO uploaded_file_schema_compat (version, oldest_binary) VALUES (20991231000000, 20261129000005)")
+	_, err = conn.Exec(context.Background(), "INSERT INTO uploaded_file_schema_compat (version, oldest_binary) VALUES (20991231000000, 20261129000006)")
 	require.NoError(t, err)
 	ahead := startDevOn(t, behind, "", "--no-migrate")
 	resp, err := http.Get(ahead.base + "/readyz")
@@ -682,7 +682,7 @@ func TestMigrateUpTwiceAtOnce(t *testing.T) {
 	}
 	out, err := run(t, context.Background(), url, "migrate", "version")
 	require.NoError(t, err)
-	require.Equal(t, "version: 20261129000005\n", out)
+	require.Equal(t, "version: 20261129000006\n", out)
 }
 
 // recordingRegisterer records the name of every metric registered through

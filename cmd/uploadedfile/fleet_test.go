@@ -433,27 +433,6 @@ type fleetLedger struct {
 	violations                             []string
 	failures                               map[string]int // why calls failed after their retries
 	phase                                  string         // what the run was doing, for the failures' report
-	// oldKeys: the fleet runs a release whose buffer uploads hold a
-	// killed writer's key for 15 minutes (before the activation lease
-	// followed its writer); heldByOld counts the calls that met it.
-	oldKeys   bool
-	heldByOld int
-}
-
-// keyHeldByOldRelease reports (and counts) a buffer upload that waited in
-// vain for its Idempotency-Key, when l.oldKeys: HAProxy sent the upload a
-// killed replica of such a release was writing to another replica, which
-// answers that the key is in flight until the dead writer's lease runs out
-// -- 15 minutes, past any client's wait. No other failure is excused.
-func (l *fleetLedger) keyHeldByOldRelease(err error) bool {
-	var e *uploader.Error
-	if !l.oldKeys || !errors.As(err, &e) || e.Code != "core.idempotency.in-flight" {
-		return false
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.heldByOld++
-	return true
 }
 
 // at names what the run does from now on (a failure's report says it).
@@ -540,9 +519,6 @@ func (f *fleet) work(ctx context.Context, w int, l *fleetLedger) {
 			name := fmt.Sprintf("w%d-%d.txt", w, n)
 			body := fleetBody(rnd)
 			file, err := up.BufferUpload(call, name, bytes.NewReader(body))
-			if l.keyHeldByOldRelease(err) {
-				break
-			}
 			if id, ok := l.acknowledge(w, name, body, file, err); ok {
 				mine = append(mine, id)
 				l.count(&l.buffer)

@@ -30,11 +30,8 @@ import (
 // old replica SIGKILLed under the load after the migration and started
 // again on the new schema; the replicas rolled one by one (SIGTERM, then the new binary);
 // and one rolled back to the old binary with no `migrate down`. Not one
-// request fails (but, while the previous release predates the activation
-// lease that follows its writer, a keyed buffer upload its killed replica
-// was writing: keyHeldByOldRelease), and after it every acknowledged
-// upload is present once, no object is left without its row and usage
-// equals the rows.
+// request fails, and after it every acknowledged upload is present once,
+// no object is left without its row and usage equals the rows.
 func TestUpgrade(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("haproxy"); err != nil {
@@ -62,7 +59,6 @@ func TestUpgrade(t *testing.T) {
 	t.Cleanup(pool.Close)
 
 	ledger := newFleetLedger()
-	ledger.oldKeys = holdsDeadKeys(prev)
 	ledger.at("old replicas")
 	stop := f.load(4, ledger)
 	time.Sleep(2 * time.Second)
@@ -137,9 +133,6 @@ func TestUpgrade(t *testing.T) {
 			t.Logf("%s:\n%s", l, lastLines(linesWithout(string(b), `"sweep `), 15))
 		}
 	}
-	if ledger.heldByOld > 0 {
-		t.Logf("%d buffer uploads cut by the kill waited out their key in vain: the previous release holds a dead writer's key 15 minutes", ledger.heldByOld)
-	}
 	f.check(pool, ledger, "upgrade", "migrate up waiting on a lock, a kill, a roll and a roll back")
 	require.Zero(t, ledger.failed, "no request failed")
 	require.Positive(t, ledger.direct+ledger.buffer, "uploads were acknowledged")
@@ -196,15 +189,6 @@ var buildPrevious = sync.OnceValues(func() (string, error) {
 	}
 	return bin, nil
 })
-
-// holdsDeadKeys reports whether the release built as bin (buildPrevious's
-// binary, beside its source) predates the activation lease that follows its
-// writer: its buffer uploads hold a killed writer's Idempotency-Key for the
-// whole 15-minute lease.
-func holdsDeadKeys(bin string) bool {
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(bin), "db", "queries", "file_buffer_upload.sql"))
-	return err == nil && !bytes.Contains(b, []byte("FileExtendActivation"))
-}
 
 // linesWithout is s without its lines that hold drop.
 func linesWithout(s, drop string) string {

@@ -16,7 +16,8 @@ import (
 // the upload over within the lease, however long a live holder takes.
 type leaseKeeper struct {
 	done  chan struct{} // closed by stop
-	ended chan struct{} // closed when the heartbeat has returned
+	ended chan struct{} // closed when the heartbeat, once started, has returned
+	first *time.Timer   // starts the heartbeat one beat in
 	mu    sync.Mutex
 	lease time.Time // the lease in force
 }
@@ -55,10 +56,12 @@ func (s *Service) keepActivation(ctx context.Context, row db.UploadedFile) *leas
 // keepLease extends the lease held on file id every beat through extend,
 // which names the lease in force. An extension that fails is logged and
 // retried at the next beat; one that finds the lease taken over (no rows)
-// stops (the holder finds the lease lost when it ends).
+// stops (the holder finds the lease lost when it ends). Most holders end
+// within a beat: until the first beat the heartbeat is a timer, and its
+// goroutine starts only then.
 func (s *Service) keepLease(ctx context.Context, id uuid.UUID, lease time.Time, beat time.Duration, extend func(held time.Time) (*time.Time, error)) *leaseKeeper {
 	k := &leaseKeeper{done: make(chan struct{}), ended: make(chan struct{}), lease: lease}
-	go func() {
+	k.first = time.AfterFunc(beat, func() {
 		defer close(k.ended)
 		tick := time.NewTicker(beat)
 		defer tick.Stop()
@@ -66,7 +69,7 @@ func (s *Service) keepLease(ctx context.Context, id uuid.UUID, lease time.Time, 
 			select {
 			case <-k.done:
 				return
-			case <-tick.C:
+			default:
 			}
 			// The lock is held across the extension: stop never returns
 			// a lease an extension in flight is replacing.
@@ -82,8 +85,13 @@ func (s *Service) keepLease(ctx context.Context, id uuid.UUID, lease time.Time, 
 			case err != nil:
 				s.log.WarnContext(ctx, "extend lease failed; retried at the next beat", "file_id", id, "error", err.Error())
 			}
+			select {
+			case <-k.done:
+				return
+			case <-tick.C:
+			}
 		}
-	}()
+	})
 	return k
 }
 
@@ -91,6 +99,10 @@ func (s *Service) keepLease(ctx context.Context, id uuid.UUID, lease time.Time, 
 // the lease in force, which the statement that ends the completion names.
 func (k *leaseKeeper) stop() time.Time {
 	close(k.done)
-	<-k.ended
+	if !k.first.Stop() {
+		<-k.ended // the heartbeat started
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	return k.lease
 }

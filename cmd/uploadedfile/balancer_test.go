@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -24,9 +23,7 @@ import (
 // answer on every PUT, as a killed process does, the other takes it.
 func TestBalancerResendsAnUploadCutWhileItArrives(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("haproxy"); err != nil {
-		t.Fatal("this test needs Debian's haproxy (apt-get install haproxy; .ci/run installs it)")
-	}
+	needHAProxy(t)
 	var mu sync.Mutex
 	var cut int
 	var taken []int64

@@ -60,9 +60,7 @@ const fleetReplicas = 3
 // on one shared directory).
 func TestFleet(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("haproxy"); err != nil {
-		t.Fatal("TestFleet needs Debian's haproxy (apt-get install haproxy; .ci/run installs it)")
-	}
+	needHAProxy(t)
 	for _, driver := range []string{service.DriverLocal, service.DriverS3} {
 		t.Run(driver, func(t *testing.T) {
 			t.Parallel()
@@ -276,6 +274,15 @@ pendingCleanupInterval: '@every 2s'
 temporaryCleanupInterval: '@every 2s'
 accessLog: false
 `, f.lb, f.secret)), 0o600))
+}
+
+// needHAProxy fails t when Debian's haproxy is missing: the balancer's
+// tests run the real one.
+func needHAProxy(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("haproxy"); err != nil {
+		t.Fatalf("%s needs Debian's haproxy (apt-get install haproxy; .ci/run installs it)", t.Name())
+	}
 }
 
 // startBalancer starts HAProxy in front of the replicas with

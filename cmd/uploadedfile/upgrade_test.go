@@ -34,9 +34,7 @@ import (
 // no object is left without its row and usage equals the rows.
 func TestUpgrade(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("haproxy"); err != nil {
-		t.Fatal("TestUpgrade needs Debian's haproxy (apt-get install haproxy; .ci/run installs it)")
-	}
+	needHAProxy(t)
 	prev, err := buildPrevious()
 	require.NoError(t, err)
 	next, err := buildOnce()

@@ -153,7 +153,7 @@ func (k *IdempotencyKey) newID() *uuid.UUID {
 	if !k.createsFile {
 		return nil
 	}
-	id := uuid.New()
+	id := newTimeOrderedID()
 	return &id
 }
 
@@ -220,10 +220,10 @@ func WithNewFileID(ctx context.Context, id uuid.UUID) context.Context {
 }
 
 // newFileID is the id a new file under ctx gets: WithNewFileID's, or a
-// random one.
+// new time-ordered one.
 func newFileID(ctx context.Context) uuid.UUID {
 	if id, ok := ctx.Value(newFileIDKey{}).(uuid.UUID); ok {
 		return id
 	}
-	return uuid.New()
+	return newTimeOrderedID()
 }

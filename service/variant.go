@@ -303,7 +303,7 @@ func (s *Service) ensureVariant(ctx context.Context, file db.UploadedFile, prese
 // claimVariant inserts the generating row, with the key its object will
 // be written at (beside the original, under the same visibility prefix).
 func (s *Service) claimVariant(ctx context.Context, file db.UploadedFile, preset string, p VariantPreset) (db.UploadedFileVariant, error) {
-	id := uuid.New()
+	id := newTimeOrderedID()
 	key, err := objectkey.Key{
 		Folder: keyFolder(file.Key, s.cfg.Folder), Tenant: file.TenantCode, Department: file.DepartmentCode, ID: id,
 		Ext: imagevariant.Format(p.Format).Ext(), Public: isPublic(file),

@@ -29,7 +29,8 @@ const (
 
 // scaleRows fills uploaded_file with the rows lo..hi of the scale table
 // ($1 lo, $2 hi, $3 now, $4 the whole table's size: creation times spread
-// over a year whatever the size). Kinds by (i / 100) % 100: 70 % attached
+// over a year whatever the size; $5 the pending uploads alone, or all but
+// them). Kinds by (i / 100) % 100: 70 % attached
 // (ready, used, on a record of about seven files), 15 % ready and unused,
 // 5 % temporary (a few expired), 3 % pending direct uploads, 4 % deleted,
 // 2 % under a deletion claim, 1 % quarantined.
@@ -39,11 +40,11 @@ INSERT INTO uploaded_file (
     visibility, is_temporary, status, upload_pending_at, deletion_pending_at, deleted_at, expired_at,
     completed_at, used_at, module, entity, entity_id, pending_key, upload_expires_at, created_at, updated_at)
 SELECT
-    gen_random_uuid(), s.tenant, s.owner,
-    'core/' || s.tenant || '/' || i || '.pdf', 'uploaded-file/' || i, 'file-' || i || '.pdf', 1000 + i % 100000, 'application/pdf',
+    s.id, s.tenant, s.owner,
+    'core/t-' || s.tenant || '/' || s.id || '.pdf', 'urn:uploadedfile:' || s.id, 'file-' || i || '.pdf', 1000 + i % 100000, 'application/pdf',
     'private', kind = 'temporary',
     CASE kind WHEN 'pending' THEN 'pending' WHEN 'quarantined' THEN 'quarantined' ELSE 'ready' END,
-    CASE WHEN kind = 'pending' THEN $3::timestamptz + ((i % 200) - 100) * interval '1 minute' END,
+    CASE WHEN kind = 'pending' THEN s.created + interval '10 minutes' END,
     CASE WHEN kind = 'claimed' THEN $3::timestamptz + ((i % 200) - 100) * interval '1 minute' END,
     CASE WHEN kind = 'deleted' THEN $3::timestamptz - interval '1 day' END,
     CASE WHEN kind = 'temporary' THEN $3::timestamptz + ((i % 48) - 4) * interval '1 hour' END,
@@ -52,10 +53,29 @@ SELECT
     CASE WHEN kind = 'used' THEN 'crm' END,
     CASE WHEN kind = 'used' THEN 'invoice' END,
     CASE WHEN kind = 'used' THEN 'r-' || (i / 50) END,
-    CASE WHEN kind = 'pending' THEN 'core/' || s.tenant || '/staging/' || i END,
-    CASE WHEN kind = 'pending' THEN $3::timestamptz + ((i % 200) - 100) * interval '1 minute' END,
-    $3::timestamptz - (i::float8 / $4::float8) * interval '365 days',
+    CASE WHEN kind = 'pending' THEN 'core/_staging/t-' || s.tenant || '/' || s.id || '.pdf' END,
+    CASE WHEN kind = 'pending' THEN s.created + interval '10 minutes' END,
+    s.created,
     $3::timestamptz
+FROM (
+    -- Ids as the service makes them (time-ordered: Unix milliseconds of
+    -- the creation, then random bits) and keys of its shape.
+    SELECT *, encode(
+        set_bit(set_bit(
+            overlay(uuid_send(gen_random_uuid())
+                PLACING substring(int8send((extract(epoch FROM k.created) * 1000)::bigint) FROM 3)
+                FROM 1 FOR 6),
+            52, 1), 53, 1),
+        'hex')::uuid AS id
+    FROM (
+    -- A pending direct upload was created one upload window (ten
+    -- minutes) before its window ends; every other file at its place in
+    -- the year, the oldest first: the rows arrive in the order a
+    -- deployment makes them, and time-ordered ids fill their indexes as
+    -- they would there.
+    SELECT *, CASE WHEN kind = 'pending'
+        THEN $3::timestamptz + ((i % 200) - 110) * interval '1 minute'
+        ELSE $3::timestamptz - (1 - i::float8 / $4::float8) * interval '365 days' END AS created
 FROM (
     SELECT i,
         CASE WHEN i % 100 < 50 THEN 'tenant-' || (i % 5) ELSE 'tenant-' || (5 + i % 995) END AS tenant,
@@ -69,6 +89,7 @@ FROM (
             WHEN (i / 100) % 100 < 99 THEN 'claimed'
             ELSE 'quarantined' END AS kind
     FROM generate_series($1::bigint, $2::bigint) AS i
+    ) AS j WHERE (kind = 'pending') = $5::boolean) AS k
 ) AS s`
 
 // scaleTarget is one built table with a service over it.
@@ -178,10 +199,14 @@ WHERE x.indrelid = 'uploaded_file'::regclass AND NOT EXISTS (SELECT 1 FROM pg_co
 			return err
 		}
 	}
+	// The pending uploads, made in the last hours, come last, as they
+	// would in a deployment (each file's row is written when it is made).
 	now := time.Now().UTC()
-	for lo := 1; lo <= total; lo += scaleChunk {
-		if _, err := pool.Exec(ctx, scaleRows, lo, min(lo+scaleChunk-1, total), now, total); err != nil {
-			return fmt.Errorf("load rows %d..: %w", lo, err)
+	for _, pending := range []bool{false, true} {
+		for lo := 1; lo <= total; lo += scaleChunk {
+			if _, err := pool.Exec(ctx, scaleRows, lo, min(lo+scaleChunk-1, total), now, total, pending); err != nil {
+				return fmt.Errorf("load rows %d..: %w", lo, err)
+			}
 		}
 	}
 	conn, err := pool.Acquire(ctx)

@@ -9,12 +9,9 @@ import "github.com/google/uuid"
 // recent row, on a few pages at their right end rather than one page
 // anywhere in a large index (docs/decisions.md, "Time-ordered ids"). The
 // id is not a secret (every read is scoped); it does tell when the file
-// was made, as its createdAt does. Should the clock source fail, the id is
-// a random UUID, which is as unique.
+// was made, as its createdAt does. NewV7 fails only when crypto/rand
+// does, which ends the program instead of returning an error; Must is
+// uuid.New's own answer to that.
 func newTimeOrderedID() uuid.UUID {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return uuid.New()
-	}
-	return id
+	return uuid.Must(uuid.NewV7())
 }

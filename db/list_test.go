@@ -137,32 +137,32 @@ func pageCall(ctx context.Context, q *db.Queries, conn db.DBTX, shape string, de
 	now, far := at(0), time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 	switch shape {
 	case "OwnerByCreated":
-		return q.FileListOwnerByCreated(ctx, conn, db.FileListOwnerByCreatedParams{TenantCode: tenant, UserID: user, DepartmentCode: dept, Now: now,
-			AfterCreated: far, AfterID: uuid.Max, Max: 51})
+		return db.ListItems(q.FileListOwnerByCreated(ctx, conn, db.FileListOwnerByCreatedParams{TenantCode: tenant, UserID: user, DepartmentCode: dept, Now: now,
+			AfterCreated: far, AfterID: uuid.Max, Max: 51}))
 	case "OwnerByName":
-		return q.FileListOwnerByName(ctx, conn, db.FileListOwnerByNameParams{TenantCode: tenant, UserID: user, DepartmentCode: dept, Now: now,
-			AfterName: "", AfterID: uuid.Nil, Max: 51})
+		return db.ListItems(q.FileListOwnerByName(ctx, conn, db.FileListOwnerByNameParams{TenantCode: tenant, UserID: user, DepartmentCode: dept, Now: now,
+			AfterName: "", AfterID: uuid.Nil, Max: 51}))
 	case "OwnerBySize":
-		return q.FileListOwnerBySize(ctx, conn, db.FileListOwnerBySizeParams{TenantCode: tenant, UserID: user, DepartmentCode: dept, Now: now,
-			AfterSize: 1 << 62, AfterID: uuid.Max, Max: 51})
+		return db.ListItems(q.FileListOwnerBySize(ctx, conn, db.FileListOwnerBySizeParams{TenantCode: tenant, UserID: user, DepartmentCode: dept, Now: now,
+			AfterSize: 1 << 62, AfterID: uuid.Max, Max: 51}))
 	case "TenantByCreated":
-		return q.FileListTenantByCreated(ctx, conn, db.FileListTenantByCreatedParams{TenantCode: tenant, Now: now,
-			AfterCreated: far, AfterID: uuid.Max, Max: 51})
+		return db.ListItems(q.FileListTenantByCreated(ctx, conn, db.FileListTenantByCreatedParams{TenantCode: tenant, Now: now,
+			AfterCreated: far, AfterID: uuid.Max, Max: 51}))
 	case "TenantByName":
-		return q.FileListTenantByName(ctx, conn, db.FileListTenantByNameParams{TenantCode: tenant, Now: now,
-			AfterName: "", AfterID: uuid.Nil, Max: 51})
+		return db.ListItems(q.FileListTenantByName(ctx, conn, db.FileListTenantByNameParams{TenantCode: tenant, Now: now,
+			AfterName: "", AfterID: uuid.Nil, Max: 51}))
 	case "TenantBySize":
-		return q.FileListTenantBySize(ctx, conn, db.FileListTenantBySizeParams{TenantCode: tenant, Now: now,
-			AfterSize: 1 << 62, AfterID: uuid.Max, Max: 51})
+		return db.ListItems(q.FileListTenantBySize(ctx, conn, db.FileListTenantBySizeParams{TenantCode: tenant, Now: now,
+			AfterSize: 1 << 62, AfterID: uuid.Max, Max: 51}))
 	case "DepartmentByCreated":
-		return q.FileListDepartmentByCreated(ctx, conn, db.FileListDepartmentByCreatedParams{TenantCode: tenant, DepartmentCode: deptOf(listFilters{dept: dept}), Now: now,
-			AfterCreated: far, AfterID: uuid.Max, Max: 51})
+		return db.ListItems(q.FileListDepartmentByCreated(ctx, conn, db.FileListDepartmentByCreatedParams{TenantCode: tenant, DepartmentCode: deptOf(listFilters{dept: dept}), Now: now,
+			AfterCreated: far, AfterID: uuid.Max, Max: 51}))
 	case "DepartmentByName":
-		return q.FileListDepartmentByName(ctx, conn, db.FileListDepartmentByNameParams{TenantCode: tenant, DepartmentCode: deptOf(listFilters{dept: dept}), Now: now,
-			AfterName: "", AfterID: uuid.Nil, Max: 51})
+		return db.ListItems(q.FileListDepartmentByName(ctx, conn, db.FileListDepartmentByNameParams{TenantCode: tenant, DepartmentCode: deptOf(listFilters{dept: dept}), Now: now,
+			AfterName: "", AfterID: uuid.Nil, Max: 51}))
 	case "DepartmentBySize":
-		return q.FileListDepartmentBySize(ctx, conn, db.FileListDepartmentBySizeParams{TenantCode: tenant, DepartmentCode: deptOf(listFilters{dept: dept}), Now: now,
-			AfterSize: 1 << 62, AfterID: uuid.Max, Max: 51})
+		return db.ListItems(q.FileListDepartmentBySize(ctx, conn, db.FileListDepartmentBySizeParams{TenantCode: tenant, DepartmentCode: deptOf(listFilters{dept: dept}), Now: now,
+			AfterSize: 1 << 62, AfterID: uuid.Max, Max: 51}))
 	}
 	return nil, fmt.Errorf("no list shape %q", shape)
 }
@@ -199,17 +199,17 @@ func recordCall(ctx context.Context, q *db.Queries, conn db.DBTX, shape string, 
 	}
 	switch shape {
 	case "RecordByCreated":
-		return q.FileListRecordByCreated(ctx, conn, p)
+		return db.ListItems(q.FileListRecordByCreated(ctx, conn, p))
 	case "RecordByName":
-		return q.FileListRecordByName(ctx, conn, db.FileListRecordByNameParams{TenantCode: p.TenantCode, Entity: p.Entity, EntityID: p.EntityID,
+		return db.ListItems(q.FileListRecordByName(ctx, conn, db.FileListRecordByNameParams{TenantCode: p.TenantCode, Entity: p.Entity, EntityID: p.EntityID,
 			UserID: p.UserID, DepartmentCode: p.DepartmentCode, Now: p.Now, Module: p.Module, ContentType: p.ContentType,
 			ContentTypePrefix: p.ContentTypePrefix, Visibility: p.Visibility, IsTemporary: p.IsTemporary, CreatedFrom: p.CreatedFrom,
-			CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix, AfterName: "", AfterID: uuid.Nil, Max: p.Max})
+			CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix, AfterName: "", AfterID: uuid.Nil, Max: p.Max}))
 	case "RecordBySize":
-		return q.FileListRecordBySize(ctx, conn, db.FileListRecordBySizeParams{TenantCode: p.TenantCode, Entity: p.Entity, EntityID: p.EntityID,
+		return db.ListItems(q.FileListRecordBySize(ctx, conn, db.FileListRecordBySizeParams{TenantCode: p.TenantCode, Entity: p.Entity, EntityID: p.EntityID,
 			UserID: p.UserID, DepartmentCode: p.DepartmentCode, Now: p.Now, Module: p.Module, ContentType: p.ContentType,
 			ContentTypePrefix: p.ContentTypePrefix, Visibility: p.Visibility, IsTemporary: p.IsTemporary, CreatedFrom: p.CreatedFrom,
-			CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix, AfterSize: 1 << 62, AfterID: uuid.Max, Max: p.Max})
+			CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix, AfterSize: 1 << 62, AfterID: uuid.Max, Max: p.Max}))
 	}
 	return nil, fmt.Errorf("no list shape %q", shape)
 }

@@ -398,3 +398,41 @@ FROM generate_series(1, $2::int) AS i`, b.clock.Now(), n, rare)
 	// No filter: full pages, the budget never in the way.
 	require.Len(t, listAll(t, b.svc, alice, service.ListOptions{Limit: service.ListMaxLimit}), n)
 }
+
+// TestListItemsAreTheFilesDetail: a file in a list page -- the owner's,
+// the department's, the tenant's, a record's, in each order, and a
+// filtered walk -- is the file its detail finds, field for field (the
+// pages read fewer columns than the detail; none a Result shows may be
+// left out).
+func TestListItemsAreTheFilesDetail(t *testing.T) {
+	t.Parallel()
+	b := setup(t, service.DriverLocal)
+	f, err := b.svc.UploadLegacy(alice, strings.NewReader(pdf), "Quarterly.pdf",
+		&service.Meta{Module: "crm", Entity: "invoice", EntityID: "inv-7", Type: "scan"}, map[string]any{"pages": 3}, nil)
+	require.NoError(t, err)
+	want, err := b.svc.Find(alice, f.ID.String())
+	require.NoError(t, err)
+	require.NotEmpty(t, want.Checksum)
+	require.JSONEq(t, `{"pages": 3}`, string(want.ExtraData))
+	withoutURL := func(r service.Result) service.Result {
+		r.URL, r.URLExpiredAt = "", nil
+		return r
+	}
+	// With a department and without: the owner's pages with and without
+	// its predicate, the department's and the tenant's.
+	for _, decision := range []service.AccessDecision{service.DecisionOwner, service.DecisionTenant} {
+		for _, who := range []context.Context{alice, as("acme", "alice")} {
+			svc := b.another(policyByOp(decision))
+			for _, o := range []service.ListOptions{
+				{}, {Sort: service.SortName}, {Sort: service.SortSize},
+				{Entity: "invoice", EntityID: "inv-7"}, {Entity: "invoice", EntityID: "inv-7", Sort: service.SortName},
+				{Entity: "invoice", EntityID: "inv-7", Sort: service.SortSize}, {Module: "crm"},
+			} {
+				p, err := svc.List(who, o)
+				require.NoError(t, err)
+				require.Len(t, p.Files, 1, "%s %+v", decision, o)
+				require.Equal(t, withoutURL(*want), withoutURL(*p.Files[0]), "%s %+v", decision, o)
+			}
+		}
+	}
+}

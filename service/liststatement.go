@@ -73,14 +73,14 @@ func (s *Service) listPageRows(ctx context.Context, a access, f filter, at posit
 	case sc.DepartmentCode != nil:
 		return s.departmentPage(ctx, f.sort, sc, at, now, max)
 	case f.sort == SortName:
-		return s.q.FileListTenantByName(ctx, s.db, db.FileListTenantByNameParams{TenantCode: sc.TenantCode,
-			Now: now, AfterName: at.Name, AfterID: at.ID, Max: max})
+		return db.ListItems(s.q.FileListTenantByName(ctx, s.db, db.FileListTenantByNameParams{TenantCode: sc.TenantCode,
+			Now: now, AfterName: at.Name, AfterID: at.ID, Max: max}))
 	case f.sort == SortSize:
-		return s.q.FileListTenantBySize(ctx, s.db, db.FileListTenantBySizeParams{TenantCode: sc.TenantCode,
-			Now: now, AfterSize: at.Size, AfterID: at.ID, Max: max})
+		return db.ListItems(s.q.FileListTenantBySize(ctx, s.db, db.FileListTenantBySizeParams{TenantCode: sc.TenantCode,
+			Now: now, AfterSize: at.Size, AfterID: at.ID, Max: max}))
 	default:
-		return s.q.FileListTenantByCreated(ctx, s.db, db.FileListTenantByCreatedParams{TenantCode: sc.TenantCode,
-			Now: now, AfterCreated: at.Created, AfterID: at.ID, Max: max})
+		return db.ListItems(s.q.FileListTenantByCreated(ctx, s.db, db.FileListTenantByCreatedParams{TenantCode: sc.TenantCode,
+			Now: now, AfterCreated: at.Created, AfterID: at.ID, Max: max}))
 	}
 }
 
@@ -88,14 +88,14 @@ func (s *Service) listPageRows(ctx context.Context, a access, f filter, at posit
 func (s *Service) ownerPage(ctx context.Context, sort ListSort, sc Scope, at position, now *time.Time, max int32) ([]db.UploadedFile, error) {
 	switch sort {
 	case SortName:
-		return s.q.FileListOwnerByName(ctx, s.db, db.FileListOwnerByNameParams{TenantCode: sc.TenantCode, UserID: sc.UserID,
-			DepartmentCode: sc.DepartmentCode, Now: now, AfterName: at.Name, AfterID: at.ID, Max: max})
+		return db.ListItems(s.q.FileListOwnerByName(ctx, s.db, db.FileListOwnerByNameParams{TenantCode: sc.TenantCode, UserID: sc.UserID,
+			DepartmentCode: sc.DepartmentCode, Now: now, AfterName: at.Name, AfterID: at.ID, Max: max}))
 	case SortSize:
-		return s.q.FileListOwnerBySize(ctx, s.db, db.FileListOwnerBySizeParams{TenantCode: sc.TenantCode, UserID: sc.UserID,
-			DepartmentCode: sc.DepartmentCode, Now: now, AfterSize: at.Size, AfterID: at.ID, Max: max})
+		return db.ListItems(s.q.FileListOwnerBySize(ctx, s.db, db.FileListOwnerBySizeParams{TenantCode: sc.TenantCode, UserID: sc.UserID,
+			DepartmentCode: sc.DepartmentCode, Now: now, AfterSize: at.Size, AfterID: at.ID, Max: max}))
 	default:
-		return s.q.FileListOwnerByCreated(ctx, s.db, db.FileListOwnerByCreatedParams{TenantCode: sc.TenantCode, UserID: sc.UserID,
-			DepartmentCode: sc.DepartmentCode, Now: now, AfterCreated: at.Created, AfterID: at.ID, Max: max})
+		return db.ListItems(s.q.FileListOwnerByCreated(ctx, s.db, db.FileListOwnerByCreatedParams{TenantCode: sc.TenantCode, UserID: sc.UserID,
+			DepartmentCode: sc.DepartmentCode, Now: now, AfterCreated: at.Created, AfterID: at.ID, Max: max}))
 	}
 }
 
@@ -103,14 +103,14 @@ func (s *Service) ownerPage(ctx context.Context, sort ListSort, sc Scope, at pos
 func (s *Service) departmentPage(ctx context.Context, sort ListSort, sc Scope, at position, now *time.Time, max int32) ([]db.UploadedFile, error) {
 	switch sort {
 	case SortName:
-		return s.q.FileListDepartmentByName(ctx, s.db, db.FileListDepartmentByNameParams{TenantCode: sc.TenantCode,
-			DepartmentCode: *sc.DepartmentCode, Now: now, AfterName: at.Name, AfterID: at.ID, Max: max})
+		return db.ListItems(s.q.FileListDepartmentByName(ctx, s.db, db.FileListDepartmentByNameParams{TenantCode: sc.TenantCode,
+			DepartmentCode: *sc.DepartmentCode, Now: now, AfterName: at.Name, AfterID: at.ID, Max: max}))
 	case SortSize:
-		return s.q.FileListDepartmentBySize(ctx, s.db, db.FileListDepartmentBySizeParams{TenantCode: sc.TenantCode,
-			DepartmentCode: *sc.DepartmentCode, Now: now, AfterSize: at.Size, AfterID: at.ID, Max: max})
+		return db.ListItems(s.q.FileListDepartmentBySize(ctx, s.db, db.FileListDepartmentBySizeParams{TenantCode: sc.TenantCode,
+			DepartmentCode: *sc.DepartmentCode, Now: now, AfterSize: at.Size, AfterID: at.ID, Max: max}))
 	default:
-		return s.q.FileListDepartmentByCreated(ctx, s.db, db.FileListDepartmentByCreatedParams{TenantCode: sc.TenantCode,
-			DepartmentCode: *sc.DepartmentCode, Now: now, AfterCreated: at.Created, AfterID: at.ID, Max: max})
+		return db.ListItems(s.q.FileListDepartmentByCreated(ctx, s.db, db.FileListDepartmentByCreatedParams{TenantCode: sc.TenantCode,
+			DepartmentCode: *sc.DepartmentCode, Now: now, AfterCreated: at.Created, AfterID: at.ID, Max: max}))
 	}
 }
 
@@ -243,20 +243,20 @@ func (s *Service) listRecordRows(ctx context.Context, a access, f filter, at pos
 	}
 	switch f.sort {
 	case SortName:
-		return s.q.FileListRecordByName(ctx, s.db, db.FileListRecordByNameParams{
+		return db.ListItems(s.q.FileListRecordByName(ctx, s.db, db.FileListRecordByNameParams{
 			TenantCode: p.TenantCode, Entity: p.Entity, EntityID: p.EntityID, UserID: p.UserID, DepartmentCode: p.DepartmentCode, Now: p.Now,
 			Module: p.Module, ContentType: p.ContentType, ContentTypePrefix: p.ContentTypePrefix, Visibility: p.Visibility,
 			IsTemporary: p.IsTemporary, CreatedFrom: p.CreatedFrom, CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix,
 			AfterName: at.Name, AfterID: at.ID, Max: p.Max,
-		})
+		}))
 	case SortSize:
-		return s.q.FileListRecordBySize(ctx, s.db, db.FileListRecordBySizeParams{
+		return db.ListItems(s.q.FileListRecordBySize(ctx, s.db, db.FileListRecordBySizeParams{
 			TenantCode: p.TenantCode, Entity: p.Entity, EntityID: p.EntityID, UserID: p.UserID, DepartmentCode: p.DepartmentCode, Now: p.Now,
 			Module: p.Module, ContentType: p.ContentType, ContentTypePrefix: p.ContentTypePrefix, Visibility: p.Visibility,
 			IsTemporary: p.IsTemporary, CreatedFrom: p.CreatedFrom, CreatedBefore: p.CreatedBefore, NamePrefix: p.NamePrefix,
 			AfterSize: at.Size, AfterID: at.ID, Max: p.Max,
-		})
+		}))
 	default:
-		return s.q.FileListRecordByCreated(ctx, s.db, p)
+		return db.ListItems(s.q.FileListRecordByCreated(ctx, s.db, p))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -19,20 +20,33 @@ import (
 func listFixture(tb testing.TB) (route, same http.Handler, req func(path string) *http.Request) {
 	tb.Helper()
 	h, one, fx := benchFixture(tb, 4096, "/")
-	if _, err := fx.pool.Exec(context.Background(), `
-INSERT INTO uploaded_file (id, tenant_code, user_id, key, original_name, size_bytes, content_type, status, completed_at, created_at, updated_at, etag)
-SELECT gen_random_uuid(), 't1', 'u1', 'core/t1/list-' || i || '.csv', 'list-' || i || '.csv', 1000 + i, 'text/csv', 'ready',
-    now(), now() - i * interval '1 second', now(), md5(i::text)
-FROM generate_series(1, 59) AS i`); err != nil {
-		tb.Fatal(err)
-	}
+	listFixtureRows(tb, fx)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /list", floor.SameWorkList(fx.pool, []byte("benchmark-secret")))
 	return h, mux, func(path string) *http.Request {
 		r := one()
-		req := httptest.NewRequest(http.MethodGet, path+"?limit=50&withUrls=true", nil)
+		if !strings.Contains(path, "?") {
+			path += "?limit=50&withUrls=true"
+		}
+		req := httptest.NewRequest(http.MethodGet, path, nil)
 		req.Header = r.Header
 		return req
+	}
+}
+
+// listFixtureRows adds the owner's 59 more files, every fifth attached to
+// the record invoice inv-7 (eleven files).
+func listFixtureRows(tb testing.TB, fx floorFixture) {
+	tb.Helper()
+	if _, err := fx.pool.Exec(context.Background(), `
+INSERT INTO uploaded_file (id, tenant_code, user_id, key, original_name, size_bytes, content_type, status, completed_at, created_at, updated_at, etag,
+    used_at, module, entity, entity_id)
+SELECT gen_random_uuid(), 't1', 'u1', 'core/t1/list-' || i || '.csv', 'list-' || i || '.csv', 1000 + i, 'text/csv', 'ready',
+    now(), now() - i * interval '1 second', now(), md5(i::text),
+    CASE WHEN i % 5 = 0 THEN now() END, CASE WHEN i % 5 = 0 THEN 'crm' END,
+    CASE WHEN i % 5 = 0 THEN 'invoice' END, CASE WHEN i % 5 = 0 THEN 'inv-7' END
+FROM generate_series(1, 59) AS i`); err != nil {
+		tb.Fatal(err)
 	}
 }
 
@@ -49,6 +63,24 @@ func BenchmarkList(b *testing.B) {
 func BenchmarkSameWorkList(b *testing.B) {
 	_, same, req := listFixture(b)
 	runHandler(b, same, func() *http.Request { return req("/list") })
+}
+
+// listRecordQuery is a record's files (eleven of the owner's) with their
+// urls.
+const listRecordQuery = "?entity=invoice&entityId=inv-7&withUrls=true"
+
+// BenchmarkListRecord is GET /uploaded-file, a record's eleven files with
+// their urls, with a cached token.
+func BenchmarkListRecord(b *testing.B) {
+	h, _, req := listFixture(b)
+	runHandler(b, h, func() *http.Request { return req("/uploaded-file" + listRecordQuery) })
+}
+
+// BenchmarkSameWorkListRecord is the same-work floor of
+// BenchmarkListRecord.
+func BenchmarkSameWorkListRecord(b *testing.B) {
+	_, same, req := listFixture(b)
+	runHandler(b, same, func() *http.Request { return req("/list" + listRecordQuery) })
 }
 
 // TestSameWorkListAnswersAsTheList holds the list's same-work floor to the

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -21,11 +23,13 @@ const listRecord = "entity=invoice&entityId=inv-7"
 
 // benchList measures the list route: its first page and a page after
 // 100,000 rows (the cursor walked there first), both 50 files with their
-// signed URLs, and the owner's files of one record, each against its
+// signed URLs, the owner's files of one record, and the tenant's first
+// page (a second server on the same database and files, whose policy
+// gives the admin role the tenant's list), each against its
 // same-work floor (floor.SameWorkList: the page's SELECT, the same JSON,
 // the URLs and the cursor signed) and as p50 ratios to the HTTP lookup
 // floor and to each other, in interleaved rounds.
-func benchList(ctx context.Context, e *env, rep *report, secret string) error {
+func benchList(ctx context.Context, e *env, rep *report, bin, tmp, secret string) error {
 	if _, err := e.pool.Exec(ctx, `
 INSERT INTO uploaded_file (id, tenant_code, user_id, key, original_name, size_bytes, content_type, status, completed_at, created_at, updated_at,
     used_at, module, entity, entity_id)
@@ -44,6 +48,11 @@ FROM generate_series(1, $1::integer) AS i`, listRows+50); err != nil {
 		return err
 	}
 	route, floor := lister{base: e.uf.url + "/uploaded-file?", token: token}, lister{base: e.raw.url + "/list?", token: token}
+	tenantRoute, tenantFloor, stop, err := tenantListers(e, bin, tmp, secret)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	routeDeep, err := route.deep()
 	if err != nil {
 		return err
@@ -74,6 +83,7 @@ FROM generate_series(1, $1::integer) AS i`, listRows+50); err != nil {
 			call(floor, "limit=50&withUrls=true"), call(floor, floorDeep),
 			call(route, listRecord+"&withUrls=true"), call(floor, listRecord+"&withUrls=true"),
 			func() stats { return load(c, n, func(int) error { return get(rawURL) }) },
+			call(tenantRoute, "limit=50&withUrls=true"), call(tenantFloor, "limit=50&withUrls=true"),
 		)
 		if err != nil {
 			return err
@@ -85,14 +95,15 @@ FROM generate_series(1, $1::integer) AS i`, listRows+50); err != nil {
 
 // reportList adds the list rows of one client count: m holds the route's
 // first page, deep page, the floor's two, the route's and the floor's
-// record page, and the HTTP lookup floor.
+// record page, the HTTP lookup floor, and the route's and the floor's
+// tenant page.
 func reportList(rep *report, clients string, rs [][]stats, m []stats) {
 	const lookupAt = 6
 	label := fmt.Sprintf("list GET /uploaded-file, 50 files with their urls, %s", clients)
 	for _, row := range []struct {
 		what         string
 		route, floor int
-	}{{"the owner's first page", 0, 2}, {"the owner's page after 100k rows", 1, 3}, {"a record's files (11)", 4, 5}} {
+	}{{"the owner's first page", 0, 2}, {"the owner's page after 100k rows", 1, 3}, {"a record's files (11)", 4, 5}, {"the tenant's first page", 7, 8}} {
 		r := ratioOf(rs, row.route, row.floor)
 		rep.add(fmt.Sprintf("%s: %s vs its same-work floor (cached token, the page's SELECT, signed urls and cursor, the same JSON)", label, row.what),
 			fmt.Sprintf("%s (%.0f vs %.0f req/s; p50 %s vs %s)", r, m[row.route].rps(), m[row.floor].rps(),
@@ -104,6 +115,37 @@ func reportList(rep *report, clients string, rs [][]stats, m []stats) {
 	r := p50RatioOf(rs, 1, 0)
 	rep.add(label+": page after 100k rows vs first page", fmt.Sprintf("%s (p50 %s vs %s)", r,
 		deep.p50.Round(time.Microsecond), first.p50.Round(time.Microsecond)), "≤ 1.5×", r.median <= 1.5)
+}
+
+// tenantListers are the route's and the floor's lister of the tenant's
+// files: a second server on the bench's database and files whose policy
+// decides the tenant's list for the admin role, and the floor, both with
+// a token of that role; stop ends the server.
+func tenantListers(e *env, bin, tmp, secret string) (route, floor lister, stop func(), err error) {
+	cfg := filepath.Join(tmp, "list-tenant.yaml")
+	yaml := fmt.Sprintf("maxFileSizeBytes: 26214400\nlocalRoot: %s\nauth:\n  hmacSecret: %s\nauthorizationPolicy: '%s'\n",
+		e.localRoot, secret, `"admin" in context.roles ? "tenant" : "owner"`)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		return lister{}, lister{}, nil, err
+	}
+	srv, err := startUploadedfile(bin, e.dsn, cfg)
+	if err != nil {
+		return lister{}, lister{}, nil, err
+	}
+	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": "lister", "tenant": "bench", "roles": []string{"admin"},
+		"exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte(secret))
+	if err != nil {
+		srv.stop()
+		return lister{}, lister{}, nil, err
+	}
+	route, floor = lister{base: srv.url + "/uploaded-file?", token: token}, lister{base: e.raw.url + "/list?", token: token}
+	for _, l := range []lister{route, floor} {
+		if n, _, err := l.page("limit=50"); err != nil || n != 50 {
+			srv.stop()
+			return lister{}, lister{}, nil, fmt.Errorf("list bench: the tenant's page has %d files at %s: %w", n, l.base, err)
+		}
+	}
+	return route, floor, srv.stop, nil
 }
 
 // lister calls one list endpoint (the route's or its floor's) as the

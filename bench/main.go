@@ -179,7 +179,7 @@ func run(full bool, write string) error {
 		{"sweepday", func() error { return benchSweepDay(ctx, rep, gw, full) }},
 		{"reconcile", func() error { return benchReconcile(ctx, rep, bin, gw, full) }},
 		{"events", func() error { return benchEvents(ctx, e, rep, bin, tmp, secret) }},
-		{"list", func() error { return benchList(ctx, e, rep, secret) }},
+		{"list", func() error { return benchList(ctx, e, rep, bin, tmp, secret) }},
 		{"quota", func() error { return benchQuota(ctx, e, rep, bin, tmp, secret) }},
 		{"tenantlock", func() error { return benchTenantLock(ctx, e, rep, bin, tmp, secret) }},
 		{"idempotency", func() error { return benchIdempotency(ctx, e, rep, bin, tmp, secret) }},

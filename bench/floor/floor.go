@@ -16,6 +16,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -132,8 +133,12 @@ type verifiedTokens struct {
 	m sync.Map // [32]byte -> caller
 }
 
-// caller is who a token names.
-type caller struct{ tenant, user string }
+// caller is who a token names; tenantWide when its roles hold "admin"
+// (the bench's list server decides the tenant's list for them).
+type caller struct {
+	tenant, user string
+	tenantWide   bool
+}
 
 // tenant is the tenant of r's bearer token; false: a 401 was sent.
 func (t *verifiedTokens) tenant(w http.ResponseWriter, r *http.Request) (string, bool) {
@@ -155,14 +160,15 @@ func (t *verifiedTokens) caller(w http.ResponseWriter, r *http.Request) (caller,
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
 	var claims struct {
-		Tenant string `json:"tenant"`
-		Sub    string `json:"sub"`
+		Tenant string   `json:"tenant"`
+		Sub    string   `json:"sub"`
+		Roles  []string `json:"roles"`
 	}
 	if err != nil || json.Unmarshal(payload, &claims) != nil || claims.Tenant == "" || claims.Sub == "" {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return caller{}, false
 	}
-	c, _ := t.m.LoadOrStore(sum, caller{tenant: claims.Tenant, user: claims.Sub})
+	c, _ := t.m.LoadOrStore(sum, caller{tenant: claims.Tenant, user: claims.Sub, tenantWide: slices.Contains(claims.Roles, "admin")})
 	return c.(caller), true
 }
 

@@ -36,6 +36,15 @@ WHERE tenant_code = $1 AND user_id = $2 AND ` + listVisible + `
 ORDER BY created_at DESC, id DESC
 LIMIT $5`
 
+// sameWorkTenantPage is the tenant's page, newest first, after the
+// cursor: the tenant's list index in its order.
+const sameWorkTenantPage = `SELECT ` + listColumns + `
+FROM uploaded_file
+WHERE tenant_code = $1 AND ` + listVisible + `
+    AND (created_at, id) < ($2, $3)
+ORDER BY created_at DESC, id DESC
+LIMIT $4`
+
 // sameWorkRecordPage is the owner's files of one record, newest first,
 // after the cursor: the record index.
 const sameWorkRecordPage = `SELECT ` + listColumns + `
@@ -74,7 +83,8 @@ type sameWorkItem struct {
 // verified tokens (as SameWorkLookup), the cursor opened and its MAC
 // checked, one page of the caller's files read within the tenant (a
 // record's, given entity and entityId, through its own statement as the
-// route's), a download URL signed per item with HMAC-SHA256 over its key,
+// route's; the tenant's, no record given, for a caller with the admin
+// role), a download URL signed per item with HMAC-SHA256 over its key,
 // version and expiry, the next page's cursor sealed with HMAC-SHA256, and
 // the same JSON. What the list route costs beyond it is the service's own
 // code: guard, middleware, scope, filters, the generated server.
@@ -96,8 +106,11 @@ func SameWorkList(pool *pgxpool.Pool, secret []byte) http.HandlerFunc {
 			return
 		}
 		statement, args := sameWorkOwnerPage, []any{c.tenant, c.user, afterCreated, afterID, limit + 1}
-		if entity, id := q.Get("entity"), q.Get("entityId"); entity != "" && id != "" {
+		switch entity, id := q.Get("entity"), q.Get("entityId"); {
+		case entity != "" && id != "":
 			statement, args = sameWorkRecordPage, append(args, entity, id)
+		case c.tenantWide:
+			statement, args = sameWorkTenantPage, []any{c.tenant, afterCreated, afterID, limit + 1}
 		}
 		rows, err := pool.Query(r.Context(), statement, args...)
 		if err != nil {

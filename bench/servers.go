@@ -279,7 +279,7 @@ func rawUploadHandler(pool *pgxpool.Pool, dir string) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		id := uuid.New()
+		id := uuid.Must(uuid.NewV7())
 		f, err := os.Create(filepath.Join(dir, id.String()))
 		if err != nil {
 			http.Error(w, "write", http.StatusInternalServerError)
@@ -312,7 +312,7 @@ func lifecycleUploadHandler(pool *pgxpool.Pool, dir string) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		id := uuid.New()
+		id := uuid.Must(uuid.NewV7())
 		if _, err := pool.Exec(r.Context(), "INSERT INTO spec_upload (id, name, size, status) VALUES ($1, $2, 0, 'pending')", id, part.FileName()); err != nil {
 			http.Error(w, "insert", http.StatusInternalServerError)
 			return

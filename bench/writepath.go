@@ -45,7 +45,7 @@ func benchWritePath(ctx context.Context, rep *report) error {
 	const size = 64 << 10
 	sum := "sha256:" + strings.Repeat("A", 43) + "="
 	spec := func(int) error {
-		id := uuid.New()
+		id := uuid.Must(uuid.NewV7())
 		if _, err := pool.Exec(ctx, "INSERT INTO spec_upload (id, name, size, status) VALUES ($1, $2, 0, 'pending')", id, "data.csv"); err != nil {
 			return err
 		}
@@ -54,7 +54,7 @@ func benchWritePath(ctx context.Context, rep *report) error {
 	}
 	ours := func(tenants int) func(int) error {
 		return func(i int) error {
-			id := uuid.New()
+			id := uuid.Must(uuid.NewV7())
 			tenant := fmt.Sprintf("bench-%d", i%tenants)
 			cdn := "urn:uploadedfile:" + id.String()
 			row, err := q.InsertHiddenAlone(ctx, pool, db.FileInsertHiddenParams{

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -123,9 +122,7 @@ func reportList(rep *report, clients string, rs [][]stats, m []stats) {
 // a token of that role; stop ends the server.
 func tenantListers(e *env, bin, tmp, secret string) (route, floor lister, stop func(), err error) {
 	cfg := filepath.Join(tmp, "list-tenant.yaml")
-	yaml := fmt.Sprintf("maxFileSizeBytes: 26214400\nlocalRoot: %s\nauth:\n  hmacSecret: %s\nauthorizationPolicy: '%s'\n",
-		e.localRoot, secret, `"admin" in context.roles ? "tenant" : "owner"`)
-	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+	if err := writeConfig(cfg, secret, "localRoot: "+e.localRoot+"\n"+`authorizationPolicy: '"admin" in context.roles ? "tenant" : "owner"'`+"\n"); err != nil {
 		return lister{}, lister{}, nil, err
 	}
 	srv, err := startUploadedfile(bin, e.dsn, cfg)

@@ -240,7 +240,7 @@ func startEnv(ctx context.Context, tmp, bin string) (e *env, gw *s3test.Server, 
 	}
 	config := func(name, extra string) (string, error) {
 		p := filepath.Join(tmp, name)
-		return p, os.WriteFile(p, []byte("maxFileSizeBytes: 26214400\nauth:\n  hmacSecret: "+secret+"\n"+extra), 0o600)
+		return p, writeConfig(p, secret, extra)
 	}
 	localCfg, err := config("local.yaml", "localRoot: "+e.localRoot+"\n")
 	if err != nil {

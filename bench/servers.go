@@ -388,6 +388,12 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
+// writeConfig writes a server's configuration to path: the bench's upload
+// limit and token secret, then extra (YAML).
+func writeConfig(path, secret, extra string) error {
+	return os.WriteFile(path, []byte("maxFileSizeBytes: 26214400\nauth:\n  hmacSecret: "+secret+"\n"+extra), 0o600)
+}
+
 // startVariant runs another local `uploadedfile serve` on a database and a
 // file root of its own, its configuration the bench's plus extra (YAML) and
 // its database URL's the parameters in query (pool_max_conns=…); stop ends
@@ -402,8 +408,7 @@ func startVariant(ctx context.Context, bin, tmp, name, secret, extra string, que
 	}
 	cfg := filepath.Join(tmp, name+".yaml")
 	files := filepath.Join(tmp, "files-"+name)
-	yaml := fmt.Sprintf("maxFileSizeBytes: 26214400\nlocalRoot: %s\nauth:\n  hmacSecret: %s\n%s", files, secret, extra)
-	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+	if err := writeConfig(cfg, secret, "localRoot: "+files+"\n"+extra); err != nil {
 		drop()
 		return nil, nil, err
 	}

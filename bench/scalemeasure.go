@@ -42,28 +42,29 @@ type scaleFixture struct {
 
 // scaleOp is one measured call.
 type scaleOp struct {
-	name  string
-	calls int // per round and target
-	call  func(f *scaleFixture, i int) error
+	name    string
+	calls   int // per round and target
+	call    func(f *scaleFixture, i int) error
+	objects int // objects one call walks (0: not a walk); the row adds objects per second
 }
 
 // scaleOps are the calls bench-scale compares across table sizes, each
 // through the service (the handler adds the same work at every size).
 var scaleOps = []scaleOp{
-	{"detail of an owner's file", 200, func(f *scaleFixture, i int) error { _, err := f.t.svc.Find(f.owner, f.ids[i%len(f.ids)]); return err }},
-	{"list: the owner's first page of 50", 100, func(f *scaleFixture, _ int) error { return list(f.owner, f, service.ListOptions{Limit: 50}) }},
-	{"list: the owner's page 11", 100, func(f *scaleFixture, _ int) error {
+	{name: "detail of an owner's file", calls: 200, call: func(f *scaleFixture, i int) error { _, err := f.t.svc.Find(f.owner, f.ids[i%len(f.ids)]); return err }},
+	{name: "list: the owner's first page of 50", calls: 100, call: func(f *scaleFixture, _ int) error { return list(f.owner, f, service.ListOptions{Limit: 50}) }},
+	{name: "list: the owner's page 11", calls: 100, call: func(f *scaleFixture, _ int) error {
 		return list(f.owner, f, service.ListOptions{Limit: 50, Cursor: f.deepOwner})
 	}},
-	{"list: the tenant's first page of 50", 100, func(f *scaleFixture, _ int) error { return list(f.auditor, f, service.ListOptions{Limit: 50}) }},
-	{"list: the tenant's page 11", 100, func(f *scaleFixture, _ int) error {
+	{name: "list: the tenant's first page of 50", calls: 100, call: func(f *scaleFixture, _ int) error { return list(f.auditor, f, service.ListOptions{Limit: 50}) }},
+	{name: "list: the tenant's page 11", calls: 100, call: func(f *scaleFixture, _ int) error {
 		return list(f.auditor, f, service.ListOptions{Limit: 50, Cursor: f.deepTenant})
 	}},
-	{"list: a record's files", 200, func(f *scaleFixture, _ int) error {
+	{name: "list: a record's files", calls: 200, call: func(f *scaleFixture, _ int) error {
 		return list(f.auditor, f, service.ListOptions{Limit: 50, Entity: "invoice", EntityID: f.record})
 	}},
-	{"usage of the owner", 200, func(f *scaleFixture, _ int) error { _, err := f.t.svc.Usage(f.owner); return err }},
-	{"download of 64 KiB", 100, func(f *scaleFixture, i int) error {
+	{name: "usage of the owner", calls: 200, call: func(f *scaleFixture, _ int) error { _, err := f.t.svc.Usage(f.owner); return err }},
+	{name: "download of 64 KiB", calls: 100, call: func(f *scaleFixture, i int) error {
 		d, err := f.t.svc.Download(f.owner, f.stored[i%len(f.stored)])
 		if err != nil {
 			return err
@@ -71,11 +72,11 @@ var scaleOps = []scaleOp{
 		_, err = io.Copy(io.Discard, d.Body)
 		return firstError(err, d.Body.Close())
 	}},
-	{"buffer upload of 64 KiB", 40, func(f *scaleFixture, _ int) error {
+	{name: "buffer upload of 64 KiB", calls: 40, call: func(f *scaleFixture, _ int) error {
 		_, err := f.t.svc.Upload(f.owner, bytes.NewReader(f.payload), "data.csv", nil)
 		return err
 	}},
-	{"direct upload of 64 KiB (initiate, bytes, complete)", 40, func(f *scaleFixture, _ int) error {
+	{name: "direct upload of 64 KiB (initiate, bytes, complete)", calls: 40, call: func(f *scaleFixture, _ int) error {
 		init, err := f.t.svc.InitiateUpload(f.owner, service.InitiateInput{OriginalName: "data.csv", ContentType: "text/csv",
 			SizeBytes: int64(len(f.payload)), Checksum: f.payloadSum}, nil)
 		if err != nil {
@@ -88,6 +89,7 @@ var scaleOps = []scaleOp{
 		_, err = f.t.svc.CompleteUpload(f.owner, id)
 		return err
 	}},
+	reconcileOp,
 }
 
 // list runs one list call and fails on an empty page (a fixture that
@@ -112,7 +114,8 @@ func firstError(errs ...error) error {
 
 // prepareScale builds t's fixture: the callers, a sample of the owner's
 // files (its first four pages), a record of the tenant, cursors
-// scaleDepth pages deep into the owner's and the tenant's lists, and 20 stored files.
+// scaleDepth pages deep into the owner's and the tenant's lists, 20 stored files
+// and the objects reconcile walks.
 func prepareScale(ctx context.Context, t *scaleTarget) (*scaleFixture, error) {
 	f := &scaleFixture{t: t,
 		owner:   service.WithRequestContext(ctx, service.RequestContext{Tenant: "tenant-0", UserID: "user-0"}),
@@ -162,6 +165,9 @@ AND entity_id IS NOT NULL AND status = 'ready' AND deleted_at IS NULL AND deleti
 			return nil, err
 		}
 		f.stored = append(f.stored, r.ID.String())
+	}
+	if err := writeReconcileObjects(ctx, t); err != nil {
+		return nil, fmt.Errorf("reconcile's objects: %w", err)
 	}
 	return f, nil
 }

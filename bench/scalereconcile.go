@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/uploadedfile/uploadedfile/db"
 	"github.com/uploadedfile/uploadedfile/internal/storage"
@@ -41,16 +42,24 @@ func writeReconcileObjects(ctx context.Context, t *scaleTarget) error {
 	}
 	defer func() { _ = store.Close() }()
 	written, start := 0, scaleReconcilePrefix
+	ended := func() error {
+		return fmt.Errorf("%d rows: %d objects written, the references under %s ended", t.total, written, scaleReconcilePrefix)
+	}
 	for written <= scaleReconcileObjects {
 		refs, err := db.New().ReconcileReferencesFrom(ctx, t.pool, db.ReconcileReferencesFromParams{StartKey: start, Max: 1000})
 		if err != nil {
 			return err
 		}
 		if len(refs) < 2 {
-			return fmt.Errorf("%d rows: %d objects written, the references under %s ended", t.total, written, scaleReconcilePrefix)
+			return ended()
 		}
 		for _, r := range refs {
-			if !r.Visible || r.Ref == start || written > scaleReconcileObjects {
+			switch {
+			case written > scaleReconcileObjects:
+				return nil
+			case !strings.HasPrefix(r.Ref, scaleReconcilePrefix):
+				return ended()
+			case !r.Visible || r.Ref == start:
 				continue
 			}
 			body := io.LimitReader(zeros{}, r.SizeBytes)

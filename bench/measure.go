@@ -93,6 +93,12 @@ func p50RatioOf(rs [][]stats, a, b int) ratioDist {
 	for i, r := range rs {
 		rat[i] = float64(r[a].p50) / float64(r[b].p50)
 	}
+	return costRatios(rat)
+}
+
+// costRatios is the distribution of round ratios where lower is better:
+// the median, and the highest as the worst. It sorts rat.
+func costRatios(rat []float64) ratioDist {
 	sort.Float64s(rat)
 	return ratioDist{median: rat[len(rat)/2], worst: rat[len(rat)-1], n: len(rat)}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/uploadedfile/uploadedfile/db"
@@ -81,8 +80,7 @@ func scaleSweepCosts(ctx context.Context, fs []*scaleFixture, large int, rep *re
 		for k := range rounds {
 			ratios[k] = float64(perRow[1][k]) / float64(perRow[0][k])
 		}
-		sort.Float64s(ratios)
-		d := ratioDist{median: ratios[rounds/2], worst: ratios[rounds-1], n: rounds} // lower is better
+		d := costRatios(ratios)
 		small, big := spent[0]/time.Duration(done[0]), spent[1]/time.Duration(done[1])
 		rep.add(fmt.Sprintf("sweep %s: cost per row at %s files vs 100k", sw.name, count10(large)),
 			fmt.Sprintf("%s (all rows %.2f×, %s vs %s per row)", d, float64(big)/float64(small), big.Round(time.Microsecond), small.Round(time.Microsecond)),

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sort"
 	"sync"
 	"time"
 
@@ -135,6 +134,5 @@ func p99RatioOf(rs [][]stats, a, b int) ratioDist {
 	for i, r := range rs {
 		rat[i] = float64(r[a].p99) / float64(r[b].p99)
 	}
-	sort.Float64s(rat)
-	return ratioDist{median: rat[len(rat)/2], worst: rat[len(rat)-1], n: len(rat)}
+	return costRatios(rat)
 }

@@ -174,3 +174,81 @@ func TestPlanCachingDBConcurrentReads(t *testing.T) {
 	require.LessOrEqual(t, held, 4)
 	require.Positive(t, held)
 }
+
+// mixedRows is mixedRow over three rows, NULLs after non-NULLs in the
+// optional column.
+const mixedRows = `SELECT gen_random_uuid(), 'n' || i, i::int8, to_timestamp(i), jsonb_build_object('i', i), CASE WHEN i % 2 = 1 THEN 'o' || i END
+FROM generate_series(1, $1::int) AS i ORDER BY i`
+
+func queryMixed(conn interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, n int) ([]mixed, error) {
+	rows, err := conn.Query(context.Background(), mixedRows, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var all []mixed
+	for rows.Next() {
+		var m mixed
+		if err := rows.Scan(&m.id, &m.name, &m.size, &m.at, &m.data, &m.opt); err != nil {
+			return nil, err
+		}
+		all = append(all, m)
+	}
+	return all, rows.Err()
+}
+
+// Query's rows scan as pgx's do, on the first query and on the queries
+// that reuse its plans, and a scan that fails is the rows' Err and gives
+// the connection back.
+func TestPlanCachingDBQueryScansAsPgx(t *testing.T) {
+	pool := onePool(t)
+	pc := db.NewPlanCachingDB(pool)
+	for _, n := range []int{3, 1, 4} {
+		want, err := queryMixed(pool, n)
+		require.NoError(t, err)
+		got, err := queryMixed(pc, n)
+		require.NoError(t, err)
+		require.Len(t, got, n)
+		for i := range want {
+			require.Equal(t, want[i].name, got[i].name)
+			require.Equal(t, want[i].size, got[i].size)
+			require.True(t, want[i].at.Equal(got[i].at))
+			require.JSONEq(t, string(want[i].data), string(got[i].data))
+			require.Equal(t, want[i].opt, got[i].opt, "row %d of %d", i, n)
+		}
+	}
+	require.Equal(t, 1, db.ConnectionsWithPlans(context.Background(), pool))
+
+	ctx := context.Background()
+	for range 3 {
+		rows, err := pc.Query(ctx, "SELECT unnest(ARRAY[1, 2, NULL, 3]::int8[])")
+		require.NoError(t, err)
+		var sum int64
+		for rows.Next() {
+			var n int64
+			if rows.Scan(&n) != nil {
+				break
+			}
+			sum += n
+		}
+		more, err := rows.Next(), rows.Err()
+		rows.Close()
+		require.False(t, more, "the rows end at the failed scan")
+		var scanErr pgx.ScanArgError
+		require.True(t, errors.As(err, &scanErr), "%v", err)
+		require.Equal(t, int64(3), sum)
+		var s string
+		rows, err = pc.Query(ctx, "SELECT 42::int4")
+		require.NoError(t, err)
+		require.True(t, rows.Next())
+		require.NoError(t, rows.Scan(&s), "a new destination type is planned again")
+		require.Equal(t, "42", s)
+		rows.Close()
+	}
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var s string
+	require.NoError(t, pc.QueryRow(tctx, "SELECT 'ok'").Scan(&s))
+}

@@ -112,7 +112,13 @@ func New(o Options) http.Handler {
 		ResponseErrorHandlerFunc: ew.response,
 	})
 	mux := http.NewServeMux()
-	api.HandlerWithOptions(strict, api.StdHTTPServerOptions{BaseRouter: mux, ErrorHandlerFunc: ew.request, Middlewares: []api.MiddlewareFunc{s.idempotent}})
+	routes := api.StdHTTPServerOptions{BaseRouter: mux, ErrorHandlerFunc: ew.request, Middlewares: []api.MiddlewareFunc{s.idempotent}}
+	if bound, err := newBoundRoutes(mux, strict, routes); err != nil {
+		log.Error("list routes bind their query through the generated wrappers", "error", err.Error())
+	} else {
+		routes.BaseRouter = bound
+	}
+	api.HandlerWithOptions(strict, routes)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, http.StatusNotFound, service.ErrNotFound.Code)
 	})

@@ -141,8 +141,9 @@ func (r *cachedRow) scanRow(rows pgx.Rows, dest []any) error {
 }
 
 // scanPlanned scans rows' current row into dest with *plans, the
-// statement's plans on the connection (looked up when nil), updated in
-// place where a column's type, format or destination type changed.
+// statement's plans on the connection (looked up there while *plans does
+// not have a plan per destination), updated in place where a column's
+// type, format or destination type changed.
 func scanPlanned(rows pgx.Rows, sql string, plans *[]columnPlan, dest []any) error {
 	if len(dest) == 1 {
 		if _, ok := dest[0].(pgx.RowScanner); ok {

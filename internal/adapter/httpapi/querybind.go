@@ -15,9 +15,9 @@ import (
 )
 
 // The generated wrapper of an operation parses the query string once per
-// parameter it binds: thirteen times for a list, about a tenth of the
-// server's CPU on a record's page and most of its allocations outside the
-// page itself. The list routes bind their parameters from one parse
+// parameter it binds: thirteen times for a list, about 3 % of the CPU of
+// a record's page in process and 60 of its 508 allocations. The list
+// routes bind their parameters from one parse
 // instead (queryBinder), by the rules the contract gives each parameter
 // and through the same runtime function the wrapper calls, so they accept,
 // refuse and name errors exactly as the wrapper does

@@ -70,38 +70,80 @@ func listQueries() []string {
 	return qs
 }
 
+// binderPair serves one list route twice: through the generated wrapper
+// and through the one parse.
+type binderPair struct {
+	path                         string
+	generated, ours              *boundParams
+	generatedHandler, ourHandler http.Handler
+}
+
+func newBinderPair(t testing.TB, path string) *binderPair {
+	p := &binderPair{path: path, generated: &boundParams{}, ours: &boundParams{}}
+	serve := func(b *boundParams) http.Handler {
+		opts := api.StdHTTPServerOptions{ErrorHandlerFunc: func(_ http.ResponseWriter, _ *http.Request, err error) { b.err = err }}
+		mux := http.NewServeMux()
+		opts.BaseRouter = mux
+		if b == p.ours {
+			bound, err := newBoundRoutes(mux, b, opts)
+			require.NoError(t, err)
+			opts.BaseRouter = bound
+			defer func() { require.Equal(t, 2, bound.replaced, "the list routes registered") }()
+		}
+		return api.HandlerWithOptions(b, opts)
+	}
+	p.generatedHandler, p.ourHandler = serve(p.generated), serve(p.ours)
+	return p
+}
+
+// agree sends the raw query q to both and requires the same parameters,
+// or the same error for the same parameter; it reports whether q was
+// refused.
+func (p *binderPair) agree(t testing.TB, q string) bool {
+	*p.generated, *p.ours = boundParams{}, boundParams{}
+	for _, h := range []http.Handler{p.generatedHandler, p.ourHandler} {
+		r := httptest.NewRequest(http.MethodGet, p.path, nil)
+		r.URL.RawQuery = q
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	require.Equal(t, p.generated.params, p.ours.params, "%s?%s", p.path, q)
+	require.Equal(t, fmt.Sprintf("%T %v", p.generated.err, p.generated.err), fmt.Sprintf("%T %v", p.ours.err, p.ours.err), "%s?%s", p.path, q)
+	return p.generated.err != nil
+}
+
 // TestQueryBinderBindsAsTheGeneratedWrapper holds the list routes' one
 // parse to the generated wrappers': for every query, the same parameters,
 // or the same error for the same parameter.
 func TestQueryBinderBindsAsTheGeneratedWrapper(t *testing.T) {
 	for _, path := range []string{"/uploaded-file", "/internal/uploaded-file"} {
-		generated, ours := &boundParams{}, &boundParams{}
-		serve := func(b *boundParams) http.Handler {
-			opts := api.StdHTTPServerOptions{ErrorHandlerFunc: func(_ http.ResponseWriter, _ *http.Request, err error) { b.err = err }}
-			mux := http.NewServeMux()
-			opts.BaseRouter = mux
-			if b == ours {
-				bound, err := newBoundRoutes(mux, b, opts)
-				require.NoError(t, err)
-				opts.BaseRouter = bound
-				defer func() { require.Equal(t, 2, bound.replaced, "the list routes registered") }()
-			}
-			return api.HandlerWithOptions(b, opts)
-		}
-		gh, oh := serve(generated), serve(ours)
+		pair := newBinderPair(t, path)
 		refused := 0
 		for _, q := range listQueries() {
-			*generated, *ours = boundParams{}, boundParams{}
-			gh.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, path+"?"+q, nil))
-			oh.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, path+"?"+q, nil))
-			require.Equal(t, generated.params, ours.params, "%s?%s", path, q)
-			require.Equal(t, fmt.Sprintf("%T %v", generated.err, generated.err), fmt.Sprintf("%T %v", ours.err, ours.err), "%s?%s", path, q)
-			if generated.err != nil {
+			if pair.agree(t, q) {
 				refused++
 			}
 		}
 		require.Positive(t, refused, "some queries refused")
 	}
+}
+
+// FuzzQueryBinder holds the one parse to the generated wrappers on any
+// raw query string, for both list routes (make fuzz explores; make test
+// runs the seeds).
+func FuzzQueryBinder(f *testing.F) {
+	for i, q := range listQueries() {
+		if i%20 == 0 {
+			f.Add(q)
+		}
+	}
+	f.Add("limit=5&limit=6&sort=name&namePrefix=a%00b")
+	f.Add("withUrls=true&createdFrom=2026-11-01T00:00:00.999999999Z")
+	pairs := []*binderPair{newBinderPair(f, "/uploaded-file"), newBinderPair(f, "/internal/uploaded-file")}
+	f.Fuzz(func(t *testing.T, q string) {
+		for _, pair := range pairs {
+			pair.agree(t, q)
+		}
+	})
 }
 
 // TestQueryBinderRefusesAStructThatSkipsAParameter holds the binder to the

@@ -41,19 +41,29 @@ const pairRounds = 9
 func pairCalls(size int) int { return 2 * count(size) }
 
 // compareRounds runs the loads of one comparison in n interleaved rounds
-// and returns every round: out[round][load]. Each round starts one load
-// later than the one before, so no load always follows the same other one
-// (a load after a disk-heavy or a CPU-heavy one inherits its aftermath).
+// and returns every round: out[round][load], in roundOrder.
 func compareRounds(n int, loads ...func() stats) [][]stats {
 	out := make([][]stats, n)
 	for i := range n {
 		out[i] = make([]stats, len(loads))
-		for k := range loads {
-			j := (i + k) % len(loads)
+		for _, j := range roundOrder(i, len(loads)) {
 			out[i][j] = loads[j]()
 		}
 	}
 	return out
+}
+
+// roundOrder is the order in which round i runs n compared loads: each
+// round starts one load later than the one before, so no load always
+// follows the same other one (a load after a disk-heavy or a CPU-heavy one
+// inherits its aftermath, and a load that always runs second pays it in
+// every round).
+func roundOrder(i, n int) []int {
+	order := make([]int, n)
+	for k := range order {
+		order[k] = (i + k) % n
+	}
+	return order
 }
 
 // medians is, for each load, its median round by throughput.

@@ -174,8 +174,9 @@ AND entity_id IS NOT NULL AND status = 'ready' AND deleted_at IS NULL AND deleti
 
 // scaleCost times op on every fixture: warm-up calls first (past the five
 // after which PostgreSQL may plan a prepared statement generically), then
-// rounds of op.calls calls, the fixtures alternating each round so that a
-// drift of the machine falls on every size alike. It returns each
+// rounds of op.calls calls, each size in turn and each round starting
+// with the next size (roundOrder), so that a drift of the machine, and the
+// aftermath of one size's calls, fall on every size alike. It returns each
 // fixture's median time per call.
 func scaleCost(fs []*scaleFixture, op scaleOp) ([]time.Duration, error) {
 	for _, f := range fs {
@@ -186,8 +187,9 @@ func scaleCost(fs []*scaleFixture, op scaleOp) ([]time.Duration, error) {
 		}
 	}
 	per := make([][]time.Duration, len(fs))
-	for range rounds {
-		for j, f := range fs {
+	for r := range rounds {
+		for _, j := range roundOrder(r, len(fs)) {
+			f := fs[j]
 			start := time.Now()
 			for i := range op.calls {
 				if err := op.call(f, i); err != nil {

@@ -42,8 +42,10 @@ var scaleSweeps = []struct {
 }
 
 // scaleSweepCosts times each sweep over scaleSweepRows rows at each size,
-// one batch per size in turn (a drift of the disk's commit latency falls
-// on both alike): each pair of batches is a round, whose ratio is the cost
+// one batch per size in turn, each pass starting with the next size
+// (roundOrder: a drift of the disk's commit latency, and the aftermath of
+// one batch's writes, fall on both alike): each pair of batches is a
+// round, whose ratio is the cost
 // per row at the large size over the cost at 100k. It reports the median
 // round (goal ≤ 1.2×) with the worst beside it, as every compared row of
 // the bench does, and the ratio of all the rows together. A sweep that
@@ -54,8 +56,9 @@ func scaleSweepCosts(ctx context.Context, fs []*scaleFixture, large int, rep *re
 		perRow := make([][]time.Duration, len(fs)) // each batch's cost per row, per size
 		spent := make([]time.Duration, len(fs))
 		done := make([]int, len(fs))
-		for left := len(fs); left > 0; {
-			for i, f := range fs {
+		for pass, left := 0, len(fs); left > 0; pass++ {
+			for _, i := range roundOrder(pass, len(fs)) {
+				f := fs[i]
 				if done[i] >= scaleSweepRows {
 					continue
 				}

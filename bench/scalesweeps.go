@@ -45,12 +45,11 @@ var scaleSweeps = []struct {
 // one batch per size in turn, each pass starting with the next size
 // (roundOrder: a drift of the disk's commit latency, and the aftermath of
 // one batch's writes, fall on both alike): each pair of batches is a
-// round, whose ratio is the cost
-// per row at the large size over the cost at 100k. It reports the median
-// round (goal ≤ 1.2×) with the worst beside it, as every compared row of
-// the bench does, and the ratio of all the rows together. A sweep that
-// runs out of rows at either size before scaleSweepRows fails: it would
-// time fewer batches there.
+// round, whose ratio is the cost per row at the large size over the cost
+// at 100k. It reports the median round (goal ≤ 1.2×) with the worst
+// beside it, as every compared row of the bench does, and the ratio of all
+// the rows together. A sweep that runs out of rows at either size before
+// scaleSweepRows fails: it would time fewer batches there.
 func scaleSweepCosts(ctx context.Context, fs []*scaleFixture, large int, rep *report) error {
 	for _, sw := range scaleSweeps {
 		perRow := make([][]time.Duration, len(fs)) // each batch's cost per row, per size

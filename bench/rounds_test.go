@@ -55,7 +55,7 @@ func TestScaleSweepsAlternateWhichSizeRunsFirst(t *testing.T) {
 	var order []int
 	saved := scaleSweeps
 	t.Cleanup(func() { scaleSweeps = saved })
-	scaleSweeps = scaleSweeps[:1]
+	scaleSweeps = slices.Clone(saved[:1]) // a copy: the fake run must not outlive the test
 	scaleSweeps[0].run = func(_ context.Context, s *service.Service) (int, error) {
 		order = append(order, sizes[s])
 		return scaleSweepBatch, nil

@@ -52,17 +52,35 @@ type columnPlan struct {
 
 func newPlanCachingDB(c Conn) *planCachingDB { return &planCachingDB{Conn: c} }
 
-// withPlanCache is c with cached scan plans when it is a pool, else c.
+// withPlanCache is c with cached scan plans on every pool it runs its
+// calls on: a pool is wrapped, one of this package's Conns around others
+// (Bounded, Route, Shared) is rebuilt around theirs, anything else is c.
 func withPlanCache(c Conn) Conn {
 	switch c := c.(type) {
 	case *pgxpool.Pool:
 		return newPlanCachingDB(c)
-	case boundedDB:
-		return boundedDB{Conn: withPlanCache(c.Conn), timeout: c.timeout}
-	case routedDB:
-		return routedDB{requests: withPlanCache(c.requests), sweeps: withPlanCache(c.sweeps)}
+	case around:
+		return c.rewrap(withPlanCache)
 	}
 	return c
+}
+
+// around is a Conn of this package that runs its calls on other Conns.
+type around interface {
+	// rewrap is the same Conn around f of each of its Conns.
+	rewrap(f func(Conn) Conn) Conn
+}
+
+func (b boundedDB) rewrap(f func(Conn) Conn) Conn {
+	return boundedDB{Conn: f(b.Conn), timeout: b.timeout}
+}
+
+func (r routedDB) rewrap(f func(Conn) Conn) Conn {
+	return routedDB{requests: f(r.requests), sweeps: f(r.sweeps)}
+}
+
+func (s *sharedDB) rewrap(f func(Conn) Conn) Conn {
+	return &sharedDB{inner: f(s.inner), slotTable: s.slotTable}
 }
 
 // QueryRow runs sql like the wrapped pool's QueryRow; its Scan reuses the

@@ -252,3 +252,33 @@ func TestPlanCachingDBQueryScansAsPgx(t *testing.T) {
 	var s string
 	require.NoError(t, pc.QueryRow(tctx, "SELECT 'ok'").Scan(&s))
 }
+
+// Wrap keeps scan plans on every pool of the Conn serve composes -- the
+// requests' pool behind Shared and Bounded, the sweeps' behind Bounded,
+// both under Route -- and the Shared it rebuilds around the cache limits
+// the same keys as the one it was given: a transaction of tenant a's
+// through the original holds the slot a call of a's through Wrap waits for.
+func TestWrapCachesPlansBehindEveryLayer(t *testing.T) {
+	requests, sweeps := poolOf(t, 2), poolOf(t, 2)
+	shared := db.Shared(requests, 1, shareKeyOf)
+	c := db.Wrap(db.Route(db.Bounded(shared, time.Minute), db.Bounded(sweeps, time.Minute)))
+	ctx := withShareKey(context.Background(), "a")
+	var s string
+	require.NoError(t, c.QueryRow(ctx, "SELECT 'a request'").Scan(&s))
+	require.NoError(t, c.QueryRow(db.ForSweeps(ctx), "SELECT 'a sweep'").Scan(&s))
+	require.Equal(t, 1, db.ConnectionsWithPlans(ctx, requests), "the requests' pool, behind Shared")
+	require.Equal(t, 1, db.ConnectionsWithPlans(ctx, sweeps), "the sweeps' pool")
+
+	tx, err := shared.Begin(ctx)
+	require.NoError(t, err)
+	waited := make(chan error, 1)
+	go func() { waited <- c.QueryRow(ctx, "SELECT 'a again'").Scan(&s) }()
+	select {
+	case err := <-waited:
+		t.Fatalf("a's call ran while a's transaction held its one slot (err %v)", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	require.NoError(t, tx.Rollback(context.Background()))
+	require.NoError(t, <-waited)
+	require.Equal(t, "a again", s)
+}

@@ -18,11 +18,18 @@ import (
 // inside it), and holds it for the call: until Exec returns, the rows are
 // closed, the row scanned, the batch closed, or the transaction ends.
 func Shared(c Conn, perKey int, keyOf func(context.Context) string) Conn {
-	return &sharedDB{inner: c, perKey: max(perKey, 1), keyOf: keyOf, slots: map[string]*keySlots{}}
+	return &sharedDB{inner: c, slotTable: &slotTable{perKey: max(perKey, 1), keyOf: keyOf, slots: map[string]*keySlots{}}}
 }
 
+// sharedDB is Shared's Conn. Its slots are a table of their own, so a
+// copy around another Conn (rewrap) limits the same keys.
 type sharedDB struct {
-	inner  Conn
+	inner Conn
+	*slotTable
+}
+
+// slotTable is the keys' slots: at most perKey calls of a key at once.
+type slotTable struct {
 	perKey int
 	keyOf  func(context.Context) string
 
@@ -41,7 +48,7 @@ type keySlots struct {
 // caller then runs its call on the done context, which fails it as the
 // inner Conn fails a call out of time); release gives the slot back (a
 // no-op for the empty key).
-func (s *sharedDB) acquire(ctx context.Context) (release func(), err error) {
+func (s *slotTable) acquire(ctx context.Context) (release func(), err error) {
 	key := s.keyOf(ctx)
 	if key == "" {
 		return func() {}, nil

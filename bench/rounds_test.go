@@ -37,14 +37,14 @@ func TestScaleCostAlternatesWhichSizeRunsFirst(t *testing.T) {
 	_, err := scaleCost(fs, op)
 	require.NoError(t, err)
 	made = made[2*20:] // past the warm-up
-	require.Len(t, made, 2*rounds*op.calls)
+	require.Len(t, made, 2*scaleRounds*op.calls)
 	var order []int // the size of each batch of op.calls calls
 	for b := 0; b < len(made); b += op.calls {
 		require.Equal(t, made[b:b+1], slices.Compact(slices.Clone(made[b:b+op.calls])), "a batch's calls are at one size")
 		order = append(order, made[b])
 	}
 	first := firsts(t, order, 2)
-	require.Equal(t, map[int]int{100_000: (rounds + 1) / 2, 10_000_000: rounds / 2}, first)
+	require.Equal(t, map[int]int{100_000: (scaleRounds + 1) / 2, 10_000_000: scaleRounds / 2}, first)
 }
 
 // TestScaleSweepsAlternateWhichSizeRunsFirst: each pass of a sweep's

@@ -238,7 +238,7 @@ WHERE x.indrelid = 'uploaded_file'::regclass AND NOT EXISTS (SELECT 1 FROM pg_co
 // large rows over the cost at 100k (goal ≤ 1.2×), then the table's and
 // each index's size per million files at large rows.
 func benchScale(ctx context.Context, large int, write string) error {
-	rep := &report{preamble: fmt.Sprintf("Each cost is the median of %d alternating rounds per size, after 20 warm-up calls.", rounds)}
+	rep := &report{preamble: fmt.Sprintf("Each cost is the median of %d alternating rounds per size (about 150 ms of calls each), after 20 warm-up calls.", scaleRounds)}
 	var fs []*scaleFixture
 	for _, total := range []int{scaleSmall, large} {
 		t, closeTarget, err := openScaleTarget(ctx, total)

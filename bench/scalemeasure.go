@@ -40,10 +40,16 @@ type scaleFixture struct {
 	payloadSum            string
 }
 
+// scaleRounds is how many rounds scaleCost times each call in at each
+// size. With five rounds of 100-200 calls (10-30 ms a round), two tables of
+// the same size read 0.57-1.29× of each other; rounds of about 150 ms and
+// more of them are what the ratios need to mean anything.
+const scaleRounds = 9
+
 // scaleOp is one measured call.
 type scaleOp struct {
 	name    string
-	calls   int // per round and target
+	calls   int // per round and target: about 150 ms of calls at 100k
 	call    func(f *scaleFixture, i int) error
 	objects int // objects one call walks (0: not a walk); the row adds objects per second
 }
@@ -51,20 +57,20 @@ type scaleOp struct {
 // scaleOps are the calls bench-scale compares across table sizes, each
 // through the service (the handler adds the same work at every size).
 var scaleOps = []scaleOp{
-	{name: "detail of an owner's file", calls: 200, call: func(f *scaleFixture, i int) error { _, err := f.t.svc.Find(f.owner, f.ids[i%len(f.ids)]); return err }},
-	{name: "list: the owner's first page of 50", calls: 100, call: func(f *scaleFixture, _ int) error { return list(f.owner, f, service.ListOptions{Limit: 50}) }},
-	{name: "list: the owner's page 11", calls: 100, call: func(f *scaleFixture, _ int) error {
+	{name: "detail of an owner's file", calls: 1500, call: func(f *scaleFixture, i int) error { _, err := f.t.svc.Find(f.owner, f.ids[i%len(f.ids)]); return err }},
+	{name: "list: the owner's first page of 50", calls: 500, call: func(f *scaleFixture, _ int) error { return list(f.owner, f, service.ListOptions{Limit: 50}) }},
+	{name: "list: the owner's page 11", calls: 500, call: func(f *scaleFixture, _ int) error {
 		return list(f.owner, f, service.ListOptions{Limit: 50, Cursor: f.deepOwner})
 	}},
-	{name: "list: the tenant's first page of 50", calls: 100, call: func(f *scaleFixture, _ int) error { return list(f.auditor, f, service.ListOptions{Limit: 50}) }},
-	{name: "list: the tenant's page 11", calls: 100, call: func(f *scaleFixture, _ int) error {
+	{name: "list: the tenant's first page of 50", calls: 500, call: func(f *scaleFixture, _ int) error { return list(f.auditor, f, service.ListOptions{Limit: 50}) }},
+	{name: "list: the tenant's page 11", calls: 500, call: func(f *scaleFixture, _ int) error {
 		return list(f.auditor, f, service.ListOptions{Limit: 50, Cursor: f.deepTenant})
 	}},
-	{name: "list: a record's files", calls: 200, call: func(f *scaleFixture, _ int) error {
+	{name: "list: a record's files", calls: 800, call: func(f *scaleFixture, _ int) error {
 		return list(f.auditor, f, service.ListOptions{Limit: 50, Entity: "invoice", EntityID: f.record})
 	}},
-	{name: "usage of the owner", calls: 200, call: func(f *scaleFixture, _ int) error { _, err := f.t.svc.Usage(f.owner); return err }},
-	{name: "download of 64 KiB", calls: 100, call: func(f *scaleFixture, i int) error {
+	{name: "usage of the owner", calls: 1000, call: func(f *scaleFixture, _ int) error { _, err := f.t.svc.Usage(f.owner); return err }},
+	{name: "download of 64 KiB", calls: 1500, call: func(f *scaleFixture, i int) error {
 		d, err := f.t.svc.Download(f.owner, f.stored[i%len(f.stored)])
 		if err != nil {
 			return err
@@ -72,7 +78,7 @@ var scaleOps = []scaleOp{
 		_, err = io.Copy(io.Discard, d.Body)
 		return firstError(err, d.Body.Close())
 	}},
-	{name: "buffer upload of 64 KiB", calls: 40, call: func(f *scaleFixture, _ int) error {
+	{name: "buffer upload of 64 KiB", calls: 100, call: func(f *scaleFixture, _ int) error {
 		_, err := f.t.svc.Upload(f.owner, bytes.NewReader(f.payload), "data.csv", nil)
 		return err
 	}},
@@ -187,7 +193,7 @@ func scaleCost(fs []*scaleFixture, op scaleOp) ([]time.Duration, error) {
 		}
 	}
 	per := make([][]time.Duration, len(fs))
-	for r := range rounds {
+	for r := range scaleRounds {
 		for _, j := range roundOrder(r, len(fs)) {
 			f := fs[j]
 			start := time.Now()

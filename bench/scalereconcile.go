@@ -27,7 +27,7 @@ const (
 // merged with the rows' references, each visible file's object compared
 // with its row.
 var reconcileOp = scaleOp{
-	name: fmt.Sprintf("reconcile of a tenant's prefix, %d objects", scaleReconcileObjects), calls: 2, objects: scaleReconcileObjects,
+	name: fmt.Sprintf("reconcile of a tenant's prefix, %d objects", scaleReconcileObjects), calls: 5, objects: scaleReconcileObjects,
 	call: func(f *scaleFixture, _ int) error { return reconcileWalk(f.t) },
 }
 

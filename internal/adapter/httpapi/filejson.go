@@ -182,20 +182,19 @@ func appendTime(b []byte, t time.Time) []byte {
 const hexDigits = "0123456789abcdef"
 
 // appendString appends s as a JSON string exactly as encoding/json writes
-// it (HTML-escaped: <, > and & as \u003c, \u003e, \u0026). Strings with
-// bytes outside ASCII go through encoding/json itself, which also repairs
-// invalid UTF-8 and escapes U+2028 and U+2029.
+// it (HTML-escaped: <, > and & as \u003c, \u003e, \u0026), in one pass
+// over s. Strings with bytes outside ASCII go through encoding/json
+// itself, which also repairs invalid UTF-8 and escapes U+2028 and U+2029.
 func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return appendMarshaled(b, s)
-		}
-	}
+	mark := len(b)
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+		if c >= utf8.RuneSelf {
+			return appendMarshaled(b[:mark], s)
+		}
+		if jsonVerbatim[c] {
 			continue
 		}
 		b = append(b, s[start:i]...)
@@ -220,6 +219,15 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// jsonVerbatim marks the ASCII bytes a JSON string carries as they are:
+// not a control character, a quote, a backslash or one of <, > and &.
+var jsonVerbatim = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
 
 // appendMarshaled appends s as encoding/json marshals it (a string
 // always marshals).

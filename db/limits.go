@@ -173,6 +173,11 @@ type boundedDB struct {
 	timeout time.Duration
 }
 
+// rewrap implements around.
+func (b boundedDB) rewrap(f func(Conn) Conn) Conn {
+	return boundedDB{Conn: f(b.Conn), timeout: b.timeout}
+}
+
 // bound is ctx with the call's deadline, unless an earlier one is set.
 func (b boundedDB) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= b.timeout {
@@ -254,6 +259,11 @@ func Route(requests, sweeps Conn) Conn { return routedDB{requests: requests, swe
 
 // routedDB is Route's Conn.
 type routedDB struct{ requests, sweeps Conn }
+
+// rewrap implements around.
+func (r routedDB) rewrap(f func(Conn) Conn) Conn {
+	return routedDB{requests: f(r.requests), sweeps: f(r.sweeps)}
+}
 
 func (r routedDB) pick(ctx context.Context) Conn {
 	if WorkOf(ctx) == WorkSweeps {

@@ -65,22 +65,12 @@ func withPlanCache(c Conn) Conn {
 	return c
 }
 
-// around is a Conn of this package that runs its calls on other Conns.
+// around is a Conn of this package that runs its calls on other Conns
+// (Bounded, Route, Shared: each has its rewrap beside it). A new such
+// layer implements it, or Wrap's plan cache stops at it.
 type around interface {
 	// rewrap is the same Conn around f of each of its Conns.
 	rewrap(f func(Conn) Conn) Conn
-}
-
-func (b boundedDB) rewrap(f func(Conn) Conn) Conn {
-	return boundedDB{Conn: f(b.Conn), timeout: b.timeout}
-}
-
-func (r routedDB) rewrap(f func(Conn) Conn) Conn {
-	return routedDB{requests: f(r.requests), sweeps: f(r.sweeps)}
-}
-
-func (s *sharedDB) rewrap(f func(Conn) Conn) Conn {
-	return &sharedDB{inner: f(s.inner), slotTable: s.slotTable}
 }
 
 // QueryRow runs sql like the wrapped pool's QueryRow; its Scan reuses the

@@ -28,6 +28,11 @@ type sharedDB struct {
 	*slotTable
 }
 
+// rewrap implements around: the copy shares this one's slot table.
+func (s *sharedDB) rewrap(f func(Conn) Conn) Conn {
+	return &sharedDB{inner: f(s.inner), slotTable: s.slotTable}
+}
+
 // slotTable is the keys' slots: at most perKey calls of a key at once.
 type slotTable struct {
 	perKey int

@@ -49,14 +49,21 @@ type keySlots struct {
 	users int
 }
 
-// acquire takes a slot of ctx's key, or fails with ctx's error (the
+// hold is one call's slot of its key, from acquire until release. The
+// zero hold holds nothing (the empty key, or a wait that failed).
+type hold struct {
+	table *slotTable
+	slots *keySlots
+	key   string
+}
+
+// acquire takes a slot of ctx's key into h, or fails with ctx's error (the
 // caller then runs its call on the done context, which fails it as the
-// inner Conn fails a call out of time); release gives the slot back (a
-// no-op for the empty key).
-func (s *slotTable) acquire(ctx context.Context) (release func(), err error) {
+// inner Conn fails a call out of time). The empty key takes nothing.
+func (s *slotTable) acquire(ctx context.Context, h *hold) error {
 	key := s.keyOf(ctx)
 	if key == "" {
-		return func() {}, nil
+		return nil
 	}
 	s.mu.Lock()
 	ks, ok := s.slots[key]
@@ -66,117 +73,134 @@ func (s *slotTable) acquire(ctx context.Context) (release func(), err error) {
 	}
 	ks.users++
 	s.mu.Unlock()
-	done := func() {
-		s.mu.Lock()
-		if ks.users--; ks.users == 0 {
-			delete(s.slots, key)
-		}
-		s.mu.Unlock()
-	}
 	select {
 	case ks.ch <- struct{}{}:
+		*h = hold{table: s, slots: ks, key: key}
+		return nil
 	case <-ctx.Done():
-		done()
-		return nil, ctx.Err()
+		s.leave(key, ks)
+		return ctx.Err()
 	}
-	var once sync.Once
-	return func() { once.Do(func() { <-ks.ch; done() }) }, nil
+}
+
+// leave drops one user of key's slots, and the entry with its last.
+func (s *slotTable) leave(key string, ks *keySlots) {
+	s.mu.Lock()
+	if ks.users--; ks.users == 0 {
+		delete(s.slots, key)
+	}
+	s.mu.Unlock()
+}
+
+// release gives h's slot back; a second release (a second Close, a
+// Rollback after the Commit) gives nothing.
+func (h *hold) release() {
+	if h.slots == nil {
+		return
+	}
+	<-h.slots.ch
+	h.table.leave(h.key, h.slots)
+	h.slots = nil
 }
 
 // Exec implements DBTX.
 func (s *sharedDB) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	release, err := s.acquire(ctx)
-	if err != nil {
+	var h hold
+	if err := s.acquire(ctx, &h); err != nil {
 		return s.inner.Exec(ctx, sql, args...)
 	}
-	defer release()
+	defer h.release()
 	return s.inner.Exec(ctx, sql, args...)
 }
 
 // Query implements DBTX; the slot is held until the rows are closed.
 func (s *sharedDB) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	release, err := s.acquire(ctx)
-	if err != nil {
+	r := &sharedRows{}
+	if err := s.acquire(ctx, &r.hold); err != nil {
 		return s.inner.Query(ctx, sql, args...)
 	}
 	rows, err := s.inner.Query(ctx, sql, args...)
 	if err != nil {
-		release()
+		r.release()
 		return nil, err
 	}
-	return sharedRows{Rows: rows, release: release}, nil
+	r.Rows = rows
+	return r, nil
 }
 
 // QueryRow implements DBTX; the slot is held until Scan.
 func (s *sharedDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	release, err := s.acquire(ctx)
-	if err != nil {
+	r := &sharedRow{}
+	if err := s.acquire(ctx, &r.hold); err != nil {
 		return s.inner.QueryRow(ctx, sql, args...)
 	}
-	return sharedRow{Row: s.inner.QueryRow(ctx, sql, args...), release: release}
+	r.Row = s.inner.QueryRow(ctx, sql, args...)
+	return r
 }
 
 // SendBatch implements DBTX; the slot is held until the batch is closed.
 func (s *sharedDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	release, err := s.acquire(ctx)
-	if err != nil {
+	r := &sharedBatch{}
+	if err := s.acquire(ctx, &r.hold); err != nil {
 		return s.inner.SendBatch(ctx, b)
 	}
-	return sharedBatch{BatchResults: s.inner.SendBatch(ctx, b), release: release}
+	r.BatchResults = s.inner.SendBatch(ctx, b)
+	return r
 }
 
 // Begin implements Conn; the slot is held until the transaction ends.
 func (s *sharedDB) Begin(ctx context.Context) (pgx.Tx, error) {
-	release, err := s.acquire(ctx)
-	if err != nil {
+	t := &sharedTx{}
+	if err := s.acquire(ctx, &t.hold); err != nil {
 		return s.inner.Begin(ctx)
 	}
 	tx, err := s.inner.Begin(ctx)
 	if err != nil {
-		release()
+		t.release()
 		return nil, err
 	}
-	return sharedTx{Tx: tx, release: release}, nil
+	t.Tx = tx
+	return t, nil
 }
 
 type sharedRows struct {
 	pgx.Rows
-	release func()
+	hold
 }
 
-func (r sharedRows) Close() { r.Rows.Close(); r.release() }
+func (r *sharedRows) Close() { r.Rows.Close(); r.release() }
 
 type sharedRow struct {
 	pgx.Row
-	release func()
+	hold
 }
 
-func (r sharedRow) Scan(dest ...any) error {
+func (r *sharedRow) Scan(dest ...any) error {
 	defer r.release()
 	return r.Row.Scan(dest...)
 }
 
 type sharedBatch struct {
 	pgx.BatchResults
-	release func()
+	hold
 }
 
-func (b sharedBatch) Close() error {
+func (b *sharedBatch) Close() error {
 	defer b.release()
 	return b.BatchResults.Close()
 }
 
 type sharedTx struct {
 	pgx.Tx
-	release func()
+	hold
 }
 
-func (t sharedTx) Commit(ctx context.Context) error {
+func (t *sharedTx) Commit(ctx context.Context) error {
 	defer t.release()
 	return t.Tx.Commit(ctx)
 }
 
-func (t sharedTx) Rollback(ctx context.Context) error {
+func (t *sharedTx) Rollback(ctx context.Context) error {
 	defer t.release()
 	return t.Tx.Rollback(ctx)
 }

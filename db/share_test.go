@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/uploadedfile/uploadedfile/db"
@@ -89,4 +90,46 @@ func TestSharedKeepsATenantToItsShare(t *testing.T) {
 	require.Error(t, err, "out of time waiting for a's share")
 	require.NoError(t, tx.Rollback(ctx))
 	require.NoError(t, tx2.Rollback(ctx))
+}
+
+// TestSharedGivesASlotBackOnce: a Rollback after the Commit (a deferred
+// Rollback) and a second Close of rows give nothing back twice -- they
+// return at once, and the share still holds its limit after them.
+func TestSharedGivesASlotBackOnce(t *testing.T) {
+	t.Parallel()
+	pool := poolOf(t, 4)
+	c := db.Shared(pool, 1, shareKeyOf)
+	ctx := context.Background()
+	a := withShareKey(ctx, "a")
+	within := func(what string, fn func()) {
+		t.Helper()
+		done := make(chan struct{})
+		go func() { defer close(done); fn() }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s did not return", what)
+		}
+	}
+
+	tx, err := c.Begin(a)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	var rollback error
+	within("a Rollback after the Commit", func() { rollback = tx.Rollback(ctx) })
+	require.ErrorIs(t, rollback, pgx.ErrTxClosed)
+	rows, err := c.Query(a, "SELECT 1")
+	require.NoError(t, err)
+	rows.Close()
+	within("a second Close", rows.Close)
+
+	held, err := c.Begin(a)
+	require.NoError(t, err)
+	short, cancel := context.WithTimeout(a, 100*time.Millisecond)
+	defer cancel()
+	_, err = c.Exec(short, "SELECT 1")
+	require.Error(t, err, "a's one slot is the transaction's")
+	require.NoError(t, held.Rollback(ctx))
+	_, err = c.Exec(a, "SELECT 1")
+	require.NoError(t, err, "and free again once it ends")
 }

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"container/list"
 	"crypto"
+	"crypto/ecdsa"
+	"crypto/rsa"
 	"crypto/sha256"
 	"sync"
 	"time"
@@ -119,8 +121,21 @@ func (c *tokenCache) size() int {
 }
 
 // sameKey reports whether two verification keys are equal (public keys
-// compare with their Equal method; an HMAC secret is static).
+// compare with their Equal method; an HMAC secret is static). The key set
+// hands out the same key value until it is refreshed, so the same pointer
+// answers at once: an RSA key's Equal copies both moduli to compare them
+// in constant time, on every cached token's request.
 func sameKey(a, b any) bool {
+	switch a := a.(type) {
+	case *rsa.PublicKey:
+		if b, ok := b.(*rsa.PublicKey); ok && a == b {
+			return true
+		}
+	case *ecdsa.PublicKey:
+		if b, ok := b.(*ecdsa.PublicKey); ok && a == b {
+			return true
+		}
+	}
 	if eq, ok := a.(interface{ Equal(crypto.PublicKey) bool }); ok {
 		return eq.Equal(b)
 	}

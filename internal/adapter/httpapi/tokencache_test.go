@@ -3,9 +3,13 @@ package httpapi
 import (
 	"context"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"fmt"
+	"math/big"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -185,4 +189,44 @@ func TestTokenCacheBoundInBytes(t *testing.T) {
 	require.LessOrEqual(t, g.cache.size(), TokenCacheBytes)
 	require.Less(t, g.cache.len(), n, "evicted by bytes, long before the count")
 	require.Greater(t, g.cache.len(), TokenCacheBytes/(MaxTokenBytes+tokenEntryOverhead)-1)
+}
+
+// TestSameKey: a key is the same as itself and as an equal copy (a key set
+// refreshed parses its keys again), not as another key or another kind of
+// key; Ed25519 keys (slices) compare without a panic.
+func TestSameKey(t *testing.T) {
+	t.Parallel()
+	rsaA, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	rsaB, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	ecA, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	edA, _, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	edB, _, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	rsaCopy := &rsa.PublicKey{N: new(big.Int).Set(rsaA.N), E: rsaA.E}
+	ecBytes, err := ecA.PublicKey.Bytes()
+	require.NoError(t, err)
+	ecCopy, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), ecBytes)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name string
+		a, b any
+		want bool
+	}{
+		{"an RSA key and itself", &rsaA.PublicKey, &rsaA.PublicKey, true},
+		{"an RSA key and its copy", &rsaA.PublicKey, rsaCopy, true},
+		{"two RSA keys", &rsaA.PublicKey, &rsaB.PublicKey, false},
+		{"an EC key and itself", &ecA.PublicKey, &ecA.PublicKey, true},
+		{"an EC key and its copy", &ecA.PublicKey, ecCopy, true},
+		{"an RSA key and an EC key", &rsaA.PublicKey, &ecA.PublicKey, false},
+		{"an Ed25519 key and its copy", edA, slices.Clone(edA), true},
+		{"two Ed25519 keys", edA, edB, false},
+		{"no key and no key", nil, nil, true},
+		{"a key and none", &rsaA.PublicKey, nil, false},
+	} {
+		require.Equal(t, c.want, sameKey(c.a, c.b), c.name)
+	}
 }

@@ -84,10 +84,7 @@ func TestSharedKeepsATenantToItsShare(t *testing.T) {
 	require.NoError(t, err)
 	tx2, err = c.Begin(a)
 	require.NoError(t, err)
-	short, cancel := context.WithTimeout(a, 100*time.Millisecond)
-	defer cancel()
-	_, err = c.Exec(short, "SELECT 1")
-	require.Error(t, err, "out of time waiting for a's share")
+	requireShareFull(t, a, c, "out of time waiting for a's share")
 	require.NoError(t, tx.Rollback(ctx))
 	require.NoError(t, tx2.Rollback(ctx))
 }
@@ -125,11 +122,18 @@ func TestSharedGivesASlotBackOnce(t *testing.T) {
 
 	held, err := c.Begin(a)
 	require.NoError(t, err)
-	short, cancel := context.WithTimeout(a, 100*time.Millisecond)
-	defer cancel()
-	_, err = c.Exec(short, "SELECT 1")
-	require.Error(t, err, "a's one slot is the transaction's")
+	requireShareFull(t, a, c, "a's one slot is the transaction's")
 	require.NoError(t, held.Rollback(ctx))
 	_, err = c.Exec(a, "SELECT 1")
 	require.NoError(t, err, "and free again once it ends")
+}
+
+// requireShareFull: a call of ctx's key on c, given 100 ms, fails waiting
+// for a slot of its share.
+func requireShareFull(t *testing.T, ctx context.Context, c db.Conn, msg string) {
+	t.Helper()
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	_, err := c.Exec(short, "SELECT 1")
+	require.Error(t, err, msg)
 }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"strings"
 
@@ -66,13 +65,12 @@ func withGrantedDownloads(svc *service.Service, ew errorWriter, next http.Handle
 			next.ServeHTTP(w, r)
 			return
 		}
-		setRoute(r, grantedPattern(preset))
+		handled(r, grantedPattern(preset))
 		d, err := svc.DownloadGranted(r.Context(), id, preset, g)
 		if err != nil {
 			ew.response(w, r, err)
 			return
 		}
-		ctx := context.WithValue(r.Context(), requestKey{}, r)
-		_ = bytesResponse{ctx: ctx, d: d, granted: true}.visit(w)
+		_ = bytesResponse{ctx: r.Context(), d: d, granted: true}.visit(w)
 	})
 }

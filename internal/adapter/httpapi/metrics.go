@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,35 @@ type requestMetrics struct {
 	// bytesIn and bytesOut are uploadedfile_http_bytes_total's two
 	// series, resolved once rather than looked up on every request.
 	bytesIn, bytesOut prometheus.Counter
+	// series holds each route and status's series (seriesKey to
+	// routeSeries), resolved once: a vector's WithLabelValues hashes its
+	// labels and takes a lock on every call. Routes are the mux's patterns
+	// and status codes a handful, so it stays small.
+	series sync.Map
+}
+
+// seriesKey names one route and status's series.
+type seriesKey struct {
+	route string
+	code  int
+}
+
+// routeSeries is one route and status's request counter and the route's
+// latency histogram.
+type routeSeries struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
+}
+
+// seriesOf is route and code's series, resolved on first use.
+func (m *requestMetrics) seriesOf(route string, code int) routeSeries {
+	k := seriesKey{route: route, code: code}
+	if s, ok := m.series.Load(k); ok {
+		return s.(routeSeries)
+	}
+	s := routeSeries{requests: m.requests.WithLabelValues(route, strconv.Itoa(code)), latency: m.latency.WithLabelValues(route)}
+	m.series.Store(k, s)
+	return s
 }
 
 func newRequestMetrics(reg prometheus.Registerer) *requestMetrics {
@@ -52,8 +82,9 @@ func observe(next http.Handler, mux *http.ServeMux, m *requestMetrics, log acces
 		elapsed := time.Since(start)
 		route := routeOf(r, mux)
 		if m != nil {
-			m.requests.WithLabelValues(route, strconv.Itoa(sw.code)).Inc()
-			m.latency.WithLabelValues(route).Observe(elapsed.Seconds())
+			s := m.seriesOf(route, sw.code)
+			s.requests.Inc()
+			s.latency.Observe(elapsed.Seconds())
 			m.bytesIn.Add(float64(in))
 			m.bytesOut.Add(float64(sw.n))
 		}
@@ -67,7 +98,7 @@ func observe(next http.Handler, mux *http.ServeMux, m *requestMetrics, log acces
 }
 
 // routeOf is the route pattern r was answered on: the one its handler
-// recorded (setRoute) or, for a request answered before one did (a 401, a
+// recorded (handled) or, for a request answered before one did (a 401, a
 // request whose parameters did not bind), the one mux routes it to;
 // "unmatched" for none.
 func routeOf(r *http.Request, mux *http.ServeMux) string {

@@ -2,8 +2,8 @@ package httpapi
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
+	"math/rand/v2"
 	"net/http"
 
 	api "github.com/uploadedfile/uploadedfile/gen/api"
@@ -18,17 +18,18 @@ func RequestIDFrom(ctx context.Context) string {
 	return ""
 }
 
-type requestKey struct{}
-
 type requestInfoKey struct{}
 
 // requestInfo is what the layers learn of a request on its way down, kept
-// in its context by withRequestID: its id, and the route it was matched
-// to (set by withRequest for the router's routes and by
-// withGrantedDownloads for its own; "" until then), which observe reads
-// once the handler has returned.
+// in its context by withRequestID: its id; the route it was matched to,
+// which observe reads once the handler has returned; and the request as
+// the handler received it, for the responses that need it
+// (http.ServeContent). withRequest sets both for the router's routes and
+// withGrantedDownloads for its own; until then the route is "" and the
+// request nil.
 type requestInfo struct {
 	id, route string
+	req       *http.Request
 }
 
 // infoOf is the requestInfo of a request's context (nil outside one).
@@ -37,15 +38,24 @@ func infoOf(ctx context.Context) *requestInfo {
 	return info
 }
 
-// withRequest keeps the request in the handler's context, for the
-// responses that need it (http.ServeContent), and records the route the
-// router matched (r.Pattern) for observe, which would otherwise look it up
+// withRequest records the request and the route the router matched
+// (r.Pattern) in its requestInfo (handled): for the responses that need
+// the request, and for observe, which would otherwise look the route up
 // again. Every generated route runs it.
 func withRequest(f api.StrictHandlerFunc, _ string) api.StrictHandlerFunc {
 	return func(ctx context.Context, w http.ResponseWriter, r *http.Request, req any) (any, error) {
-		setRoute(r, r.Pattern)
-		return f(context.WithValue(ctx, requestKey{}, r), w, r, req)
+		handled(r, r.Pattern)
+		return f(ctx, w, r, req)
 	}
+}
+
+// requestOf is the request a handler received (nil outside one), as
+// withRequest or withGrantedDownloads recorded it.
+func requestOf(ctx context.Context) *http.Request {
+	if info := infoOf(ctx); info != nil {
+		return info.req
+	}
+	return nil
 }
 
 // withRequestID tags the request with an id for logs (the client's
@@ -58,19 +68,30 @@ func withRequestID(next http.Handler) http.Handler {
 		if id != "" && len(id) <= 128 {
 			w.Header().Set("X-Request-Id", id)
 		} else {
-			var b [8]byte
-			_, _ = rand.Read(b[:])
-			id = hex.EncodeToString(b[:])
+			id = newRequestID()
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, &requestInfo{id: id})))
 	})
 }
 
+// newRequestID is a random request id of 16 hex digits. It names a
+// request in the logs and guards nothing, so it comes from the runtime's
+// generator (ChaCha8, seeded by the system) rather than a system call
+// per request.
+func newRequestID() string {
+	var b [8]byte
+	for i, v := 0, rand.Uint64(); i < len(b); i, v = i+1, v>>8 {
+		b[i] = byte(v)
+	}
+	return hex.EncodeToString(b[:])
+}
+
 func requestID(r *http.Request) string { return RequestIDFrom(r.Context()) }
 
-// setRoute records route as the request's route, for observe.
-func setRoute(r *http.Request, route string) {
+// handled records r as the request its handler received and route as its
+// route, for observe.
+func handled(r *http.Request, route string) {
 	if info := infoOf(r.Context()); info != nil {
-		info.route = route
+		info.route, info.req = route, r
 	}
 }

@@ -100,7 +100,7 @@ func (s *Server) CompleteUpload(ctx context.Context, req api.CompleteUploadReque
 func (s *Server) PutUploadContent(ctx context.Context, req api.PutUploadContentRequestObject) (api.PutUploadContentResponseObject, error) {
 	var rc *service.ContentReceipt
 	var err error
-	r, _ := ctx.Value(requestKey{}).(*http.Request)
+	r := requestOf(ctx)
 	if q := queryOf(r); service.IsSigned(q) {
 		rc, err = s.svc.WriteSignedContent(ctx, req.Id.String(), service.SignedContent{
 			Query: q, ContentType: r.Header.Get("Content-Type"), ContentLength: r.ContentLength,
@@ -278,7 +278,7 @@ func (b bytesResponse) visit(w http.ResponseWriter) error {
 	// origin.
 	disp := filecheck.Disposition(b.d.FileName, b.d.Disposition == service.DispositionInline)
 	servecontent.DownloadHeaders(h, disp, b.d.ETag, b.granted)
-	r, _ := b.ctx.Value(requestKey{}).(*http.Request)
+	r := requestOf(b.ctx)
 	if r != nil && servecontent.CheckRanges(r.Header.Get("Range"), b.d.Size) != nil {
 		servecontent.RefuseRanges(w, b.d.Size)
 		return nil

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -39,14 +40,19 @@ type queryParam struct {
 	required bool
 	opts     runtime.BindQueryParameterOptions
 	field    int
+	// absentIsNil: an optional value of its own key, which the runtime
+	// leaves unset, without an error, when the query lacks the key; bind
+	// skips it then rather than build the reflection to learn so.
+	absentIsNil bool
 }
 
 // newQueryBinder reads the query parameters of method on path in doc. It
-// fails when the operation takes a parameter elsewhere than in the query,
-// or when the parameters and P's fields do not name each other one to one:
-// a binder that would skip a parameter is never built.
-func newQueryBinder[P any](doc *openapi3.T, method, path string) (*queryBinder[P], error) {
-	params, err := queryParamsOf(doc, reflect.TypeFor[P](), method, path)
+// fails when the operation takes a parameter elsewhere than in the query
+// (but the path parameters named in inPath, which the route binds
+// itself), or when the parameters and P's fields do not name each other
+// one to one: a binder that would skip a parameter is never built.
+func newQueryBinder[P any](doc *openapi3.T, method, path string, inPath ...string) (*queryBinder[P], error) {
+	params, err := queryParamsOf(doc, reflect.TypeFor[P](), method, path, inPath...)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +61,7 @@ func newQueryBinder[P any](doc *openapi3.T, method, path string) (*queryBinder[P
 
 // queryParamsOf is newQueryBinder's reading of the contract for the
 // struct type t.
-func queryParamsOf(doc *openapi3.T, t reflect.Type, method, path string) ([]queryParam, error) {
+func queryParamsOf(doc *openapi3.T, t reflect.Type, method, path string, inPath ...string) ([]queryParam, error) {
 	item := doc.Paths.Value(path)
 	if item == nil || item.GetOperation(method) == nil {
 		return nil, fmt.Errorf("the contract has no %s %s", method, path)
@@ -71,6 +77,9 @@ func queryParamsOf(doc *openapi3.T, t reflect.Type, method, path string) ([]quer
 	var params []queryParam
 	for _, ref := range append(item.Parameters, item.GetOperation(method).Parameters...) {
 		p := ref.Value
+		if p.In == openapi3.ParameterInPath && slices.Contains(inPath, p.Name) {
+			continue
+		}
 		if p.In != openapi3.ParameterInQuery {
 			return nil, fmt.Errorf("%s %s takes %s in the %s", method, path, p.Name, p.In)
 		}
@@ -79,7 +88,7 @@ func queryParamsOf(doc *openapi3.T, t reflect.Type, method, path string) ([]quer
 			return nil, fmt.Errorf("%s has no field for the query parameter %s", t, p.Name)
 		}
 		delete(fields, p.Name)
-		params = append(params, newQueryParam(p, i))
+		params = append(params, newQueryParam(p, i, t.Field(i).Type))
 	}
 	for name := range fields {
 		return nil, fmt.Errorf("%s's field for %s is no query parameter of %s %s", t, name, method, path)
@@ -87,14 +96,20 @@ func queryParamsOf(doc *openapi3.T, t reflect.Type, method, path string) ([]quer
 	return params, nil
 }
 
-// newQueryParam is p as the generated wrapper binds it: style form and
-// exploded unless the contract says otherwise, its schema's type and
-// format.
-func newQueryParam(p *openapi3.Parameter, field int) queryParam {
+// newQueryParam is p as the generated wrapper binds it into a field of
+// type ft: style form and exploded unless the contract says otherwise,
+// its schema's type and format.
+func newQueryParam(p *openapi3.Parameter, field int, ft reflect.Type) queryParam {
 	q := queryParam{name: p.Name, style: p.Style, explode: true, required: p.Required, field: field}
 	if q.style == "" {
 		q.style = openapi3.SerializationForm
 	}
+	if ft.Kind() == reflect.Pointer {
+		ft = ft.Elem()
+	}
+	// An exploded object's fields are query keys of their own: only a
+	// value bound from its own key can be known absent by that key.
+	q.absentIsNil = !q.required && q.style == openapi3.SerializationForm && ft.Kind() != reflect.Struct && ft.Kind() != reflect.Map
 	if p.Explode != nil {
 		q.explode = *p.Explode
 	}
@@ -114,6 +129,9 @@ func (b *queryBinder[P]) bind(query url.Values) (P, error) {
 	var params P
 	v := reflect.ValueOf(&params).Elem()
 	for _, p := range b.params {
+		if _, present := query[p.name]; !present && p.absentIsNil {
+			continue
+		}
 		err := runtime.BindQueryParameterWithOptions(p.style, p.explode, p.required, p.name, query, v.Field(p.field).Addr().Interface(), p.opts)
 		if err == nil {
 			continue
@@ -126,9 +144,9 @@ func (b *queryBinder[P]) bind(query url.Values) (P, error) {
 	return params, nil
 }
 
-// boundRoutes is the generated router's mux, with the list routes served
-// by handlers that bind their query from one parse: HandleFunc registers
-// those in place of the generated wrapper's methods.
+// boundRoutes is the generated router's mux, with the list routes and
+// the download served by handlers that bind their query from one parse:
+// HandleFunc registers those in place of the generated wrapper's methods.
 type boundRoutes struct {
 	*http.ServeMux
 	own map[string]http.HandlerFunc
@@ -153,6 +171,10 @@ func newBoundRoutes(mux *http.ServeMux, si api.ServerInterface, opts api.StdHTTP
 	if err != nil {
 		return nil, err
 	}
+	download, err := newQueryBinder[api.DownloadFileParams](doc, http.MethodGet, "/uploaded-file/{id}/download", "id")
+	if err != nil {
+		return nil, err
+	}
 	w := api.ServerInterfaceWrapper{Handler: si, HandlerMiddlewares: opts.Middlewares, ErrorHandlerFunc: opts.ErrorHandlerFunc}
 	return &boundRoutes{ServeMux: mux, own: map[string]http.HandlerFunc{
 		http.MethodGet + " " + opts.BaseURL + "/uploaded-file": boundRoute(w, list, func(w http.ResponseWriter, r *http.Request, p api.ListFilesParams) {
@@ -161,6 +183,8 @@ func newBoundRoutes(mux *http.ServeMux, si api.ServerInterface, opts api.StdHTTP
 		http.MethodGet + " " + opts.BaseURL + "/internal/uploaded-file": boundRoute(w, hostList, func(w http.ResponseWriter, r *http.Request, p api.HostListFilesParams) {
 			si.HostListFiles(w, r, p)
 		}),
+		//lint:ignore SA1019 the compatibility download route is still served, so it binds like the others
+		http.MethodGet + " " + opts.BaseURL + "/uploaded-file/{id}/download": boundFileRoute(w, download, si.DownloadFile),
 	}}, nil
 }
 
@@ -183,10 +207,38 @@ func boundRoute[P any](w api.ServerInterfaceWrapper, b *queryBinder[P], op func(
 			w.ErrorHandlerFunc(rw, r, err)
 			return
 		}
-		var h http.Handler = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { op(rw, r, params) })
-		for _, m := range w.HandlerMiddlewares {
-			h = m(h)
-		}
-		h.ServeHTTP(rw, r)
+		serveBound(w, rw, r, func(rw http.ResponseWriter, r *http.Request) { op(rw, r, params) })
 	}
+}
+
+// boundFileRoute is boundRoute for an operation on one file: the path's
+// id is bound first, by the runtime function and options the generated
+// wrapper uses, then the query.
+func boundFileRoute[P any](w api.ServerInterfaceWrapper, b *queryBinder[P], op func(http.ResponseWriter, *http.Request, api.FileID, P)) http.HandlerFunc {
+	return func(rw http.ResponseWriter, r *http.Request) {
+		var id api.FileID
+		err := runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{
+			ParamLocation: runtime.ParamLocationPath, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: true,
+		})
+		if err != nil {
+			w.ErrorHandlerFunc(rw, r, &api.InvalidParamFormatError{ParamName: "id", Err: err})
+			return
+		}
+		params, err := b.bind(r.URL.Query())
+		if err != nil {
+			w.ErrorHandlerFunc(rw, r, err)
+			return
+		}
+		serveBound(w, rw, r, func(rw http.ResponseWriter, r *http.Request) { op(rw, r, id, params) })
+	}
+}
+
+// serveBound runs op inside the wrapper's middlewares, as the generated
+// wrapper does once the parameters are bound.
+func serveBound(w api.ServerInterfaceWrapper, rw http.ResponseWriter, r *http.Request, op http.HandlerFunc) {
+	var h http.Handler = op
+	for _, m := range w.HandlerMiddlewares {
+		h = m(h)
+	}
+	h.ServeHTTP(rw, r)
 }

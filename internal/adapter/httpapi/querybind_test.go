@@ -30,6 +30,16 @@ func (b *boundParams) HostListFiles(_ http.ResponseWriter, _ *http.Request, p ap
 	b.params = p
 }
 
+// downloadParams is what DownloadFile was called with.
+type downloadParams struct {
+	id     api.FileID
+	params api.DownloadFileParams
+}
+
+func (b *boundParams) DownloadFile(_ http.ResponseWriter, _ *http.Request, id api.FileID, p api.DownloadFileParams) {
+	b.params = downloadParams{id: id, params: p}
+}
+
 // listQueries are query strings a list route may be sent: each parameter
 // well formed, malformed, empty, repeated, escaped, unknown; and seeded
 // random mixes of them.
@@ -88,7 +98,7 @@ func newBinderPair(t testing.TB, path string) *binderPair {
 			bound, err := newBoundRoutes(mux, b, opts)
 			require.NoError(t, err)
 			opts.BaseRouter = bound
-			defer func() { require.Equal(t, 2, bound.replaced, "the list routes registered") }()
+			defer func() { require.Equal(t, 3, bound.replaced, "the list routes and the download registered") }()
 		}
 		return api.HandlerWithOptions(b, opts)
 	}
@@ -125,6 +135,29 @@ func TestQueryBinderBindsAsTheGeneratedWrapper(t *testing.T) {
 		}
 		require.Positive(t, refused, "some queries refused")
 	}
+}
+
+// TestDownloadBinderBindsAsTheGeneratedWrapper holds the download's one
+// parse to its generated wrapper: for every id and query, the same id and
+// parameters, or the same error for the same parameter (a bad id before a
+// bad query).
+func TestDownloadBinderBindsAsTheGeneratedWrapper(t *testing.T) {
+	pair := newBinderPair(t, "")
+	ids := []string{"0b9e6b0c-5d1e-4c2a-9f43-6f2b1d8c7a10", "0B9E6B0C-5D1E-4C2A-9F43-6F2B1D8C7A10", "0b9e6b0c5d1e4c2a9f436f2b1d8c7a10",
+		"{0b9e6b0c-5d1e-4c2a-9f43-6f2b1d8c7a10}", "urn:uuid:0b9e6b0c-5d1e-4c2a-9f43-6f2b1d8c7a10", "abc", "%20", "0b9e6b0c-5d1e-4c2a-9f43-6f2b1d8c7a1%C3%A9"}
+	queries := []string{"", "expires=1767225600", "expires=abc", "expires=", "expires=1&expires=2", "grant=abc", "grant=",
+		"grant=a&grant=b", "expires=1767225600&grant=sealed", "expires=-5&grant=x", "expires=99999999999999999999", "other=1", "&&", "expires"}
+	refused := 0
+	for _, id := range ids {
+		pair.path = "/uploaded-file/" + id + "/download"
+		for _, q := range queries {
+			if pair.agree(t, q) {
+				refused++
+			}
+		}
+	}
+	require.Positive(t, refused, "some requests refused")
+	require.Less(t, refused, len(ids)*len(queries), "some requests bound")
 }
 
 // FuzzQueryBinder holds the one parse to the generated wrappers on any

@@ -160,17 +160,33 @@ func (g *Guard) remoteKeys(ctx context.Context) error {
 		shown = u.String()
 	}
 	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	kf, err := keyfunc.NewDefaultOverrideCtx(kctx, []string{g.cfg.JWKSURL}, keyfunc.Override{
-		HTTPTimeout:       5 * time.Second,
-		RateLimitWaitMax:  2 * time.Second,
-		RefreshInterval:   15 * time.Minute,
-		RefreshUnknownKID: rate.NewLimiter(rate.Every(every), 1),
-		RefreshErrorHandlerFunc: func(string) func(context.Context, error) {
-			return func(ctx context.Context, err error) {
-				g.log.WarnContext(ctx, "JWKS fetch failed", "url", shown, "error", err.Error())
-			}
+	remote, err := jwkset.NewStorageFromHTTP(g.cfg.JWKSURL, jwkset.HTTPClientStorageOptions{
+		Ctx:                       kctx,
+		HTTPTimeout:               5 * time.Second,
+		NoErrorReturnFirstHTTPReq: true,
+		RefreshInterval:           15 * time.Minute,
+		RefreshErrorHandler: func(ctx context.Context, err error) {
+			g.log.WarnContext(ctx, "JWKS fetch failed", "url", shown, "error", err.Error())
 		},
 	})
+	if err != nil {
+		cancel()
+		return fmt.Errorf("auth.jwksUrl: %w", err)
+	}
+	// The fetched set is read first (PrioritizeHTTP): the client's own
+	// set of given keys is empty, and a read that missed it first would
+	// build an error for every cached token's key check.
+	client, err := jwkset.NewHTTPClient(jwkset.HTTPClientOptions{
+		HTTPURLs:          map[string]jwkset.Storage{g.cfg.JWKSURL: remote},
+		PrioritizeHTTP:    true,
+		RateLimitWaitMax:  2 * time.Second,
+		RefreshUnknownKID: rate.NewLimiter(rate.Every(every), 1),
+	})
+	if err != nil {
+		cancel()
+		return fmt.Errorf("auth.jwksUrl: %w", err)
+	}
+	kf, err := keyfunc.New(keyfunc.Options{Ctx: kctx, Storage: client})
 	if err != nil {
 		cancel()
 		return fmt.Errorf("auth.jwksUrl: %w", err)

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"math/rand/v2"
 	"net/http"
@@ -80,9 +81,7 @@ func withRequestID(next http.Handler) http.Handler {
 // per request.
 func newRequestID() string {
 	var b [8]byte
-	for i, v := 0, rand.Uint64(); i < len(b); i, v = i+1, v>>8 {
-		b[i] = byte(v)
-	}
+	binary.LittleEndian.PutUint64(b[:], rand.Uint64())
 	return hex.EncodeToString(b[:])
 }
 
